@@ -1,0 +1,110 @@
+# pelab — build, test, install.
+#
+#   make            libpelab.a, libpelab.so, pelab, pelab.pc
+#   make test       every test; ends with one "N passed, N failed" line
+#   make demo       RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
+#   make bench      pelab against the PyTorch twin, tokens/s and ratios
+#   make install PREFIX=/usr/local
+#
+# Two builds of the same sources: build/f32 (float, what users run) and build/f64 (double, what
+# the gradient checks and the PyTorch-twin test run on). PELAB_DOUBLE selects the real type.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+CFLAGS  ?= -O2 -march=native -g
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC $(WARN) -Iinclude -Isrc
+LDLIBS  := -lm
+
+# --- optional dependencies: used when present, a visible notice when not -----------------------
+BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
+BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
+ifneq ($(BLAS_LIBS),)
+  CFLAGS += -DPELAB_BLAS $(BLAS_CFLAGS)
+  LDLIBS += $(BLAS_LIBS)
+  PC_REQUIRES := openblas
+else
+  $(info notice: OpenBLAS not found (pkg-config openblas); using the portable matmul, which is much slower. Install it with 'make deps'.)
+endif
+
+HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
+ifeq ($(HAVE_OPENMP),yes)
+  CFLAGS += -fopenmp
+  LDLIBS += -fopenmp
+else
+  $(info notice: $(CC) cannot build OpenMP programs; pelab will run on one thread. Install it with 'make deps'.)
+endif
+
+# --- sources --------------------------------------------------------------------------------
+LIB_SRC := $(sort $(wildcard src/*/*.c src/*/*/*.c src/*/*/*/*.c))
+CLI_SRC := $(sort $(wildcard cli/*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TESTLIB_SRC := $(sort $(wildcard tests/lib/*.c))
+
+OBJ32 := $(LIB_SRC:%.c=build/f32/%.o)
+OBJ64 := $(LIB_SRC:%.c=build/f64/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=build/f32/%.o)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=build/f64/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=build/tests/%)
+
+all: libpelab.a libpelab.so pelab pelab.pc
+
+build/f32/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+build/f64/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPELAB_DOUBLE -MMD -MP -c $< -o $@
+
+libpelab.a: $(OBJ32)
+	rm -f $@ && ar rcs $@ $^
+
+libpelab.so: $(OBJ32)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+build/f64/libpelab.a: $(OBJ64)
+	rm -f $@ && ar rcs $@ $^
+
+pelab: $(CLI_OBJ) libpelab.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpelab.a $(LDLIBS)
+
+build/tests/%: tests/%.c $(TESTLIB_OBJ) build/f64/libpelab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) build/f64/libpelab.a $(LDLIBS)
+
+# The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
+tests: $(TEST_BIN) pelab
+
+pelab.pc: Makefile
+	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: pelab\nDescription: decoder-only Transformers with pluggable positional encodings\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lpelab\nLibs.private: %s\nCflags: -I$${includedir}\n' \
+	  '$(PREFIX)' '$(VERSION)' '$(PC_REQUIRES)' '$(filter-out $(BLAS_LIBS),$(LDLIBS))' > $@
+
+test: tests
+	@bash tests/run.sh
+
+demo: pelab
+	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --out runs/demo
+
+bench: pelab
+	@bash bench/run.sh
+
+deps:
+	@bash .ci/deps
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/pelab $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 libpelab.a libpelab.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/pelab/*.h $(DESTDIR)$(PREFIX)/include/pelab/
+	install -m 755 pelab $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 pelab.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+
+clean:
+	rm -rf build libpelab.a libpelab.so pelab pelab.pc
+
+.PHONY: all test tests demo bench deps install clean
+.DELETE_ON_ERROR:
+
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

@@ -1,0 +1,39 @@
+/* pelab/io.h — files: whole reads, atomic writes, directories, checksums.
+ *
+ * Every file pelab writes goes through pelab_atomic_*: the bytes go to a temporary file in the
+ * same directory, are flushed and fsync'ed, then renamed over the destination (and the directory
+ * fsync'ed), so a reader sees the old file or the new one, never a torn one.
+ */
+#ifndef PELAB_IO_H
+#define PELAB_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Reads a whole file into a malloc'ed buffer with a NUL after the last byte. On failure returns
+ * PELAB_ERR_RUNTIME with "PATH: reason". */
+int pelab_read_file(const char *path, char **data, size_t *size);
+
+struct pelab_atomic_file {
+    FILE *f;       /* write here */
+    char *path;    /* destination */
+    char *tmp;     /* temporary sibling */
+};
+int pelab_atomic_open(struct pelab_atomic_file *af, const char *path);
+/* Flushes, fsyncs, closes and renames into place. On any failure removes the temporary file and
+ * returns PELAB_ERR_RUNTIME naming the path; the destination is untouched. */
+int pelab_atomic_commit(struct pelab_atomic_file *af);
+/* Closes and removes the temporary file; the destination is untouched. */
+void pelab_atomic_abort(struct pelab_atomic_file *af);
+/* Convenience: the whole buffer, atomically. */
+int pelab_write_file_atomic(const char *path, const void *data, size_t size);
+
+/* mkdir -p. */
+int pelab_mkdir_p(const char *path);
+int pelab_file_exists(const char *path);
+
+/* CRC-32 (IEEE 802.3, the zlib polynomial); start with crc = 0. */
+uint32_t pelab_crc32(uint32_t crc, const void *data, size_t size);
+
+#endif

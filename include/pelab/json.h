@@ -1,0 +1,50 @@
+/* pelab/json.h — enough JSON for config.json, log.jsonl, summary.json and safetensors headers:
+ * a strict parser to a small tree, and an appending string builder for writing.
+ */
+#ifndef PELAB_JSON_H
+#define PELAB_JSON_H
+
+#include <stddef.h>
+
+enum pelab_json_type {
+    PELAB_JSON_NULL, PELAB_JSON_BOOL, PELAB_JSON_NUMBER, PELAB_JSON_STRING,
+    PELAB_JSON_ARRAY, PELAB_JSON_OBJECT
+};
+
+struct pelab_json {
+    enum pelab_json_type type;
+    int boolean;
+    double number;
+    char *string;               /* STRING: NUL-terminated, unescaped (may not contain NUL) */
+    const char *raw;            /* NUMBER: pointer to its text inside the parsed buffer copy */
+    size_t raw_len;
+    int count;                  /* ARRAY / OBJECT: number of children */
+    char **keys;                /* OBJECT: keys, in file order */
+    struct pelab_json **items;  /* ARRAY / OBJECT: children, in file order */
+};
+
+/* Parses exactly one JSON value (whitespace around it allowed, nothing else). Strict: no trailing
+ * commas, no comments, valid escapes and UTF-8 passed through, nesting depth at most 64, numbers
+ * finite. On failure returns PELAB_ERR_RUNTIME with a message giving the byte offset and what was
+ * expected; *out is NULL. */
+int pelab_json_parse(const char *text, size_t len, struct pelab_json **out);
+void pelab_json_free(struct pelab_json *j);
+/* Member of an object by key (first match), or NULL (also when j is not an object). */
+const struct pelab_json *pelab_json_get(const struct pelab_json *j, const char *key);
+
+/* Growable string. All appends keep data NUL-terminated; an allocation failure aborts via
+ * PELAB_ASSERT (out of memory while formatting text is not recoverable in any useful way). */
+struct pelab_sb {
+    char *data;
+    size_t len, cap;
+};
+void pelab_sb_free(struct pelab_sb *sb);
+void pelab_sb_printf(struct pelab_sb *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pelab_sb_append(struct pelab_sb *sb, const char *s, size_t n);
+/* Appends s as a quoted, escaped JSON string. */
+void pelab_sb_json_string(struct pelab_sb *sb, const char *s);
+/* Appends a number: integers exactly, others with 17 significant digits (round-trips);
+ * non-finite values as null. */
+void pelab_sb_json_number(struct pelab_sb *sb, double x);
+
+#endif

@@ -1,0 +1,83 @@
+/* pelab/model.h — the decoder-only Transformer (pre-norm, RMSNorm, GELU MLP).
+ *
+ *   h0 = E[token] (+ e(pos) for EMBED encodings)
+ *   per layer:  h += Wo · Attn(RMSNorm(h));   h += W2 · GELU(W1 · RMSNorm(h))
+ *   logits = RMSNorm(h) · E^T        (tied; a separate lm_head when untied)
+ *
+ * Forward and backward are written by hand per layer; the model owns the parameter table
+ * (names in docs/FORMATS.md), the positional encoding, and the activations of one (B, T).
+ */
+#ifndef PELAB_MODEL_H
+#define PELAB_MODEL_H
+
+#include <stdint.h>
+#include "pelab/options.h"
+#include "pelab/params.h"
+#include "pelab/posenc.h"
+#include "pelab/real.h"
+
+struct pelab_model_config {
+    int vocab;     /* V */
+    int d_model;   /* D */
+    int n_heads;   /* H; head width d = D / H */
+    int n_layers;  /* N */
+    int max_seq;   /* T of training (learned tables and FIRE read it) */
+    int mlp_mult;  /* MLP hidden width = mlp_mult · D */
+    int tied;      /* output projection is the token embedding */
+    double dropout;/* attention-probability and residual dropout, training only */
+    char pe[32];   /* encoding name */
+};
+
+/* The model's options (d-model, heads, layers, mlp-mult, tied, dropout, pe). vocab and max_seq
+ * come from the task, not from options. */
+extern const struct pelab_optdef pelab_model_options[];
+
+struct pelab_layer_params { /* indices into the parameter table */
+    int ln1, qkv, proj, ln2, fc, fcproj;
+};
+
+struct pelab_acts; /* activations, private to the model */
+
+struct pelab_model {
+    struct pelab_model_config cfg;
+    struct pelab_params params;
+    struct pelab_posenc pe;
+    int wte, lnf, lm_head;            /* parameter indices; lm_head -1 when tied */
+    struct pelab_layer_params *layer; /* (N,) */
+
+    struct pelab_acts *acts;
+    int B, T;                         /* shape the activations were reserved for */
+    int cur_B, cur_T;                 /* shape of the last forward */
+
+    int training;                     /* dropout on when set */
+    uint64_t dropout_key;             /* set per micro-step: masks are a function of it */
+
+    pelab_real loss;                  /* mean loss of the last forward (-1 without targets) */
+    int n_targets;                    /* positions that carried a target */
+};
+
+/* Builds the model from options; vocab and max_seq are the task's. PELAB_ERR_USAGE with a
+ * message naming the option for any invalid or incompatible setting. */
+int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq);
+void pelab_model_free(struct pelab_model *m);
+
+/* GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2N)), gains 1, and each
+ * encoding's own. */
+void pelab_model_init_weights(struct pelab_model *m, uint64_t seed);
+
+/* Allocates activations for up to B×T (reuses them when large enough). */
+int pelab_model_reserve(struct pelab_model *m, int B, int T);
+
+/* tokens, pos: (B,T). targets (B,T) with -1 where no loss is taken, or NULL. Returns the mean
+ * cross-entropy over positions with a target (also in m->loss), or -1 without targets. */
+pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                               const int32_t *pos, int B, int T);
+/* Backpropagates the last forward's loss, scaled by `loss_scale` (1/accumulation steps);
+ * parameter gradients accumulate (+=). */
+void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale);
+
+/* Views into the last forward: logits (B,T,V) and per-position losses (B,T) (0 without target). */
+const pelab_real *pelab_model_logits(const struct pelab_model *m);
+const pelab_real *pelab_model_losses(const struct pelab_model *m);
+
+#endif

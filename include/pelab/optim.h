@@ -1,0 +1,34 @@
+/* pelab/optim.h — AdamW, the learning-rate schedule, global-norm clipping.
+ *
+ * AdamW as PyTorch's torch.optim.AdamW (decoupled decay applied first, bias-corrected moments);
+ * the schedule as nanoGPT: linear warm-up, cosine decay to a minimum, then constant.
+ */
+#ifndef PELAB_OPTIM_H
+#define PELAB_OPTIM_H
+
+#include <stdint.h>
+#include "pelab/params.h"
+
+struct pelab_adamw {
+    double beta1, beta2, eps, weight_decay;
+    int64_t step; /* updates done so far */
+};
+
+/* One update of every parameter with learning rate lr; decay only where param.decay is set. */
+void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr);
+
+struct pelab_schedule {
+    double lr, min_lr;
+    int64_t warmup, decay_steps; /* decay ends at decay_steps; min_lr after */
+};
+
+/* Learning rate for update number `step` (0-based). */
+double pelab_schedule_lr(const struct pelab_schedule *s, int64_t step);
+
+/* Global L2 norm of all gradients (in double). */
+double pelab_grad_norm(const struct pelab_params *p);
+/* Scales gradients by max_norm / (norm + 1e-6) when that is below 1, as torch's
+ * clip_grad_norm_. Returns the norm before clipping. max_norm <= 0 disables clipping. */
+double pelab_clip_grad_norm(struct pelab_params *p, double max_norm);
+
+#endif

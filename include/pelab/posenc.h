@@ -1,0 +1,92 @@
+/* pelab/posenc.h — the positional-encoding interface.
+ *
+ * An encoding acts at one or more of three sites:
+ *   EMBED  adds e(p) to the token embedding                    (learned, sinusoidal, seqpe input)
+ *   QK     transforms each head's query and key before q·k      (rope, pope, xpos)
+ *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)
+ * Positions are always an explicit int32 array of shape (B, T), so shifted or offset positions
+ * cost nothing. A QK encoding may change the per-head query/key width (PoPE makes it 2d) while
+ * values keep width d. A BIAS encoding is evaluated on tiles of (query positions × key
+ * positions), so attention kernels never need a T×T buffer from it.
+ *
+ * To add an encoding: write src/posenc/pe_<name>.c defining one `const struct pelab_posenc_ops`,
+ * and list it in src/posenc/posenc.c. Its parameters are declared by name in the model's
+ * parameter table, which gives them gradients, optimizer state and checkpoint names.
+ */
+#ifndef PELAB_POSENC_H
+#define PELAB_POSENC_H
+
+#include <stdint.h>
+#include "pelab/options.h"
+#include "pelab/params.h"
+#include "pelab/real.h"
+#include "pelab/rng.h"
+
+enum pelab_pe_site {
+    PELAB_SITE_EMBED = 1 << 0,
+    PELAB_SITE_QK = 1 << 1,
+    PELAB_SITE_BIAS = 1 << 2
+};
+
+struct pelab_posenc;
+
+struct pelab_posenc_ops {
+    const char *name;
+    const char *summary; /* one line: what it is and where it comes from */
+    unsigned sites;      /* PELAB_SITE_* bits */
+    const struct pelab_optdef *options; /* its own options, NULL-name terminated; may be NULL */
+
+    /* Reads its options (already checked against `options`), validates them against the model
+     * shape in `pe`, sets pe->qk_dim when it acts at QK, declares its parameters in `params`
+     * (with decay 0). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. */
+    int (*init)(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params);
+    void (*free)(struct pelab_posenc *pe);
+    /* Writes initial values of its parameters. */
+    void (*init_params)(struct pelab_posenc *pe, struct pelab_rng *rng);
+
+    /* EMBED.  out (B,T,D) += e(pos);  backward: parameter grads += from dout (B,T,D). */
+    void (*embed_forward)(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos, int B, int T);
+    void (*embed_backward)(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
+                           int B, int T);
+
+    /* QK, for one layer.  q, k: (B,T,H,d) with row stride `ld` between tokens (they sit inside
+     * the fused qkv buffer);  qo, ko: (B,H,T,qk_dim), contiguous.
+     * backward: dq, dk (B,T,H,d, stride ld) are assigned; parameter grads +=. */
+    void (*qk_forward)(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
+                       const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
+                       int B, int T);
+    void (*qk_backward)(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
+                        const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
+                        const pelab_real *k, int ld, const int32_t *pos, int B, int T);
+
+    /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned.
+     * backward: parameter grads += from dout (nq, nk). Entries with pos_k[j] > pos_q[i] are
+     * masked by the caller; they are computed but receive zero gradient. */
+    void (*bias_tile)(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
+                      const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
+    void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
+                               const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
+};
+
+struct pelab_posenc {
+    const struct pelab_posenc_ops *ops;
+    /* Model shape, set by the model before init. */
+    int D, H, d, n_layers;
+    int max_seq;   /* training context length */
+    int qk_dim;    /* per-head query/key width after QK (d unless the encoding changes it) */
+    struct pelab_params *params;
+    void *state;   /* the encoding's own */
+};
+
+/* The registry. */
+const struct pelab_posenc_ops *pelab_posenc_find(const char *name);
+/* All registered encodings, NULL-terminated. */
+const struct pelab_posenc_ops *const *pelab_posenc_all(void);
+
+/* Creates the encoding `name` for a model of the given shape; checks and reads its options.
+ * PELAB_ERR_USAGE for an unknown name (the message lists the known ones). */
+int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
+                      struct pelab_params *params, int D, int H, int n_layers, int max_seq);
+void pelab_posenc_free(struct pelab_posenc *pe);
+
+#endif

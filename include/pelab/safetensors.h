@@ -1,0 +1,53 @@
+/* pelab/safetensors.h — the safetensors format: 8-byte little-endian header length N, N bytes of
+ * JSON {"__metadata__": {str: str}, name: {"dtype", "shape", "data_offsets": [begin, end]}},
+ * then the data. PyTorch (safetensors.torch) and other tools load these files unchanged.
+ *
+ * pelab adds two metadata keys of its own: "format" (what the file holds, e.g. "pelab-model")
+ * and "pelab.crc32" (CRC-32 of the data section, hex), checked on load.
+ */
+#ifndef PELAB_SAFETENSORS_H
+#define PELAB_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pelab/options.h"
+#include "pelab/params.h"
+
+enum pelab_dtype { PELAB_DT_F32, PELAB_DT_F64, PELAB_DT_I32, PELAB_DT_I64 };
+
+struct pelab_tensor {
+    char name[128];
+    enum pelab_dtype dtype;
+    int ndim;                 /* 0..4 */
+    int64_t shape[4];
+    const void *data;         /* writing: the caller's bytes; reading: inside the file buffer */
+    size_t nbytes;
+};
+
+/* Writes tensors (in the given order) and metadata (string pairs; may be NULL) atomically. */
+int pelab_safetensors_write(const char *path, const struct pelab_tensor *tensors, int n,
+                            const struct pelab_opts *metadata);
+
+/* A file read fully into memory and validated: header JSON well-formed, every dtype known, shape
+ * × dtype size == byte length, offsets inside the data section, tensors not overlapping, the
+ * data section fully covered, CRC matching when present. Any fault: PELAB_ERR_RUNTIME with
+ * "PATH: what is wrong". */
+struct pelab_st_file {
+    char *buf;                /* whole file */
+    size_t size;
+    struct pelab_tensor *tensors;
+    int count;
+    struct pelab_opts metadata;
+};
+int pelab_safetensors_read(const char *path, struct pelab_st_file *f);
+void pelab_st_file_free(struct pelab_st_file *f);
+const struct pelab_tensor *pelab_st_find(const struct pelab_st_file *f, const char *name);
+
+/* The parameter table as one safetensors file, in pelab_real's dtype (F32, or F64 in the
+ * double build); names and shapes from the table. */
+int pelab_params_save(const char *path, const struct pelab_params *p, const struct pelab_opts *metadata);
+/* Loads every parameter of an allocated table by name: each must be present with the same
+ * shape (F32 or F64, converted), and the file must hold no tensor the table lacks. */
+int pelab_params_load(const struct pelab_st_file *f, const struct pelab_params *p, const char *path);
+
+#endif

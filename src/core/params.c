@@ -1,0 +1,65 @@
+/* The named parameter table: declare, then one allocation each for values, grads, moments. */
+#include <stdlib.h>
+#include <string.h>
+#include "pelab/params.h"
+#include "pelab/status.h"
+
+int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, const int64_t *shape,
+                         int decay) {
+    PELAB_ASSERT(p->data == NULL);
+    PELAB_ASSERT(ndim >= 1 && ndim <= PELAB_PARAM_MAX_DIM);
+    PELAB_ASSERT(strlen(name) < PELAB_PARAM_NAME_MAX);
+    PELAB_ASSERT(pelab_params_find(p, name) < 0);
+    if (p->count == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 32;
+        p->list = realloc(p->list, (size_t)p->cap * sizeof *p->list);
+        PELAB_ASSERT(p->list != NULL);
+    }
+    struct pelab_param *q = &p->list[p->count];
+    memset(q, 0, sizeof *q);
+    strcpy(q->name, name);
+    q->ndim = ndim;
+    q->size = 1;
+    for (int i = 0; i < ndim; i++) {
+        PELAB_ASSERT(shape[i] > 0);
+        q->shape[i] = shape[i];
+        q->size *= (size_t)shape[i];
+    }
+    q->offset = p->total;
+    q->decay = decay;
+    p->total += q->size;
+    return p->count++;
+}
+
+int pelab_params_alloc(struct pelab_params *p) {
+    PELAB_ASSERT(p->data == NULL);
+    size_t n = p->total ? p->total : 1;
+    p->data = calloc(n, sizeof(pelab_real));
+    p->grad = calloc(n, sizeof(pelab_real));
+    p->m = calloc(n, sizeof(pelab_real));
+    p->v = calloc(n, sizeof(pelab_real));
+    if (!p->data || !p->grad || !p->m || !p->v) {
+        pelab_params_free(p);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory allocating %zu parameters", p->total);
+    }
+    return PELAB_OK;
+}
+
+void pelab_params_free(struct pelab_params *p) {
+    free(p->list);
+    free(p->data);
+    free(p->grad);
+    free(p->m);
+    free(p->v);
+    memset(p, 0, sizeof *p);
+}
+
+int pelab_params_find(const struct pelab_params *p, const char *name) {
+    for (int i = 0; i < p->count; i++)
+        if (strcmp(p->list[i].name, name) == 0) return i;
+    return -1;
+}
+
+void pelab_params_zero_grad(struct pelab_params *p) {
+    memset(p->grad, 0, p->total * sizeof(pelab_real));
+}
