@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every test: the C test programs (build/tests/test_*), the command-line scripts
+# (tests/cli_*.sh) and the PyTorch twin (tests/ref/run.sh). Each program's exit status is its
+# verdict: 0 passed, 77 skipped (a missing optional dependency, said on its own line), else failed.
+set -u
+cd "$(dirname "$0")/.."
+passed=0 failed=0 skipped=0 failures=()
+run() {
+    local name=$1; shift
+    local log; log=$(mktemp)
+    local start=$SECONDS
+    "$@" >"$log" 2>&1
+    local rc=$?
+    case $rc in
+    0) passed=$((passed + 1)); printf 'ok    %-32s %3ds\n' "$name" $((SECONDS - start)) ;;
+    77) skipped=$((skipped + 1)); printf 'skip  %-32s %s\n' "$name" "$(tail -n 1 "$log")" ;;
+    *) failed=$((failed + 1)); failures+=("$name"); printf 'FAIL  %-32s (exit %d)\n' "$name" $rc
+       sed 's/^/      /' "$log" | tail -n 40 ;;
+    esac
+    rm -f "$log"
+}
+for t in build/tests/test_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done
+for t in tests/cli_*.sh; do [ -f "$t" ] && run "$(basename "$t" .sh)" bash "$t"; done
+[ -f tests/ref/run.sh ] && run "pytorch-twin" bash tests/ref/run.sh
+echo
+[ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
