@@ -75,6 +75,13 @@ build/tests/%: tests/%.c $(TESTLIB_OBJ) build/f64/libpelab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) build/f64/libpelab.a $(LDLIBS)
 
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
+
+build/bench/%: bench/%.c libpelab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< libpelab.a $(LDLIBS)
+
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
 tests: $(TEST_BIN) pelab
 
@@ -88,7 +95,7 @@ test: tests
 demo: pelab
 	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --out runs/demo
 
-bench: pelab
+bench: pelab $(BENCH_BIN)
 	@bash bench/run.sh
 
 deps:

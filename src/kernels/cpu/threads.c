@@ -1,0 +1,39 @@
+/* Thread count shared by OpenMP and OpenBLAS. */
+#include <unistd.h>
+#include "pelab/threads.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef PELAB_BLAS
+void openblas_set_num_threads(int);
+#endif
+
+static int n_threads = 1;
+
+void pelab_threads_set(int n) {
+    if (n <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cores > 0 ? (int)cores : 1;
+    }
+    n_threads = n;
+#ifdef _OPENMP
+    omp_set_num_threads(n);
+#endif
+#ifdef PELAB_BLAS
+    openblas_set_num_threads(n);
+#endif
+}
+
+int pelab_threads_get(void) { return n_threads; }
+
+const char *pelab_build_info(void) {
+#if defined(PELAB_BLAS) && defined(_OPENMP)
+    return "OpenBLAS, OpenMP";
+#elif defined(PELAB_BLAS)
+    return "OpenBLAS, single-threaded loops (no OpenMP)";
+#elif defined(_OPENMP)
+    return "portable matmul (no OpenBLAS), OpenMP";
+#else
+    return "portable matmul (no OpenBLAS), single-threaded (no OpenMP)";
+#endif
+}
