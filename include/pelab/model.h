@@ -61,6 +61,11 @@ struct pelab_model {
 int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq);
 void pelab_model_free(struct pelab_model *m);
 
+/* The resolved settings of the model and its encoding as text: every option of
+ * pelab_model_options and of the encoding's table (given or default), plus "vocab" and
+ * "max-seq". This is what config.json and the safetensors metadata record. */
+int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out);
+
 /* GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2N)), gains 1, and each
  * encoding's own. */
 void pelab_model_init_weights(struct pelab_model *m, uint64_t seed);
