@@ -1,0 +1,11 @@
+/* src/data/tasks/tasks.h — the task tables the registry in src/data/task.c lists.
+ * Adding a task: write src/data/tasks/<name>.c defining `pelab_task_<name>`, declare it here,
+ * and add it to the table in task.c. */
+#ifndef PELAB_DATA_TASKS_H
+#define PELAB_DATA_TASKS_H
+
+#include "pelab/task.h"
+
+extern const struct pelab_task_ops pelab_task_indirect;
+
+#endif

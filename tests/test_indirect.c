@@ -1,0 +1,380 @@
+/* The task registry and the `indirect` task: examples parse back to their parts and obey the
+ * sampling rules, the shift and length distributions match the procedure exactly (within 5σ),
+ * batches encode the text with the documented token ids, splits are deterministic and disjoint,
+ * fill wraps around, and options are read and refused as documented. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/check.h"
+#include "data/tasks/indirect.h"
+#include "pelab/status.h"
+#include "pelab/task.h"
+
+#define N 20000 /* examples examined per split */
+
+/* The documented ids: 0 padding, then these characters in order from 1. */
+static const char ORDER[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789, +-";
+
+static int expect_id(char c) {
+    const char *p = c ? strchr(ORDER, c) : NULL;
+    return p ? 1 + (int)(p - ORDER) : -1;
+}
+
+static int is_letter(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+struct parts {
+    char src[64];
+    int L;
+    char letter;
+    int shift;
+    char target;
+};
+
+/* Strict parse of "SRC, c, ±d, t"; 0 when the text has another shape. */
+static int parse(const char *s, struct parts *p) {
+    int L = 0;
+    while (is_letter(s[L]) && L < 63) L++;
+    if (L == 0) return 0;
+    memcpy(p->src, s, (size_t)L);
+    p->src[L] = '\0';
+    p->L = L;
+    s += L;
+    if (strncmp(s, ", ", 2) != 0 || !is_letter(s[2]) || strncmp(s + 3, ", ", 2) != 0) return 0;
+    p->letter = s[2];
+    s += 5;
+    if (*s != '+' && *s != '-') return 0;
+    int sign = *s == '-' ? -1 : 1, mag = 0, nd = 0;
+    for (s++; *s >= '0' && *s <= '9'; s++, nd++) mag = 10 * mag + (*s - '0');
+    if (nd < 1 || nd > 2 || (nd == 2 && mag < 10)) return 0; /* no leading zeros */
+    p->shift = sign * mag;
+    if (strncmp(s, ", ", 2) != 0 || !is_letter(s[2]) || s[3] != '\0') return 0;
+    p->target = s[2];
+    return 1;
+}
+
+/* Why an example breaks the task's rules, or NULL. */
+static const char *invalid(const struct pelab_indirect_example *ex, int min_len, int max_len,
+                           int max_shift) {
+    struct parts p;
+    if (!parse(ex->text, &p)) return "text does not parse";
+    if (p.L != ex->source_len) return "source_len disagrees with the text";
+    if (p.L < min_len || p.L > max_len) return "length out of range";
+    int seen[128] = {0};
+    for (int i = 0; i < p.L; i++)
+        if (seen[(int)p.src[i]]++) return "repeated letter";
+    if (p.shift == 0 || abs(p.shift) > max_shift) return "shift out of range";
+    if (p.shift != ex->shift) return "shift disagrees with the text";
+    if (ex->source_index < 0 || ex->source_index >= p.L) return "source index out of range";
+    if (p.src[ex->source_index] != p.letter) return "source letter is not at source_index";
+    if (ex->target_index != ex->source_index + ex->shift) return "target_index != index + shift";
+    if (ex->target_index < 0 || ex->target_index >= p.L) return "target outside the string";
+    if (p.src[ex->target_index] != p.target || ex->target != p.target) return "wrong target";
+    return NULL;
+}
+
+/* Why a batch row does not encode `ex`, or NULL. */
+static const char *row_mismatch(const struct pelab_batch *b, int r,
+                                const struct pelab_indirect_example *ex) {
+    const int32_t *tok = b->tokens + (size_t)r * b->T, *tgt = b->targets + (size_t)r * b->T,
+                  *pos = b->pos + (size_t)r * b->T;
+    int n = (int)strlen(ex->text) - 1; /* input: all but the target letter */
+    if (ex->text[n - 1] != ' ') return "input does not end in a space";
+    int ntargets = 0;
+    for (int t = 0; t < b->T; t++) {
+        if (pos[t] != t) return "position != t";
+        if (t < n && tok[t] != expect_id(ex->text[t])) return "token != documented id of text";
+        if (t >= n && tok[t] != 0) return "padding token != 0";
+        if (tgt[t] != -1) ntargets++;
+        if (tgt[t] != -1 && t != n - 1) return "target away from the last input position";
+    }
+    if (ntargets != 1) return "not exactly one target";
+    if (tgt[n - 1] != expect_id(ex->target)) return "target id != the target letter's id";
+    return NULL;
+}
+
+static int init_with(struct pelab_task *t, const char *const *kv) {
+    struct pelab_opts o = {0};
+    for (; kv && kv[0]; kv += 2) CHECK(pelab_opts_set(&o, kv[0], kv[1]) == PELAB_OK, "set");
+    return pelab_task_init(t, "indirect", &o);
+}
+
+static void test_registry(void) {
+    const struct pelab_task_ops *ops = pelab_task_find("indirect");
+    CHECK(ops && strcmp(ops->name, "indirect") == 0, "find indirect");
+    CHECK(pelab_task_find("nope") == NULL, "find unknown");
+    const struct pelab_task_ops *const *all = pelab_task_all();
+    int n = 0, has = 0;
+    for (; all[n]; n++) has |= all[n] == ops;
+    CHECK(n >= 1 && has, "pelab_task_all lists indirect (%d tasks)", n);
+
+    struct pelab_task t;
+    pelab_clear_error();
+    CHECK(pelab_task_init(&t, "x", NULL) == PELAB_ERR_USAGE, "unknown task refused");
+    CHECK(strstr(pelab_last_error(), "unknown task 'x' (known: ") &&
+              strstr(pelab_last_error(), "indirect"),
+          "message: %s", pelab_last_error());
+    CHECK(t.ops == NULL && t.state == NULL, "failed init leaves the task empty");
+    pelab_task_free(&t); /* safe on an empty task */
+
+    /* Keys of other modules share the list and are not this task's business. */
+    const char *others[] = {"rope-base", "-1", "lr", "not-a-number", NULL};
+    CHECK(init_with(&t, others) == PELAB_OK, "other modules' keys ignored: %s", pelab_last_error());
+    pelab_task_free(&t);
+    CHECK(pelab_task_init(&t, "indirect", NULL) == PELAB_OK, "NULL opts = defaults");
+    pelab_task_free(&t);
+
+    struct pelab_batch b;
+    CHECK(pelab_batch_alloc(&b, 0, 4) == PELAB_ERR_USAGE, "empty batch refused");
+    CHECK(pelab_batch_alloc(&b, 3, 5) == PELAB_OK && b.B == 3 && b.T == 5, "batch alloc");
+    pelab_batch_free(&b);
+    pelab_batch_free(&b); /* freeing twice is harmless */
+}
+
+static void test_defaults_and_vocab(void) {
+    struct pelab_task t;
+    CHECK(pelab_task_init(&t, "indirect", NULL) == PELAB_OK, "init: %s", pelab_last_error());
+    CHECK(t.vocab == 67 && t.pad == 0, "vocab %d pad %d", t.vocab, t.pad);
+    CHECK(t.seq_len == 40 + 2 + 1 + 2 + 3 + 2, "seq_len %d", t.seq_len);
+    CHECK(t.ops->split_size(&t, PELAB_SPLIT_TRAIN) == 1000000, "train size");
+    CHECK(t.ops->split_size(&t, PELAB_SPLIT_VAL) == 10000, "val size");
+    CHECK(t.ops->split_size(&t, PELAB_SPLIT_TEST) == 10000, "test size");
+    CHECK(strcmp(t.ops->token_text(&t, 0), "") == 0, "padding prints empty");
+    for (int id = 1; id < 67; id++) {
+        const char *s = t.ops->token_text(&t, id);
+        CHECK(strlen(s) == 1 && s[0] == ORDER[id - 1], "token_text(%d) = '%s'", id, s);
+        CHECK(pelab_indirect_token(ORDER[id - 1]) == id, "token('%c')", ORDER[id - 1]);
+    }
+    CHECK(pelab_indirect_token('A') == 1 && pelab_indirect_token('z') == 52 &&
+              pelab_indirect_token('0') == 53 && pelab_indirect_token(',') == 63 &&
+              pelab_indirect_token(' ') == 64 && pelab_indirect_token('-') == 66,
+          "spot ids");
+    CHECK(pelab_indirect_token('?') == -1, "no id for '?'");
+    CHECK(strcmp(t.ops->token_text(&t, 67), "<unk>") == 0 &&
+              strcmp(t.ops->token_text(&t, -1), "<unk>") == 0,
+          "out of range prints <unk>");
+    pelab_task_free(&t);
+}
+
+/* Exact shift, length and source-index probabilities of the sampling procedure: L uniform, index
+ * uniform, shift uniform over the nonzero shifts in [-M, M] that land in the string. (Redrawing
+ * the letter along with the shift would skew the index towards the middle: pidx catches that.) */
+static void expected_hist(int min_len, int max_len, int M, double *pshift /* [2M+1] */,
+                          double *plen /* [max_len+1] */, double *pidx /* [max_len] */) {
+    memset(pshift, 0, sizeof(double) * (size_t)(2 * M + 1));
+    for (int L = min_len; L <= max_len; L++) {
+        double pL = 1.0 / (max_len - min_len + 1);
+        plen[L] = pL;
+        for (int i = 0; i < L; i++) {
+            pidx[i] += pL / L;
+            int valid = 0;
+            for (int s = -M; s <= M; s++) valid += s != 0 && i + s >= 0 && i + s < L;
+            for (int s = -M; s <= M; s++)
+                if (s != 0 && i + s >= 0 && i + s < L) pshift[s + M] += pL / L / valid;
+        }
+    }
+}
+
+/* |observed - expected| within 5σ (binomial) plus one, for a histogram of n draws; every value
+ * expected at least 20 times must occur. */
+static void check_hist(const int *obs, const double *p, int k, int n, const char *what, int offset) {
+    for (int j = 0; j < k; j++) {
+        double e = n * p[j], sd = sqrt(n * p[j] * (1 - p[j]));
+        CHECK(fabs(obs[j] - e) <= 5 * sd + 1, "%s %d: %d drawn, %.1f expected", what, j + offset,
+              obs[j], e);
+        if (e >= 20) CHECK(obs[j] > 0, "%s %d never drawn", what, j + offset); /* P(miss) < 3e-9 */
+    }
+}
+
+/* N examples of a split: validity, distributions, batch encoding, determinism. Writes the texts. */
+static void check_split(const struct pelab_task *t, enum pelab_split split, int min_len,
+                        int max_len, int M, int T, char (*texts)[PELAB_INDIRECT_TEXT_MAX]) {
+    enum { BATCH = 50 };
+    struct pelab_batch b;
+    CHECK(pelab_batch_alloc(&b, BATCH, T) == PELAB_OK, "alloc");
+    int *shift_hist = calloc((size_t)(2 * M + 1), sizeof(int));
+    int len_hist[64] = {0}, idx_hist[64] = {0}, letter_src[128] = {0}, letter_tgt[128] = {0};
+    int bad = 0, bad_rows = 0, nondet = 0;
+    const char *why = NULL, *why_row = NULL;
+    char first_bad[PELAB_INDIRECT_TEXT_MAX] = "";
+    for (int i0 = 0; i0 < N; i0 += BATCH) {
+        t->ops->fill(t, split, (uint64_t)i0, &b);
+        for (int r = 0; r < BATCH; r++) {
+            struct pelab_indirect_example ex, again;
+            pelab_indirect_generate(t, split, (uint64_t)(i0 + r), &ex);
+            pelab_indirect_generate(t, split, (uint64_t)(i0 + r), &again);
+            nondet += memcmp(&ex, &again, sizeof ex) != 0;
+            const char *w = invalid(&ex, min_len, max_len, M);
+            if (w && !bad++) why = w, strcpy(first_bad, ex.text);
+            const char *wr = row_mismatch(&b, r, &ex);
+            if (wr && !bad_rows++) why_row = wr;
+            strcpy(texts[i0 + r], ex.text);
+            if (w) continue;
+            shift_hist[ex.shift + M]++;
+            len_hist[ex.source_len]++;
+            idx_hist[ex.source_index]++;
+            letter_src[(int)ex.text[ex.source_index]]++;
+            letter_tgt[(int)ex.target]++;
+        }
+    }
+    CHECK(bad == 0, "split %d: %d invalid examples; first '%s': %s", split, bad, first_bad, why);
+    CHECK(bad_rows == 0, "split %d: %d batch rows differ from the text; first: %s", split,
+          bad_rows, why_row);
+    CHECK(nondet == 0, "split %d: %d examples differ between two generations", split, nondet);
+
+    double *pshift = malloc(sizeof(double) * (size_t)(2 * M + 1)), plen[64] = {0}, pidx[64] = {0};
+    expected_hist(min_len, max_len, M, pshift, plen, pidx);
+    CHECK(shift_hist[M] == 0, "shift 0 drawn");
+    check_hist(shift_hist, pshift, 2 * M + 1, N, "shift", -M);
+    check_hist(len_hist + min_len, plen + min_len, max_len - min_len + 1, N, "length", min_len);
+    check_hist(idx_hist, pidx, max_len, N, "source index", 0);
+    for (const char *c = ORDER; c < ORDER + 52; c++)
+        CHECK(letter_src[(int)*c] > 0 && letter_tgt[(int)*c] > 0, "letter %c never used", *c);
+    free(pshift);
+    free(shift_hist);
+    pelab_batch_free(&b);
+}
+
+static int cmp_text(const void *a, const void *b) { return strcmp(a, b); }
+
+/* No example text appears in two splits (whole strings, N per split), nor at the same index. */
+static void check_disjoint(char (*texts)[PELAB_INDIRECT_TEXT_MAX] /* [3][N] */) {
+    int same_index = 0;
+    for (int i = 0; i < N; i++)
+        same_index += !strcmp(texts[i], texts[N + i]) || !strcmp(texts[i], texts[2 * N + i]) ||
+                      !strcmp(texts[N + i], texts[2 * N + i]);
+    CHECK(same_index == 0, "%d indices give the same example in two splits", same_index);
+
+    /* Tag each text with its split in the last byte, sort, and compare neighbours. */
+    char (*all)[PELAB_INDIRECT_TEXT_MAX + 1] = malloc(sizeof *all * 3 * N);
+    for (int i = 0; i < 3 * N; i++) {
+        memset(all[i], 0, sizeof all[i]);
+        strcpy(all[i], texts[i]);
+        all[i][PELAB_INDIRECT_TEXT_MAX] = (char)('0' + i / N);
+    }
+    qsort(all, 3 * N, sizeof *all, cmp_text);
+    int shared = 0;
+    for (int i = 1; i < 3 * N; i++)
+        shared += !strcmp(all[i], all[i - 1]) &&
+                  all[i][PELAB_INDIRECT_TEXT_MAX] != all[i - 1][PELAB_INDIRECT_TEXT_MAX];
+    CHECK(shared == 0, "%d example texts shared between splits", shared);
+    free(all);
+}
+
+static void test_default_splits(void) {
+    struct pelab_task t;
+    CHECK(pelab_task_init(&t, "indirect", NULL) == PELAB_OK, "init");
+    char (*texts)[PELAB_INDIRECT_TEXT_MAX] = malloc(sizeof *texts * 3 * N);
+    for (int s = 0; s < 3; s++)
+        check_split(&t, (enum pelab_split)s, 20, 40, 15, t.seq_len + 3, texts + s * N);
+    check_disjoint(texts);
+    free(texts);
+    pelab_task_free(&t);
+}
+
+/* fill(first) near the end of a split continues at example 0. */
+static void test_wrap(void) {
+    struct pelab_task t;
+    const char *kv[] = {"indirect-val-size", "7", NULL};
+    CHECK(init_with(&t, kv) == PELAB_OK, "init");
+    struct pelab_batch b;
+    CHECK(pelab_batch_alloc(&b, 5, t.seq_len) == PELAB_OK, "alloc");
+    struct {
+        enum pelab_split split;
+        uint64_t first;
+    } cases[] = {{PELAB_SPLIT_TRAIN, 999998}, {PELAB_SPLIT_VAL, 5}, {PELAB_SPLIT_VAL, 7 * 3 + 6},
+                 {PELAB_SPLIT_TEST, 9999}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        uint64_t size = t.ops->split_size(&t, cases[c].split);
+        t.ops->fill(&t, cases[c].split, cases[c].first, &b);
+        for (int r = 0; r < b.B; r++) {
+            struct pelab_indirect_example ex;
+            pelab_indirect_generate(&t, cases[c].split, (cases[c].first + (uint64_t)r) % size, &ex);
+            const char *w = row_mismatch(&b, r, &ex);
+            CHECK(w == NULL, "wrap: split %d first %llu row %d: %s", cases[c].split,
+                  (unsigned long long)cases[c].first, r, w);
+        }
+    }
+    struct pelab_indirect_example a, z;
+    pelab_indirect_generate(&t, PELAB_SPLIT_VAL, 3, &a);
+    pelab_indirect_generate(&t, PELAB_SPLIT_VAL, 7 + 3, &z);
+    CHECK(strcmp(a.text, z.text) == 0, "index taken modulo the split size");
+    pelab_batch_free(&b);
+    pelab_task_free(&t);
+}
+
+static void test_custom_options(void) {
+    struct pelab_task t;
+    const char *kv[] = {"indirect-min-len", "8", "indirect-max-len", "16", "indirect-max-shift", "5",
+                        NULL};
+    CHECK(init_with(&t, kv) == PELAB_OK, "custom init: %s", pelab_last_error());
+    CHECK(t.seq_len == 16 + 2 + 1 + 2 + 2 + 2, "custom seq_len %d", t.seq_len);
+    char (*texts)[PELAB_INDIRECT_TEXT_MAX] = malloc(sizeof *texts * N);
+    check_split(&t, PELAB_SPLIT_TRAIN, 8, 16, 5, t.seq_len, texts);
+    pelab_task_free(&t);
+
+    /* The extremes: every letter, shifts up to ±51, the longest text the buffer must hold. */
+    const char *wide[] = {"indirect-min-len", "2", "indirect-max-len", "52", "indirect-max-shift",
+                          "51", NULL};
+    CHECK(init_with(&t, wide) == PELAB_OK, "wide init: %s", pelab_last_error());
+    CHECK(t.seq_len == 52 + 2 + 1 + 2 + 3 + 2, "wide seq_len %d", t.seq_len);
+    check_split(&t, PELAB_SPLIT_VAL, 2, 52, 51, t.seq_len, texts);
+    pelab_task_free(&t);
+
+    /* Another data seed is another draw, and reproducible. */
+    struct pelab_task t0, t1, t1b;
+    const char *seed1[] = {"data-seed", "1", NULL};
+    CHECK(pelab_task_init(&t0, "indirect", NULL) == PELAB_OK, "t0");
+    CHECK(init_with(&t1, seed1) == PELAB_OK && init_with(&t1b, seed1) == PELAB_OK, "t1");
+    int same0 = 0, diff1 = 0;
+    for (uint64_t i = 0; i < 1000; i++) {
+        struct pelab_indirect_example a, b, c;
+        pelab_indirect_generate(&t0, PELAB_SPLIT_TRAIN, i, &a);
+        pelab_indirect_generate(&t1, PELAB_SPLIT_TRAIN, i, &b);
+        pelab_indirect_generate(&t1b, PELAB_SPLIT_TRAIN, i, &c);
+        same0 += !strcmp(a.text, b.text);
+        diff1 += strcmp(b.text, c.text) != 0;
+    }
+    CHECK(same0 == 0 && diff1 == 0, "data-seed: %d equal to seed 0, %d irreproducible", same0,
+          diff1);
+    pelab_task_free(&t0);
+    pelab_task_free(&t1);
+    pelab_task_free(&t1b);
+    free(texts);
+}
+
+static void expect_refused(const char *const *kv, const char *option) {
+    struct pelab_task t;
+    pelab_clear_error();
+    int rc = init_with(&t, kv);
+    CHECK(rc == PELAB_ERR_USAGE, "%s %s: rc %d", kv[0], kv[1], rc);
+    CHECK(strstr(pelab_last_error(), option) != NULL && !strchr(pelab_last_error(), '\n'),
+          "message names %s: '%s'", option, pelab_last_error());
+    CHECK(t.ops == NULL && t.state == NULL, "refused init leaves the task empty");
+}
+
+static void test_bad_options(void) {
+    const char *a[] = {"indirect-max-len", "60", NULL};
+    const char *b[] = {"indirect-min-len", "30", "indirect-max-len", "20", NULL};
+    const char *c[] = {"indirect-max-shift", "0", NULL};
+    const char *d[] = {"indirect-max-shift", "40", NULL}; /* = max-len 40: never fits */
+    const char *e[] = {"indirect-min-len", "1", NULL};
+    const char *f[] = {"indirect-max-len", "abc", NULL};
+    const char *g[] = {"indirect-train-size", "0", NULL};
+    expect_refused(a, "--indirect-max-len");
+    expect_refused(b, "--indirect-min-len");
+    expect_refused(c, "--indirect-max-shift");
+    expect_refused(d, "--indirect-max-shift");
+    expect_refused(e, "--indirect-min-len");
+    expect_refused(f, "--indirect-max-len");
+    expect_refused(g, "--indirect-train-size");
+}
+
+int main(void) {
+    test_registry();
+    test_defaults_and_vocab();
+    test_default_splits();
+    test_wrap();
+    test_custom_options();
+    test_bad_options();
+    return check_report("test_indirect");
+}
