@@ -2,6 +2,8 @@
 #include <math.h>
 #include "pelab/rng.h"
 
+#define PELAB_PI 3.14159265358979323846
+
 uint64_t pelab_hash64(uint64_t x) {
     x += 0x9E3779B97F4A7C15ull;
     x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -47,7 +49,7 @@ uint64_t pelab_rng_below(struct pelab_rng *rng, uint64_t n) {
 double pelab_rng_normal(struct pelab_rng *rng) {
     double u1 = 1.0 - pelab_rng_uniform(rng); /* (0, 1] so log is finite */
     double u2 = pelab_rng_uniform(rng);
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * PELAB_PI * u2);
 }
 
 double pelab_hash_uniform(uint64_t key, uint64_t index) {
