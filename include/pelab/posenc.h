@@ -44,6 +44,11 @@ struct pelab_posenc_ops {
     /* Writes initial values of its parameters. */
     void (*init_params)(struct pelab_posenc *pe, struct pelab_rng *rng);
 
+    /* Optional. Called once per forward pass, before any layer, with that pass's positions: work
+     * that depends only on positions (cos/sin tables, SeqPE's embeddings) is done here once and
+     * shared by every layer and by the backward pass. */
+    int (*prepare)(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
+
     /* EMBED.  out (B,T,D) += e(pos);  backward: parameter grads += from dout (B,T,D). */
     void (*embed_forward)(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos, int B, int T);
     void (*embed_backward)(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
@@ -88,5 +93,15 @@ const struct pelab_posenc_ops *const *pelab_posenc_all(void);
 int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
                       struct pelab_params *params, int D, int H, int n_layers, int max_seq);
 void pelab_posenc_free(struct pelab_posenc *pe);
+
+/* The model's calls: they run the encoding's site functions, or the identity where it has none
+ * (QK: q, k are copied into (B,H,T,d) layout). */
+int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
+void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
+                             const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
+                             int B, int T);
+void pelab_posenc_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
+                              const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
+                              const pelab_real *k, int ld, const int32_t *pos, int B, int T);
 
 #endif

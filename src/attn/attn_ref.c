@@ -1,0 +1,118 @@
+/* Reference attention: scores, causal softmax and weighted values per (batch, head), with the
+ * probabilities kept for the backward pass.
+ *
+ *   S[t,s] = scale · q[t]·k[s] + bias(t,s)      s ≤ t
+ *   P[t,:] = softmax(S[t, 0..t]);  out[t] = Σ_s drop(P[t,s]) v[s]
+ * backward:
+ *   dP[t,s] = drop'(dout[t]·v[s]);  dS = P ⊙ (dP − rowsum(P ⊙ dP))
+ *   dq[t] = scale Σ_s dS[t,s] k[s];  dk[s] = scale Σ_t dS[t,s] q[t];  dv[s] = Σ_t drop(P[t,s]) dout[t]
+ */
+#include <math.h>
+#include <string.h>
+#include "attn/attention.h"
+#include "nn/layers.h"
+
+static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
+    pelab_real s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static inline pelab_real keep(const struct pelab_attn_shape *s, long idx) {
+    return s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)idx) : 1;
+}
+
+void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
+                            const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+    const int B = s->B, T = s->T, H = s->H, dq = s->dq, dv = s->dv;
+    const int has_bias = s->pe && s->pe->ops->bias_tile;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const long bh = (long)b * H + h;
+            const pelab_real *qh = q + bh * T * dq, *kh = k + bh * T * dq;
+            pelab_real *A = att + bh * T * T;
+            if (has_bias) {
+                const int32_t *pos = s->pos + (long)b * T;
+                s->pe->ops->bias_tile(s->pe, s->layer, h, A, pos, T, pos, T);
+            } else {
+                memset(A, 0, (size_t)T * T * sizeof *A);
+            }
+            for (int t = 0; t < T; t++) {
+                pelab_real *row = A + (long)t * T;
+                pelab_real mx = -INFINITY;
+                for (int j = 0; j <= t; j++) {
+                    row[j] += s->scale * dot(qh + (long)t * dq, kh + (long)j * dq, dq);
+                    mx = row[j] > mx ? row[j] : mx;
+                }
+                pelab_real sum = 0;
+                for (int j = 0; j <= t; j++) {
+                    row[j] = exp(row[j] - mx);
+                    sum += row[j];
+                }
+                for (int j = 0; j <= t; j++) row[j] /= sum;
+                for (int j = t + 1; j < T; j++) row[j] = 0;
+
+                pelab_real *o = out + ((long)b * T + t) * s->ldo + (long)h * dv;
+                memset(o, 0, (size_t)dv * sizeof *o);
+                for (int j = 0; j <= t; j++) {
+                    pelab_real p = row[j] * keep(s, (bh * T + t) * T + j);
+                    const pelab_real *vj = v + ((long)b * T + j) * s->ldv + (long)h * dv;
+                    for (int c = 0; c < dv; c++) o[c] += p * vj[c];
+                }
+            }
+        }
+}
+
+void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pelab_real *datt,
+                             const pelab_real *dout, const pelab_real *att, const pelab_real *q,
+                             const pelab_real *k, const pelab_real *v,
+                             const struct pelab_attn_shape *s) {
+    const int B = s->B, T = s->T, H = s->H, dq_ = s->dq, dv_ = s->dv;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const long bh = (long)b * H + h;
+            const pelab_real *qh = q + bh * T * dq_, *kh = k + bh * T * dq_, *A = att + bh * T * T;
+            pelab_real *dqh = dq + bh * T * dq_, *dkh = dk + bh * T * dq_, *dA = datt + bh * T * T;
+            memset(dqh, 0, (size_t)T * dq_ * sizeof *dqh);
+            memset(dkh, 0, (size_t)T * dq_ * sizeof *dkh);
+            for (int j = 0; j < T; j++)
+                memset(dv + ((long)b * T + j) * s->ldv + (long)h * dv_, 0, (size_t)dv_ * sizeof *dv);
+            for (int t = 0; t < T; t++) {
+                const pelab_real *o = dout + ((long)b * T + t) * s->ldo + (long)h * dv_;
+                const pelab_real *row = A + (long)t * T;
+                pelab_real *drow = dA + (long)t * T;
+                pelab_real rowdot = 0;
+                for (int j = 0; j <= t; j++) {
+                    pelab_real m = keep(s, (bh * T + t) * T + j);
+                    const pelab_real *vj = v + ((long)b * T + j) * s->ldv + (long)h * dv_;
+                    pelab_real *dvj = dv + ((long)b * T + j) * s->ldv + (long)h * dv_;
+                    pelab_real pm = row[j] * m;
+                    for (int c = 0; c < dv_; c++) dvj[c] += pm * o[c];
+                    drow[j] = m * dot(o, vj, dv_);
+                    rowdot += row[j] * drow[j];
+                }
+                for (int j = 0; j <= t; j++) drow[j] = row[j] * (drow[j] - rowdot);
+                for (int j = t + 1; j < T; j++) drow[j] = 0;
+                for (int j = 0; j <= t; j++) {
+                    pelab_real g = s->scale * drow[j];
+                    const pelab_real *qt = qh + (long)t * dq_, *kj = kh + (long)j * dq_;
+                    pelab_real *dqt = dqh + (long)t * dq_, *dkj = dkh + (long)j * dq_;
+                    for (int c = 0; c < dq_; c++) {
+                        dqt[c] += g * kj[c];
+                        dkj[c] += g * qt[c];
+                    }
+                }
+            }
+        }
+    /* Bias parameters are shared across batches (and, for some encodings, heads): summed in a
+     * fixed order outside the parallel loop. */
+    if (s->pe && s->pe->ops->bias_tile_backward)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                const int32_t *pos = s->pos + (long)b * T;
+                s->pe->ops->bias_tile_backward(s->pe, s->layer, h, datt + ((long)b * H + h) * T * T,
+                                               pos, T, pos, T);
+            }
+}

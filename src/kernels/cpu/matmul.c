@@ -1,0 +1,58 @@
+/* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
+#include "kernels/cpu/matmul.h"
+
+#ifdef PELAB_BLAS
+#include <cblas.h>
+
+void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                pelab_real *C, int ldc) {
+#ifdef PELAB_DOUBLE
+    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#endif
+}
+
+#else
+
+/* C[i][j] = beta·C[i][j] + alpha · Σ_k a(i,k) b(k,j). The inner loop runs over j so that, when B
+ * is not transposed, it streams a row of B and vectorises; a transposed B is first copied into
+ * a row-major panel for the same reason. */
+void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                pelab_real *C, int ldc) {
+    enum { KB = 128 };
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < M; i++) {
+        pelab_real *c = C + (long)i * ldc;
+        for (int j = 0; j < N; j++) c[j] = beta == 0 ? 0 : beta * c[j];
+        for (int k0 = 0; k0 < K; k0 += KB) {
+            int k1 = k0 + KB < K ? k0 + KB : K;
+            for (int k = k0; k < k1; k++) {
+                pelab_real a = alpha * (trans_a ? A[(long)k * lda + i] : A[(long)i * lda + k]);
+                if (trans_b) {
+                    for (int j = 0; j < N; j++) c[j] += a * B[(long)j * ldb + k];
+                } else {
+                    const pelab_real *b = B + (long)k * ldb;
+                    for (int j = 0; j < N; j++) c[j] += a * b[j];
+                }
+            }
+        }
+    }
+}
+
+#endif
+
+void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
+                          int C, int OC) {
+    pelab_gemm(0, 1, N, OC, C, 1, inp, C, w, C, 0, out, OC);
+}
+
+void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                           const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
+    pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, 1, dinp, C);
+    pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+}

@@ -1,0 +1,21 @@
+/* Matrix products on row-major pelab_real arrays: OpenBLAS when the build has it, otherwise a
+ * portable blocked loop. */
+#ifndef PELAB_KERNELS_MATMUL_H
+#define PELAB_KERNELS_MATMUL_H
+
+#include "pelab/real.h"
+
+/* C (M,N) = alpha · op(A) · op(B) + beta · C, row-major; op(X) = X or X^T per trans flag.
+ * op(A) is (M,K), op(B) is (K,N). lda/ldb/ldc are the row strides of A, B, C as stored. */
+void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                pelab_real *C, int ldc);
+
+/* out (N,OC) = inp (N,C) · w^T, with w (OC,C) as a PyTorch Linear weight. */
+void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
+                          int C, int OC);
+/* dinp (N,C) += dout (N,OC) · w;  dw (OC,C) += dout^T · inp. */
+void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                           const pelab_real *inp, const pelab_real *w, int N, int C, int OC);
+
+#endif

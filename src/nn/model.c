@@ -1,0 +1,352 @@
+/* The decoder-only Transformer: parameters, activations, forward, backward.
+ *
+ *   x0 = E[tok] (+ e(pos))                                                   (B,T,D)
+ *   layer l:  a = RMSNorm(x_l);  qkv = a·Wqkv^T                              (B,T,3D)
+ *             q', k' = PE(q, k, pos);  y = Attn(q', k', v)·Wo^T              (B,T,D)
+ *             m = x_l + drop(y);  x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T)
+ *   logits = RMSNorm(x_N)·E^T (or lm_head)                                   (B,T,V)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pelab/model.h"
+#include "pelab/rng.h"
+#include "pelab/status.h"
+#include "attn/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "nn/layers.h"
+
+const struct pelab_optdef pelab_model_options[] = {
+    {"pe", PELAB_OPT_STR, "rope", 0, 0, NULL, "positional encoding (see 'pelab help encodings')"},
+    {"d-model", PELAB_OPT_INT, "128", 1, 65536, NULL, "model width D"},
+    {"heads", PELAB_OPT_INT, "4", 1, 1024, NULL, "attention heads H (head width D/H)"},
+    {"layers", PELAB_OPT_INT, "4", 1, 1024, NULL, "Transformer blocks N"},
+    {"mlp-mult", PELAB_OPT_INT, "4", 1, 64, NULL, "MLP hidden width as a multiple of D"},
+    {"tied", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "output projection shares the token embedding"},
+    {"dropout", PELAB_OPT_REAL, "0", 0, 0.95, NULL, "attention and residual dropout probability (training only)"},
+    {NULL},
+};
+
+/* Activations of one forward pass, kept for the backward pass, and backward scratch. */
+struct pelab_acts {
+    pelab_real *x;                 /* (N+1, B,T,D) residual stream entering each layer, and final */
+    pelab_real *ln1, *ln1_rstd;    /* (N, B,T,D), (N, B,T) */
+    pelab_real *qkv;               /* (N, B,T,3D) */
+    pelab_real *qo, *ko;           /* (N, B,H,T,dq) after the positional transform */
+    pelab_real *att;               /* (N, B,H,T,T) attention probabilities */
+    pelab_real *atty;              /* (N, B,T,D) heads' outputs, before Wo */
+    pelab_real *xmid;              /* (N, B,T,D) residual after attention */
+    pelab_real *ln2, *ln2_rstd;    /* (N, B,T,D), (N, B,T) */
+    pelab_real *fch, *fch_gelu;    /* (N, B,T,M·D) */
+    pelab_real *lnf, *lnf_rstd;    /* (B,T,D), (B,T) */
+    pelab_real *logits, *probs;    /* (B,T,V); probs becomes dlogits in the backward pass */
+    pelab_real *losses;            /* (B,T) */
+    int32_t *tokens, *targets, *pos; /* (B,T) copies of the last forward's inputs */
+    /* backward scratch, one layer */
+    pelab_real *dres, *dbranch, *dln, *datty; /* (B,T,D) */
+    pelab_real *dqkv;              /* (B,T,3D) */
+    pelab_real *dqo, *dko;         /* (B,H,T,dq) */
+    pelab_real *datt;              /* (B,H,T,T) */
+    pelab_real *dfch, *dfch_gelu;  /* (B,T,M·D) */
+};
+
+/* Dropout sites, one per (layer, place): masks differ between places and layers. */
+enum { SITE_ATTN_PROBS, SITE_ATTN_OUT, SITE_MLP_OUT, SITES_PER_LAYER };
+
+static uint64_t site(int layer, int place) { return (uint64_t)layer * SITES_PER_LAYER + place; }
+
+/* --- construction ------------------------------------------------------------------------- */
+
+static int declare(struct pelab_params *p, const char *name, int ndim, int64_t d0, int64_t d1, int decay) {
+    int64_t shape[2] = {d0, d1};
+    return pelab_params_declare(p, name, ndim, shape, decay);
+}
+
+int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq) {
+    memset(m, 0, sizeof *m);
+    int rc = pelab_opts_check(opts, pelab_model_options);
+    if (rc) return rc;
+    struct pelab_model_config *c = &m->cfg;
+    c->vocab = vocab;
+    c->max_seq = max_seq;
+    c->d_model = (int)pelab_opt_int(opts, pelab_model_options, "d-model");
+    c->n_heads = (int)pelab_opt_int(opts, pelab_model_options, "heads");
+    c->n_layers = (int)pelab_opt_int(opts, pelab_model_options, "layers");
+    c->mlp_mult = (int)pelab_opt_int(opts, pelab_model_options, "mlp-mult");
+    c->tied = pelab_opt_switch(opts, pelab_model_options, "tied");
+    c->dropout = pelab_opt_real(opts, pelab_model_options, "dropout");
+    const char *pe = pelab_opt_str(opts, pelab_model_options, "pe");
+    if (strlen(pe) >= sizeof c->pe) return pelab_fail(PELAB_ERR_USAGE, "--pe: unknown encoding '%s'", pe);
+    strcpy(c->pe, pe);
+    if (vocab < 1 || max_seq < 1)
+        return pelab_fail(PELAB_ERR_USAGE, "model needs vocab >= 1 and max-seq >= 1 (got %d, %d)", vocab, max_seq);
+    if (c->d_model % c->n_heads)
+        return pelab_fail(PELAB_ERR_USAGE, "--heads %d does not divide --d-model %d", c->n_heads, c->d_model);
+
+    const int D = c->d_model, N = c->n_layers, MD = c->mlp_mult * c->d_model;
+    struct pelab_params *p = &m->params;
+    m->wte = declare(p, "tok_emb.weight", 2, vocab, D, 1);
+    m->layer = calloc((size_t)N, sizeof *m->layer);
+    if (!m->layer) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int l = 0; l < N; l++) {
+        char name[PELAB_PARAM_NAME_MAX];
+        struct pelab_layer_params *L = &m->layer[l];
+#define NAME(s) (snprintf(name, sizeof name, "blocks.%d.%s", l, s), name)
+        L->ln1 = declare(p, NAME("attn_norm.weight"), 1, D, 0, 0);
+        L->qkv = declare(p, NAME("attn.qkv.weight"), 2, 3 * D, D, 1);
+        L->proj = declare(p, NAME("attn.proj.weight"), 2, D, D, 1);
+        L->ln2 = declare(p, NAME("mlp_norm.weight"), 1, D, 0, 0);
+        L->fc = declare(p, NAME("mlp.fc.weight"), 2, MD, D, 1);
+        L->fcproj = declare(p, NAME("mlp.proj.weight"), 2, D, MD, 1);
+#undef NAME
+    }
+    m->lnf = declare(p, "final_norm.weight", 1, D, 0, 0);
+    m->lm_head = c->tied ? -1 : declare(p, "lm_head.weight", 2, vocab, D, 1);
+    rc = pelab_posenc_init(&m->pe, c->pe, opts, p, D, c->n_heads, N, max_seq);
+    if (rc) return rc;
+    return pelab_params_alloc(p);
+}
+
+static void acts_free(struct pelab_acts *a) {
+    if (!a) return;
+    pelab_real **bufs[] = {&a->x, &a->ln1, &a->ln1_rstd, &a->qkv, &a->qo, &a->ko, &a->att,
+                           &a->atty, &a->xmid, &a->ln2, &a->ln2_rstd, &a->fch, &a->fch_gelu,
+                           &a->lnf, &a->lnf_rstd, &a->logits, &a->probs, &a->losses, &a->dres,
+                           &a->dbranch, &a->dln, &a->datty, &a->dqkv, &a->dqo, &a->dko, &a->datt,
+                           &a->dfch, &a->dfch_gelu};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(*bufs[i]);
+    free(a->tokens);
+    free(a->targets);
+    free(a->pos);
+    free(a);
+}
+
+void pelab_model_free(struct pelab_model *m) {
+    acts_free(m->acts);
+    pelab_posenc_free(&m->pe);
+    pelab_params_free(&m->params);
+    free(m->layer);
+    memset(m, 0, sizeof *m);
+}
+
+int pelab_model_reserve(struct pelab_model *m, int B, int T) {
+    if (m->acts && B <= m->B && T <= m->T) return PELAB_OK;
+    acts_free(m->acts);
+    m->acts = NULL;
+    m->B = m->T = 0;
+    struct pelab_acts *a = calloc(1, sizeof *a);
+    if (!a) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    const long N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
+    const long BT = (long)B * T, dq = m->pe.qk_dim, MD = m->cfg.mlp_mult * D;
+    int ok = 1;
+#define ALLOC(buf, n) (ok = ok && ((buf) = malloc((size_t)(n) * sizeof *(buf))) != NULL)
+    ALLOC(a->x, (N + 1) * BT * D);
+    ALLOC(a->ln1, N * BT * D);
+    ALLOC(a->ln1_rstd, N * BT);
+    ALLOC(a->qkv, N * BT * 3 * D);
+    ALLOC(a->qo, N * BT * H * dq);
+    ALLOC(a->ko, N * BT * H * dq);
+    ALLOC(a->att, N * B * H * T * T);
+    ALLOC(a->atty, N * BT * D);
+    ALLOC(a->xmid, N * BT * D);
+    ALLOC(a->ln2, N * BT * D);
+    ALLOC(a->ln2_rstd, N * BT);
+    ALLOC(a->fch, N * BT * MD);
+    ALLOC(a->fch_gelu, N * BT * MD);
+    ALLOC(a->lnf, BT * D);
+    ALLOC(a->lnf_rstd, BT);
+    ALLOC(a->logits, BT * V);
+    ALLOC(a->probs, BT * V);
+    ALLOC(a->losses, BT);
+    ALLOC(a->tokens, BT);
+    ALLOC(a->targets, BT);
+    ALLOC(a->pos, BT);
+    ALLOC(a->dres, BT * D);
+    ALLOC(a->dbranch, BT * D);
+    ALLOC(a->dln, BT * D);
+    ALLOC(a->datty, BT * D);
+    ALLOC(a->dqkv, BT * 3 * D);
+    ALLOC(a->dqo, BT * H * dq);
+    ALLOC(a->dko, BT * H * dq);
+    ALLOC(a->datt, (long)B * H * T * T);
+    ALLOC(a->dfch, BT * MD);
+    ALLOC(a->dfch_gelu, BT * MD);
+#undef ALLOC
+    if (!ok) {
+        acts_free(a);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for activations of batch %d × length %d", B, T);
+    }
+    m->acts = a;
+    m->B = B;
+    m->T = T;
+    return PELAB_OK;
+}
+
+/* --- weights -------------------------------------------------------------------------------- */
+
+void pelab_model_init_weights(struct pelab_model *m, uint64_t seed) {
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, seed);
+    const double std = 0.02, resid_std = 0.02 / sqrt(2.0 * m->cfg.n_layers);
+    for (int i = 0; i < m->params.count; i++) {
+        const struct pelab_param *p = &m->params.list[i];
+        pelab_real *w = m->params.data + p->offset;
+        const char *name = p->name;
+        size_t len = strlen(name);
+        int is_gain = len > 11 && strcmp(name + len - 11, "norm.weight") == 0;
+        int is_resid = strstr(name, "attn.proj.weight") || strstr(name, "mlp.proj.weight");
+        if (!p->decay && !is_gain) continue; /* the encoding's parameters: its init_params */
+        for (size_t j = 0; j < p->size; j++)
+            w[j] = is_gain ? 1 : (pelab_real)(pelab_rng_normal(&rng) * (is_resid ? resid_std : std));
+    }
+    if (m->pe.ops->init_params) m->pe.ops->init_params(&m->pe, &rng);
+}
+
+int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
+    const struct pelab_optdef *tables[] = {pelab_model_options, m->pe.ops->options};
+    char num[32];
+    int rc = 0;
+    memset(out, 0, sizeof *out);
+    snprintf(num, sizeof num, "%d", m->cfg.vocab);
+    rc = rc ? rc : pelab_opts_set(out, "vocab", num);
+    snprintf(num, sizeof num, "%d", m->cfg.max_seq);
+    rc = rc ? rc : pelab_opts_set(out, "max-seq", num);
+    for (int t = 0; t < 2; t++)
+        for (const struct pelab_optdef *d = tables[t]; d && d->name; d++) {
+            const char *v = NULL;
+            char buf[64];
+            if (strcmp(d->name, "d-model") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.d_model), v = buf;
+            else if (strcmp(d->name, "heads") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.n_heads), v = buf;
+            else if (strcmp(d->name, "layers") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.n_layers), v = buf;
+            else if (strcmp(d->name, "mlp-mult") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.mlp_mult), v = buf;
+            else if (strcmp(d->name, "tied") == 0) v = m->cfg.tied ? "on" : "off";
+            else if (strcmp(d->name, "dropout") == 0) snprintf(buf, sizeof buf, "%.17g", m->cfg.dropout), v = buf;
+            else if (strcmp(d->name, "pe") == 0) v = m->cfg.pe;
+            rc = rc ? rc : pelab_opts_set(out, d->name, v ? v : d->def);
+        }
+    return rc;
+}
+
+/* --- forward / backward -------------------------------------------------------------------- */
+
+#define W(i) pelab_params_data(&m->params, (i))
+#define G(i) pelab_params_grad(&m->params, (i))
+
+pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                               const int32_t *pos, int B, int T) {
+    PELAB_ASSERT(pelab_model_reserve(m, B, T) == PELAB_OK);
+    struct pelab_acts *a = m->acts;
+    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
+    const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
+    const long BT = (long)B * T;
+    const double p_drop = m->training ? m->cfg.dropout : 0;
+    m->cur_B = B;
+    m->cur_T = T;
+    memcpy(a->tokens, tokens, (size_t)BT * sizeof *tokens);
+    memcpy(a->pos, pos, (size_t)BT * sizeof *pos);
+    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof *targets);
+    else for (long i = 0; i < BT; i++) a->targets[i] = -1;
+    PELAB_ASSERT(pelab_posenc_prepare(&m->pe, pos, B, T) == PELAB_OK);
+
+    pelab_embed_forward(a->x, tokens, W(m->wte), (int)BT, D);
+    if (m->pe.ops->embed_forward) m->pe.ops->embed_forward(&m->pe, a->x, pos, B, T);
+
+    for (int l = 0; l < N; l++) {
+        const struct pelab_layer_params *L = &m->layer[l];
+        pelab_real *x = a->x + l * BT * D, *xout = a->x + (l + 1) * BT * D;
+        pelab_real *ln1 = a->ln1 + l * BT * D, *qkv = a->qkv + l * BT * 3 * D;
+        pelab_real *qo = a->qo + l * BT * H * dq, *ko = a->ko + l * BT * H * dq;
+        pelab_real *att = a->att + l * BT * H * T, *atty = a->atty + l * BT * D;
+        pelab_real *xmid = a->xmid + l * BT * D, *ln2 = a->ln2 + l * BT * D;
+        pelab_real *fch = a->fch + l * BT * MD, *fch_gelu = a->fch_gelu + l * BT * MD;
+
+        pelab_rmsnorm_forward(ln1, a->ln1_rstd + l * BT, x, W(L->ln1), (int)BT, D);
+        pelab_matmul_forward(qkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
+        pelab_posenc_qk_forward(&m->pe, l, qo, ko, qkv, qkv + D, 3 * D, pos, B, T);
+        struct pelab_attn_shape s = {
+            .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
+            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
+            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS)};
+        pelab_attn_ref_forward(atty, att, qo, ko, qkv + 2 * D, &s);
+        /* m = x + drop(atty·Wo^T) — the branch is formed in xmid, then the residual added */
+        pelab_matmul_forward(xmid, atty, W(L->proj), (int)BT, D, D);
+        pelab_dropout(xmid, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
+        for (long i = 0; i < BT * D; i++) xmid[i] += x[i];
+
+        pelab_rmsnorm_forward(ln2, a->ln2_rstd + l * BT, xmid, W(L->ln2), (int)BT, D);
+        pelab_matmul_forward(fch, ln2, W(L->fc), (int)BT, D, MD);
+        pelab_gelu_forward(fch_gelu, fch, BT * MD);
+        pelab_matmul_forward(xout, fch_gelu, W(L->fcproj), (int)BT, MD, D);
+        pelab_dropout(xout, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
+        for (long i = 0; i < BT * D; i++) xout[i] += xmid[i];
+    }
+
+    pelab_rmsnorm_forward(a->lnf, a->lnf_rstd, a->x + N * BT * D, W(m->lnf), (int)BT, D);
+    pelab_matmul_forward(a->logits, a->lnf, W(m->lm_head >= 0 ? m->lm_head : m->wte), (int)BT, D, V);
+    double sum;
+    m->n_targets = pelab_crossentropy_forward(a->probs, a->losses, &sum, a->logits, a->targets, (int)BT, V);
+    m->loss = m->n_targets ? (pelab_real)(sum / m->n_targets) : (targets ? 0 : -1);
+    return m->loss;
+}
+
+void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
+    struct pelab_acts *a = m->acts;
+    const int B = m->cur_B, T = m->cur_T;
+    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
+    const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
+    const long BT = (long)B * T;
+    const double p_drop = m->training ? m->cfg.dropout : 0;
+    PELAB_ASSERT(a != NULL && m->n_targets > 0);
+
+    /* loss → logits → final norm; dres then carries d(residual stream) down the layers */
+    pelab_real *dlogits = a->probs;
+    pelab_crossentropy_backward(dlogits, a->probs, a->targets, loss_scale / m->n_targets, (int)BT, V);
+    int out_w = m->lm_head >= 0 ? m->lm_head : m->wte;
+    memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
+    pelab_matmul_backward(a->dln, G(out_w), dlogits, a->lnf, W(out_w), (int)BT, D, V);
+    memset(a->dres, 0, (size_t)BT * D * sizeof *a->dres);
+    pelab_rmsnorm_backward(a->dres, G(m->lnf), a->dln, a->x + N * BT * D, W(m->lnf), a->lnf_rstd, (int)BT, D);
+
+    for (int l = N - 1; l >= 0; l--) {
+        const struct pelab_layer_params *L = &m->layer[l];
+        pelab_real *x = a->x + l * BT * D, *ln1 = a->ln1 + l * BT * D, *qkv = a->qkv + l * BT * 3 * D;
+        pelab_real *qo = a->qo + l * BT * H * dq, *ko = a->ko + l * BT * H * dq;
+        pelab_real *att = a->att + l * BT * H * T, *atty = a->atty + l * BT * D;
+        pelab_real *xmid = a->xmid + l * BT * D, *ln2 = a->ln2 + l * BT * D;
+        pelab_real *fch = a->fch + l * BT * MD, *fch_gelu = a->fch_gelu + l * BT * MD;
+
+        /* MLP branch: x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T) */
+        memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
+        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
+        memset(a->dfch_gelu, 0, (size_t)BT * MD * sizeof *a->dfch_gelu);
+        pelab_matmul_backward(a->dfch_gelu, G(L->fcproj), a->dbranch, fch_gelu, W(L->fcproj), (int)BT, MD, D);
+        pelab_gelu_backward(a->dfch, a->dfch_gelu, fch, BT * MD);
+        memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
+        pelab_matmul_backward(a->dln, G(L->fc), a->dfch, ln2, W(L->fc), (int)BT, D, MD);
+        pelab_rmsnorm_backward(a->dres, G(L->ln2), a->dln, xmid, W(L->ln2), a->ln2_rstd + l * BT, (int)BT, D);
+
+        /* attention branch: m = x_l + drop(Attn(PE(RMSNorm(x_l)·Wqkv^T))·Wo^T) */
+        memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
+        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
+        memset(a->datty, 0, (size_t)BT * D * sizeof *a->datty);
+        pelab_matmul_backward(a->datty, G(L->proj), a->dbranch, atty, W(L->proj), (int)BT, D, D);
+        struct pelab_attn_shape s = {
+            .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
+            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = a->pos,
+            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS)};
+        pelab_attn_ref_backward(a->dqo, a->dko, a->dqkv + 2 * D, a->datt, a->datty, att, qo, ko,
+                                qkv + 2 * D, &s);
+        pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, qkv, qkv + D,
+                                 3 * D, a->pos, B, T);
+        memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
+        pelab_matmul_backward(a->dln, G(L->qkv), a->dqkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
+        pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, x, W(L->ln1), a->ln1_rstd + l * BT, (int)BT, D);
+    }
+
+    if (m->pe.ops->embed_backward) m->pe.ops->embed_backward(&m->pe, a->dres, a->pos, B, T);
+    pelab_embed_backward(G(m->wte), a->dres, a->tokens, (int)BT, D);
+}
+
+const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->logits; }
+const pelab_real *pelab_model_losses(const struct pelab_model *m) { return m->acts->losses; }

@@ -1,0 +1,10 @@
+/* nope — no positional information (Kazemnejad et al. 2023, "The Impact of Positional Encoding
+ * on Length Generalization in Transformers"): a causal decoder can still infer order from the
+ * mask alone. Acts at no site. */
+#include "pelab/posenc.h"
+
+const struct pelab_posenc_ops pelab_pe_nope = {
+    .name = "nope",
+    .summary = "no positional encoding; order is visible only through the causal mask",
+    .sites = 0,
+};
