@@ -1,0 +1,44 @@
+/* cli/args.h — command-line flags into a pelab_opts list, option help, and the commands. */
+#ifndef PELAB_CLI_ARGS_H
+#define PELAB_CLI_ARGS_H
+
+#include <stdio.h>
+#include "pelab/options.h"
+
+/* A titled option table, as `pelab help <command>` shows it. */
+struct pelab_group {
+    char title[64];
+    const struct pelab_optdef *table;
+};
+#define PELAB_GROUPS_MAX 64
+
+/* Every group of the training options: training, model, one per task, one per encoding, after
+ * `extra` (a command's own table, may be NULL, titled `extra_title`). Returns the count. */
+int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
+                            const struct pelab_optdef *extra);
+
+/* Parses argv[0..argc-1]: "--name value", "--name=value", and a bare "--name" for an on|off
+ * switch of `groups` (meaning on). Names are not checked here; values are kept as text.
+ * PELAB_ERR_USAGE for a stray argument or a missing value. "-h"/"--help" sets *help. */
+int pelab_args_parse(int argc, char **argv, const struct pelab_group *groups, int n_groups,
+                     struct pelab_opts *opts, int *help);
+
+/* Checks every key of opts against one table (a command that takes only its own options). */
+int pelab_args_check_only(const struct pelab_opts *opts, const struct pelab_optdef *table,
+                          const char *command);
+
+/* Prints the groups: one line per option with its type, help, default and range or choices.
+ * Options named in `skip` ("pe,seed"-style list, may be NULL) are left out. */
+void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, const char *skip);
+
+/* Commands (cli/cmd_<name>.c): run returns an exit status, help prints the usage. */
+int pelab_cmd_train(int argc, char **argv);
+void pelab_cmd_train_help(FILE *f);
+int pelab_cmd_eval(int argc, char **argv);
+void pelab_cmd_eval_help(FILE *f);
+int pelab_cmd_sample(int argc, char **argv);
+void pelab_cmd_sample_help(FILE *f);
+int pelab_cmd_compare(int argc, char **argv);
+void pelab_cmd_compare_help(FILE *f);
+
+#endif

@@ -1,0 +1,290 @@
+/* pelab compare: train every encoding × seed with otherwise identical settings, each in
+ * OUT/<pe>-s<seed>/, and print the paper-style table (test accuracy and loss, mean ± std over
+ * seeds). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
+ * interrupted comparison continues where it stopped. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "args.h"
+#include "pelab/io.h"
+#include "pelab/json.h"
+#include "pelab/model.h"
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+#include "pelab/train.h"
+
+#define MAX_PES 16
+#define MAX_SEEDS 100
+
+static const struct pelab_optdef compare_options[] = {
+    {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL, "encodings to compare, comma-separated"},
+    {"seeds", PELAB_OPT_INT, "3", 1, MAX_SEEDS, NULL,
+     "runs per encoding, with seeds --seed, --seed+1, ..."},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
+void pelab_cmd_compare_help(FILE *f) {
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_train_groups(g, "compare", compare_options);
+    fprintf(f, "usage: pelab compare --task T --pe a,b,c [--seeds N] [--preset P] [--out DIR]\n"
+               "                     [training, model, task and encoding options]\n\n"
+               "Trains each encoding x seed in DIR/<pe>-s<seed>/ (default DIR runs/compare-<task>),\n"
+               "evaluates test accuracy and loss, prints a Markdown table and writes\n"
+               "DIR/compare.json. Runs with a summary.json are not retrained. An encoding option\n"
+               "applies to the runs of its encoding only.\n");
+    pelab_args_help(f, g, n, "pe");
+}
+
+/* Fails with the current last error prefixed by `where` (copied first: pelab_fail writes the
+ * buffer that pelab_last_error reads). */
+static int fail_in(int code, const char *where) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", pelab_last_error());
+    return pelab_fail(code, "%s: %s", where, msg);
+}
+
+struct result {
+    char pe[32];
+    uint64_t seed;
+    char dir[PELAB_OPT_VAL_MAX + 64];
+    double test_acc, test_loss, wall_s;
+};
+
+static int read_summary(struct result *r) {
+    char path[sizeof r->dir + 16];
+    snprintf(path, sizeof path, "%s/summary.json", r->dir);
+    char *text;
+    size_t size;
+    int rc = pelab_read_file(path, &text, &size);
+    if (rc) return rc;
+    struct pelab_json *j;
+    rc = pelab_json_parse(text, size, &j);
+    free(text);
+    if (rc) return fail_in(PELAB_ERR_RUNTIME, path);
+    const char *keys[3] = {"test_acc", "test_loss", "wall_s"};
+    double *dst[3] = {&r->test_acc, &r->test_loss, &r->wall_s};
+    for (int i = 0; i < 3 && !rc; i++) {
+        const struct pelab_json *v = pelab_json_get(j, keys[i]);
+        if (!v || v->type != PELAB_JSON_NUMBER)
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: no number \"%s\"", path, keys[i]);
+        else
+            *dst[i] = v->number;
+    }
+    pelab_json_free(j);
+    return rc;
+}
+
+/* Mean and sample standard deviation (0 for one value). */
+static void mean_std(const double *x, int n, double *mean, double *std) {
+    double s = 0, ss = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++) ss += (x[i] - *mean) * (x[i] - *mean);
+    *std = n > 1 ? sqrt(ss / (n - 1)) : 0;
+}
+
+static void fmt_time(char *buf, size_t size, double s) {
+    long t = (long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, size, "%.1fs", s);
+}
+
+/* The options of one run: the shared ones without other encodings' options, plus pe, seed, out. */
+static int run_opts(const struct pelab_opts *shared, const struct result *r,
+                    struct pelab_opts *o) {
+    *o = *shared;
+    const struct pelab_posenc_ops *mine = pelab_posenc_find(r->pe);
+    for (int i = o->count - 1; i >= 0; i--) {
+        const char *k = o->kv[i].key;
+        if (mine && pelab_optdef_find(mine->options, k)) continue;
+        for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++)
+            if (pelab_optdef_find((*p)->options, k)) {
+                pelab_opts_unset(o, k);
+                break;
+            }
+    }
+    char seed[32];
+    snprintf(seed, sizeof seed, "%" PRIu64, r->seed);
+    int rc = pelab_opts_set(o, "pe", r->pe);
+    if (!rc) rc = pelab_opts_set(o, "seed", seed);
+    if (!rc) rc = pelab_opts_set(o, "out", r->dir);
+    return rc;
+}
+
+static int write_json(const char *dir, const char *task, const char *preset, const struct result *rs,
+                      int n) {
+    struct pelab_sb sb = {0};
+    pelab_sb_printf(&sb, "{\n  \"task\": ");
+    pelab_sb_json_string(&sb, task);
+    pelab_sb_printf(&sb, ",\n  \"preset\": ");
+    pelab_sb_json_string(&sb, preset);
+    pelab_sb_printf(&sb, ",\n  \"runs\": [");
+    for (int i = 0; i < n; i++) {
+        pelab_sb_printf(&sb, "%s\n    {\"pe\": ", i ? "," : "");
+        pelab_sb_json_string(&sb, rs[i].pe);
+        pelab_sb_printf(&sb, ", \"seed\": %" PRIu64 ", \"dir\": ", rs[i].seed);
+        pelab_sb_json_string(&sb, rs[i].dir);
+        pelab_sb_printf(&sb, ", \"test_acc\": ");
+        pelab_sb_json_number(&sb, rs[i].test_acc);
+        pelab_sb_printf(&sb, ", \"test_loss\": ");
+        pelab_sb_json_number(&sb, rs[i].test_loss);
+        pelab_sb_printf(&sb, ", \"wall_s\": ");
+        pelab_sb_json_number(&sb, rs[i].wall_s);
+        pelab_sb_printf(&sb, "}");
+    }
+    pelab_sb_printf(&sb, "\n  ],\n  \"encodings\": [");
+    int first = 1;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int k = 0; k < i; k++) seen |= strcmp(rs[k].pe, rs[i].pe) == 0;
+        if (seen) continue;
+        double acc[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS];
+        int m = 0;
+        for (int k = i; k < n; k++)
+            if (strcmp(rs[k].pe, rs[i].pe) == 0) {
+                acc[m] = rs[k].test_acc;
+                loss[m] = rs[k].test_loss;
+                wall[m++] = rs[k].wall_s;
+            }
+        double am, as, lm, ls, wm, ws;
+        mean_std(acc, m, &am, &as);
+        mean_std(loss, m, &lm, &ls);
+        mean_std(wall, m, &wm, &ws);
+        pelab_sb_printf(&sb, "%s\n    {\"pe\": ", first ? "" : ",");
+        first = 0;
+        pelab_sb_json_string(&sb, rs[i].pe);
+        pelab_sb_printf(&sb, ", \"seeds\": %d", m);
+        const char *keys[5] = {"test_acc_mean", "test_acc_std", "test_loss_mean", "test_loss_std",
+                               "wall_s_mean"};
+        double vals[5] = {am, as, lm, ls, wm};
+        for (int k = 0; k < 5; k++) {
+            pelab_sb_printf(&sb, ", \"%s\": ", keys[k]);
+            pelab_sb_json_number(&sb, vals[k]);
+        }
+        pelab_sb_printf(&sb, "}");
+    }
+    pelab_sb_printf(&sb, "\n  ]\n}\n");
+    char path[PELAB_OPT_VAL_MAX + 64];
+    snprintf(path, sizeof path, "%s/compare.json", dir);
+    int rc = pelab_write_file_atomic(path, sb.data, sb.len);
+    pelab_sb_free(&sb);
+    return rc;
+}
+
+static void print_table(const struct result *rs, int n, const char *const *pes, int n_pes) {
+    printf("\n| encoding | test acc (mean ± std) | test loss (mean ± std) | time per run |\n"
+           "|---|---|---|---|\n");
+    for (int p = 0; p < n_pes; p++) {
+        double acc[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS];
+        int m = 0;
+        for (int k = 0; k < n; k++)
+            if (strcmp(rs[k].pe, pes[p]) == 0) {
+                acc[m] = 100 * rs[k].test_acc;
+                loss[m] = rs[k].test_loss;
+                wall[m++] = rs[k].wall_s;
+            }
+        double am, as, lm, ls, wm, ws;
+        mean_std(acc, m, &am, &as);
+        mean_std(loss, m, &lm, &ls);
+        mean_std(wall, m, &wm, &ws);
+        char t[32];
+        fmt_time(t, sizeof t, wm);
+        printf("| %s | %.1f ± %.1f %% | %.4f ± %.4f | %s |\n", pes[p], am, as, lm, ls, t);
+    }
+}
+
+int pelab_cmd_compare(int argc, char **argv) {
+    static struct pelab_group g[PELAB_GROUPS_MAX];
+    int ng = pelab_args_train_groups(g, "compare", compare_options);
+    static struct pelab_opts opts, one;
+    int help;
+    int rc = pelab_args_parse(argc, argv, g, ng, &opts, &help);
+    if (rc) return rc;
+    if (help) {
+        pelab_cmd_compare_help(stdout);
+        return PELAB_OK;
+    }
+    if ((rc = pelab_opts_check(&opts, compare_options))) return rc;
+    /* The encoding list. */
+    static char pe_buf[PELAB_OPT_VAL_MAX];
+    snprintf(pe_buf, sizeof pe_buf, "%s", pelab_opt_str(&opts, compare_options, "pe"));
+    const char *pes[MAX_PES];
+    int n_pes = 0;
+    for (char *s = strtok(pe_buf, ", "); s; s = strtok(NULL, ", ")) {
+        for (int i = 0; i < n_pes; i++)
+            if (strcmp(pes[i], s) == 0)
+                return pelab_fail(PELAB_ERR_USAGE, "--pe: '%s' is listed twice", s);
+        if (n_pes == MAX_PES)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe: at most %d encodings", MAX_PES);
+        pes[n_pes++] = s;
+    }
+    if (n_pes == 0) return pelab_fail(PELAB_ERR_USAGE, "--pe: no encoding given");
+    int seeds = (int)pelab_opt_int(&opts, compare_options, "seeds");
+    pelab_opts_unset(&opts, "pe");
+    pelab_opts_unset(&opts, "seeds");
+
+    static char task[PELAB_OPT_VAL_MAX], out[PELAB_OPT_VAL_MAX + 32], preset[PELAB_OPT_VAL_MAX];
+    snprintf(task, sizeof task, "%s", pelab_opt_str(&opts, pelab_train_options, "task"));
+    snprintf(preset, sizeof preset, "%s", pelab_opt_str(&opts, pelab_train_options, "preset"));
+    rc = pelab_train_check_opts(&opts, task, pes, n_pes, " (see 'pelab help compare')");
+    if (rc) return rc;
+    const char *o = pelab_opt_str(&opts, pelab_train_options, "out");
+    if (o[0])
+        snprintf(out, sizeof out, "%s", o);
+    else
+        snprintf(out, sizeof out, "runs/compare-%s", task);
+    uint64_t seed0 = (uint64_t)pelab_opt_real(&opts, pelab_train_options, "seed");
+
+    /* Every run's settings are checked before the first one starts. */
+    static struct result rs[MAX_PES * MAX_SEEDS];
+    int n = 0;
+    for (int p = 0; p < n_pes; p++)
+        for (int s = 0; s < seeds; s++, n++) {
+            struct result *r = &rs[n];
+            memset(r, 0, sizeof *r);
+            snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
+            r->seed = seed0 + (uint64_t)s;
+            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, r->pe, r->seed);
+            if ((rc = run_opts(&opts, r, &one))) return rc;
+            if ((rc = pelab_train_validate(&one))) return rc;
+        }
+    if ((rc = pelab_mkdir_p(out))) return rc;
+
+    for (int i = 0; i < n; i++) {
+        struct result *r = &rs[i];
+        char path[sizeof r->dir + 16], label[80];
+        snprintf(label, sizeof label, "[%.31s s%" PRIu64 "]", r->pe, r->seed);
+        struct pelab_progress_printer pp;
+        pelab_progress_printer_init(&pp, label);
+        struct pelab_train_hooks hooks = {pelab_progress_print, &pp};
+        snprintf(path, sizeof path, "%s/summary.json", r->dir);
+        if (pelab_file_exists(path)) {
+            fprintf(stderr, "%s  finished earlier: %s\n", label, r->dir);
+        } else {
+            snprintf(path, sizeof path, "%s/config.json", r->dir);
+            if (pelab_file_exists(path)) {
+                /* An interrupted run continues with its own settings. */
+                struct pelab_opts *ov = &one;
+                memset(ov, 0, sizeof *ov);
+                const char *threads = pelab_opts_get(&opts, "threads");
+                if (threads && (rc = pelab_opts_set(ov, "threads", threads))) return rc;
+                rc = pelab_train_resume(r->dir, ov, &hooks);
+            } else {
+                if ((rc = run_opts(&opts, r, &one))) return rc;
+                rc = pelab_train(&one, &hooks);
+            }
+            if (rc) return fail_in(rc, r->dir);
+        }
+        if ((rc = read_summary(r))) return rc;
+    }
+    print_table(rs, n, pes, n_pes);
+    if ((rc = write_json(out, task, preset, rs, n))) return rc;
+    printf("\n%d runs in %s; results in %s/compare.json\n", n, out, out);
+    return PELAB_OK;
+}

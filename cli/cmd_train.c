@@ -1,0 +1,62 @@
+/* pelab train: a new run from options, or --resume DIR. */
+#include <stdio.h>
+#include <string.h>
+#include "args.h"
+#include "pelab/model.h"
+#include "pelab/status.h"
+#include "pelab/train.h"
+
+static const struct pelab_optdef train_cmd_options[] = {
+    {"resume", PELAB_OPT_STR, "", 0, 0, NULL,
+     "continue the run in this directory from its last checkpoint, with its config.json "
+     "(only --steps and --threads may be given too)"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
+void pelab_cmd_train_help(FILE *f) {
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_train_groups(g, "command", train_cmd_options);
+    fprintf(f, "usage: pelab train [--task T] [--pe P] [--preset NAME] [options]\n"
+               "       pelab train --resume DIR [--steps N] [--threads N]\n\n"
+               "Trains a model and keeps a run directory (--out): config.json, model.safetensors,\n"
+               "state.safetensors, log.jsonl, summary.json (see docs/FORMATS.md). Options take\n"
+               "'--name value' or '--name=value'; encoding and task options apply only to the\n"
+               "chosen --pe and --task. A --preset fills the options not given.\n");
+    pelab_args_help(f, g, n, NULL);
+}
+
+int pelab_cmd_train(int argc, char **argv) {
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_train_groups(g, "command", train_cmd_options);
+    static struct pelab_opts opts;
+    int help;
+    int rc = pelab_args_parse(argc, argv, g, n, &opts, &help);
+    if (rc) return rc;
+    if (help) {
+        pelab_cmd_train_help(stdout);
+        return PELAB_OK;
+    }
+    struct pelab_progress_printer pp;
+    pelab_progress_printer_init(&pp, NULL);
+    struct pelab_train_hooks hooks = {pelab_progress_print, &pp};
+
+    const char *resume = pelab_opts_get(&opts, "resume");
+    if (resume) {
+        char dir[PELAB_OPT_VAL_MAX];
+        snprintf(dir, sizeof dir, "%s", resume);
+        if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--resume needs a run directory");
+        pelab_opts_unset(&opts, "resume");
+        for (int i = 0; i < opts.count; i++)
+            if (strcmp(opts.kv[i].key, "steps") != 0 && strcmp(opts.kv[i].key, "threads") != 0)
+                return pelab_fail(PELAB_ERR_USAGE,
+                                  "--resume takes its settings from %s/config.json "
+                                  "(only --steps and --threads may be given, not --%s)",
+                                  dir, opts.kv[i].key);
+        return pelab_train_resume(dir, &opts, &hooks);
+    }
+    const char *task = pelab_opt_str(&opts, pelab_train_options, "task");
+    const char *pe = pelab_opt_str(&opts, pelab_model_options, "pe");
+    rc = pelab_train_check_opts(&opts, task, &pe, 1, " (see 'pelab help train')");
+    if (rc) return rc;
+    return pelab_train(&opts, &hooks);
+}

@@ -1,0 +1,118 @@
+/* pelab — the command table and dispatch. Each command lives in cli/cmd_<name>.c and returns an
+ * exit status: 0 ok, 1 runtime error, 2 usage error; on failure main prints the library's last
+ * error as one line, "pelab: <message>". */
+#include <stdio.h>
+#include <string.h>
+#include "args.h"
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+#include "pelab/task.h"
+#include "pelab/threads.h"
+#include "pelab/train.h"
+
+struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *f);
+};
+
+static const struct command commands[] = {
+    {"train", "train a model on a task; writes a run directory", pelab_cmd_train,
+     pelab_cmd_train_help},
+    {"eval", "accuracy and loss of a trained run on a whole split", pelab_cmd_eval,
+     pelab_cmd_eval_help},
+    {"sample", "a few examples with the model's prediction and the truth", pelab_cmd_sample,
+     pelab_cmd_sample_help},
+    {"compare", "train several encodings x seeds and print a results table", pelab_cmd_compare,
+     pelab_cmd_compare_help},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const struct command *find(const char *name) {
+    for (const struct command *c = commands; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c;
+    return NULL;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "pelab %s — decoder-only Transformers with pluggable positional encodings\n\n"
+               "usage: pelab <command> [--option value ...]\n\ncommands:\n",
+            PELAB_VERSION);
+    for (const struct command *c = commands; c->name; c++)
+        fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fprintf(f, "  %-10s %s\n", "help",
+            "'pelab help <command>' lists every option with its default;\n"
+            "             'pelab help encodings|tasks|presets' lists what can be plugged in");
+    fprintf(f, "\nbuild: %s\n", pelab_build_info());
+}
+
+/* Help topics beside the commands: what can be plugged in. */
+static void help_encodings(FILE *f) {
+    fprintf(f, "positional encodings (--pe NAME; their options: 'pelab help train'):\n");
+    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++) {
+        char sites[32] = "";
+        if ((*p)->sites & PELAB_SITE_EMBED) strcat(sites, "EMBED ");
+        if ((*p)->sites & PELAB_SITE_QK) strcat(sites, "QK ");
+        if ((*p)->sites & PELAB_SITE_BIAS) strcat(sites, "BIAS ");
+        fprintf(f, "  %-12s %-10s %s\n", (*p)->name, sites[0] ? sites : "-", (*p)->summary);
+    }
+}
+
+static void help_tasks(FILE *f) {
+    fprintf(f, "tasks (--task NAME):\n");
+    for (const struct pelab_task_ops *const *t = pelab_task_all(); *t; t++)
+        fprintf(f, "  %-12s %s\n", (*t)->name, (*t)->summary);
+}
+
+static void help_presets(FILE *f) {
+    fprintf(f, "presets (--preset NAME; explicit options override):\n");
+    for (const struct pelab_preset *p = pelab_presets(); p->name; p++)
+        fprintf(f, "  %-10s %-8s %s\n      %s\n", p->task, p->name, p->summary, p->settings);
+}
+
+static const struct {
+    const char *name;
+    void (*help)(FILE *f);
+} topics[] = {{"encodings", help_encodings}, {"tasks", help_tasks}, {"presets", help_presets}};
+
+static int fail(int rc) {
+    const char *msg = pelab_last_error();
+    fprintf(stderr, "pelab: %s\n", msg[0] ? msg : "failed");
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return PELAB_ERR_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        if (argc < 3) {
+            usage(stdout);
+            return PELAB_OK;
+        }
+        for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++)
+            if (strcmp(argv[2], topics[i].name) == 0) {
+                topics[i].help(stdout);
+                return PELAB_OK;
+            }
+        const struct command *c = find(argv[2]);
+        if (!c)
+            return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')",
+                                   argv[2]));
+        c->help(stdout);
+        return PELAB_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("pelab %s (%s)\n", PELAB_VERSION, pelab_build_info());
+        return PELAB_OK;
+    }
+    const struct command *c = find(name);
+    if (!c)
+        return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')", name));
+    pelab_clear_error();
+    int rc = c->run(argc - 2, argv + 2);
+    return rc ? fail(rc) : PELAB_OK;
+}

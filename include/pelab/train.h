@@ -1,0 +1,155 @@
+/* pelab/train.h — training runs: options, presets, the training loop, run directories,
+ * evaluation.
+ *
+ * A run is described entirely by a pelab_opts list (training options below, the model's, the
+ * task's and the chosen encoding's). pelab_train() resolves it, trains, and keeps a run directory
+ * (formats in docs/FORMATS.md):
+ *
+ *   config.json        every setting, resolved (the only settings source of a resume)
+ *   model.safetensors  weights, config in the metadata
+ *   state.safetensors  weights + AdamW moments + step, data cursor: exact resume
+ *   log.jsonl          one JSON object per logged step
+ *   summary.json       final metrics
+ *
+ * Nothing here prints or exits: progress goes to an optional callback, failures return a status
+ * with pelab_last_error() set.
+ */
+#ifndef PELAB_TRAIN_H
+#define PELAB_TRAIN_H
+
+#include <stdint.h>
+#include "pelab/model.h"
+#include "pelab/options.h"
+#include "pelab/task.h"
+
+#ifndef PELAB_VERSION
+#define PELAB_VERSION "0.1.0"
+#endif
+
+/* steps, batch, accum, lr, min-lr, warmup, decay-steps, weight-decay, beta1, beta2, eps, clip,
+ * seed, threads, eval-every, eval-batches, log-every, save-every, out, task, preset. */
+extern const struct pelab_optdef pelab_train_options[];
+
+/* The training options, read and cross-checked. */
+struct pelab_train_config {
+    int64_t steps;
+    int batch, accum;
+    double lr, min_lr;
+    int64_t warmup, decay_steps; /* decay_steps resolved: 0 in the options means `steps` */
+    double weight_decay, beta1, beta2, eps, clip;
+    uint64_t seed;
+    int threads;
+    int64_t eval_every, eval_batches, log_every, save_every;
+    char out[PELAB_OPT_VAL_MAX];
+    char task[PELAB_OPT_VAL_MAX];
+    char preset[PELAB_OPT_VAL_MAX];
+};
+/* Checks the training options of `o` and reads them (defaults where not given). `out` may stay
+ * empty: pelab_train() then picks runs/<task>-<pe>-s<seed>. */
+int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_config *c);
+
+/* Every key of `o` must be an option of the training table, the model table, the task `task`, or
+ * one of the encodings `pes` (n_pes names); its value must pass its definition's check. Messages:
+ * "unknown option --foo<hint>", "--rope-base does not apply to --pe pope",
+ * "--indirect-max-len does not apply to --task text". `hint` (may be NULL) is appended to the
+ * unknown-option message, e.g. " (see 'pelab help train')". */
+int pelab_train_check_opts(const struct pelab_opts *o, const char *task, const char *const *pes,
+                           int n_pes, const char *hint);
+
+/* Presets: named defaults for one task. Their table lives in src/train/presets.c. */
+struct pelab_preset {
+    const char *task;
+    const char *name;
+    const char *summary;
+    const char *settings; /* "key=value key=value ...": any training, model, task or encoding option */
+};
+/* All presets, terminated by an entry whose name is NULL. */
+const struct pelab_preset *pelab_presets(void);
+/* Fills every setting of the preset `name` for `task` that `o` does not give. A setting of an
+ * encoding other than `pe` (e.g. pope-delta-init when pe is rope) is skipped. PELAB_ERR_USAGE for
+ * an unknown preset (the message lists the task's presets). */
+int pelab_preset_apply(struct pelab_opts *o, const char *task, const char *name, const char *pe);
+
+/* Progress, reported to an optional callback. */
+enum pelab_train_event {
+    PELAB_TRAIN_START, /* before the first step (step = the step resumed from, 0 for a new run) */
+    PELAB_TRAIN_STEP,  /* after every optimizer update */
+    PELAB_TRAIN_EVAL,  /* after a validation pass (has_val set) */
+    PELAB_TRAIN_SAVE,  /* after a checkpoint */
+    PELAB_TRAIN_DONE   /* after the final test evaluation and summary.json */
+};
+struct pelab_train_progress {
+    enum pelab_train_event event;
+    const char *dir;        /* run directory */
+    int64_t step, steps;    /* updates done, updates in the run */
+    double lr;
+    double loss, acc;       /* training loss and accuracy: mean over the log interval so far */
+    int has_val;
+    double val_loss, val_acc;
+    double test_loss, test_acc; /* DONE only */
+    double tokens_per_s;    /* in this process: B·T·accum per update over wall time */
+    double elapsed_s;       /* wall time of the whole run, resumed segments included */
+    double eta_s;           /* time left at the current speed */
+    int logged;             /* STEP: this step wrote a log line */
+};
+struct pelab_train_hooks {
+    void (*progress)(void *ctx, const struct pelab_train_progress *p);
+    void *ctx;
+};
+
+/* A new run from options (already checked with pelab_train_check_opts; a preset, if named, is
+ * applied here). Usage errors (bad or incompatible settings, an existing run in `out`) are found
+ * before any file is written. A non-finite loss or gradient stops the run with PELAB_ERR_RUNTIME
+ * naming the step; the last checkpoint is kept. hooks may be NULL. */
+int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks);
+
+/* Everything pelab_train() checks before it writes anything (preset, options, task and model
+ * construction), without training: compare validates all its runs up front with it. */
+int pelab_train_validate(const struct pelab_opts *opts);
+
+/* Continues the run in `dir` from its last checkpoint (from step 0 when it saved none yet) with
+ * the settings of dir/config.json. `overrides` may give only "steps" and "threads" (NULL: none).
+ * The continued run's losses equal an uninterrupted run's bit for bit, thread count alike. */
+int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
+                       const struct pelab_train_hooks *hooks);
+
+/* Progress printer for the callback: on a terminal one line updated in place, otherwise one
+ * plain line per logged step. `label` prefixes each line (may be NULL). */
+struct pelab_progress_printer {
+    const char *label;
+    int tty;
+    double last_draw; /* private */
+};
+void pelab_progress_printer_init(struct pelab_progress_printer *pp, const char *label);
+void pelab_progress_print(void *pp, const struct pelab_train_progress *p);
+
+/* A run directory opened for evaluation: settings from config.json, task, and the model with the
+ * weights of model.safetensors. */
+struct pelab_run {
+    struct pelab_opts settings; /* config.json: training, model, task and encoding options */
+    struct pelab_task task;
+    struct pelab_model model;
+    int64_t step;               /* the step model.safetensors was saved at */
+};
+/* PELAB_ERR_RUNTIME, with one line naming the file, for a missing or foreign directory or a
+ * damaged file. */
+int pelab_run_open(struct pelab_run *r, const char *dir);
+void pelab_run_close(struct pelab_run *r);
+
+/* Reads dir/config.json into `settings` (the options of every table, as text). */
+int pelab_run_read_config(const char *dir, struct pelab_opts *settings);
+
+/* Evaluation: forward only, training off. Examples first .. first+count-1 of `split`, `batch`
+ * at a time; count 0 means the whole split. loss: mean cross-entropy over target positions;
+ * acc: fraction of target positions where the argmax over the vocabulary is the target. */
+struct pelab_eval_result {
+    double loss, acc;
+    uint64_t examples, targets, correct;
+};
+int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
+                   uint64_t first, uint64_t count, int batch, struct pelab_eval_result *r);
+
+/* Argmax over the vocabulary of logits row (V,): first maximum. */
+int pelab_argmax(const pelab_real *row, int V);
+
+#endif

@@ -1,0 +1,83 @@
+/* Progress on stderr: one line rewritten in place on a terminal (at most ~10 times a second),
+ * plain lines at logged steps otherwise, so logs of batch jobs stay readable. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include "pelab/train.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void pelab_progress_printer_init(struct pelab_progress_printer *pp, const char *label) {
+    pp->label = label;
+    pp->tty = isatty(fileno(stderr));
+    pp->last_draw = 0;
+}
+
+/* "1h02m", "1m40s", "12s". */
+static void fmt_duration(char *buf, size_t size, double s) {
+    long t = s > 0 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
+    else if (t >= 60)
+        snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, size, "%lds", t);
+}
+
+/* 12345 → "12,345". */
+static void fmt_thousands(char *buf, size_t size, double x) {
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.0f", x > 0 ? x : 0);
+    size_t n = 0, len = 0;
+    while (digits[len]) len++;
+    for (size_t i = 0; i < len && n + 2 < size; i++) {
+        if (i && (len - i) % 3 == 0) buf[n++] = ',';
+        buf[n++] = digits[i];
+    }
+    buf[n] = '\0';
+}
+
+void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
+    struct pelab_progress_printer *pp = ctx;
+    const char *label = pp->label ? pp->label : "";
+    const char *sep = pp->label ? "  " : "";
+    char eta[32], elapsed[32], tps[32];
+    fmt_duration(eta, sizeof eta, p->eta_s);
+    fmt_duration(elapsed, sizeof elapsed, p->elapsed_s);
+    fmt_thousands(tps, sizeof tps, p->tokens_per_s);
+    switch (p->event) {
+    case PELAB_TRAIN_START:
+        if (p->step > 0)
+            fprintf(stderr, "%s%sresuming %s at step %" PRId64 "/%" PRId64 "\n", label, sep,
+                    p->dir, p->step, p->steps);
+        else
+            fprintf(stderr, "%s%straining %s: %" PRId64 " steps\n", label, sep, p->dir, p->steps);
+        return;
+    case PELAB_TRAIN_STEP: {
+        double t = now_s();
+        int draw = pp->tty ? (t - pp->last_draw >= 0.1 || p->step == p->steps) : p->logged;
+        if (!draw) return;
+        pp->last_draw = t;
+        fprintf(stderr, "%s%s%sstep %" PRId64 "/%" PRId64 "  loss %.3f  acc %.1f%%", pp->tty ? "\r" : "",
+                label, sep, p->step, p->steps, p->loss, 100 * p->acc);
+        if (p->has_val)
+            fprintf(stderr, "  val %.3f %.1f%%", p->val_loss, 100 * p->val_acc);
+        fprintf(stderr, "  %s tok/s  eta %s%s", tps, eta, pp->tty ? "\033[K" : "\n");
+        if (pp->tty && p->step == p->steps) fputc('\n', stderr);
+        fflush(stderr);
+        return;
+    }
+    case PELAB_TRAIN_EVAL:
+    case PELAB_TRAIN_SAVE:
+        return;
+    case PELAB_TRAIN_DONE:
+        fprintf(stderr, "%s%sdone %s: %" PRId64 " steps in %s, test acc %.2f%%, test loss %.4f\n",
+                label, sep, p->dir, p->step, elapsed, 100 * p->test_acc, p->test_loss);
+        return;
+    }
+}

@@ -1,0 +1,125 @@
+/* Reading a run directory: config.json back into options, and a run opened for evaluation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pelab/io.h"
+#include "pelab/json.h"
+#include "pelab/safetensors.h"
+#include "pelab/status.h"
+#include "pelab/train.h"
+#include "train/run.h"
+
+/* Fails with the current last error prefixed by `where` (copied first: pelab_fail writes the
+ * buffer that pelab_last_error reads). */
+static int fail_in(int code, const char *where) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", pelab_last_error());
+    return pelab_fail(code, "%s: %s", where, msg);
+}
+
+/* One group object of config.json into opts: numbers keep their own text, so a value reads
+ * back exactly as it was written. */
+static int read_group(const struct pelab_json *g, const char *path, const char *name,
+                      struct pelab_opts *opts) {
+    if (g->type != PELAB_JSON_OBJECT)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: \"%s\" is not an object", path, name);
+    for (int i = 0; i < g->count; i++) {
+        const struct pelab_json *v = g->items[i];
+        char val[PELAB_OPT_VAL_MAX];
+        if (v->type == PELAB_JSON_NUMBER && v->raw_len < sizeof val) {
+            memcpy(val, v->raw, v->raw_len);
+            val[v->raw_len] = '\0';
+        } else if (v->type == PELAB_JSON_STRING && strlen(v->string) < sizeof val) {
+            strcpy(val, v->string);
+        } else {
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s: \"%s\".\"%s\" is not a number or a string",
+                              path, name, g->keys[i]);
+        }
+        if (pelab_opts_set(opts, g->keys[i], val))
+            return fail_in(PELAB_ERR_RUNTIME, path);
+    }
+    return PELAB_OK;
+}
+
+int pelab_run_read_config(const char *dir, struct pelab_opts *settings) {
+    memset(settings, 0, sizeof *settings);
+    char path[PELAB_PATH_MAX];
+    pelab_path(path, dir, "config.json");
+    if (!pelab_file_exists(path))
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s is not a pelab run directory (no config.json)",
+                          dir);
+    char *text;
+    size_t size;
+    int rc = pelab_read_file(path, &text, &size);
+    if (rc) return rc;
+    struct pelab_json *j = NULL;
+    rc = pelab_json_parse(text, size, &j);
+    free(text);
+    if (rc) return fail_in(PELAB_ERR_RUNTIME, path);
+    if (!pelab_json_get(j, "pelab-version")) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s is not a pelab config (no \"pelab-version\")", path);
+        goto done;
+    }
+    /* "derived" (vocab, max-seq) follows from the task: not a setting. */
+    for (int g = 0; g < PELAB_GROUP_DERIVED && !rc; g++) {
+        const struct pelab_json *o = pelab_json_get(j, pelab_group_names[g]);
+        if (!o) {
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: group \"%s\" is missing", path,
+                            pelab_group_names[g]);
+            break;
+        }
+        rc = read_group(o, path, pelab_group_names[g], settings);
+    }
+done:
+    pelab_json_free(j);
+    return rc;
+}
+
+int pelab_run_open(struct pelab_run *r, const char *dir) {
+    memset(r, 0, sizeof *r);
+    int rc = pelab_run_read_config(dir, &r->settings);
+    if (rc) return rc;
+    char cfg_path[PELAB_PATH_MAX];
+    pelab_path(cfg_path, dir, "config.json");
+    const char *task = pelab_opts_get(&r->settings, "task");
+    const char *pe = pelab_opts_get(&r->settings, "pe");
+    if (!task || !pe)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: no %s setting", cfg_path, task ? "pe" : "task");
+    if (pelab_train_check_opts(&r->settings, task, &pe, 1, NULL))
+        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    if (pelab_task_init(&r->task, task, &r->settings))
+        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    if (pelab_model_init(&r->model, &r->settings, r->task.vocab, r->task.seq_len)) {
+        pelab_task_free(&r->task);
+        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    }
+    char path[PELAB_PATH_MAX];
+    pelab_path(path, dir, "model.safetensors");
+    struct pelab_st_file f;
+    if (!pelab_file_exists(path)) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: no model saved yet (missing model.safetensors)",
+                        dir);
+        goto fail;
+    }
+    if ((rc = pelab_safetensors_read(path, &f))) goto fail;
+    const char *format = pelab_opts_get(&f.metadata, "format");
+    const char *step = pelab_opts_get(&f.metadata, "step");
+    if (!format || strcmp(format, "pelab-model") != 0)
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a pelab model file (format '%s')", path,
+                        format ? format : "none");
+    else
+        rc = pelab_params_load(&f, &r->model.params, path);
+    r->step = step ? strtoll(step, NULL, 10) : 0;
+    pelab_st_file_free(&f);
+    if (rc) goto fail;
+    return PELAB_OK;
+fail:
+    pelab_run_close(r);
+    return rc;
+}
+
+void pelab_run_close(struct pelab_run *r) {
+    if (r->model.params.data || r->model.layer) pelab_model_free(&r->model);
+    if (r->task.ops) pelab_task_free(&r->task);
+    memset(&r->task, 0, sizeof r->task);
+}
