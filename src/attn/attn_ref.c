@@ -47,7 +47,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 }
                 pelab_real sum = 0;
                 for (int j = 0; j <= t; j++) {
-                    row[j] = exp(row[j] - mx);
+                    row[j] = pelab_exp(row[j] - mx);
                     sum += row[j];
                 }
                 for (int j = 0; j <= t; j++) row[j] /= sum;

@@ -9,7 +9,7 @@ void pelab_gelu_forward(pelab_real *out, const pelab_real *x, long n) {
     for (long i = 0; i < n; i++) {
         pelab_real v = x[i];
         pelab_real u = (pelab_real)GELU_K * (v + (pelab_real)0.044715 * v * v * v);
-        out[i] = (pelab_real)0.5 * v * (1 + tanh(u));
+        out[i] = (pelab_real)0.5 * v * (1 + pelab_tanh(u));
     }
 }
 
@@ -18,7 +18,7 @@ void pelab_gelu_backward(pelab_real *dx, const pelab_real *dout, const pelab_rea
     for (long i = 0; i < n; i++) {
         pelab_real v = x[i];
         pelab_real u = (pelab_real)GELU_K * (v + (pelab_real)0.044715 * v * v * v);
-        pelab_real th = tanh(u);
+        pelab_real th = pelab_tanh(u);
         pelab_real du = (pelab_real)GELU_K * (1 + (pelab_real)(3 * 0.044715) * v * v);
         dx[i] = dout[i] * ((pelab_real)0.5 * (1 + th) + (pelab_real)0.5 * v * (1 - th * th) * du);
     }

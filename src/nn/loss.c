@@ -15,7 +15,7 @@ int pelab_crossentropy_forward(pelab_real *probs, pelab_real *losses, double *su
         for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
         double s = 0;
         for (int v = 0; v < V; v++) {
-            p[v] = (pelab_real)exp(z[v] - mx);
+            p[v] = pelab_exp(z[v] - mx);
             s += p[v];
         }
         pelab_real inv = (pelab_real)(1.0 / s);

@@ -24,7 +24,7 @@ void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr
             w[j] *= decay;
             m[j] = b1 * m[j] + (1 - b1) * g[j];
             v[j] = b2 * v[j] + (1 - b2) * g[j] * g[j];
-            w[j] -= step_size * m[j] / (sqrt(v[j]) / bc2s + eps);
+            w[j] -= step_size * m[j] / (pelab_sqrt(v[j]) / bc2s + eps);
         }
     }
 }

@@ -111,8 +111,8 @@ static int pope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int 
     return PELAB_OK;
 }
 
-static inline pelab_real softplus(pelab_real x) { return x > 20 ? x : (pelab_real)log1p(exp(x)); }
-static inline pelab_real sigmoid(pelab_real x) { return (pelab_real)(1 / (1 + exp(-x))); }
+static inline pelab_real softplus(pelab_real x) { return x > 20 ? x : pelab_log1p(pelab_exp(x)); }
+static inline pelab_real sigmoid(pelab_real x) { return 1 / (1 + pelab_exp(-x)); }
 
 static inline pelab_real clamp_delta(pelab_real x) {
     return x < (pelab_real)-TWO_PI ? (pelab_real)-TWO_PI : x > 0 ? 0 : x;
