@@ -39,6 +39,8 @@ struct pelab_opts {
     } kv[PELAB_OPTS_MAX];
 };
 
+/* A NULL `struct pelab_opts *` wherever one is read means "nothing given": all defaults. */
+
 /* Sets or replaces key = val. PELAB_ERR_USAGE if too long or the list is full. */
 int pelab_opts_set(struct pelab_opts *o, const char *key, const char *val);
 /* The text given for key, or NULL. */

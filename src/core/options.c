@@ -25,6 +25,7 @@ int pelab_opts_set(struct pelab_opts *o, const char *key, const char *val) {
 }
 
 const char *pelab_opts_get(const struct pelab_opts *o, const char *key) {
+    if (!o) return NULL;
     for (int i = 0; i < o->count; i++)
         if (strcmp(o->kv[i].key, key) == 0) return o->kv[i].val;
     return NULL;
@@ -98,6 +99,7 @@ int pelab_optdef_check(const struct pelab_optdef *d, const char *val) {
 }
 
 int pelab_opts_check(const struct pelab_opts *o, const struct pelab_optdef *table) {
+    if (!o) return PELAB_OK;
     for (int i = 0; i < o->count; i++) {
         const struct pelab_optdef *d = pelab_optdef_find(table, o->kv[i].key);
         if (d) {
@@ -112,7 +114,7 @@ static const char *value_of(const struct pelab_opts *o, const struct pelab_optde
                             const char *name, const struct pelab_optdef **def) {
     *def = pelab_optdef_find(table, name);
     PELAB_ASSERT(*def != NULL);
-    const char *v = o ? pelab_opts_get(o, name) : NULL;
+    const char *v = pelab_opts_get(o, name);
     return v ? v : (*def)->def;
 }
 
