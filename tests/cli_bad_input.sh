@@ -7,7 +7,7 @@ P=$PWD/pelab
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 2 --indirect-val-size 32 --indirect-test-size 32"
+TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 
 # check CODE PATTERN -- ARGS...: runs pelab in an empty directory.
 check() {
@@ -72,4 +72,26 @@ cp "$W/model.orig" "$W/run/model.safetensors"
 # A run directory that already holds a run is not overwritten by a new one.
 check 2 "already holds a run" -- train $TINY --steps 4 --out "$W/run"
 (cd "$W" && "$P" eval --model run >/dev/null 2>&1) || fail "eval of the restored run failed"
+
+# A non-finite loss stops the run with the step named, exit 1, and keeps the last checkpoint:
+# poison one weight of the step-4 state (dropping the CRC that would otherwise catch the edit).
+/usr/bin/python3 - "$W/run/state.safetensors" <<'PY' || fail "cannot poison the state"
+import json, struct, sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); data = bytearray(b[8 + n:])
+h["__metadata__"].pop("pelab.crc32", None)
+o = h["tok_emb.weight"]["data_offsets"][0]
+data[o:o + 4] = struct.pack("<f", float("nan"))
+hdr = json.dumps(h).encode()
+open(p, "wb").write(struct.pack("<Q", len(hdr)) + hdr + bytes(data))
+PY
+before=$(cd "$W/run" && md5sum state.safetensors model.safetensors)
+"$P" train --resume "$W/run" --steps 8 >/dev/null 2>"$W/err"; rc=$?
+[ $rc -eq 1 ] || fail "NaN weights: exit $rc, expected 1 ($(cat "$W/err"))"
+grep -q "^pelab: step 5: the training loss is not finite" "$W/err" || fail "NaN message: $(cat "$W/err")"
+grep -q "checkpoint of step 4 is kept" "$W/err" || fail "NaN message: $(cat "$W/err")"
+after=$(cd "$W/run" && md5sum state.safetensors model.safetensors)
+[ "$before" = "$after" ] || fail "a diverged run overwrote its checkpoint"
 echo "ok"

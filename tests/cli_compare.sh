@@ -7,7 +7,7 @@ P=$PWD/pelab
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 2 --indirect-val-size 16 --indirect-test-size 16"
+TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
 
 "$P" compare --task indirect --pe rope,nope --seeds 2 $TINY --steps 6 --rope-base 500 \
     --out "$W/cmp" >"$W/out" 2>"$W/err" || fail "compare exited $?: $(tail -3 "$W/err")"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproducibility: a 24-step run checkpointed at 12 and a 12-step run resumed to 24 log the same
+# Reproducibility: a 16-step run checkpointed at 8 and an 8-step run resumed to 16 log the same
 # per-step losses bit for bit (same threads); the same seed twice gives the same losses; another
 # seed does not. Also with dropout and gradient accumulation, where the masks and micro-steps
 # must line up across the resume.
@@ -10,8 +10,8 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 2 --indirect-val-size 32 --indirect-test-size 32"
-# Fixed schedule length, so the 12-step run and the 24-step run share their learning rates.
-S="$TINY --warmup 5 --decay-steps 24 --log-every 1 --eval-every 6 --eval-batches 1"
+# Fixed schedule length, so the 8-step run and the 16-step run share their learning rates.
+S="$TINY --warmup 5 --decay-steps 16 --log-every 1 --eval-every 4 --eval-batches 1"
 
 losses() { /usr/bin/python3 -c '
 import json, sys
@@ -33,31 +33,31 @@ train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?
 
 for extra in "--pe pope" "--pe rope --dropout 0.1 --accum 2"; do
     rm -rf "$W"/full "$W"/part "$W"/again "$W"/other
-    train $S $extra --steps 24 --save-every 12 --out "$W/full"
-    train $S $extra --steps 12 --out "$W/part"
-    train --resume "$W/part" --steps 24
-    [ "$(wc -l <"$W/full/log.jsonl")" -eq 24 ] || fail "$extra: full log has $(wc -l <"$W/full/log.jsonl") lines"
+    train $S $extra --steps 16 --save-every 8 --out "$W/full"
+    train $S $extra --steps 8 --out "$W/part"
+    train --resume "$W/part" --steps 16
+    [ "$(wc -l <"$W/full/log.jsonl")" -eq 16 ] || fail "$extra: full log has $(wc -l <"$W/full/log.jsonl") lines"
     diff <(losses "$W/full") <(losses "$W/part") >"$W/diff" ||
         fail "$extra: resumed run differs from the uninterrupted one: $(head -5 "$W/diff")"
     same_weights "$W/full/model.safetensors" "$W/part/model.safetensors" ||
         fail "$extra: final weights differ after resume"
-    train $S $extra --steps 24 --save-every 12 --out "$W/again"
+    train $S $extra --steps 16 --save-every 8 --out "$W/again"
     diff <(losses "$W/full") <(losses "$W/again") >/dev/null || fail "$extra: same seed, different losses"
-    train $S $extra --steps 24 --save-every 12 --seed 2 --out "$W/other"
+    train $S $extra --steps 16 --save-every 8 --seed 2 --out "$W/other"
     diff <(losses "$W/full") <(losses "$W/other") >/dev/null && fail "$extra: seeds 1 and 2 gave the same losses"
 done
 
-# A run killed after its checkpoint at step 12: its state is the step-12 one, its log holds
-# lines past the checkpoint and a torn last line. The resume cuts the log back to step 12 and
+# A run killed after its checkpoint at step 8: its state is the step-8 one, its log holds
+# lines past the checkpoint and a torn last line. The resume cuts the log back to step 8 and
 # ends with exactly the uninterrupted run's log.
-rm -rf "$W/full" "$W/s12" "$W/killed"
-train $S --pe rope --steps 24 --out "$W/full"
-train $S --pe rope --steps 12 --out "$W/s12"
+rm -rf "$W/full" "$W/s8" "$W/killed"
+train $S --pe rope --steps 16 --out "$W/full"
+train $S --pe rope --steps 8 --out "$W/s8"
 mkdir "$W/killed"
-cp "$W/full/config.json" "$W/s12/state.safetensors" "$W/s12/model.safetensors" "$W/killed/"
+cp "$W/full/config.json" "$W/s8/state.safetensors" "$W/s8/model.safetensors" "$W/killed/"
 sed -i "s|$W/full|$W/killed|" "$W/killed/config.json"
-head -n 17 "$W/full/log.jsonl" >"$W/killed/log.jsonl"
-printf '{"step": 18, "lo' >>"$W/killed/log.jsonl"
+head -n 11 "$W/full/log.jsonl" >"$W/killed/log.jsonl"
+printf '{"step": 12, "lo' >>"$W/killed/log.jsonl"
 train --resume "$W/killed"
 diff <(losses "$W/full") <(losses "$W/killed") >"$W/diff" ||
     fail "killed run resumed differently: $(head -5 "$W/diff")"

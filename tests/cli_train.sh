@@ -7,7 +7,7 @@ P=$PWD/pelab
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 2 --indirect-val-size 64 --indirect-test-size 64"
+TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 64 --indirect-test-size 64"
 
 for pe in rope pope nope; do
     R="$W/$pe"
@@ -81,7 +81,7 @@ assert abs(e["loss"] - s["test_loss"]) < 1e-9 and e["accuracy"] == s["test_acc"]
 done
 
 # A preset fills defaults; explicit options win.
-"$P" train --preset cpu --d-model 32 --heads 2 --steps 3 --batch 4 --threads 2 \
+"$P" train --preset cpu --d-model 32 --heads 2 --steps 3 --batch 4 --threads 1 \
     --indirect-val-size 8 --indirect-test-size 8 --out "$W/preset" >/dev/null 2>"$W/err" ||
     fail "train --preset cpu exited $?: $(cat "$W/err")"
 /usr/bin/python3 -c '

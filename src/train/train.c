@@ -390,9 +390,14 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     }
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
-    char hint[PELAB_PATH_MAX + 8];
-    snprintf(hint, sizeof hint, " in %s", path);
-    if ((rc = trainer_setup(tr, hint)) || (rc = trainer_buffers(tr))) goto done;
+    if (trainer_setup(tr, NULL)) {
+        /* The overrides were checked above: the fault is in the file. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", pelab_last_error());
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", path, msg);
+        goto done;
+    }
+    if ((rc = trainer_buffers(tr))) goto done;
     /* The directory is the run's, wherever it was first written from. */
     if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto done;
 
