@@ -1,0 +1,136 @@
+/* bench_train — training throughput of one benchmark configuration (float build).
+ *
+ *   build/bench/bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]
+ *
+ * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
+ * every position with a target, pos = t, after `warmup` untimed steps. Prints one JSON line:
+ *   {"config":"A","pe":"rope","tokens_per_s":...,"step_ms":...,"steps":...,"threads":...}
+ * bench/twin_bench.py prints the same line for the PyTorch twin; bench/run.sh puts them side
+ * by side.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "pelab/model.h"
+#include "pelab/optim.h"
+#include "pelab/options.h"
+#include "pelab/rng.h"
+#include "pelab/status.h"
+#include "pelab/threads.h"
+
+struct bench_config {
+    const char *name;
+    int V, D, layers, heads, T, B;
+    int steps, warmup; /* defaults: about 10 s a run on 2 cores */
+};
+
+/* The configurations of the benchmark issue; keep bench/twin_bench.py's table the same. */
+static const struct bench_config configs[] = {
+    {"A", 64, 128, 4, 4, 64, 32, 20, 3},
+    {"B", 64, 512, 8, 8, 64, 64, 3, 1},
+    {"C", 8192, 384, 6, 6, 256, 8, 4, 1},
+    {"D", 50257, 768, 12, 12, 64, 4, 3, 1},
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int usage(void) {
+    fprintf(stderr,
+            "usage: bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
+            "  --config   benchmark configuration (A: V 64 D 128 N 4 H 4 T 64 B 32;\n"
+            "             B: V 64 D 512 N 8 H 8 T 64 B 64; C: V 8192 D 384 N 6 H 6 T 256 B 8;\n"
+            "             D: V 50257 D 768 N 12 H 12 T 64 B 4)\n"
+            "  --pe       positional encoding (rope or pope; any registered name works)\n"
+            "  --steps    timed steps (default per configuration: A 20, B 3, C 4, D 3)\n"
+            "  --warmup   untimed steps first (default: A 3, others 1)\n"
+            "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    const char *config = NULL, *pe = NULL;
+    int steps = -1, warmup = -1, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return usage();
+        if (strcmp(a, "--config") == 0) config = v;
+        else if (strcmp(a, "--pe") == 0) pe = v;
+        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
+        else if (strcmp(a, "--threads") == 0) threads = atoi(v);
+        else return usage();
+        i++;
+    }
+    const struct bench_config *c = NULL;
+    for (size_t i = 0; config && i < sizeof configs / sizeof configs[0]; i++)
+        if (strcmp(configs[i].name, config) == 0) c = &configs[i];
+    if (!c || !pe) return usage();
+    if (steps <= 0) steps = c->steps;
+    if (warmup < 0) warmup = c->warmup;
+    pelab_threads_set(threads);
+
+    char buf[32];
+    struct pelab_opts opts = {0};
+    snprintf(buf, sizeof buf, "%d", c->D);
+    pelab_opts_set(&opts, "d-model", buf);
+    snprintf(buf, sizeof buf, "%d", c->heads);
+    pelab_opts_set(&opts, "heads", buf);
+    snprintf(buf, sizeof buf, "%d", c->layers);
+    pelab_opts_set(&opts, "layers", buf);
+    pelab_opts_set(&opts, "pe", pe);
+    if (strcmp(pe, "pope") == 0) { /* the paper's PoPE, as the twin runs it */
+        pelab_opts_set(&opts, "pope-softplus", "on");
+        pelab_opts_set(&opts, "pope-delta", "on");
+    }
+    struct pelab_model m;
+    memset(&m, 0, sizeof m);
+    if (pelab_model_init(&m, &opts, c->V, c->T) != PELAB_OK ||
+        pelab_model_reserve(&m, c->B, c->T) != PELAB_OK) {
+        fprintf(stderr, "bench_train: %s\n", pelab_last_error());
+        return 1;
+    }
+    pelab_model_init_weights(&m, 1);
+    m.training = 1; /* dropout is 0: the same work as evaluation, plus the bookkeeping */
+
+    size_t n = (size_t)c->B * c->T;
+    int32_t *tokens = malloc(n * sizeof *tokens), *targets = malloc(n * sizeof *targets);
+    int32_t *pos = malloc(n * sizeof *pos);
+    if (!tokens || !targets || !pos) {
+        fprintf(stderr, "bench_train: out of memory\n");
+        return 1;
+    }
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 42);
+    for (size_t i = 0; i < n; i++) {
+        tokens[i] = (int32_t)pelab_rng_below(&rng, (uint64_t)c->V);
+        targets[i] = (int32_t)pelab_rng_below(&rng, (uint64_t)c->V);
+        pos[i] = (int32_t)(i % (size_t)c->T);
+    }
+
+    struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
+    double t0 = 0, loss = 0;
+    for (int s = 0; s < warmup + steps; s++) {
+        if (s == warmup) t0 = now_s();
+        pelab_params_zero_grad(&m.params);
+        loss = pelab_model_forward(&m, tokens, targets, pos, c->B, c->T);
+        pelab_model_backward(&m, 1);
+        pelab_clip_grad_norm(&m.params, 1.0);
+        pelab_adamw_step(&opt, &m.params, 1e-3);
+    }
+    double elapsed = now_s() - t0;
+    printf("{\"config\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"step_ms\":%.3f,\"steps\":%d,"
+           "\"threads\":%d,\"loss\":%.4f}\n",
+           c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
+           pelab_threads_get(), loss);
+    free(tokens);
+    free(targets);
+    free(pos);
+    pelab_model_free(&m);
+    return 0;
+}

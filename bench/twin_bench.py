@@ -1,0 +1,70 @@
+"""twin_bench — training throughput of the PyTorch twin (float32), as bench/bench_train does it.
+
+    /usr/bin/python3 bench/twin_bench.py --config A|B|C|D --pe rope|pope [--steps N] [--warmup N]
+                                         [--threads N]
+
+Same configuration table, same step (zero_grad, forward, backward, clip_grad_norm_(1.0), AdamW),
+random tokens with a target at every position, pos = t; prints one JSON line like bench_train.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
+import pelab_twin  # noqa: E402
+
+# name: (V, D, layers, heads, T, B, steps, warmup) — keep in step with bench/bench_train.c
+CONFIGS = {
+    "A": (64, 128, 4, 4, 64, 32, 20, 3),
+    "B": (64, 512, 8, 8, 64, 64, 3, 1),
+    "C": (8192, 384, 6, 6, 256, 8, 4, 1),
+    "D": (50257, 768, 12, 12, 64, 4, 3, 1),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--config", required=True, choices=sorted(CONFIGS))
+    ap.add_argument("--pe", required=True, choices=["nope", "rope", "pope"])
+    ap.add_argument("--steps", type=int, default=0, help="timed steps (default per configuration)")
+    ap.add_argument("--warmup", type=int, default=-1, help="untimed steps first")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    a = ap.parse_args()
+    V, D, layers, heads, T, B, steps, warmup = CONFIGS[a.config]
+    steps = a.steps if a.steps > 0 else steps
+    warmup = a.warmup if a.warmup >= 0 else warmup
+    torch.set_num_threads(a.threads if a.threads > 0 else os.cpu_count())
+
+    cfg = {"vocab": V, "max-seq": T, "d-model": D, "heads": heads, "layers": layers, "pe": a.pe,
+           "pope-softplus": "on", "pope-delta": "on"}
+    model = pelab_twin.Twin(cfg, torch.float32)
+    model.train()
+    opt = pelab_twin.adamw(model, lr=1e-3, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
+    params = list(model.parameters())
+    g = torch.Generator().manual_seed(42)
+    tokens = torch.randint(0, V, (B, T), generator=g)
+    targets = torch.randint(0, V, (B, T), generator=g)
+    pos = torch.arange(T).repeat(B, 1)
+
+    t0 = 0.0
+    for s in range(warmup + steps):
+        if s == warmup:
+            t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        _, loss = model(tokens, pos, targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+    elapsed = time.perf_counter() - t0
+    print(json.dumps({"config": a.config, "pe": a.pe, "tokens_per_s": round(B * T * steps / elapsed, 1),
+                      "step_ms": round(1e3 * elapsed / steps, 3), "steps": steps,
+                      "threads": torch.get_num_threads(), "loss": round(loss.item(), 4)},
+                     separators=(",", ":")))
+
+
+if __name__ == "__main__":
+    main()

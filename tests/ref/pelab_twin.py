@@ -1,0 +1,396 @@
+"""pelab_twin — an independent PyTorch model of pelab's Transformer, for the twin test and the bench.
+
+    h = E[tokens]                                             (B, T, D)
+    per layer:  h += Attn(RMSNorm(h) * g1) @ Wo^T;  h += GELU_tanh(RMSNorm(h) * g2 @ W1^T) @ W2^T
+    logits = RMSNorm(h) * gf @ E^T  (tied) or @ lm_head^T      (B, T, V)
+    RMSNorm(x) = x / sqrt(mean(x^2) + 1e-5)
+
+Attention per head (d = D / H): scores = q'.k' / sqrt(d), causal (key index s <= query index t),
+softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope`, `pope`);
+positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
+model.safetensors loads by name and gradients compare by name.
+
+Also here: a small safetensors reader/writer (struct + json + numpy; no safetensors package) and
+torch.optim.AdamW with pelab's decay rule. Written from the formulas in SPEC.md, not from pelab's C.
+"""
+import json
+import math
+import struct
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# --- safetensors --------------------------------------------------------------------------------
+# 8-byte little-endian header length N, N bytes of JSON, then the data section.
+
+_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64}
+_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+def read_safetensors(path):
+    """-> ({name: numpy array}, {metadata key: str})"""
+    with open(path, "rb") as f:
+        buf = f.read()
+    (n,) = struct.unpack("<Q", buf[:8])
+    header = json.loads(buf[8:8 + n].decode("utf-8"))
+    meta = header.pop("__metadata__", {}) or {}
+    data = buf[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        dt = np.dtype(_DTYPES[info["dtype"]]).newbyteorder("<")
+        begin, end = info["data_offsets"]
+        arr = np.frombuffer(data[begin:end], dtype=dt).reshape(info["shape"])
+        tensors[name] = arr.astype(dt.newbyteorder("="))
+    return tensors, meta
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: {name: numpy array or torch tensor} (F32/F64/I32/I64); metadata: {str: str}."""
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name, t in tensors.items():
+        a = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        raw = a.tobytes()
+        header[name] = {"dtype": _NAMES[a.dtype.newbyteorder("=")], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # align the data section to 8 bytes
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+
+
+# --- configuration --------------------------------------------------------------------------------
+
+DEFAULTS = {
+    "mlp-mult": 4, "tied": "on", "dropout": 0.0, "pe": "rope",
+    "rope-base": 10000.0, "rope-layout": "interleaved",
+    "pope-base": 10000.0, "pope-softplus": "on", "pope-delta": "on", "pope-delta-init": "zero",
+}
+_INTS = ("vocab", "max-seq", "d-model", "heads", "layers", "mlp-mult")
+_FLOATS = ("dropout", "rope-base", "pope-base")
+
+
+def parse_config(raw):
+    """pelab.config metadata (a JSON object, or its text) -> dict with typed values.
+    Values may be numbers or strings; switches stay "on"/"off"."""
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    cfg = dict(DEFAULTS)
+    cfg.update(raw)
+    for k in _INTS:
+        cfg[k] = int(float(cfg[k]))
+    for k in _FLOATS:
+        cfg[k] = float(cfg[k])
+    for k, v in cfg.items():
+        if k not in _INTS and k not in _FLOATS:
+            cfg[k] = str(v)
+    return cfg
+
+
+def on(value):
+    return str(value) in ("on", "1", "true", "yes")
+
+
+# --- positional encodings -------------------------------------------------------------------------
+# Each takes q, k: (B, H, T, d) and pos: (B, T) int, returns q', k': (B, H, T, dq).
+
+def _angles(pos, theta, dtype):
+    """pos (B, T) x theta (n,) -> (B, 1, T, n): p * theta in float64, then cast."""
+    a = pos.to(torch.float64)[:, None, :, None] * torch.as_tensor(theta, dtype=torch.float64)
+    return a.to(dtype)
+
+
+class NoPE(nn.Module):
+    def forward(self, q, k, pos):
+        return q, k
+
+
+class RoPE(nn.Module):
+    """Rotate each pair c of q (and k) at position p by p * theta_c, theta_c = base^(-2c/d).
+    Pairs are (x_2c, x_2c+1) in the `interleaved` layout, (x_c, x_c+d/2) in `half`."""
+
+    def __init__(self, d, base, layout):
+        super().__init__()
+        assert d % 2 == 0 and layout in ("interleaved", "half")
+        self.theta = base ** (-2.0 * np.arange(d // 2, dtype=np.float64) / d)  # (d/2,)
+        self.layout = layout
+
+    def rotate(self, x, cos, sin):
+        if self.layout == "interleaved":
+            x1, x2 = x[..., 0::2], x[..., 1::2]
+            return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+    def forward(self, q, k, pos):
+        a = _angles(pos, self.theta, torch.float64)           # (B, 1, T, d/2)
+        cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+        return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+
+
+class PoPE(nn.Module):
+    """Polar coordinates: theta_c = base^(-c/d), c = 0..d-1; mu = softplus(x) (or x);
+    phase_q = t * theta, phase_k = s * theta + clamp(delta[h], -2pi, 0);
+    q' = [mu_q cos phase_q ; mu_q sin phase_q], k' likewise (width 2d), so that
+    q'.k' = sum_c mu_q,c mu_k,c cos((t - s) theta_c - delta_c)."""
+
+    def __init__(self, heads, d, base, softplus, delta):
+        super().__init__()
+        self.theta = base ** (-np.arange(d, dtype=np.float64) / d)  # (d,)
+        self.softplus = softplus
+        self.delta = nn.Parameter(torch.zeros(heads, d)) if delta else None  # (H, d)
+
+    def forward(self, q, k, pos):
+        mu_q = F.softplus(q) if self.softplus else q                # (B, H, T, d)
+        mu_k = F.softplus(k) if self.softplus else k
+        a = _angles(pos, self.theta, torch.float64)                 # (B, 1, T, d)
+        cq, sq = a.cos().to(q.dtype), a.sin().to(q.dtype)
+        if self.delta is None:
+            ck, sk = cq, sq
+        else:
+            phase_k = a.to(q.dtype) + self.delta.clamp(-2 * math.pi, 0)[None, :, None, :]
+            ck, sk = phase_k.cos(), phase_k.sin()                   # (B, H, T, d)
+        return (torch.cat((mu_q * cq, mu_q * sq), dim=-1),
+                torch.cat((mu_k * ck, mu_k * sk), dim=-1))
+
+
+def make_posenc(cfg):
+    d = cfg["d-model"] // cfg["heads"]
+    pe = cfg["pe"]
+    if pe == "nope":
+        return NoPE()
+    if pe == "rope":
+        return RoPE(d, cfg["rope-base"], cfg["rope-layout"])
+    if pe == "pope":
+        return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]))
+    raise ValueError("the twin has no encoding '%s'" % pe)
+
+
+# --- the model -------------------------------------------------------------------------------------
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        D = cfg["d-model"]
+        self.H, self.d = cfg["heads"], D // cfg["heads"]
+        self.qkv = nn.Linear(D, 3 * D, bias=False)   # rows: [q; k; v], head h at rows h*d..
+        self.proj = nn.Linear(D, D, bias=False)
+        self.pope = make_posenc(cfg)                 # 'pope' names its parameter attn.pope.delta
+
+    def forward(self, x, pos, mask):
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
+        q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)                          # (B, H, T, T)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, D)
+        return self.proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        D, M = cfg["d-model"], cfg["mlp-mult"] * cfg["d-model"]
+        self.fc = nn.Linear(D, M, bias=False)
+        self.proj = nn.Linear(M, D, bias=False)
+
+    def forward(self, x):
+        return self.proj(F.gelu(self.fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        D = cfg["d-model"]
+        self.attn_norm = RMSNorm(D)
+        self.attn = Attention(cfg)
+        self.mlp_norm = RMSNorm(D)
+        self.mlp = MLP(cfg)
+
+    def forward(self, h, pos, mask):
+        h = h + self.attn(self.attn_norm(h), pos, mask)
+        return h + self.mlp(self.mlp_norm(h))
+
+
+class Twin(nn.Module):
+    def __init__(self, cfg, dtype=torch.float64):
+        super().__init__()
+        cfg = parse_config(cfg)  # idempotent: accepts raw metadata or a parsed dict
+        if float(cfg["dropout"]) != 0:
+            raise ValueError("the twin has no dropout (dropout %g)" % cfg["dropout"])
+        self.cfg = cfg
+        V, D = cfg["vocab"], cfg["d-model"]
+        self.tok_emb = nn.Embedding(V, D)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["layers"]))
+        self.final_norm = RMSNorm(D)
+        self.lm_head = None if on(cfg["tied"]) else nn.Linear(D, V, bias=False)
+        self.gpt2_init()
+        self.to(dtype)
+
+    def gpt2_init(self, seed=0):
+        """N(0, 0.02) matrices, residual projections N(0, 0.02 / sqrt(2N)), gains 1,
+        PoPE delta uniform in [-2pi, 0] (when the config says uniform) — for the bench."""
+        g = torch.Generator().manual_seed(seed)
+        for name, p in self.named_parameters():
+            with torch.no_grad():
+                if name.endswith("norm.weight"):
+                    p.fill_(1.0)
+                elif ".pope." in name:
+                    if self.cfg["pope-delta-init"] == "uniform":
+                        p.uniform_(-2 * math.pi, 0, generator=g)
+                    else:
+                        p.zero_()
+                else:
+                    std = 0.02
+                    if name.endswith("attn.proj.weight") or name.endswith("mlp.proj.weight"):
+                        std /= math.sqrt(2 * self.cfg["layers"])
+                    p.normal_(0, std, generator=g)
+
+    def forward(self, tokens, pos, targets=None):
+        """tokens, pos, targets: (B, T) int (targets -1: no loss) -> logits (B, T, V), loss or None."""
+        B, T = tokens.shape
+        mask = torch.ones(T, T, dtype=torch.bool, device=tokens.device).triu(1)  # s > t masked
+        h = self.tok_emb(tokens.long())
+        for block in self.blocks:
+            h = block(h, pos, mask)
+        h = self.final_norm(h)
+        W = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
+        logits = h @ W.t()
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(-1).long(),
+                                   ignore_index=-1)
+        return logits, loss
+
+    def load_arrays(self, arrays, prefix=""):
+        """Sets every parameter from {prefix + name: array}; names must match both ways."""
+        own = dict(self.named_parameters())
+        theirs = {k[len(prefix):] for k in arrays if k.startswith(prefix)}
+        if set(own) != theirs:
+            raise ValueError("parameter names differ: only in file %s, only in twin %s"
+                             % (sorted(theirs - set(own)), sorted(set(own) - theirs)))
+        with torch.no_grad():
+            for name, p in own.items():
+                a = torch.from_numpy(np.array(arrays[prefix + name]))
+                if tuple(a.shape) != tuple(p.shape):
+                    raise ValueError("%s: shape %s in file, %s in twin"
+                                     % (name, tuple(a.shape), tuple(p.shape)))
+                p.copy_(a.to(p.dtype))
+
+
+def decays(name, p):
+    """pelab's rule: decoupled weight decay on matrices (ndim >= 2), never on gains or on the
+    positional encoding's parameters (named '.pope.' etc.)."""
+    return p.ndim >= 2 and ".pope." not in name
+
+
+def adamw(model, lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1, **kw):
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if decays(n, p)], "weight_decay": weight_decay},
+              {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, **kw)
+
+
+def from_safetensors(path, dtype=torch.float64):
+    """Builds the twin from a pelab model.safetensors (config in metadata 'pelab.config')."""
+    arrays, meta = read_safetensors(path)
+    if "pelab.config" not in meta:
+        raise ValueError("%s: no 'pelab.config' in the metadata" % path)
+    model = Twin(parse_config(meta["pelab.config"]), dtype)
+    model.load_arrays(arrays)
+    return model
+
+
+# --- the twin's own checks (run by twin_check.py before comparing with pelab) -----------------------
+
+def self_test():
+    """Properties the formulas imply, checked in float64. Returns a list of (name, error, tol)."""
+    torch.manual_seed(0)
+    out = []
+    B, H, T, d = 2, 3, 9, 8
+    q, k = torch.randn(B, H, T, d, dtype=torch.float64), torch.randn(B, H, T, d, dtype=torch.float64)
+    pos = torch.arange(T)[None].repeat(B, 1) + 5 * torch.arange(B)[:, None]   # (B, T), shifted rows
+    for layout in ("interleaved", "half"):
+        rope = RoPE(d, 10000.0, layout)
+        q2, k2 = rope(q, k, pos)
+        out.append(("rope-%s keeps norms" % layout, (q2.norm(dim=-1) - q.norm(dim=-1)).abs().max().item(), 1e-13))
+        # q'.k' depends only on t - s: compare with the rotation by (t - s) applied to q alone
+        s_ = (q2 @ k2.transpose(-2, -1))
+        rel = pos[:, :, None] - pos[:, None, :]                                  # (B, T, T)
+        a = rel.to(torch.float64)[..., None] * torch.as_tensor(rope.theta)       # (B, T, T, d/2)
+        if layout == "interleaved":
+            qa, qb, ka, kb = q[..., 0::2], q[..., 1::2], k[..., 0::2], k[..., 1::2]
+        else:
+            qa, qb, ka, kb = q[..., :d // 2], q[..., d // 2:], k[..., :d // 2], k[..., d // 2:]
+        # Re[(qa + i qb) conj(ka + i kb) e^{i(t-s)theta}]
+        direct = ((qa[:, :, :, None] * ka[:, :, None] + qb[:, :, :, None] * kb[:, :, None]) * a.cos()[:, None]
+                  + (qa[:, :, :, None] * kb[:, :, None] - qb[:, :, :, None] * ka[:, :, None]) * a.sin()[:, None]).sum(-1)
+        out.append(("rope-%s score is relative" % layout, (s_ - direct).abs().max().item(), 1e-12))
+    for softplus in (True, False):
+        pope = PoPE(H, d, 10000.0, softplus, True).double()
+        with torch.no_grad():
+            pope.delta.uniform_(-7, 1)   # some outside [-2pi, 0], to exercise the clamp
+        q2, k2 = pope(q, k, pos)
+        mq = F.softplus(q) if softplus else q
+        mk = F.softplus(k) if softplus else k
+        delta = pope.delta.clamp(-2 * math.pi, 0)                                 # (H, d)
+        rel = (pos[:, :, None] - pos[:, None, :]).to(torch.float64)              # (B, T, T)
+        ang = rel[:, None, :, :, None] * torch.as_tensor(pope.theta) - delta[None, :, None, None, :]
+        direct = (mq[:, :, :, None] * mk[:, :, None] * ang.cos()).sum(-1)        # (B, H, T, T)
+        out.append(("pope (softplus %s) score = sum mu mu cos((t-s)theta - delta)" % ("on" if softplus else "off"),
+                    (q2 @ k2.transpose(-2, -1) - direct).abs().max().item(), 1e-12))
+    # pelab's clamp passes gradient on [-2pi, 0] inclusive, as torch.clamp does: confirm torch's side
+    x = torch.tensor([0.0, -2 * math.pi, 1e-3, -7.0, -1.0], dtype=torch.float64, requires_grad=True)
+    x.clamp(-2 * math.pi, 0).sum().backward()
+    out.append(("clamp gradient is 1 on [-2pi, 0] inclusive",
+                (x.grad - torch.tensor([1.0, 1, 0, 0, 1], dtype=torch.float64)).abs().max().item(), 0.0))
+    # whole model: shifting every position by a constant leaves logits unchanged for rope/pope
+    for pe in ("rope", "pope"):
+        cfg = {"vocab": 11, "max-seq": T, "d-model": 16, "heads": 2, "layers": 2, "pe": pe,
+               "pope-delta-init": "uniform"}
+        m = Twin(cfg)
+        tok = torch.randint(0, 11, (B, T))
+        l1, _ = m(tok, pos)
+        l2, _ = m(tok, pos + 1000)
+        out.append(("%s model is shift invariant" % pe, (l1 - l2).abs().max().item(), 1e-10))
+    # safetensors round trip
+    import os
+    import tempfile
+    arrays = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.array([1.5, -2.0]),
+              "c": np.array([[1, -1]], dtype=np.int32), "d": np.array([7], dtype=np.int64)}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "t.safetensors")
+        write_safetensors(path, arrays, {"x": "y"})
+        back, meta = read_safetensors(path)
+    same = meta == {"x": "y"} and all(back[n].dtype == a.dtype and np.array_equal(back[n], a)
+                                     for n, a in arrays.items())
+    out.append(("safetensors round trip", 0.0 if same else 1.0, 0.0))
+    return out
+
+
+if __name__ == "__main__":
+    bad = 0
+    for name, err, tol in self_test():
+        ok = err <= tol
+        bad += not ok
+        print("%-4s %-62s %.3g (tol %.0e)" % ("ok" if ok else "FAIL", name, err, tol))
+    raise SystemExit(1 if bad else 0)

@@ -1,0 +1,328 @@
+/* test_twin — writes the fixtures that tests/ref/twin_check.py compares with the PyTorch twin.
+ *
+ *   build/tests/test_twin [DIR]
+ *
+ * For each case (an encoding and its settings) it builds a small model through the public API
+ * and writes DIR/CASE/model.safetensors (initial weights, config in metadata "pelab.config") and
+ * DIR/CASE/fixture.safetensors:
+ *   tokens, targets, pos          (B,T) I32   one batch; positions shifted per row (t + 7b)
+ *   logits (B,T,V), loss (1,)     F64         forward on that batch
+ *   grad.<param>                  F64         gradients of that loss
+ *   step{i}.tokens/targets/pos    (B,T) I32   the batches of 5 training steps, i = 0..4
+ *   lrs, losses, grad_norms       (5,) F64    per step: schedule lr, loss, norm before clipping
+ *   after5.<param>                F64         parameters after the 5 AdamW steps
+ * Without DIR it writes into a temporary directory and removes it. It asserts only what it can
+ * see on its own (the settings recorded in the metadata are the ones the model was built with,
+ * finite losses and gradients, the loss is the mean of the per-position losses);
+ * agreement with the twin is twin_check.py's verdict. Built in double (PELAB_DOUBLE).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/check.h"
+#include "pelab/model.h"
+#include "pelab/optim.h"
+#include "pelab/options.h"
+#include "pelab/params.h"
+#include "pelab/rng.h"
+#include "pelab/safetensors.h"
+#include "pelab/status.h"
+
+#ifndef PELAB_DOUBLE
+#error "test_twin is built with -DPELAB_DOUBLE: the fixtures hold pelab_real as F64"
+#endif
+
+#define V 23
+#define B 3
+#define T 11
+#define STEPS 5
+
+struct twin_case {
+    const char *name;
+    const char *opts[16]; /* key, value, ..., NULL */
+};
+
+static const struct twin_case cases[] = {
+    {"nope", {"pe", "nope", NULL}},
+    {"rope-interleaved", {"pe", "rope", "rope-layout", "interleaved", NULL}},
+    {"rope-half", {"pe", "rope", "rope-layout", "half", NULL}},
+    {"pope", {"pe", "pope", "pope-delta-init", "uniform", NULL}},
+    {"pope-softplus-off", {"pe", "pope", "pope-softplus", "off", "pope-delta-init", "uniform", NULL}},
+    {"pope-delta-off", {"pe", "pope", "pope-delta", "off", NULL}},
+    /* delta starts exactly on the clamp's upper edge, where the gradient must still pass */
+    {"pope-delta-zero", {"pe", "pope", "pope-delta-init", "zero", NULL}},
+    {"rope-untied", {"pe", "rope", "tied", "off", NULL}},
+};
+
+/* The tensors of one file, in order; names are copied, data is borrowed. */
+struct tensor_list {
+    struct pelab_tensor t[512];
+    int n;
+};
+
+static void add(struct tensor_list *l, const char *name, enum pelab_dtype dt, const void *data,
+                size_t elem, int ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+    PELAB_ASSERT(l->n < (int)(sizeof l->t / sizeof l->t[0]));
+    PELAB_ASSERT(strlen(name) < sizeof l->t[0].name);
+    struct pelab_tensor *x = &l->t[l->n++];
+    memset(x, 0, sizeof *x);
+    strcpy(x->name, name);
+    x->dtype = dt;
+    x->ndim = ndim;
+    int64_t dims[4] = {d0, d1, d2, d3};
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        x->shape[i] = dims[i];
+        count *= (size_t)dims[i];
+    }
+    x->data = data;
+    x->nbytes = count * elem;
+}
+
+static void add_param(struct tensor_list *l, const char *prefix, const struct pelab_param *p,
+                      const double *data) {
+    char name[128];
+    snprintf(name, sizeof name, "%s%s", prefix, p->name);
+    PELAB_ASSERT(l->n < (int)(sizeof l->t / sizeof l->t[0]));
+    struct pelab_tensor *x = &l->t[l->n++];
+    memset(x, 0, sizeof *x);
+    strcpy(x->name, name);
+    x->dtype = PELAB_DT_F64;
+    x->ndim = p->ndim;
+    for (int i = 0; i < p->ndim; i++) x->shape[i] = p->shape[i];
+    x->data = data;
+    x->nbytes = p->size * sizeof(double);
+}
+
+/* JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int is_json_number(const char *s) {
+    if (*s == '-') s++;
+    if (*s == '0') s++;
+    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
+    else return 0;
+    if (*s == '.') {
+        s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!(*s >= '0' && *s <= '9')) return 0;
+        while (*s >= '0' && *s <= '9') s++;
+    }
+    return *s == '\0';
+}
+
+/* The settings as one compact JSON object; numbers unquoted. Returns 0 if it did not fit. */
+static int settings_json(const struct pelab_opts *s, char *out, size_t cap) {
+    size_t n = 0;
+    out[n++] = '{';
+    for (int i = 0; i < s->count; i++) {
+        const char *parts[2] = {s->kv[i].key, s->kv[i].val};
+        for (int j = 0; j < 2; j++) {
+            int quote = j == 0 || !is_json_number(parts[j]);
+            if (n + 2 >= cap) return 0;
+            if (quote) out[n++] = '"';
+            for (const char *c = parts[j]; *c; c++) {
+                if (n + 4 >= cap) return 0;
+                if (*c == '"' || *c == '\\') out[n++] = '\\';
+                out[n++] = *c;
+            }
+            if (quote) out[n++] = '"';
+            out[n++] = j == 0 ? ':' : ',';
+        }
+    }
+    if (n + 2 >= cap) return 0;
+    if (out[n - 1] == ',') n--;
+    out[n++] = '}';
+    out[n] = '\0';
+    return 1;
+}
+
+/* Random tokens; about a quarter of the targets are -1; pos[b][t] = t + 7b + shift. */
+static void random_batch(struct pelab_rng *rng, int32_t *tokens, int32_t *targets, int32_t *pos,
+                         int shift) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            tokens[b * T + t] = (int32_t)pelab_rng_below(rng, V);
+            targets[b * T + t] = pelab_rng_uniform(rng) < 0.25 ? -1 : (int32_t)pelab_rng_below(rng, V);
+            pos[b * T + t] = t + 7 * b + shift;
+        }
+    targets[0] = 1; /* at least one target */
+}
+
+static int all_finite(const double *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* Forward (and checks of what pelab can see by itself). */
+static double forward_checked(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                              const int32_t *pos, const char *what) {
+    double loss = pelab_model_forward(m, tokens, targets, pos, B, T);
+    CHECK(isfinite(loss) && loss > 0, "%s: loss %g", what, loss);
+    const double *losses = pelab_model_losses(m);
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < B * T; i++)
+        if (targets[i] != -1) sum += losses[i], n++;
+    CHECK(m->n_targets == n, "%s: n_targets %d, expected %d", what, m->n_targets, n);
+    CHECK_CLOSE(loss, sum / n, 1e-12, 1e-12, "loss = mean of per-position losses");
+    return loss;
+}
+
+static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
+    char path[4096];
+    struct pelab_opts opts = {0};
+    const char *base[] = {"d-model", "32", "heads", "4", "layers", "2", "mlp-mult", "4",
+                          "dropout", "0", NULL};
+    for (int i = 0; base[i]; i += 2) pelab_opts_set(&opts, base[i], base[i + 1]);
+    for (int i = 0; c->opts[i]; i += 2) pelab_opts_set(&opts, c->opts[i], c->opts[i + 1]);
+
+    struct pelab_model m;
+    memset(&m, 0, sizeof m);
+    if (pelab_model_init(&m, &opts, V, T) != PELAB_OK) {
+        CHECK(0, "%s: pelab_model_init: %s", c->name, pelab_last_error());
+        return 1;
+    }
+    pelab_model_init_weights(&m, seed);
+    m.training = 0;
+
+    /* Gains 1 + 0.1·noise, so that their gradients are tested away from the trivial value. */
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, seed ^ 0x7477696eu);
+    for (int i = 0; i < m.params.count; i++) {
+        const struct pelab_param *p = &m.params.list[i];
+        size_t len = strlen(p->name);
+        if (len >= 11 && strcmp(p->name + len - 11, "norm.weight") == 0)
+            for (size_t j = 0; j < p->size; j++)
+                pelab_params_data(&m.params, i)[j] = 1 + 0.1 * pelab_rng_normal(&rng);
+    }
+
+    snprintf(path, sizeof path, "%s/%s", dir, c->name);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+        CHECK(0, "mkdir %s: %s", path, strerror(errno));
+        pelab_model_free(&m);
+        return 1;
+    }
+
+    struct pelab_opts settings = {0}, meta = {0};
+    char json[PELAB_OPT_VAL_MAX];
+    CHECK(pelab_model_settings(&m, &settings) == PELAB_OK, "%s: settings: %s", c->name,
+          pelab_last_error());
+    /* The metadata must describe this model: every option given comes back as given. */
+    for (int i = 0; c->opts[i]; i += 2) {
+        const char *got = pelab_opts_get(&settings, c->opts[i]);
+        CHECK(got && strcmp(got, c->opts[i + 1]) == 0,
+              "%s: pelab_model_settings reports %s = '%s', the model was built with '%s'", c->name,
+              c->opts[i], got ? got : "(missing)", c->opts[i + 1]);
+    }
+    CHECK(settings_json(&settings, json, sizeof json), "%s: the settings' JSON is over %d bytes",
+          c->name, PELAB_OPT_VAL_MAX - 1);
+    pelab_opts_set(&meta, "pelab.config", json);
+    pelab_opts_set(&meta, "format", "pelab-model");
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, c->name);
+    CHECK(pelab_params_save(path, &m.params, &meta) == PELAB_OK, "%s: %s", path, pelab_last_error());
+
+    /* One forward and backward. */
+    static int32_t tokens[STEPS + 1][B * T], targets[STEPS + 1][B * T], pos[STEPS + 1][B * T];
+    random_batch(&rng, tokens[0], targets[0], pos[0], 0);
+    CHECK(pelab_model_reserve(&m, B, T) == PELAB_OK, "%s: reserve: %s", c->name, pelab_last_error());
+    double loss = forward_checked(&m, tokens[0], targets[0], pos[0], c->name);
+    double *logits = malloc(sizeof(double) * B * T * V);
+    double *grads = malloc(sizeof(double) * m.params.total);
+    PELAB_ASSERT(logits && grads);
+    memcpy(logits, pelab_model_logits(&m), sizeof(double) * B * T * V);
+    pelab_params_zero_grad(&m.params);
+    pelab_model_backward(&m, 1.0);
+    memcpy(grads, m.params.grad, sizeof(double) * m.params.total);
+    CHECK(all_finite(grads, m.params.total), "%s: gradients not finite", c->name);
+
+    /* Five training steps on fresh batches, as the trainer does them. */
+    struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
+    struct pelab_schedule sched = {.lr = 1e-2, .min_lr = 1e-3, .warmup = 2, .decay_steps = STEPS};
+    double lrs[STEPS], losses[STEPS], norms[STEPS];
+    for (int i = 0; i < STEPS; i++) {
+        int32_t *tk = tokens[i + 1], *tg = targets[i + 1], *ps = pos[i + 1];
+        random_batch(&rng, tk, tg, ps, 3 * i);
+        pelab_params_zero_grad(&m.params);
+        losses[i] = forward_checked(&m, tk, tg, ps, c->name);
+        pelab_model_backward(&m, 1.0);
+        norms[i] = pelab_clip_grad_norm(&m.params, 1.0);
+        lrs[i] = pelab_schedule_lr(&sched, i);
+        pelab_adamw_step(&opt, &m.params, lrs[i]);
+    }
+    CHECK(all_finite(m.params.data, m.params.total), "%s: parameters not finite after training",
+          c->name);
+
+    static struct tensor_list l;
+    l.n = 0;
+    add(&l, "tokens", PELAB_DT_I32, tokens[0], 4, 2, B, T, 0, 0);
+    add(&l, "targets", PELAB_DT_I32, targets[0], 4, 2, B, T, 0, 0);
+    add(&l, "pos", PELAB_DT_I32, pos[0], 4, 2, B, T, 0, 0);
+    add(&l, "logits", PELAB_DT_F64, logits, 8, 3, B, T, V, 0);
+    add(&l, "loss", PELAB_DT_F64, &loss, 8, 1, 1, 0, 0, 0);
+    for (int i = 0; i < m.params.count; i++)
+        add_param(&l, "grad.", &m.params.list[i], grads + m.params.list[i].offset);
+    char name[64];
+    for (int i = 0; i < STEPS; i++) {
+        snprintf(name, sizeof name, "step%d.tokens", i);
+        add(&l, name, PELAB_DT_I32, tokens[i + 1], 4, 2, B, T, 0, 0);
+        snprintf(name, sizeof name, "step%d.targets", i);
+        add(&l, name, PELAB_DT_I32, targets[i + 1], 4, 2, B, T, 0, 0);
+        snprintf(name, sizeof name, "step%d.pos", i);
+        add(&l, name, PELAB_DT_I32, pos[i + 1], 4, 2, B, T, 0, 0);
+    }
+    add(&l, "lrs", PELAB_DT_F64, lrs, 8, 1, STEPS, 0, 0, 0);
+    add(&l, "losses", PELAB_DT_F64, losses, 8, 1, STEPS, 0, 0, 0);
+    add(&l, "grad_norms", PELAB_DT_F64, norms, 8, 1, STEPS, 0, 0, 0);
+    for (int i = 0; i < m.params.count; i++)
+        add_param(&l, "after5.", &m.params.list[i], m.params.data + m.params.list[i].offset);
+
+    struct pelab_opts fmeta = {0};
+    pelab_opts_set(&fmeta, "format", "pelab-twin-fixture");
+    pelab_opts_set(&fmeta, "case", c->name);
+    snprintf(path, sizeof path, "%s/%s/fixture.safetensors", dir, c->name);
+    CHECK(pelab_safetensors_write(path, l.t, l.n, &fmeta) == PELAB_OK, "%s: %s", path,
+          pelab_last_error());
+    printf("%-20s loss %.6f  after 5 steps %.6f  (%d parameters, %zu values)\n", c->name, loss,
+           losses[STEPS - 1], m.params.count, m.params.total);
+
+    free(logits);
+    free(grads);
+    pelab_model_free(&m);
+    return 0;
+}
+
+static void remove_fixtures(const char *dir) {
+    char path[4096];
+    const char *files[] = {"model.safetensors", "fixture.safetensors"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        for (int j = 0; j < 2; j++) {
+            snprintf(path, sizeof path, "%s/%s/%s", dir, cases[i].name, files[j]);
+            unlink(path);
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, cases[i].name);
+        rmdir(path);
+    }
+    rmdir(dir);
+}
+
+int main(int argc, char **argv) {
+    char tmp[] = "/tmp/pelab-twin-XXXXXX";
+    const char *dir = argc > 1 ? argv[1] : mkdtemp(tmp);
+    if (!dir || (mkdir(dir, 0777) != 0 && errno != EEXIST)) {
+        fprintf(stderr, "test_twin: cannot create %s: %s\n", dir ? dir : tmp, strerror(errno));
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dir, &cases[i], 1000 + i);
+    if (argc <= 1) remove_fixtures(dir);
+    return check_report("test_twin_fixtures");
+}
