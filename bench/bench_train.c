@@ -56,7 +56,7 @@ static int usage(void) {
 int main(int argc, char **argv) {
     const char *config = NULL, *pe = NULL;
     int steps = -1, warmup = -1, threads = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         if (strcmp(a, "--config") == 0) config = v;
@@ -65,7 +65,6 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
         else return usage();
-        i++;
     }
     const struct bench_config *c = NULL;
     for (size_t i = 0; config && i < sizeof configs / sizeof configs[0]; i++)
