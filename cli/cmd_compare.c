@@ -279,6 +279,7 @@ int pelab_cmd_compare(int argc, char **argv) {
                 if ((rc = run_opts(&opts, r, &one))) return rc;
                 rc = pelab_train(&one, &hooks);
             }
+            pelab_progress_printer_end(&pp);
             if (rc) return fail_in(rc, r->dir);
         }
         if ((rc = read_summary(r))) return rc;

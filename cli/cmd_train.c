@@ -52,11 +52,15 @@ int pelab_cmd_train(int argc, char **argv) {
                                   "--resume takes its settings from %s/config.json "
                                   "(only --steps and --threads may be given, not --%s)",
                                   dir, opts.kv[i].key);
-        return pelab_train_resume(dir, &opts, &hooks);
+        rc = pelab_train_resume(dir, &opts, &hooks);
+        pelab_progress_printer_end(&pp);
+        return rc;
     }
     const char *task = pelab_opt_str(&opts, pelab_train_options, "task");
     const char *pe = pelab_opt_str(&opts, pelab_model_options, "pe");
     rc = pelab_train_check_opts(&opts, task, &pe, 1, " (see 'pelab help train')");
     if (rc) return rc;
-    return pelab_train(&opts, &hooks);
+    rc = pelab_train(&opts, &hooks);
+    pelab_progress_printer_end(&pp);
+    return rc;
 }

@@ -119,9 +119,14 @@ struct pelab_progress_printer {
     const char *label;
     int tty;
     double last_draw; /* private */
+    int open_line;    /* private: a terminal line awaits its newline */
+    int has_val;      /* private: the last validation, kept on the terminal line */
+    double val_loss, val_acc;
 };
 void pelab_progress_printer_init(struct pelab_progress_printer *pp, const char *label);
 void pelab_progress_print(void *pp, const struct pelab_train_progress *p);
+/* Ends a terminal line left open by a run that stopped early, so an error prints below it. */
+void pelab_progress_printer_end(struct pelab_progress_printer *pp);
 
 /* A run directory opened for evaluation: settings from config.json, task, and the model with the
  * weights of model.safetensors. */

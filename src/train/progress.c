@@ -16,6 +16,13 @@ void pelab_progress_printer_init(struct pelab_progress_printer *pp, const char *
     pp->label = label;
     pp->tty = isatty(fileno(stderr));
     pp->last_draw = 0;
+    pp->open_line = 0;
+    pp->has_val = 0;
+}
+
+void pelab_progress_printer_end(struct pelab_progress_printer *pp) {
+    if (pp->open_line) fputc('\n', stderr);
+    pp->open_line = 0;
 }
 
 /* "1h02m", "1m40s", "12s". */
@@ -52,6 +59,7 @@ void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
     fmt_thousands(tps, sizeof tps, p->tokens_per_s);
     switch (p->event) {
     case PELAB_TRAIN_START:
+        pelab_progress_printer_end(pp);
         if (p->step > 0)
             fprintf(stderr, "%s%sresuming %s at step %" PRId64 "/%" PRId64 "\n", label, sep,
                     p->dir, p->step, p->steps);
@@ -59,16 +67,23 @@ void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
             fprintf(stderr, "%s%straining %s: %" PRId64 " steps\n", label, sep, p->dir, p->steps);
         return;
     case PELAB_TRAIN_STEP: {
+        if (p->has_val) {
+            pp->has_val = 1;
+            pp->val_loss = p->val_loss;
+            pp->val_acc = p->val_acc;
+        }
         double t = now_s();
         int draw = pp->tty ? (t - pp->last_draw >= 0.1 || p->step == p->steps) : p->logged;
         if (!draw) return;
         pp->last_draw = t;
         fprintf(stderr, "%s%s%sstep %" PRId64 "/%" PRId64 "  loss %.3f  acc %.1f%%", pp->tty ? "\r" : "",
                 label, sep, p->step, p->steps, p->loss, 100 * p->acc);
-        if (p->has_val)
-            fprintf(stderr, "  val %.3f %.1f%%", p->val_loss, 100 * p->val_acc);
+        /* A terminal line keeps the last validation; a plain line shows its own step's only. */
+        if (p->has_val || (pp->tty && pp->has_val))
+            fprintf(stderr, "  val %.3f %.1f%%", pp->val_loss, 100 * pp->val_acc);
         fprintf(stderr, "  %s tok/s  eta %s%s", tps, eta, pp->tty ? "\033[K" : "\n");
-        if (pp->tty && p->step == p->steps) fputc('\n', stderr);
+        pp->open_line = pp->tty;
+        if (pp->tty && p->step == p->steps) pelab_progress_printer_end(pp);
         fflush(stderr);
         return;
     }
@@ -76,6 +91,7 @@ void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
     case PELAB_TRAIN_SAVE:
         return;
     case PELAB_TRAIN_DONE:
+        pelab_progress_printer_end(pp);
         fprintf(stderr, "%s%sdone %s: %" PRId64 " steps in %s, test acc %.2f%%, test loss %.4f\n",
                 label, sep, p->dir, p->step, elapsed, 100 * p->test_acc, p->test_loss);
         return;
