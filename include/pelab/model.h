@@ -40,6 +40,7 @@ struct pelab_acts; /* activations, private to the model */
 
 struct pelab_model {
     struct pelab_model_config cfg;
+    struct pelab_opts opts;           /* the options it was built from (read by settings) */
     struct pelab_params params;
     struct pelab_posenc pe;
     int wte, lnf, lm_head;            /* parameter indices; lm_head -1 when tied */

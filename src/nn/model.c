@@ -67,6 +67,7 @@ int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int v
     memset(m, 0, sizeof *m);
     int rc = pelab_opts_check(opts, pelab_model_options);
     if (rc) return rc;
+    if (opts) m->opts = *opts;
     struct pelab_model_config *c = &m->cfg;
     c->vocab = vocab;
     c->max_seq = max_seq;
@@ -214,15 +215,7 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
     rc = rc ? rc : pelab_opts_set(out, "max-seq", num);
     for (int t = 0; t < 2; t++)
         for (const struct pelab_optdef *d = tables[t]; d && d->name; d++) {
-            const char *v = NULL;
-            char buf[64];
-            if (strcmp(d->name, "d-model") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.d_model), v = buf;
-            else if (strcmp(d->name, "heads") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.n_heads), v = buf;
-            else if (strcmp(d->name, "layers") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.n_layers), v = buf;
-            else if (strcmp(d->name, "mlp-mult") == 0) snprintf(buf, sizeof buf, "%d", m->cfg.mlp_mult), v = buf;
-            else if (strcmp(d->name, "tied") == 0) v = m->cfg.tied ? "on" : "off";
-            else if (strcmp(d->name, "dropout") == 0) snprintf(buf, sizeof buf, "%.17g", m->cfg.dropout), v = buf;
-            else if (strcmp(d->name, "pe") == 0) v = m->cfg.pe;
+            const char *v = pelab_opts_get(&m->opts, d->name);
             rc = rc ? rc : pelab_opts_set(out, d->name, v ? v : d->def);
         }
     return rc;

@@ -43,8 +43,6 @@ void pelab_settings_build(struct pelab_settings *s, const struct pelab_opts *opt
     const struct pelab_optdef *pe_table = m->pe.ops ? m->pe.ops->options : NULL;
     for (int i = 0; i < ms.count; i++) {
         const char *k = ms.kv[i].key, *v = ms.kv[i].val;
-        /* A value the run was given is the one the model was built from, as the user wrote it. */
-        if (pelab_opts_get(opts, k)) v = pelab_opts_get(opts, k);
         const struct pelab_optdef *d;
         if ((d = pelab_optdef_find(pelab_model_options, k)))
             add(s, PELAB_GROUP_MODEL, k, v, is_number_type(d));
