@@ -14,7 +14,7 @@ PREFIX  ?= /usr/local
 VERSION := 0.1.0
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
-CFLAGS  ?= -O2 -march=native -g
+CFLAGS  ?= -O3 -march=native -g
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC $(WARN) -Iinclude -Isrc -DPELAB_VERSION=\"$(VERSION)\"
 LDLIBS  := -lm
 

@@ -10,10 +10,12 @@
 #include <math.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
 static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
+#pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
 }
@@ -47,7 +49,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 }
                 pelab_real sum = 0;
                 for (int j = 0; j <= t; j++) {
-                    row[j] = pelab_exp(row[j] - mx);
+                    row[j] = pelab_vexp(row[j] - mx);
                     sum += row[j];
                 }
                 for (int j = 0; j <= t; j++) row[j] /= sum;

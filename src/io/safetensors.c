@@ -88,7 +88,7 @@ static int by_name(const void *a, const void *b) {
 /* Pointers to the n tensors, sorted with cmp; NULL when out of memory. */
 static const struct pelab_tensor **sorted(const struct pelab_tensor *t, int n,
                                           int (*cmp)(const void *, const void *)) {
-    const struct pelab_tensor **p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    const struct pelab_tensor **p = malloc((n > 0 ? (size_t)n : 1) * sizeof *p);
     if (!p) return NULL;
     for (int i = 0; i < n; i++) p[i] = &t[i];
     qsort(p, (size_t)n, sizeof *p, cmp);

@@ -1,5 +1,9 @@
-/* GELU with the tanh approximation (Hendrycks & Gimpel 2016), as GPT-2. */
-#include <math.h>
+/* GELU with the tanh approximation (Hendrycks & Gimpel 2016), as GPT-2, written through the
+ * identity 0.5·(1 + tanh(u)) = sigmoid(2u):
+ *   GELU(x)  = x·σ(2u),  u = √(2/π)·(x + 0.044715·x³)
+ *   GELU'(x) = σ(2u) + 2x·σ(2u)·(1 − σ(2u))·u'
+ * so the loops are one vectorisable exp each. */
+#include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
@@ -9,7 +13,7 @@ void pelab_gelu_forward(pelab_real *out, const pelab_real *x, long n) {
     for (long i = 0; i < n; i++) {
         pelab_real v = x[i];
         pelab_real u = (pelab_real)GELU_K * (v + (pelab_real)0.044715 * v * v * v);
-        out[i] = (pelab_real)0.5 * v * (1 + pelab_tanh(u));
+        out[i] = v * pelab_vsigmoid(2 * u);
     }
 }
 
@@ -18,8 +22,8 @@ void pelab_gelu_backward(pelab_real *dx, const pelab_real *dout, const pelab_rea
     for (long i = 0; i < n; i++) {
         pelab_real v = x[i];
         pelab_real u = (pelab_real)GELU_K * (v + (pelab_real)0.044715 * v * v * v);
-        pelab_real th = pelab_tanh(u);
         pelab_real du = (pelab_real)GELU_K * (1 + (pelab_real)(3 * 0.044715) * v * v);
-        dx[i] = dout[i] * ((pelab_real)0.5 * (1 + th) + (pelab_real)0.5 * v * (1 - th * th) * du);
+        pelab_real s = pelab_vsigmoid(2 * u);
+        dx[i] = dout[i] * (s + 2 * v * s * (1 - s) * du);
     }
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "kernels/cpu/vmath.h"
 
 #define TWO_PI 6.283185307179586
 
@@ -111,8 +112,6 @@ static int pope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int 
     return PELAB_OK;
 }
 
-static inline pelab_real softplus(pelab_real x) { return x > 20 ? x : pelab_log1p(pelab_exp(x)); }
-static inline pelab_real sigmoid(pelab_real x) { return 1 / (1 + pelab_exp(-x)); }
 
 static inline pelab_real clamp_delta(pelab_real x) {
     return x < (pelab_real)-TWO_PI ? (pelab_real)-TWO_PI : x > 0 ? 0 : x;
@@ -147,8 +146,8 @@ static void pope_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, 
                 pelab_real *kh = ko + (((long)b * H + h) * T + t) * 2 * d;
                 const pelab_real *hc = dc + h * d, *hs = ds + h * d;
                 for (int c = 0; c < d; c++) {
-                    pelab_real mq = sp ? softplus(qi[c]) : qi[c];
-                    pelab_real mk = sp ? softplus(ki[c]) : ki[c];
+                    pelab_real mq = sp ? pelab_vsoftplus(qi[c]) : qi[c];
+                    pelab_real mk = sp ? pelab_vsoftplus(ki[c]) : ki[c];
                     pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c]; /* cos(φ + δ) */
                     pelab_real sk = sn[c] * hc[c] + cs[c] * hs[c]; /* sin(φ + δ) */
                     qh[c] = mq * cs[c];
@@ -189,10 +188,10 @@ static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
                     pelab_real sk = sn[c] * hc[c] + cs[c] * hs[c];
                     pelab_real dmq = gq[c] * cs[c] + gq[d + c] * sn[c];
                     pelab_real dmk = gk[c] * ck + gk[d + c] * sk;
-                    dqi[c] = sp ? dmq * sigmoid(qi[c]) : dmq;
-                    dki[c] = sp ? dmk * sigmoid(ki[c]) : dmk;
+                    dqi[c] = sp ? dmq * pelab_vsigmoid(qi[c]) : dmq;
+                    dki[c] = sp ? dmk * pelab_vsigmoid(ki[c]) : dmk;
                     if (dphase) {
-                        pelab_real mk = sp ? softplus(ki[c]) : ki[c];
+                        pelab_real mk = sp ? pelab_vsoftplus(ki[c]) : ki[c];
                         dphase[(i * H + h) * d + c] = mk * (gk[d + c] * ck - gk[c] * sk);
                     }
                 }
