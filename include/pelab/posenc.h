@@ -94,6 +94,12 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
                       struct pelab_params *params, int D, int H, int n_layers, int max_seq);
 void pelab_posenc_free(struct pelab_posenc *pe);
 
+/* For encodings: tables cos/sin (ntok, n) of the angles pos[i]·theta[c], formed in double so
+ * large positions keep their precision. The buffers grow as needed (*cap counts elements of
+ * each). PELAB_ERR_RUNTIME when out of memory. */
+int pelab_posenc_angles(pelab_real **cos, pelab_real **sin, long *cap, const int32_t *pos,
+                        long ntok, const double *theta, int n);
+
 /* The model's calls: they run the encoding's site functions, or the identity where it has none
  * (QK: q, k are copied into (B,H,T,d) layout). */
 int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T);

@@ -97,21 +97,14 @@ static int reserve(pelab_real **buf, long *cap, long n) {
     return *buf ? PELAB_OK : pelab_fail(PELAB_ERR_RUNTIME, "out of memory for PoPE tables (%ld entries)", n);
 }
 
+/* Angle tables for this pass, and the backward pass's δ scratch sized for it, so the backward
+ * pass allocates nothing. */
 static int pope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct pope *p = pe->state;
-    const int d = pe->d;
-    long n = (long)B * T * d, cap = p->table_cap;
-    if (reserve(&p->cos, &cap, n) || reserve(&p->sin, &p->table_cap, n)) return PELAB_ERR_RUNTIME;
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)B * T; i++)
-        for (int c = 0; c < d; c++) {
-            double a = (double)pos[i] * p->theta[c];
-            p->cos[i * d + c] = (pelab_real)cos(a);
-            p->sin[i * d + c] = (pelab_real)sin(a);
-        }
-    return PELAB_OK;
+    long ntok = (long)B * T;
+    if (p->delta && reserve(&p->dphase, &p->dphase_cap, ntok * pe->H * pe->d)) return PELAB_ERR_RUNTIME;
+    return pelab_posenc_angles(&p->cos, &p->sin, &p->table_cap, pos, ntok, p->theta, pe->d);
 }
-
 
 static inline pelab_real clamp_delta(pelab_real x) {
     return x < (pelab_real)-TWO_PI ? (pelab_real)-TWO_PI : x > 0 ? 0 : x;
@@ -167,11 +160,7 @@ static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
     pelab_real dc[H * d], ds[H * d];
     delta_trig(pe, layer, dc, ds);
     const long ntok = (long)B * T;
-    pelab_real *dphase = NULL;
-    if (p->delta) {
-        PELAB_ASSERT(reserve(&p->dphase, &p->dphase_cap, ntok * H * d) == PELAB_OK);
-        dphase = p->dphase;
-    }
+    pelab_real *dphase = p->delta ? p->dphase : NULL; /* sized by prepare() */
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {

@@ -54,27 +54,7 @@ static void rope_free(struct pelab_posenc *pe) {
 
 static int rope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct rope *r = pe->state;
-    const int P = pe->d / 2;
-    long n = (long)B * T * P;
-    if (n > r->table_cap) {
-        free(r->cos);
-        free(r->sin);
-        r->cos = malloc((size_t)n * sizeof *r->cos);
-        r->sin = malloc((size_t)n * sizeof *r->sin);
-        if (!r->cos || !r->sin) {
-            r->table_cap = 0;
-            return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for RoPE tables (%ld entries)", n);
-        }
-        r->table_cap = n;
-    }
-#pragma omp parallel for schedule(static)
-    for (long i = 0; i < (long)B * T; i++)
-        for (int c = 0; c < P; c++) {
-            double a = (double)pos[i] * r->theta[c];
-            r->cos[i * P + c] = (pelab_real)cos(a);
-            r->sin[i * P + c] = (pelab_real)sin(a);
-        }
-    return PELAB_OK;
+    return pelab_posenc_angles(&r->cos, &r->sin, &r->table_cap, pos, (long)B * T, r->theta, pe->d / 2);
 }
 
 /* Index of the two members of pair c. */

@@ -1,5 +1,7 @@
 /* The registry of positional encodings, and the model's entry points into them. */
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
@@ -53,41 +55,57 @@ int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
     return pe->ops->prepare ? pe->ops->prepare(pe, pos, B, T) : PELAB_OK;
 }
 
-/* Identity QK: (B,T,H,d) rows ld apart → (B,H,T,d). */
+int pelab_posenc_angles(pelab_real **cos_out, pelab_real **sin_out, long *cap, const int32_t *pos,
+                        long ntok, const double *theta, int n) {
+    long need = ntok * n;
+    if (need > *cap) {
+        free(*cos_out);
+        free(*sin_out);
+        *cos_out = malloc((size_t)need * sizeof **cos_out);
+        *sin_out = malloc((size_t)need * sizeof **sin_out);
+        if (!*cos_out || !*sin_out) {
+            *cap = 0;
+            return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for angle tables (%ld entries)", need);
+        }
+        *cap = need;
+    }
+    pelab_real *cs = *cos_out, *sn = *sin_out;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < ntok; i++)
+        for (int c = 0; c < n; c++) {
+            double a = (double)pos[i] * theta[c];
+            cs[i * n + c] = (pelab_real)cos(a);
+            sn[i * n + c] = (pelab_real)sin(a);
+        }
+    return PELAB_OK;
+}
+
+/* Identity QK: copies between the token-major (B,T,H,d) layout, rows ld apart, and the
+ * head-major (B,H,T,d) layout attention reads; to_heads picks the direction. */
+static void permute(pelab_real *a, pelab_real *b, const pelab_real *a_src, const pelab_real *b_src,
+                    int ld, int B, int T, int H, int d, int to_heads) {
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int bb = 0; bb < B; bb++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++) {
+                long tok = ((long)bb * T + t) * ld + (long)h * d;
+                long head = (((long)bb * H + h) * T + t) * d;
+                long dst = to_heads ? head : tok, src = to_heads ? tok : head;
+                memcpy(a + dst, a_src + src, (size_t)d * sizeof *a);
+                memcpy(b + dst, b_src + src, (size_t)d * sizeof *b);
+            }
+}
+
 void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                              const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
                              int B, int T) {
-    if (pe->ops->qk_forward) {
-        pe->ops->qk_forward(pe, layer, qo, ko, q, k, ld, pos, B, T);
-        return;
-    }
-    const int H = pe->H, d = pe->d;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < H; h++) {
-                long src = ((long)b * T + t) * ld + (long)h * d;
-                long dst = (((long)b * H + h) * T + t) * d;
-                memcpy(qo + dst, q + src, (size_t)d * sizeof *qo);
-                memcpy(ko + dst, k + src, (size_t)d * sizeof *ko);
-            }
+    if (pe->ops->qk_forward) pe->ops->qk_forward(pe, layer, qo, ko, q, k, ld, pos, B, T);
+    else permute(qo, ko, q, k, ld, B, T, pe->H, pe->d, 1);
 }
 
 void pelab_posenc_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
                               const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                               const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
-    if (pe->ops->qk_backward) {
-        pe->ops->qk_backward(pe, layer, dq, dk, dqo, dko, q, k, ld, pos, B, T);
-        return;
-    }
-    const int H = pe->H, d = pe->d;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < H; h++) {
-                long dst = ((long)b * T + t) * ld + (long)h * d;
-                long src = (((long)b * H + h) * T + t) * d;
-                memcpy(dq + dst, dqo + src, (size_t)d * sizeof *dq);
-                memcpy(dk + dst, dko + src, (size_t)d * sizeof *dk);
-            }
+    if (pe->ops->qk_backward) pe->ops->qk_backward(pe, layer, dq, dk, dqo, dko, q, k, ld, pos, B, T);
+    else permute(dq, dk, dqo, dko, ld, B, T, pe->H, pe->d, 0);
 }
