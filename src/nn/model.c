@@ -25,7 +25,7 @@ const struct pelab_optdef pelab_model_options[] = {
     {"mlp-mult", PELAB_OPT_INT, "4", 1, 64, NULL, "MLP hidden width as a multiple of D"},
     {"tied", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "output projection shares the token embedding"},
     {"dropout", PELAB_OPT_REAL, "0", 0, 0.95, NULL, "attention and residual dropout probability (training only)"},
-    {NULL},
+    {0},
 };
 
 /* Activations of one forward pass, kept for the backward pass, and backward scratch. */

@@ -30,7 +30,7 @@ static const struct pelab_optdef pope_options[] = {
     {"pope-softplus", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "magnitudes softplus(x); off: x as is (ablation)"},
     {"pope-delta", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "learnable phase bias δ per layer, head, frequency; off: δ = 0 (ablation)"},
     {"pope-delta-init", PELAB_OPT_CHOICE, "zero", 0, 0, "zero|uniform", "δ initial value: 0, or uniform in [−2π, 0]"},
-    {NULL},
+    {0},
 };
 
 struct pope {

@@ -19,7 +19,7 @@ static const struct pelab_optdef rope_options[] = {
     {"rope-base", PELAB_OPT_REAL, "10000", 1.0000001, 1e15, NULL, "base of the frequencies θ_c = base^(−2c/d)"},
     {"rope-layout", PELAB_OPT_CHOICE, "interleaved", 0, 0, "interleaved|half",
      "which dimensions pair up: (2c, 2c+1) or (c, c+d/2)"},
-    {NULL},
+    {0},
 };
 
 struct rope {
