@@ -2,11 +2,7 @@
 # Bad input: each case exits 2 (usage) or 1 (runtime) with exactly one line on stderr naming the
 # offender, and leaves no file behind (nor modifies an existing run).
 set -u
-cd "$(dirname "$0")/.."
-P=$PWD/pelab
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 
 # check CODE PATTERN -- ARGS...: runs pelab in an empty directory.

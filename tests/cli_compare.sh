@@ -2,11 +2,7 @@
 # compare: every encoding × seed trained in OUT/<pe>-s<seed>/ with otherwise identical settings,
 # a Markdown table and OUT/compare.json; a second call reuses the finished runs.
 set -u
-cd "$(dirname "$0")/.."
-P=$PWD/pelab
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
 
 "$P" compare --task indirect --pe rope,nope --seeds 2 $TINY --steps 6 --rope-base 500 \

@@ -2,16 +2,14 @@
 # `pelab help` lists the commands; `pelab help <command>` lists every option of every table
 # (training, model, each task, each encoding) with its default.
 set -u
-cd "$(dirname "$0")/.."
-P=./pelab
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
 
-out=$($P help) || fail "pelab help exited $?"
+out=$("$P" help) || fail "pelab help exited $?"
 for c in train eval sample compare; do
     grep -q "^  $c " <<<"$out" || fail "pelab help does not list '$c'"
 done
 
-train=$($P help train) || fail "pelab help train exited $?"
+train=$("$P" help train) || fail "pelab help train exited $?"
 # Every option line carries its default.
 opt_lines=$(grep -E '^  --' <<<"$train")
 [ "$(wc -l <<<"$opt_lines")" -ge 30 ] || fail "pelab help train lists too few options"
@@ -43,12 +41,12 @@ for g in "training:" "model:" "task indirect:" "encoding rope:" "encoding pope:"
 done
 
 for c in eval sample compare; do
-    h=$($P help $c) || fail "pelab help $c exited $?"
+    h=$("$P" help $c) || fail "pelab help $c exited $?"
     grep -q -- "--model\|--pe" <<<"$h" || fail "pelab help $c lists no options"
 done
-$P help encodings | grep -q pope || fail "pelab help encodings does not list pope"
-$P train --help | grep -q -- "--steps" || fail "pelab train --help does not list --steps"
+"$P" help encodings | grep -q pope || fail "pelab help encodings does not list pope"
+"$P" train --help | grep -q -- "--steps" || fail "pelab train --help does not list --steps"
 
-$P help nosuch 2>/dev/null; [ $? -eq 2 ] || fail "pelab help nosuch: expected exit 2"
-$P 2>/dev/null; [ $? -eq 2 ] || fail "pelab without a command: expected exit 2"
+"$P" help nosuch 2>/dev/null; [ $? -eq 2 ] || fail "pelab help nosuch: expected exit 2"
+"$P" 2>/dev/null; [ $? -eq 2 ] || fail "pelab without a command: expected exit 2"
 echo "ok"

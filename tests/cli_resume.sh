@@ -4,11 +4,7 @@
 # seed does not. Also with dropout and gradient accumulation, where the masks and micro-steps
 # must line up across the resume.
 set -u
-cd "$(dirname "$0")/.."
-P=$PWD/pelab
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 2 --indirect-val-size 32 --indirect-test-size 32"
 # Fixed schedule length, so the 8-step run and the 16-step run share their learning rates.
 S="$TINY --warmup 5 --decay-steps 16 --log-every 1 --eval-every 4 --eval-batches 1"

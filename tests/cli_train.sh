@@ -2,11 +2,7 @@
 # train → eval → sample on a tiny model: every run-directory file exists and is valid; eval and
 # sample work; progress goes to stderr as plain lines when stderr is not a terminal.
 set -u
-cd "$(dirname "$0")/.."
-P=$PWD/pelab
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 64 --indirect-test-size 64"
 
 for pe in rope pope nope; do

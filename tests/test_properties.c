@@ -10,13 +10,18 @@
 
 enum { V = 11, B = 2, T = 9 };
 
+/* The settings of every model here: encoding `pe`, d-model 16, 2 heads, 2 layers, and k = v if k. */
+static void small_model_opts(struct pelab_opts *o, const char *pe, const char *k, const char *v) {
+    pelab_opts_set(o, "pe", pe);
+    pelab_opts_set(o, "d-model", "16");
+    pelab_opts_set(o, "heads", "2");
+    pelab_opts_set(o, "layers", "2");
+    if (k) pelab_opts_set(o, k, v);
+}
+
 static void make_model(struct pelab_model *m, const char *pe, const char *k, const char *v) {
     struct pelab_opts o = {0};
-    pelab_opts_set(&o, "pe", pe);
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "2");
-    if (k) pelab_opts_set(&o, k, v);
+    small_model_opts(&o, pe, k, v);
     PELAB_ASSERT(pelab_model_init(m, &o, V, T) == PELAB_OK);
     pelab_model_init_weights(m, 7);
     /* larger weights than the init, so positions matter a lot to the logits */
@@ -92,10 +97,7 @@ static void check_padding(const char *pe) {
     struct pelab_task task;
     PELAB_ASSERT(pelab_task_init(&task, "indirect", NULL) == PELAB_OK);
     struct pelab_opts o = {0};
-    pelab_opts_set(&o, "pe", pe);
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "2");
+    small_model_opts(&o, pe, NULL, NULL);
     struct pelab_model m;
     PELAB_ASSERT(pelab_model_init(&m, &o, task.vocab, task.seq_len) == PELAB_OK);
     pelab_model_init_weights(&m, 3);

@@ -1,47 +1,16 @@
 /* safetensors: round trips of every dtype and rank, the parameter table saved and loaded exactly,
  * and a battery of damaged files, each refused with a message that starts with the path: every
  * truncation, every byte flipped, and one hand-made file per rule of the reader. */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "lib/check.h"
+#include "lib/tmpdir.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/params.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
-
-static char dir[64];
-
-static const char *in_dir(const char *name) {
-    static char bufs[4][256];
-    static int k;
-    char *b = bufs[k++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
-    return b;
-}
-
-static void rm_rf(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0) return;
-    if (S_ISDIR(st.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char sub[512];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            rm_rf(sub);
-        }
-        if (d) closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static double rand_real(void) { /* splitmix64 → [-1, 1) */
@@ -93,7 +62,7 @@ static int names_path(const char *path) {
 }
 
 static void refused(const char *name, const char *bytes, size_t n, const char *want) {
-    const char *path = in_dir(name);
+    const char *path = tmpdir_path(name);
     int rc = try_read(path, bytes, n);
     CHECK(rc == PELAB_ERR_RUNTIME, "%s: accepted (rc %d)", name, rc);
     CHECK(names_path(path), "%s: message does not start with the path: %s", name, pelab_last_error());
@@ -112,7 +81,7 @@ static void refused_header(const char *name, const char *header, size_t ndata, c
 static void accepted_header(const char *name, const char *header, size_t ndata, int count) {
     size_t n;
     char *b = make_file(header, strlen(header), ndata, &n);
-    const char *path = in_dir(name);
+    const char *path = tmpdir_path(name);
     PELAB_ASSERT(pelab_write_file_atomic(path, b, n) == PELAB_OK);
     struct pelab_st_file f;
     int rc = pelab_safetensors_read(path, &f);
@@ -144,7 +113,7 @@ static void test_round_trip(void) {
     pelab_opts_set(&meta, "format", "pelab-model");
     pelab_opts_set(&meta, "note", "line\nbreak \"q\" \xe2\x82\xac");
     pelab_opts_set(&meta, "pelab.crc32", "00000000"); /* stale: the writer recomputes it */
-    const char *path = in_dir("round.safetensors");
+    const char *path = tmpdir_path("round.safetensors");
     CHECK(pelab_safetensors_write(path, in, n, &meta) == PELAB_OK, "write: %s", pelab_last_error());
 
     struct pelab_st_file f;
@@ -175,7 +144,7 @@ static void test_round_trip(void) {
     CHECK(f.buf == NULL && f.tensors == NULL && f.count == 0, "free resets");
 
     /* No tensors, no metadata: still a valid file. */
-    const char *none = in_dir("none.safetensors");
+    const char *none = tmpdir_path("none.safetensors");
     CHECK(pelab_safetensors_write(none, NULL, 0, NULL) == PELAB_OK, "write nothing");
     rc = pelab_safetensors_read(none, &f);
     CHECK(rc == PELAB_OK && f.count == 0 && pelab_opts_get(&f.metadata, "pelab.crc32"),
@@ -226,7 +195,7 @@ static void test_params(void) {
     a.data[1] = (pelab_real)1e-310; /* subnormal in double */
     struct pelab_opts meta = {0};
     pelab_opts_set(&meta, "format", "pelab-model");
-    const char *path = in_dir("model.safetensors");
+    const char *path = tmpdir_path("model.safetensors");
     CHECK(pelab_params_save(path, &a, &meta) == PELAB_OK, "save: %s", pelab_last_error());
     CHECK(load(path, &b) == PELAB_OK, "load: %s", pelab_last_error());
     CHECK(memcmp(a.data, b.data, a.total * sizeof(pelab_real)) == 0, "save/load is exact");
@@ -250,7 +219,7 @@ static void test_params(void) {
         tensor("tok_emb.weight", PELAB_DT_F32, 2, emb, f32, 80),
         tensor("blocks.0.w", PELAB_DT_F32, 2, w, f32 + 20, 64),
     };
-    const char *p32 = in_dir("f32.safetensors");
+    const char *p32 = tmpdir_path("f32.safetensors");
     CHECK(pelab_safetensors_write(p32, t32, 3, NULL) == PELAB_OK, "write f32");
     CHECK(load(p32, &b) == PELAB_OK, "load f32 (any order): %s", pelab_last_error());
     int same = 1;
@@ -261,7 +230,7 @@ static void test_params(void) {
     pelab_real before[40];
     memcpy(before, b.data, sizeof before);
     t32[2] = tensor("blocks.0.w", PELAB_DT_F32, 2, w34, f32 + 20, 48);
-    const char *bad = in_dir("wrong-shape.safetensors");
+    const char *bad = tmpdir_path("wrong-shape.safetensors");
     pelab_safetensors_write(bad, t32, 3, NULL);
     CHECK(load(bad, &b) == PELAB_ERR_RUNTIME && names_path(bad) &&
           strstr(pelab_last_error(), "tensor 'blocks.0.w' has shape [3, 4], the model expects [4, 4]"),
@@ -301,7 +270,7 @@ static void test_params(void) {
     char *raw = make_file(odd, strlen(odd), 0, &n);
     raw = realloc(raw, n + 24);
     memcpy(raw + n, vals, 24);
-    const char *mis = in_dir("misaligned.safetensors");
+    const char *mis = tmpdir_path("misaligned.safetensors");
     pelab_write_file_atomic(mis, raw, n + 24);
     free(raw);
     CHECK(load(mis, &one) == PELAB_OK, "misaligned load: %s", pelab_last_error());
@@ -326,7 +295,7 @@ static char *small_file(size_t *size) {
                                tensor("b", PELAB_DT_I64, 1, s2, b, sizeof b)};
     struct pelab_opts meta = {0};
     pelab_opts_set(&meta, "format", "test");
-    const char *path = in_dir("small.safetensors");
+    const char *path = tmpdir_path("small.safetensors");
     PELAB_ASSERT(pelab_safetensors_write(path, t, 2, &meta) == PELAB_OK);
     char *data;
     PELAB_ASSERT(pelab_read_file(path, &data, size) == PELAB_OK);
@@ -336,7 +305,7 @@ static char *small_file(size_t *size) {
 static void test_truncation_and_flips(void) {
     size_t size;
     char *good = small_file(&size);
-    const char *path = in_dir("cut.safetensors");
+    const char *path = tmpdir_path("cut.safetensors");
     int all_refused = 1, all_named = 1;
     for (size_t n = 0; n < size; n++) {
         int rc = try_read(path, good, n);
@@ -348,7 +317,7 @@ static void test_truncation_and_flips(void) {
     CHECK(try_read(path, good, size) == PELAB_OK, "the whole file reads");
 
     /* Flip each byte in turn (three ways): success or a clean refusal naming the path. */
-    const char *fpath = in_dir("flip.safetensors");
+    const char *fpath = tmpdir_path("flip.safetensors");
     static const unsigned char masks[] = {0x01, 0x80, 0xff};
     int clean = 1, data_flips_caught = 1;
     size_t data_start = size - 6 * 4 - 2 * 8;
@@ -387,8 +356,8 @@ static void test_refusals(void) {
     b = make_file("", 0, 0, &n);
     refused("zero-len", b, n, "header is not valid JSON (JSON: at byte 0: expected a value");
     free(b);
-    CHECK(pelab_safetensors_read(in_dir("no-such.safetensors"), &(struct pelab_st_file){0}) ==
-          PELAB_ERR_RUNTIME && names_path(in_dir("no-such.safetensors")), "missing file");
+    CHECK(pelab_safetensors_read(tmpdir_path("no-such.safetensors"), &(struct pelab_st_file){0}) ==
+          PELAB_ERR_RUNTIME && names_path(tmpdir_path("no-such.safetensors")), "missing file");
 
     /* Headers with one tensor "a", or "a" and "b": {"a": {"dtype": .., "shape": .., ...}} */
 #define T(dt, shape, offs) "{\"dtype\":\"" dt "\",\"shape\":" shape ",\"data_offsets\":" offs "}"
@@ -484,16 +453,12 @@ static void test_refusals(void) {
 }
 
 int main(void) {
-    strcpy(dir, "/tmp/pelab-test-XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!tmpdir_create("pelab-test")) return 1;
     test_round_trip();
     test_foreign();
     test_params();
     test_truncation_and_flips();
     test_refusals();
-    rm_rf(dir);
+    tmpdir_remove();
     return check_report("test_safetensors");
 }

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include "lib/check.h"
+#include "lib/tmpdir.h"
 #include "pelab/model.h"
 #include "pelab/optim.h"
 #include "pelab/options.h"
@@ -301,28 +301,14 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     return 0;
 }
 
-static void remove_fixtures(const char *dir) {
-    char path[4096];
-    const char *files[] = {"model.safetensors", "fixture.safetensors"};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        for (int j = 0; j < 2; j++) {
-            snprintf(path, sizeof path, "%s/%s/%s", dir, cases[i].name, files[j]);
-            unlink(path);
-        }
-        snprintf(path, sizeof path, "%s/%s", dir, cases[i].name);
-        rmdir(path);
-    }
-    rmdir(dir);
-}
-
 int main(int argc, char **argv) {
-    char tmp[] = "/tmp/pelab-twin-XXXXXX";
-    const char *dir = argc > 1 ? argv[1] : mkdtemp(tmp);
-    if (!dir || (mkdir(dir, 0777) != 0 && errno != EEXIST)) {
-        fprintf(stderr, "test_twin: cannot create %s: %s\n", dir ? dir : tmp, strerror(errno));
+    const char *dir = argc > 1 ? argv[1] : tmpdir_create("pelab-twin");
+    if (!dir) return 1;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "test_twin: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dir, &cases[i], 1000 + i);
-    if (argc <= 1) remove_fixtures(dir);
+    if (argc <= 1) tmpdir_remove();
     return check_report("test_twin_fixtures");
 }
