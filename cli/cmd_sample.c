@@ -1,4 +1,4 @@
-/* pelab sample: a few examples of a split, each with the model's prediction at its (last) target
+/* pelab sample: a few examples of a split, each with the model's prediction at every target
  * position and the truth. */
 #include <inttypes.h>
 #include <math.h>
@@ -56,15 +56,19 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
         for (int p = 0; p < T; p++)
             if (tgt[p] >= 0) last = p;
         if (last < 0) continue;
-        const pelab_real *row = logits + ((size_t)i * T + (size_t)last) * (size_t)V;
-        int pred = pelab_argmax(row, V);
         printf("#%-6" PRIu64 " ", first + (uint64_t)i);
         for (int p = 0; p <= last; p++) fputs(t->ops->token_text(t, tok[p]), stdout);
-        printf("\n        predicted '%s' (p %.3f)  truth '%s'  %s\n",
-               t->ops->token_text(t, pred), prob(row, V, pred), t->ops->token_text(t, tgt[last]),
-               pred == tgt[last] ? "right" : "WRONG");
-        right += pred == tgt[last];
-        shown++;
+        putchar('\n');
+        for (int p = 0; p <= last; p++) { /* every answer position of the row */
+            if (tgt[p] < 0) continue;
+            const pelab_real *row = logits + ((size_t)i * T + (size_t)p) * (size_t)V;
+            int pred = pelab_argmax(row, V);
+            printf("        at %-3d predicted '%s' (p %.3f)  truth '%s'  %s\n", p,
+                   t->ops->token_text(t, pred), prob(row, V, pred), t->ops->token_text(t, tgt[p]),
+                   pred == tgt[p] ? "right" : "WRONG");
+            right += pred == tgt[p];
+            shown++;
+        }
     }
     printf("%d of %d right\n", right, shown);
     pelab_batch_free(&b);

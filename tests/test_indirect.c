@@ -63,12 +63,12 @@ static const char *invalid(const struct pelab_indirect_example *ex, int min_len,
     for (int i = 0; i < p.L; i++)
         if (seen[(int)p.src[i]]++) return "repeated letter";
     if (p.shift == 0 || abs(p.shift) > max_shift) return "shift out of range";
-    if (p.shift != ex->shift) return "shift disagrees with the text";
-    if (ex->source_index < 0 || ex->source_index >= p.L) return "source index out of range";
-    if (p.src[ex->source_index] != p.letter) return "source letter is not at source_index";
-    if (ex->target_index != ex->source_index + ex->shift) return "target_index != index + shift";
-    if (ex->target_index < 0 || ex->target_index >= p.L) return "target outside the string";
-    if (p.src[ex->target_index] != p.target || ex->target != p.target) return "wrong target";
+    if (p.shift != ex->q[0].shift) return "shift disagrees with the text";
+    if (ex->q[0].source_index < 0 || ex->q[0].source_index >= p.L) return "source index out of range";
+    if (p.src[ex->q[0].source_index] != p.letter) return "source letter is not at source_index";
+    if (ex->q[0].target_index != ex->q[0].source_index + ex->q[0].shift) return "target_index != index + shift";
+    if (ex->q[0].target_index < 0 || ex->q[0].target_index >= p.L) return "target outside the string";
+    if (p.src[ex->q[0].target_index] != p.target || ex->q[0].target != p.target) return "wrong target";
     return NULL;
 }
 
@@ -88,7 +88,7 @@ static const char *row_mismatch(const struct pelab_batch *b, int r,
         if (tgt[t] != -1 && t != n - 1) return "target away from the last input position";
     }
     if (ntargets != 1) return "not exactly one target";
-    if (tgt[n - 1] != expect_id(ex->target)) return "target id != the target letter's id";
+    if (tgt[n - 1] != expect_id(ex->q[0].target)) return "target id != the target letter's id";
     return NULL;
 }
 
@@ -209,11 +209,11 @@ static void check_split(const struct pelab_task *t, enum pelab_split split, int 
             if (wr && !bad_rows++) why_row = wr;
             strcpy(texts[i0 + r], ex.text);
             if (w) continue;
-            shift_hist[ex.shift + M]++;
+            shift_hist[ex.q[0].shift + M]++;
             len_hist[ex.source_len]++;
-            idx_hist[ex.source_index]++;
-            letter_src[(int)ex.text[ex.source_index]]++;
-            letter_tgt[(int)ex.target]++;
+            idx_hist[ex.q[0].source_index]++;
+            letter_src[(int)ex.text[ex.q[0].source_index]]++;
+            letter_tgt[(int)ex.q[0].target]++;
         }
     }
     CHECK(bad == 0, "split %d: %d invalid examples; first '%s': %s", split, bad, first_bad, why);
@@ -369,8 +369,56 @@ static void test_bad_options(void) {
     expect_refused(g, "--indirect-train-size");
 }
 
+/* --indirect-queries K: one string, K scored queries. Query 0 and the string are those of the
+ * single-query example with the same index; every target is its string's letter at index + shift
+ * and sits at its own answer position; seq_len grows by one query's length per query. */
+static void test_queries(void) {
+    struct pelab_opts o1 = {0}, o3 = {0};
+    const char *common[][2] = {{"indirect-min-len", "8"}, {"indirect-max-len", "16"},
+                               {"indirect-max-shift", "5"}};
+    for (int i = 0; i < 3; i++) {
+        pelab_opts_set(&o1, common[i][0], common[i][1]);
+        pelab_opts_set(&o3, common[i][0], common[i][1]);
+    }
+    pelab_opts_set(&o3, "indirect-queries", "3");
+    struct pelab_task t1, t3;
+    CHECK(pelab_task_init(&t1, "indirect", &o1) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(pelab_task_init(&t3, "indirect", &o3) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(t3.seq_len == 16 + 3 * 10 - 1, "seq_len with 3 queries: %d", t3.seq_len);
+    const int n = 500;
+    struct pelab_batch b;
+    pelab_batch_alloc(&b, n, t3.seq_len);
+    t3.ops->fill(&t3, PELAB_SPLIT_TRAIN, 0, &b);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        struct pelab_indirect_example e1, e3;
+        pelab_indirect_generate(&t1, PELAB_SPLIT_TRAIN, (uint64_t)i, &e1);
+        pelab_indirect_generate(&t3, PELAB_SPLIT_TRAIN, (uint64_t)i, &e3);
+        bad += e3.n_queries != 3 || strncmp(e1.text, e3.text, strlen(e1.text)) != 0 ||
+               e1.q[0].shift != e3.q[0].shift;
+        const char *src = e3.text;
+        const int32_t *tg = b.targets + (size_t)i * (size_t)t3.seq_len;
+        int k = 0;
+        for (int p = 0; p < t3.seq_len; p++) {
+            if (tg[p] < 0) continue;
+            const struct pelab_indirect_query *q = &e3.q[k < 3 ? k : 2];
+            bad += k >= 3 || e3.text[p] != ' ' || e3.text[p + 1] != q->target ||
+                   tg[p] != pelab_indirect_token(q->target) ||
+                   src[q->source_index + q->shift] != q->target || q->shift == 0 ||
+                   abs(q->shift) > 5;
+            k++;
+        }
+        bad += k != 3;
+    }
+    CHECK(bad == 0, "%d faults in 3-query examples", bad);
+    pelab_batch_free(&b);
+    pelab_task_free(&t1);
+    pelab_task_free(&t3);
+}
+
 int main(void) {
     test_registry();
+    test_queries();
     test_defaults_and_vocab();
     test_default_splits();
     test_wrap();

@@ -14,10 +14,17 @@
  *   [A-Za-z]; source index ~ U{0..L-1}; shift ~ U{−M..−1, 1..M} (M = max-shift), redrawn (the
  *   shift only) until 0 <= index + shift < L. Some shift always fits since L >= 2 and M >= 1.
  *
+ * Queries (--indirect-queries K, default 1 = the paper's format): K independent (source letter,
+ * shift, target) groups follow the same string, each scored at its own answer position:
+ *     QmbkWo, b, +2, W, o, -3, b
+ * Each answer still needs the content lookup and the relative offset; K only multiplies the
+ * training signal per string (one target per ~25 tokens is a weak signal for a small model).
+ * Earlier answers are visible to later queries, as in any left-to-right sequence.
+ *
  * Tokens, one per character, with fixed ids so checkpoints and printed batches stay readable:
  *     0 padding, 1..26 'A'..'Z', 27..52 'a'..'z', 53..62 '0'..'9', 63 ',', 64 ' ', 65 '+', 66 '-'
- * The input is the text without the target letter (it ends in ", "); the only loss is at the last
- * input position (the final space), whose target is the target letter's id. Rows are right-padded
+ * The input is the text without the final target letter (it ends in ", "); the loss is taken at
+ * each answer position (the space before a target letter), whose target is that letter's id. Rows are right-padded
  * with 0, targets -1 there, positions 0..T-1.
  *
  * Data: example i of split s comes from its own generator, seeded with
@@ -43,6 +50,8 @@ static const struct pelab_optdef options[] = {
     {"indirect-max-len", PELAB_OPT_INT, "40", 2, N_LETTERS, NULL, "longest source string"},
     {"indirect-max-shift", PELAB_OPT_INT, "15", 1, N_LETTERS - 1, NULL,
      "shifts are drawn from [-max, max] without 0 (must be < --indirect-max-len)"},
+    {"indirect-queries", PELAB_OPT_INT, "1", 1, PELAB_INDIRECT_MAX_QUERIES, NULL,
+     "queries (source letter, shift, target) per string, each scored; 1 is the paper's format"},
     {"indirect-train-size", PELAB_OPT_INT, "1000000", 1, 1e15, NULL, "training examples"},
     {"indirect-val-size", PELAB_OPT_INT, "10000", 1, 1e15, NULL, "validation examples"},
     {"indirect-test-size", PELAB_OPT_INT, "10000", 1, 1e15, NULL, "test examples"},
@@ -56,7 +65,7 @@ static const uint64_t SPLIT_SEED[3] = {
     0x5A17C0DE1D1EC701ull, 0xB3A5E7E4A1D00002ull, 0x7E57DA7A0F00A003ull};
 
 struct indirect {
-    int min_len, max_len, max_shift;
+    int min_len, max_len, max_shift, queries;
     uint64_t size[3]; /* examples per split */
     uint64_t key[3];  /* per-split seed key, data-seed mixed in */
 };
@@ -89,9 +98,10 @@ static int digits(int n) {
     return d;
 }
 
-/* Longest input: source, ", ", letter, ", ", sign and digits of the shift, ", " (no target). */
-static int longest_input(int max_len, int max_shift) {
-    return max_len + 2 + 1 + 2 + (1 + digits(max_shift)) + 2;
+/* Longest input: source, then per query ", ", letter, ", ", sign and digits of the shift, ", ",
+ * target; less the final target. */
+static int longest_input(int max_len, int max_shift, int queries) {
+    return max_len + queries * (2 + 1 + 2 + (1 + digits(max_shift)) + 2 + 1) - 1;
 }
 
 /* Cross-option rules the per-option ranges cannot express. */
@@ -116,6 +126,7 @@ static int indirect_init(struct pelab_task *t, const struct pelab_opts *opts) {
     int min_len = (int)pelab_opt_int(opts, options, "indirect-min-len");
     int max_len = (int)pelab_opt_int(opts, options, "indirect-max-len");
     int max_shift = (int)pelab_opt_int(opts, options, "indirect-max-shift");
+    int queries = (int)pelab_opt_int(opts, options, "indirect-queries");
     int rc = check_relations(min_len, max_len, max_shift);
     if (rc) return rc;
 
@@ -124,6 +135,7 @@ static int indirect_init(struct pelab_task *t, const struct pelab_opts *opts) {
     s->min_len = min_len;
     s->max_len = max_len;
     s->max_shift = max_shift;
+    s->queries = queries;
     s->size[PELAB_SPLIT_TRAIN] = (uint64_t)pelab_opt_int(opts, options, "indirect-train-size");
     s->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, options, "indirect-val-size");
     s->size[PELAB_SPLIT_TEST] = (uint64_t)pelab_opt_int(opts, options, "indirect-test-size");
@@ -133,7 +145,7 @@ static int indirect_init(struct pelab_task *t, const struct pelab_opts *opts) {
     t->state = s;
     t->vocab = VOCAB;
     t->pad = PAD;
-    t->seq_len = longest_input(max_len, max_shift);
+    t->seq_len = longest_input(max_len, max_shift, queries);
     return PELAB_OK;
 }
 
@@ -188,21 +200,22 @@ static void generate(const struct indirect *s, enum pelab_split split, uint64_t 
     PELAB_ASSERT(L >= 2); /* so that a shift of +1 or -1 always fits */
     draw_source(&rng, L, src);
     src[L] = '\0';
-    int source, shift;
-    do { /* redraw the letter only if it admits no shift (impossible for L >= 2) */
-        source = uniform_int(&rng, 0, L - 1);
-        shift = draw_shift(&rng, L, source, s->max_shift);
-    } while (shift == 0);
-
     memset(ex, 0, sizeof *ex);
     ex->source_len = L;
-    ex->source_index = source;
-    ex->shift = shift;
-    ex->target_index = source + shift;
-    ex->target = src[source + shift];
-    int n = snprintf(ex->text, sizeof ex->text, "%s, %c, %+d, %c", src, src[source], shift,
-                     ex->target);
-    PELAB_ASSERT(n > 0 && n < (int)sizeof ex->text);
+    ex->n_queries = s->queries;
+    int n = snprintf(ex->text, sizeof ex->text, "%s", src);
+    for (int k = 0; k < s->queries; k++) {
+        struct pelab_indirect_query *q = &ex->q[k];
+        do { /* redraw the letter only if it admits no shift (impossible for L >= 2) */
+            q->source_index = uniform_int(&rng, 0, L - 1);
+            q->shift = draw_shift(&rng, L, q->source_index, s->max_shift);
+        } while (q->shift == 0);
+        q->target_index = q->source_index + q->shift;
+        q->target = src[q->target_index];
+        n += snprintf(ex->text + n, sizeof ex->text - (size_t)n, ", %c, %+d, %c",
+                      src[q->source_index], q->shift, q->target);
+        PELAB_ASSERT(n > 0 && n < (int)sizeof ex->text);
+    }
 }
 
 void pelab_indirect_generate(const struct pelab_task *t, enum pelab_split split, uint64_t index,
@@ -213,17 +226,23 @@ void pelab_indirect_generate(const struct pelab_task *t, enum pelab_split split,
     generate(s, split, index % s->size[split], ex);
 }
 
-/* One row of a batch: tokens (T), targets (T), pos (T). */
+/* One row of a batch: tokens (T), targets (T), pos (T). Every ", " followed by a letter that
+ * ends a query is an answer position: its target is that letter. */
 static void encode_row(const struct pelab_indirect_example *ex, int T, int32_t *tokens,
                        int32_t *targets, int32_t *pos) {
-    int n = (int)strlen(ex->text) - 1; /* input length: all but the target letter */
+    int n = (int)strlen(ex->text) - 1; /* input length: all but the final target letter */
     PELAB_ASSERT(n <= T);
     for (int t = 0; t < T; t++) {
         tokens[t] = t < n ? pelab_indirect_token(ex->text[t]) : PAD;
         targets[t] = -1;
         pos[t] = t;
     }
-    targets[n - 1] = pelab_indirect_token(ex->target);
+    /* Query k's target sits at the end of its group; walk the groups from the back. */
+    int end = n; /* index of query k's target letter in the text */
+    for (int k = ex->n_queries - 1; k >= 0; k--) {
+        targets[end - 1] = pelab_indirect_token(ex->q[k].target);
+        end -= 2 + 1 + 2 + snprintf(NULL, 0, "%+d", ex->q[k].shift) + 2 + 1;
+    }
 }
 
 static void indirect_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first,

@@ -6,18 +6,26 @@
 #include <stdint.h>
 #include "pelab/task.h"
 
-/* Longest full text: 52 letters + ", c, " + "+15"-style shift (at most 3) + ", " + target + NUL. */
-#define PELAB_INDIRECT_TEXT_MAX 64
+#define PELAB_INDIRECT_MAX_QUERIES 8
+/* Longest full text: 52 letters, then per query ", c, " + a shift of at most 3 characters +
+ * ", " + target (11), and a NUL. */
+#define PELAB_INDIRECT_TEXT_MAX (52 + 11 * PELAB_INDIRECT_MAX_QUERIES + 1)
 
-struct pelab_indirect_example {
-    /* "TzbkWoKDyscBepYvfwxEVQtgPa, c, -8, b": source, source letter, signed shift, target. The
-     * model's input is all but the final character. */
-    char text[PELAB_INDIRECT_TEXT_MAX];
-    int source_len;   /* L, letters in the source string */
+struct pelab_indirect_query {
     int source_index; /* index of the source letter in the string, 0..L-1 */
     int shift;        /* nonzero, in [-max-shift, +max-shift] */
     int target_index; /* source_index + shift, 0..L-1 */
     char target;      /* the letter at target_index */
+};
+
+struct pelab_indirect_example {
+    /* "TzbkWoKDyscBepYvfwxEVQtgPa, c, -8, b": source, source letter, signed shift, target; with
+     * --indirect-queries K, K such ", letter, shift, target" groups follow the one string. The
+     * model's input is all but the final character. */
+    char text[PELAB_INDIRECT_TEXT_MAX];
+    int source_len; /* L, letters in the source string */
+    int n_queries;  /* K */
+    struct pelab_indirect_query q[PELAB_INDIRECT_MAX_QUERIES];
 };
 
 /* Example `index` (mod the split's size) of `split` for a task initialised as "indirect": the same
