@@ -1,13 +1,16 @@
 /* pelab compare: train every encoding × seed with otherwise identical settings, each in
  * OUT/<pe>-s<seed>/, and print the paper-style table (test accuracy and loss, mean ± std over
  * seeds). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
- * interrupted comparison continues where it stopped. */
+ * interrupted comparison continues where it stopped. With --jobs N, N runs train at once, each in
+ * a child process (cli/jobs.c) that runs what the sequential loop runs. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "args.h"
+#include "jobs.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/model.h"
@@ -22,18 +25,23 @@ static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL, "encodings to compare, comma-separated"},
     {"seeds", PELAB_OPT_INT, "3", 1, MAX_SEEDS, NULL,
      "runs per encoding, with seeds --seed, --seed+1, ..."},
+    {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
+     "runs trained at once, each in its own process on max(1, threads/N) threads (1: one after "
+     "another in this process, on all --threads)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
 void pelab_cmd_compare_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "compare", compare_options);
-    fprintf(f, "usage: pelab compare --task T --pe a,b,c [--seeds N] [--preset P] [--out DIR]\n"
-               "                     [training, model, task and encoding options]\n\n"
+    fprintf(f, "usage: pelab compare --task T --pe a,b,c [--seeds N] [--jobs N] [--preset P]\n"
+               "                     [--out DIR] [training, model, task and encoding options]\n\n"
                "Trains each encoding x seed in DIR/<pe>-s<seed>/ (default DIR runs/compare-<task>),\n"
                "evaluates test accuracy and loss, prints a Markdown table and writes\n"
-               "DIR/compare.json. Runs with a summary.json are not retrained. An encoding option\n"
-               "applies to the runs of its encoding only.\n");
+               "DIR/compare.json. Runs with a summary.json are not retrained; interrupted ones\n"
+               "continue where they stopped. An encoding option applies to the runs of its\n"
+               "encoding only. With --jobs N > 1 the runs print a line when they start and end\n"
+               "and one about every 30 s; the results equal --jobs 1 at the same threads per run.\n");
     pelab_args_help(f, g, n, "pe");
 }
 
@@ -199,6 +207,98 @@ static void print_table(const struct result *rs, int n, const char *const *pes, 
     }
 }
 
+static void run_label(char *buf, size_t size, const struct result *r) {
+    snprintf(buf, size, "[%.31s s%" PRIu64 "]", r->pe, r->seed);
+}
+
+/* Whether r has its summary.json (then it is not trained again), said on stderr. */
+static int finished_earlier(const struct result *r) {
+    char path[sizeof r->dir + 16], label[80];
+    snprintf(path, sizeof path, "%s/summary.json", r->dir);
+    if (!pelab_file_exists(path)) return 0;
+    run_label(label, sizeof label, r);
+    fprintf(stderr, "%s  finished earlier: %s\n", label, r->dir);
+    return 1;
+}
+
+#define CHILD_LINE_S 30 /* a --jobs child prints a step line at most this often */
+
+/* Progress of a --jobs child: plain lines, never a line redrawn in place, and only the start,
+ * the end and a logged step every CHILD_LINE_S seconds, so that several runs stay readable. */
+struct child_printer {
+    struct pelab_progress_printer pp;
+    double last_line_s;
+};
+
+static void child_progress(void *ctx, const struct pelab_train_progress *p) {
+    struct child_printer *cp = ctx;
+    if (p->event == PELAB_TRAIN_START) cp->last_line_s = p->elapsed_s;
+    if (p->event == PELAB_TRAIN_STEP) {
+        if (!p->logged || p->elapsed_s - cp->last_line_s < CHILD_LINE_S) return;
+        cp->last_line_s = p->elapsed_s;
+    }
+    pelab_progress_print(&cp->pp, p);
+}
+
+/* Trains one run, or continues it from its config.json: the whole work of the sequential loop
+ * for a run, and of a --jobs child (`child`: progress as a child prints it). */
+static int train_one(const struct pelab_opts *opts, const struct result *r, int child) {
+    static struct pelab_opts one;
+    char path[sizeof r->dir + 16], label[80];
+    run_label(label, sizeof label, r);
+    struct child_printer cp = {.last_line_s = 0};
+    pelab_progress_printer_init(&cp.pp, label);
+    struct pelab_train_hooks hooks = {pelab_progress_print, &cp.pp};
+    if (child) {
+        cp.pp.tty = 0;
+        hooks = (struct pelab_train_hooks){child_progress, &cp};
+    }
+    int rc;
+    snprintf(path, sizeof path, "%s/config.json", r->dir);
+    if (pelab_file_exists(path)) {
+        /* An interrupted run continues with its own settings. */
+        memset(&one, 0, sizeof one);
+        const char *threads = pelab_opts_get(opts, "threads");
+        if (threads && (rc = pelab_opts_set(&one, "threads", threads))) return rc;
+        rc = pelab_train_resume(r->dir, &one, &hooks);
+    } else {
+        if ((rc = run_opts(opts, r, &one))) return rc;
+        rc = pelab_train(&one, &hooks);
+    }
+    pelab_progress_printer_end(&cp.pp);
+    return rc ? fail_in(rc, r->dir) : PELAB_OK;
+}
+
+/* --jobs: the unfinished runs, `jobs` at a time, each trained by train_one in a child. */
+struct batch {
+    const struct pelab_opts *opts;
+    const struct result *rs;
+    const int *todo; /* job → index in rs */
+};
+
+static int train_job(void *ctx, int i) {
+    const struct batch *b = ctx;
+    return train_one(b->opts, &b->rs[b->todo[i]], 1);
+}
+
+static int train_parallel(const struct pelab_opts *opts, const struct result *rs, int n, int jobs) {
+    static int todo[MAX_PES * MAX_SEEDS];
+    static struct pelab_job js[MAX_PES * MAX_SEEDS];
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!finished_earlier(&rs[i])) {
+            run_label(js[m].name, sizeof js[m].name, &rs[i]);
+            todo[m++] = i;
+        }
+    struct batch b = {opts, rs, todo};
+    int failed = pelab_jobs_run(js, m, jobs, train_job, &b);
+    for (int i = 0; i < m; i++)
+        if (js[i].status) fprintf(stderr, "%s  failed: %s\n", js[i].name, js[i].error);
+    if (failed)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%d of %d runs failed (listed above)", failed, m);
+    return PELAB_OK;
+}
+
 int pelab_cmd_compare(int argc, char **argv) {
     static struct pelab_group g[PELAB_GROUPS_MAX];
     int ng = pelab_args_train_groups(g, "compare", compare_options);
@@ -226,8 +326,10 @@ int pelab_cmd_compare(int argc, char **argv) {
     }
     if (n_pes == 0) return pelab_fail(PELAB_ERR_USAGE, "--pe: no encoding given");
     int seeds = (int)pelab_opt_int(&opts, compare_options, "seeds");
+    int jobs = (int)pelab_opt_int(&opts, compare_options, "jobs");
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");
+    pelab_opts_unset(&opts, "jobs");
 
     static char task[PELAB_OPT_VAL_MAX], out[PELAB_OPT_VAL_MAX + 32], preset[PELAB_OPT_VAL_MAX];
     snprintf(task, sizeof task, "%s", pelab_opt_str(&opts, pelab_train_options, "task"));
@@ -240,6 +342,17 @@ int pelab_cmd_compare(int argc, char **argv) {
     else
         snprintf(out, sizeof out, "runs/compare-%s", task);
     uint64_t seed0 = (uint64_t)pelab_opt_real(&opts, pelab_train_options, "seed");
+    /* --jobs: each child trains on threads/jobs threads (at least 1), a share fixed by the
+     * options rather than by the runs left, so an interrupted run resumes on the thread count it
+     * started with. The parent checks the runs on one thread: an OpenMP thread pool (libgomp's)
+     * does not survive fork(), so none may exist when the children are forked. */
+    char child_threads[32] = "";
+    if (jobs > 1) {
+        long threads = (long)pelab_opt_int(&opts, pelab_train_options, "threads");
+        if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(child_threads, sizeof child_threads, "%ld", threads / jobs > 1 ? threads / jobs : 1);
+        if ((rc = pelab_opts_set(&opts, "threads", "1"))) return rc;
+    }
 
     /* Every run's settings are checked before the first one starts. */
     static struct result rs[MAX_PES * MAX_SEEDS];
@@ -256,33 +369,16 @@ int pelab_cmd_compare(int argc, char **argv) {
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
-    for (int i = 0; i < n; i++) {
-        struct result *r = &rs[i];
-        char path[sizeof r->dir + 16], label[80];
-        snprintf(label, sizeof label, "[%.31s s%" PRIu64 "]", r->pe, r->seed);
-        struct pelab_progress_printer pp;
-        pelab_progress_printer_init(&pp, label);
-        struct pelab_train_hooks hooks = {pelab_progress_print, &pp};
-        snprintf(path, sizeof path, "%s/summary.json", r->dir);
-        if (pelab_file_exists(path)) {
-            fprintf(stderr, "%s  finished earlier: %s\n", label, r->dir);
-        } else {
-            snprintf(path, sizeof path, "%s/config.json", r->dir);
-            if (pelab_file_exists(path)) {
-                /* An interrupted run continues with its own settings. */
-                struct pelab_opts *ov = &one;
-                memset(ov, 0, sizeof *ov);
-                const char *threads = pelab_opts_get(&opts, "threads");
-                if (threads && (rc = pelab_opts_set(ov, "threads", threads))) return rc;
-                rc = pelab_train_resume(r->dir, ov, &hooks);
-            } else {
-                if ((rc = run_opts(&opts, r, &one))) return rc;
-                rc = pelab_train(&one, &hooks);
-            }
-            pelab_progress_printer_end(&pp);
-            if (rc) return fail_in(rc, r->dir);
+    if (jobs == 1) {
+        for (int i = 0; i < n; i++) {
+            if (!finished_earlier(&rs[i]) && (rc = train_one(&opts, &rs[i], 0))) return rc;
+            if ((rc = read_summary(&rs[i]))) return rc;
         }
-        if ((rc = read_summary(r))) return rc;
+    } else {
+        if ((rc = pelab_opts_set(&opts, "threads", child_threads))) return rc;
+        if ((rc = train_parallel(&opts, rs, n, jobs))) return rc;
+        for (int i = 0; i < n; i++)
+            if ((rc = read_summary(&rs[i]))) return rc;
     }
     print_table(rs, n, pes, n_pes);
     if ((rc = write_json(out, task, preset, rs, n))) return rc;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compare: every encoding × seed trained in OUT/<pe>-s<seed>/ with otherwise identical settings,
-# a Markdown table and OUT/compare.json; a second call reuses the finished runs.
+# a Markdown table and OUT/compare.json; a second call reuses the finished runs; --jobs 2 trains
+# two runs at a time in child processes, with the results of --jobs 1.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
@@ -37,4 +38,50 @@ before=$(ls -l --time-style=+%s.%N "$W"/cmp/*/model.safetensors)
 after=$(ls -l --time-style=+%s.%N "$W"/cmp/*/model.safetensors)
 [ "$before" = "$after" ] || fail "second compare rewrote models"
 diff <(grep '^|' "$W/out") <(grep '^|' "$W/out2") >/dev/null || fail "second table differs"
+
+# --jobs 2: two runs at a time in child processes, each on --threads 2 / 2 = 1 thread, gives what
+# --jobs 1 gives on one thread; a second call retrains nothing.
+J="--task indirect --pe rope,nope --seeds 2 --steps 6 --d-model 32 --heads 2 --layers 1 --batch 4
+   --indirect-val-size 16 --indirect-test-size 16"
+"$P" compare $J --threads 2 --jobs 2 --out "$W/par" >"$W/pout" 2>"$W/perr" \
+    || fail "--jobs 2 exited $?: $(tail -3 "$W/perr")"
+"$P" compare $J --threads 1 --jobs 1 --out "$W/seq" >"$W/sout" 2>"$W/serr" \
+    || fail "--jobs 1 exited $?: $(tail -3 "$W/serr")"
+[ "$(grep -c ' done ' "$W/perr")" -eq 4 ] || fail "--jobs 2: not 4 runs done: $(cat "$W/perr")"
+/usr/bin/python3 - "$W/par" "$W/seq" <<'PY' || fail "--jobs 2 differs from --jobs 1"
+import json, sys
+par, seq = (json.load(open(d + "/compare.json")) for d in sys.argv[1:])
+untimed = lambda rows: [{k: v for k, v in r.items() if k not in ("wall_s", "wall_s_mean", "dir")}
+                        for r in rows]
+assert untimed(par["runs"]) == untimed(seq["runs"]), (par["runs"], seq["runs"])
+assert untimed(par["encodings"]) == untimed(seq["encodings"]), (par["encodings"], seq["encodings"])
+for r in ["rope-s1", "rope-s2", "nope-s1", "nope-s2"]:
+    p, s = (json.load(open(d + "/" + r + "/config.json")) for d in sys.argv[1:])
+    assert p["training"]["threads"] == 1, (r, "threads", p["training"]["threads"])
+    p["training"].pop("out"); s["training"].pop("out")
+    assert p == s, (r, p, s)
+PY
+diff <(grep '^|' "$W/pout" | cut -d'|' -f1-4) <(grep '^|' "$W/sout" | cut -d'|' -f1-4) >/dev/null \
+    || fail "--jobs 2 table differs: $(cat "$W/pout")"
+before=$(ls -l --time-style=+%s.%N "$W"/par/*/model.safetensors)
+"$P" compare $J --threads 2 --jobs 2 --out "$W/par" >"$W/pout2" 2>"$W/perr" \
+    || fail "second --jobs 2 exited $?"
+[ "$(grep -c 'finished earlier' "$W/perr")" -eq 4 ] || fail "second --jobs 2 retrained: $(cat "$W/perr")"
+[ "$before" = "$(ls -l --time-style=+%s.%N "$W"/par/*/model.safetensors)" ] \
+    || fail "second --jobs 2 rewrote models"
+
+# A run failing in its child: the others finish, the failure is named with its error, no table,
+# exit 1. A bad option is caught before anything starts.
+mkdir -p "$W/bad/nope-s1" && echo garbage >"$W/bad/nope-s1/config.json"
+"$P" compare $J --threads 2 --jobs 2 --out "$W/bad" >"$W/bout" 2>"$W/berr"
+rc=$?
+[ $rc -eq 1 ] || fail "failed child: exit $rc, not 1"
+grep -q '^\[nope s1\]  failed: .*config.json' "$W/berr" || fail "failed run not named: $(cat "$W/berr")"
+grep -q 'pelab: 1 of 4 runs failed' "$W/berr" || fail "no failure count: $(cat "$W/berr")"
+grep -q '^|' "$W/bout" && fail "a table despite a failed run"
+for r in rope-s1 rope-s2 nope-s2; do
+    [ -f "$W/bad/$r/summary.json" ] || fail "$r did not finish beside the failed run"
+done
+"$P" compare $J --jobs 2 --steps 0 --out "$W/usage" >/dev/null 2>&1
+[ $? -eq 2 ] && [ ! -e "$W/usage" ] || fail "a bad option was not caught before the runs started"
 echo "ok"
