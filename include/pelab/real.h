@@ -13,15 +13,11 @@
 typedef double pelab_real;
 #define PELAB_REAL_NAME "F64"
 #define pelab_exp exp
-#define pelab_log1p log1p
-#define pelab_tanh tanh
 #define pelab_sqrt sqrt
 #else
 typedef float pelab_real;
 #define PELAB_REAL_NAME "F32"
 #define pelab_exp expf
-#define pelab_log1p log1pf
-#define pelab_tanh tanhf
 #define pelab_sqrt sqrtf
 #endif
 

@@ -63,8 +63,7 @@ static int declare(struct pelab_params *p, const char *name, int ndim, int64_t d
     return pelab_params_declare(p, name, ndim, shape, decay);
 }
 
-int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq) {
-    memset(m, 0, sizeof *m);
+static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq) {
     int rc = pelab_opts_check(opts, pelab_model_options);
     if (rc) return rc;
     if (opts) m->opts = *opts;
@@ -107,6 +106,13 @@ int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int v
     rc = pelab_posenc_init(&m->pe, c->pe, opts, p, D, c->n_heads, N, max_seq);
     if (rc) return rc;
     return pelab_params_alloc(p);
+}
+
+int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq) {
+    memset(m, 0, sizeof *m);
+    int rc = model_build(m, opts, vocab, max_seq);
+    if (rc) pelab_model_free(m); /* nothing half-built stays behind; the message is kept */
+    return rc;
 }
 
 static void acts_free(struct pelab_acts *a) {
