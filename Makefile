@@ -93,7 +93,7 @@ test: tests
 	@bash tests/run.sh
 
 demo: pelab
-	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --out runs/demo
+	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --seeds 1 --jobs 2 --out runs/demo
 
 bench: pelab $(BENCH_BIN)
 	@bash bench/run.sh
