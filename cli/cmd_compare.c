@@ -93,14 +93,36 @@ static void mean_std(const double *x, int n, double *mean, double *std) {
     *std = n > 1 ? sqrt(ss / (n - 1)) : 0;
 }
 
-static void fmt_time(char *buf, size_t size, double s) {
-    long t = (long)(s + 0.5);
-    if (t >= 3600)
-        snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
-    else if (t >= 60)
-        snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
-    else
-        snprintf(buf, size, "%.1fs", s);
+/* One encoding's results over its seeds: what compare.json and the table report. acc is a
+ * fraction (compare.json); acc_pct, for the table, is the mean and std of 100·acc per run, which
+ * 100·acc_mean equals only to the last bit. */
+struct pe_stats {
+    const char *pe;
+    int seeds;
+    double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
+};
+
+/* st[p]: the runs in rs (n) of the encoding pes[p], p < n_pes. */
+static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
+                          const char *const *pes, int n_pes) {
+    for (int p = 0; p < n_pes; p++) {
+        double acc[MAX_SEEDS], pct[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS];
+        int m = 0;
+        for (int k = 0; k < n; k++)
+            if (strcmp(rs[k].pe, pes[p]) == 0) {
+                acc[m] = rs[k].test_acc;
+                pct[m] = 100 * rs[k].test_acc;
+                loss[m] = rs[k].test_loss;
+                wall[m++] = rs[k].wall_s;
+            }
+        struct pe_stats *e = &st[p];
+        e->pe = pes[p];
+        e->seeds = m;
+        mean_std(acc, m, &e->acc_mean, &e->acc_std);
+        mean_std(pct, m, &e->acc_pct_mean, &e->acc_pct_std);
+        mean_std(loss, m, &e->loss_mean, &e->loss_std);
+        mean_std(wall, m, &e->wall_mean, &e->wall_std);
+    }
 }
 
 /* The options of one run: the shared ones without other encodings' options, plus pe, seed, out. */
@@ -126,7 +148,7 @@ static int run_opts(const struct pelab_opts *shared, const struct result *r,
 }
 
 static int write_json(const char *dir, const char *task, const char *preset, const struct result *rs,
-                      int n) {
+                      int n, const struct pe_stats *st, int n_pes) {
     struct pelab_sb sb = {0};
     pelab_sb_printf(&sb, "{\n  \"task\": ");
     pelab_sb_json_string(&sb, task);
@@ -147,30 +169,14 @@ static int write_json(const char *dir, const char *task, const char *preset, con
         pelab_sb_printf(&sb, "}");
     }
     pelab_sb_printf(&sb, "\n  ],\n  \"encodings\": [");
-    int first = 1;
-    for (int i = 0; i < n; i++) {
-        int seen = 0;
-        for (int k = 0; k < i; k++) seen |= strcmp(rs[k].pe, rs[i].pe) == 0;
-        if (seen) continue;
-        double acc[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS];
-        int m = 0;
-        for (int k = i; k < n; k++)
-            if (strcmp(rs[k].pe, rs[i].pe) == 0) {
-                acc[m] = rs[k].test_acc;
-                loss[m] = rs[k].test_loss;
-                wall[m++] = rs[k].wall_s;
-            }
-        double am, as, lm, ls, wm, ws;
-        mean_std(acc, m, &am, &as);
-        mean_std(loss, m, &lm, &ls);
-        mean_std(wall, m, &wm, &ws);
-        pelab_sb_printf(&sb, "%s\n    {\"pe\": ", first ? "" : ",");
-        first = 0;
-        pelab_sb_json_string(&sb, rs[i].pe);
-        pelab_sb_printf(&sb, ", \"seeds\": %d", m);
+    for (int p = 0; p < n_pes; p++) {
+        const struct pe_stats *e = &st[p];
+        pelab_sb_printf(&sb, "%s\n    {\"pe\": ", p ? "," : "");
+        pelab_sb_json_string(&sb, e->pe);
+        pelab_sb_printf(&sb, ", \"seeds\": %d", e->seeds);
         const char *keys[5] = {"test_acc_mean", "test_acc_std", "test_loss_mean", "test_loss_std",
                                "wall_s_mean"};
-        double vals[5] = {am, as, lm, ls, wm};
+        double vals[5] = {e->acc_mean, e->acc_std, e->loss_mean, e->loss_std, e->wall_mean};
         for (int k = 0; k < 5; k++) {
             pelab_sb_printf(&sb, ", \"%s\": ", keys[k]);
             pelab_sb_json_number(&sb, vals[k]);
@@ -185,25 +191,15 @@ static int write_json(const char *dir, const char *task, const char *preset, con
     return rc;
 }
 
-static void print_table(const struct result *rs, int n, const char *const *pes, int n_pes) {
+static void print_table(const struct pe_stats *st, int n_pes) {
     printf("\n| encoding | test acc (mean ± std) | test loss (mean ± std) | time per run |\n"
            "|---|---|---|---|\n");
     for (int p = 0; p < n_pes; p++) {
-        double acc[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS];
-        int m = 0;
-        for (int k = 0; k < n; k++)
-            if (strcmp(rs[k].pe, pes[p]) == 0) {
-                acc[m] = 100 * rs[k].test_acc;
-                loss[m] = rs[k].test_loss;
-                wall[m++] = rs[k].wall_s;
-            }
-        double am, as, lm, ls, wm, ws;
-        mean_std(acc, m, &am, &as);
-        mean_std(loss, m, &lm, &ls);
-        mean_std(wall, m, &wm, &ws);
+        const struct pe_stats *e = &st[p];
         char t[32];
-        fmt_time(t, sizeof t, wm);
-        printf("| %s | %.1f ± %.1f %% | %.4f ± %.4f | %s |\n", pes[p], am, as, lm, ls, t);
+        pelab_format_duration(t, sizeof t, e->wall_mean);
+        printf("| %s | %.1f ± %.1f %% | %.4f ± %.4f | %s |\n", e->pe, e->acc_pct_mean,
+               e->acc_pct_std, e->loss_mean, e->loss_std, t);
     }
 }
 
@@ -380,8 +376,10 @@ int pelab_cmd_compare(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             if ((rc = read_summary(&rs[i]))) return rc;
     }
-    print_table(rs, n, pes, n_pes);
-    if ((rc = write_json(out, task, preset, rs, n))) return rc;
+    struct pe_stats st[MAX_PES];
+    pe_stats_fill(st, rs, n, pes, n_pes);
+    print_table(st, n_pes);
+    if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
     printf("\n%d runs in %s; results in %s/compare.json\n", n, out, out);
     return PELAB_OK;
 }

@@ -127,6 +127,8 @@ void pelab_progress_printer_init(struct pelab_progress_printer *pp, const char *
 void pelab_progress_print(void *pp, const struct pelab_train_progress *p);
 /* Ends a terminal line left open by a run that stopped early, so an error prints below it. */
 void pelab_progress_printer_end(struct pelab_progress_printer *pp);
+/* Wall time as "1h02m", "1m40s" or "12s" (rounded to the second; a negative time is "0s"). */
+void pelab_format_duration(char *buf, size_t size, double seconds);
 
 /* A run directory opened for evaluation: settings from config.json, task, and the model with the
  * weights of model.safetensors. */

@@ -25,9 +25,8 @@ void pelab_progress_printer_end(struct pelab_progress_printer *pp) {
     pp->open_line = 0;
 }
 
-/* "1h02m", "1m40s", "12s". */
-static void fmt_duration(char *buf, size_t size, double s) {
-    long t = s > 0 ? (long)(s + 0.5) : 0;
+void pelab_format_duration(char *buf, size_t size, double seconds) {
+    long t = seconds > 0 ? (long)(seconds + 0.5) : 0;
     if (t >= 3600)
         snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
     else if (t >= 60)
@@ -54,8 +53,8 @@ void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
     const char *label = pp->label ? pp->label : "";
     const char *sep = pp->label ? "  " : "";
     char eta[32], elapsed[32], tps[32];
-    fmt_duration(eta, sizeof eta, p->eta_s);
-    fmt_duration(elapsed, sizeof elapsed, p->elapsed_s);
+    pelab_format_duration(eta, sizeof eta, p->eta_s);
+    pelab_format_duration(elapsed, sizeof elapsed, p->elapsed_s);
     fmt_thousands(tps, sizeof tps, p->tokens_per_s);
     switch (p->event) {
     case PELAB_TRAIN_START:
