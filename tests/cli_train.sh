@@ -80,10 +80,12 @@ done
 "$P" train --preset cpu --d-model 32 --heads 2 --steps 3 --batch 4 --threads 1 \
     --indirect-val-size 8 --indirect-test-size 8 --out "$W/preset" >/dev/null 2>"$W/err" ||
     fail "train --preset cpu exited $?: $(cat "$W/err")"
+layers=$("$P" help presets | sed -n 's/.*d-model=.* layers=\([0-9]*\) .*/\1/p' | sed -n 2p)
 /usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["training"]["preset"] == "cpu" and c["training"]["steps"] == 3, c["training"]
-assert c["model"]["layers"] == 2 and c["model"]["d-model"] == 32, c["model"]' "$W/preset/config.json" ||
+assert c["model"]["layers"] == int(sys.argv[2]) and c["model"]["d-model"] == 32, c["model"]' \
+    "$W/preset/config.json" "$layers" ||
     fail "preset cpu not applied as expected"
 echo "ok"

@@ -16,10 +16,16 @@ static const struct pelab_preset presets[] = {
     {"indirect", "paper", "PoPE paper, Tables 6-7 (D 512, 8 heads, 8 layers, 100k steps)",
      "d-model=512 heads=8 layers=8 batch=64 lr=2e-4 min-lr=2e-5 warmup=4000 steps=100000 "
      "weight-decay=0.01 clip=1.0 beta2=0.99 dropout=0 pope-delta-init=uniform"},
-    /* Small enough for a 2-core machine. Placeholder values until measured (SPEC §6). */
-    {"indirect", "cpu", "a 2-core machine in minutes",
-     "d-model=64 heads=4 layers=2 batch=64 lr=1e-3 min-lr=1e-4 warmup=100 steps=2000 "
-     "weight-decay=0.01 clip=1.0"},
+    /* A 2-core machine. The paper's format gives one scored target per ~50 tokens, and a small
+     * model then sits for thousands of steps at the "some letter of the string" plateau; so the
+     * cpu preset uses the task's smaller variant (strings of 6-10 letters, shifts ±1..3) with 4
+     * scored queries per string, a 3-layer 64-wide model and a higher learning rate. Measured so
+     * far (README): neither RoPE nor PoPE leaves that plateau within 20k steps here; the step
+     * budget is the knob still to set. */
+    {"indirect", "cpu", "a 2-core machine: strings 6-10, shifts 1-3, 4 queries, D 64, 3 layers",
+     "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=6000 "
+     "weight-decay=0.01 clip=1.0 eval-every=500 eval-batches=4 indirect-min-len=6 "
+     "indirect-max-len=10 indirect-max-shift=3 indirect-queries=4"},
     {NULL, NULL, NULL, NULL},
 };
 
