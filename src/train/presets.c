@@ -23,7 +23,7 @@ static const struct pelab_preset presets[] = {
      * far (README): neither RoPE nor PoPE leaves that plateau within 20k steps here; the step
      * budget is the knob still to set. */
     {"indirect", "cpu", "a 2-core machine: strings 6-10, shifts 1-3, 4 queries, D 64, 3 layers",
-     "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=6000 "
+     "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=3000 "
      "weight-decay=0.01 clip=1.0 eval-every=500 eval-batches=4 indirect-min-len=6 "
      "indirect-max-len=10 indirect-max-shift=3 indirect-queries=4"},
     {NULL, NULL, NULL, NULL},
