@@ -64,8 +64,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["split"] == "val" and r["examples"] == 64 and r["targets"] == 64, r
 assert 0 <= r["accuracy"] <= 1 and r["loss"] > 0, r' "$W/out" || fail "$pe: eval --json output"
-    # The summary's test metrics are a whole-split evaluation: eval must agree.
-    "$P" eval --model "$R" --json >"$W/out" 2>"$W/err" || fail "$pe: eval exited $?"
+    # The summary's test metrics are a whole-split evaluation: eval with the training run's
+    # batch and threads must agree (other shapes sum in another order, in float).
+    "$P" eval --model "$R" --json --batch 8 --threads 1 >"$W/out" 2>"$W/err" || fail "$pe: eval exited $?"
     /usr/bin/python3 -c '
 import json, sys
 e, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
