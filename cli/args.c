@@ -34,6 +34,40 @@ int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
     return n;
 }
 
+int pelab_args_eval_groups(struct pelab_group *g, const char *title,
+                           const struct pelab_optdef *table) {
+    int n = 0;
+    snprintf(g[n].title, sizeof g[n].title, "%s", title);
+    g[n++].table = table;
+    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p && n < PELAB_GROUPS_MAX;
+         p++)
+        if ((*p)->eval_options && (*p)->eval_options->name) {
+            snprintf(g[n].title, sizeof g[n].title, "encoding %s (evaluation)", (*p)->name);
+            g[n++].table = (*p)->eval_options;
+        }
+    return n;
+}
+
+int pelab_args_split_eval(const struct pelab_opts *opts, const struct pelab_optdef *table,
+                          const char *command, struct pelab_opts *own, struct pelab_opts *enc) {
+    memset(own, 0, sizeof *own);
+    memset(enc, 0, sizeof *enc);
+    for (int i = 0; i < opts->count; i++) {
+        const char *key = opts->kv[i].key, *val = opts->kv[i].val;
+        const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+        int rc;
+        if (pelab_optdef_find(table, key))
+            rc = pelab_opts_set(own, key, val);
+        else if (owner)
+            rc = pelab_optdef_check(pelab_optdef_find(owner->eval_options, key), val) ||
+                 pelab_opts_set(enc, key, val) ? PELAB_ERR_USAGE : PELAB_OK;
+        else
+            rc = pelab_fail(PELAB_ERR_USAGE, "unknown option --%s (see 'pelab help %s')", key, command);
+        if (rc) return rc;
+    }
+    return pelab_args_check_only(own, table, command);
+}
+
 static const struct pelab_optdef *find_in(const struct pelab_group *g, int n, const char *name) {
     for (int i = 0; i < n; i++) {
         const struct pelab_optdef *d = pelab_optdef_find(g[i].table, name);

@@ -17,6 +17,17 @@ struct pelab_group {
 int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
                             const struct pelab_optdef *extra);
 
+/* eval and sample: the command's own table, then one group per encoding with evaluation-time
+ * options ("encoding rope (evaluation)"). Returns the count. */
+int pelab_args_eval_groups(struct pelab_group *g, const char *title,
+                           const struct pelab_optdef *table);
+
+/* eval and sample: splits parsed options into the command's own (`own`, checked against
+ * `table`) and the encodings' evaluation-time options (`enc`, checked when the run is opened,
+ * against the run's encoding). Anything else is an unknown option. */
+int pelab_args_split_eval(const struct pelab_opts *opts, const struct pelab_optdef *table,
+                          const char *command, struct pelab_opts *own, struct pelab_opts *enc);
+
 /* Parses argv[0..argc-1]: "--name value", "--name=value", and a bare "--name" for an on|off
  * switch of `groups` (meaning on). Names are not checked here; values are kept as text.
  * PELAB_ERR_USAGE for a stray argument or a missing value. "-h"/"--help" sets *help. */

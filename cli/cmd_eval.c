@@ -20,21 +20,25 @@ static const struct pelab_optdef eval_options[] = {
 };
 
 void pelab_cmd_eval_help(FILE *f) {
-    struct pelab_group g = {"options", eval_options};
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_eval_groups(g, "options", eval_options);
     fprintf(f, "usage: pelab eval --model DIR [--split val|test] [--json] [--batch N]\n\n"
                "Loads DIR/config.json and DIR/model.safetensors and reports mean loss and\n"
-               "accuracy over the target positions of the split.\n");
-    pelab_args_help(f, &g, 1, NULL);
+               "accuracy over the target positions of the split. The encoding groups below are\n"
+               "evaluation-time options: they apply to runs of that encoding (e.g. RoPE's length\n"
+               "extension, --rope-scaling yarn --rope-scale 4) and change only this evaluation.\n");
+    pelab_args_help(f, g, n, NULL);
 }
 
 static const char *const split_names[] = {"train", "val", "test"};
 
 int pelab_cmd_eval(int argc, char **argv) {
-    struct pelab_group g = {"options", eval_options};
-    static struct pelab_opts opts;
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_eval_groups(g, "options", eval_options);
+    static struct pelab_opts given, opts, enc;
     int help;
-    int rc = pelab_args_parse(argc, argv, &g, 1, &opts, &help);
-    if (!rc) rc = pelab_args_check_only(&opts, eval_options, "eval");
+    int rc = pelab_args_parse(argc, argv, g, n, &given, &help);
+    if (!rc) rc = pelab_args_split_eval(&given, eval_options, "eval", &opts, &enc);
     if (rc) return rc;
     if (help) {
         pelab_cmd_eval_help(stdout);
@@ -50,7 +54,7 @@ int pelab_cmd_eval(int argc, char **argv) {
     pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
 
     static struct pelab_run run;
-    if ((rc = pelab_run_open(&run, dir))) return rc;
+    if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     struct pelab_eval_result r;
     rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);
     if (!rc) {

@@ -19,11 +19,13 @@ static const struct pelab_optdef sample_options[] = {
 };
 
 void pelab_cmd_sample_help(FILE *f) {
-    struct pelab_group g = {"options", sample_options};
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_eval_groups(g, "options", sample_options);
     fprintf(f, "usage: pelab sample --model DIR [--split test] [--count 5]\n\n"
                "Prints each example's input text, the model's prediction (with its probability)\n"
-               "and the truth.\n");
-    pelab_args_help(f, &g, 1, NULL);
+               "and the truth. The encoding groups below are evaluation-time options, as in\n"
+               "'pelab help eval'.\n");
+    pelab_args_help(f, g, n, NULL);
 }
 
 /* Softmax probability of entry k of a logits row (V,). */
@@ -48,6 +50,10 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
     t->ops->fill(t, split, first, &b);
     run->model.training = 0;
     pelab_model_forward(&run->model, b.tokens, b.targets, b.pos, count, T);
+    if (run->model.status) {
+        pelab_batch_free(&b);
+        return run->model.status;
+    }
     const pelab_real *logits = pelab_model_logits(&run->model);
     int right = 0, shown = 0;
     for (int i = 0; i < count; i++) {
@@ -76,11 +82,12 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
 }
 
 int pelab_cmd_sample(int argc, char **argv) {
-    struct pelab_group g = {"options", sample_options};
-    static struct pelab_opts opts;
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    int n = pelab_args_eval_groups(g, "options", sample_options);
+    static struct pelab_opts given, opts, enc;
     int help;
-    int rc = pelab_args_parse(argc, argv, &g, 1, &opts, &help);
-    if (!rc) rc = pelab_args_check_only(&opts, sample_options, "sample");
+    int rc = pelab_args_parse(argc, argv, g, n, &given, &help);
+    if (!rc) rc = pelab_args_split_eval(&given, sample_options, "sample", &opts, &enc);
     if (rc) return rc;
     if (help) {
         pelab_cmd_sample_help(stdout);
@@ -92,7 +99,7 @@ int pelab_cmd_sample(int argc, char **argv) {
     enum pelab_split split = splits[pelab_opt_choice(&opts, sample_options, "split")];
     pelab_threads_set((int)pelab_opt_int(&opts, sample_options, "threads"));
     static struct pelab_run run;
-    if ((rc = pelab_run_open(&run, dir))) return rc;
+    if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     rc = show(&run, split, (uint64_t)pelab_opt_real(&opts, sample_options, "first"),
               (int)pelab_opt_int(&opts, sample_options, "count"));
     pelab_run_close(&run);

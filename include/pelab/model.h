@@ -53,6 +53,7 @@ struct pelab_model {
     int training;                     /* dropout on when set */
     uint64_t dropout_key;             /* set per micro-step: masks are a function of it */
 
+    int status;                       /* of the last forward: PELAB_OK, or why it was refused */
     pelab_real loss;                  /* mean loss of the last forward (-1 without targets) */
     int n_targets;                    /* positions that carried a target */
 };
@@ -75,7 +76,9 @@ void pelab_model_init_weights(struct pelab_model *m, uint64_t seed);
 int pelab_model_reserve(struct pelab_model *m, int B, int T);
 
 /* tokens, pos: (B,T). targets (B,T) with -1 where no loss is taken, or NULL. Returns the mean
- * cross-entropy over positions with a target (also in m->loss), or -1 without targets. */
+ * cross-entropy over positions with a target (also in m->loss), or -1 without targets. When the
+ * encoding refuses the positions (beyond a learned table), nothing is computed: it returns NaN,
+ * m->status holds the error (PELAB_ERR_USAGE) and pelab_last_error() the message. */
 pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
                                const int32_t *pos, int B, int T);
 /* Backpropagates the last forward's loss, scaled by `loss_scale` (1/accumulation steps);

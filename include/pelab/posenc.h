@@ -35,6 +35,11 @@ struct pelab_posenc_ops {
     const char *summary; /* one line: what it is and where it comes from */
     unsigned sites;      /* PELAB_SITE_* bits */
     const struct pelab_optdef *options; /* its own options, NULL-name terminated; may be NULL */
+    /* Optional: options that change how a trained model is evaluated, not what it learns (RoPE's
+     * length extension, the learned table's interpolation). `eval` and `sample` accept them for a
+     * run of this encoding; training refuses them and config.json never records them. init reads
+     * them from the same opts as `options`. */
+    const struct pelab_optdef *eval_options;
 
     /* Reads its options (already checked against `options`), validates them against the model
      * shape in `pe`, sets pe->qk_dim when it acts at QK, declares its parameters in `params`
@@ -46,7 +51,9 @@ struct pelab_posenc_ops {
 
     /* Optional. Called once per forward pass, before any layer, with that pass's positions: work
      * that depends only on positions (cos/sin tables, SeqPE's embeddings) is done here once and
-     * shared by every layer and by the backward pass. */
+     * shared by every layer and by the backward pass. A position the encoding cannot represent
+     * (beyond a learned table) is refused here: PELAB_ERR_USAGE naming the position and the
+     * option that would allow it. */
     int (*prepare)(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
 
     /* EMBED.  out (B,T,D) += e(pos);  backward: parameter grads += from dout (B,T,D). */
@@ -88,8 +95,9 @@ const struct pelab_posenc_ops *pelab_posenc_find(const char *name);
 /* All registered encodings, NULL-terminated. */
 const struct pelab_posenc_ops *const *pelab_posenc_all(void);
 
-/* Creates the encoding `name` for a model of the given shape; checks and reads its options.
- * PELAB_ERR_USAGE for an unknown name (the message lists the known ones). */
+/* Creates the encoding `name` for a model of the given shape; checks and reads its options (its
+ * table and its evaluation-time table). PELAB_ERR_USAGE for an unknown name (the message lists the
+ * known ones). */
 int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
                       struct pelab_params *params, int D, int H, int n_layers, int max_seq);
 void pelab_posenc_free(struct pelab_posenc *pe);
@@ -99,6 +107,9 @@ void pelab_posenc_free(struct pelab_posenc *pe);
  * each). PELAB_ERR_RUNTIME when out of memory. */
 int pelab_posenc_angles(pelab_real **cos, pelab_real **sin, long *cap, const int32_t *pos,
                         long ntok, const double *theta, int n);
+
+/* The encoding, if any, whose evaluation-time table defines option `name`, else NULL. */
+const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name);
 
 /* The model's calls: they run the encoding's site functions, or the identity where it has none
  * (QK: q, k are copied into (B,H,T,d) layout). */

@@ -133,7 +133,8 @@ void pelab_format_duration(char *buf, size_t size, double seconds);
 /* A run directory opened for evaluation: settings from config.json, task, and the model with the
  * weights of model.safetensors. */
 struct pelab_run {
-    struct pelab_opts settings; /* config.json: training, model, task and encoding options */
+    struct pelab_opts settings; /* config.json: training, model, task and encoding options, and
+                                 * the evaluation-time options it was opened with */
     struct pelab_task task;
     struct pelab_model model;
     int64_t step;               /* the step model.safetensors was saved at */
@@ -141,6 +142,11 @@ struct pelab_run {
 /* PELAB_ERR_RUNTIME, with one line naming the file, for a missing or foreign directory or a
  * damaged file. */
 int pelab_run_open(struct pelab_run *r, const char *dir);
+/* The same, with evaluation-time options of the run's encoding (its `eval_options`: RoPE's
+ * length extension, the learned table's interpolation), added to `settings` before the model is
+ * built. PELAB_ERR_USAGE naming the option when one belongs to another encoding or has a value
+ * the encoding refuses. eval_opts may be NULL. */
+int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts);
 void pelab_run_close(struct pelab_run *r);
 
 /* Reads dir/config.json into `settings` (the options of every table, as text). */

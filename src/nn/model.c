@@ -246,7 +246,11 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
     memcpy(a->pos, pos, (size_t)BT * sizeof *pos);
     if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof *targets);
     else for (long i = 0; i < BT; i++) a->targets[i] = -1;
-    PELAB_ASSERT(pelab_posenc_prepare(&m->pe, pos, B, T) == PELAB_OK);
+    m->status = pelab_posenc_prepare(&m->pe, pos, B, T);
+    if (m->status) { /* the encoding refused these positions; the message says why */
+        m->n_targets = 0;
+        return m->loss = (pelab_real)NAN;
+    }
 
     pelab_embed_forward(a->x, tokens, W(m->wte), (int)BT, D);
     if (m->pe.ops->embed_forward) m->pe.ops->embed_forward(&m->pe, a->x, pos, B, T);

@@ -7,11 +7,15 @@
 #include "pelab/status.h"
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
+extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
 
 static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_nope,
     &pelab_pe_rope,
     &pelab_pe_pope,
+    &pelab_pe_learned,
+    &pelab_pe_sinusoidal,
+    &pelab_pe_xpos,
     NULL,
 };
 
@@ -20,6 +24,12 @@ const struct pelab_posenc_ops *const *pelab_posenc_all(void) { return registry; 
 const struct pelab_posenc_ops *pelab_posenc_find(const char *name) {
     for (int i = 0; registry[i]; i++)
         if (strcmp(registry[i]->name, name) == 0) return registry[i];
+    return NULL;
+}
+
+const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name) {
+    for (int i = 0; registry[i]; i++)
+        if (pelab_optdef_find(registry[i]->eval_options, name)) return registry[i];
     return NULL;
 }
 
@@ -42,6 +52,7 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
     pe->qk_dim = pe->d;
     pe->params = params;
     int rc = pelab_opts_check(opts, pe->ops->options);
+    if (!rc) rc = pelab_opts_check(opts, pe->ops->eval_options);
     if (rc) return rc;
     return pe->ops->init ? pe->ops->init(pe, opts, params) : PELAB_OK;
 }

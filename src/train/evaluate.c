@@ -32,6 +32,7 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
         b.B = n;
         t->ops->fill(t, split, first + done, &b);
         pelab_model_forward(m, b.tokens, b.targets, b.pos, n, T);
+        if ((rc = m->status)) break;
         const pelab_real *logits = pelab_model_logits(m);  /* (n,T,V) */
         const pelab_real *losses = pelab_model_losses(m);  /* (n,T) */
         for (size_t i = 0; i < (size_t)n * (size_t)T; i++) {
@@ -45,6 +46,7 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
     b.B = batch;
     pelab_batch_free(&b);
     m->training = was_training;
+    if (rc) return rc;
     r->examples = count;
     if (r->targets) {
         r->loss = loss_sum / (double)r->targets;

@@ -131,6 +131,13 @@ static int check_one(const char *key, const char *val, const char *task, const c
             *found = 1;
             return pelab_fail(PELAB_ERR_USAGE, "--%s does not apply to --pe %s", key, list);
         }
+    const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+    if (owner) {
+        *found = 1;
+        return pelab_fail(PELAB_ERR_USAGE,
+                          "--%s is an option of eval and sample (for --pe %s runs), not of training",
+                          key, owner->name);
+    }
     *found = 0;
     return PELAB_OK;
 }

@@ -4,6 +4,8 @@
 #include <string.h>
 #include "pelab/io.h"
 #include "pelab/json.h"
+#include "pelab/model.h"
+#include "pelab/posenc.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
@@ -75,7 +77,46 @@ done:
     return rc;
 }
 
-int pelab_run_open(struct pelab_run *r, const char *dir) {
+/* Builds the run's encoding alone (no weights) from `opts`: the check of its options. */
+static int probe_encoding(const struct pelab_opts *opts, const char *pe, int max_seq) {
+    struct pelab_posenc probe;
+    struct pelab_params params = {0};
+    const struct pelab_optdef *M = pelab_model_options;
+    int D = (int)pelab_opt_int(opts, M, "d-model"), H = (int)pelab_opt_int(opts, M, "heads");
+    int rc = pelab_posenc_init(&probe, pe, opts, &params, D, H, (int)pelab_opt_int(opts, M, "layers"),
+                               max_seq);
+    pelab_posenc_free(&probe);
+    pelab_params_free(&params);
+    return rc;
+}
+
+/* Adds the evaluation-time options to the run's settings: each must be one of the run's
+ * encoding, with a value that encoding accepts; anything else is a usage error naming it. */
+static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
+                         const struct pelab_opts *eval_opts) {
+    if (!eval_opts || !eval_opts->count) return PELAB_OK;
+    const struct pelab_posenc_ops *ops = pelab_posenc_find(pe);
+    for (int i = 0; i < eval_opts->count; i++) {
+        const char *key = eval_opts->kv[i].key;
+        const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+        if (!owner) return pelab_fail(PELAB_ERR_USAGE, "unknown option --%s", key);
+        if (owner != ops)
+            return pelab_fail(PELAB_ERR_USAGE, "--%s applies to runs of --pe %s; %s was trained with --pe %s",
+                              key, owner->name, dir, pe);
+    }
+    char cfg_path[PELAB_PATH_MAX];
+    pelab_path(cfg_path, dir, "config.json");
+    if (probe_encoding(&r->settings, pe, r->task.seq_len))
+        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    for (int i = 0; i < eval_opts->count; i++)
+        if (pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))
+            return PELAB_ERR_USAGE;
+    return probe_encoding(&r->settings, pe, r->task.seq_len);
+}
+
+int pelab_run_open(struct pelab_run *r, const char *dir) { return pelab_run_open_with(r, dir, NULL); }
+
+int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts) {
     memset(r, 0, sizeof *r);
     int rc = pelab_run_read_config(dir, &r->settings);
     if (rc) return rc;
@@ -89,6 +130,10 @@ int pelab_run_open(struct pelab_run *r, const char *dir) {
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
     if (pelab_task_init(&r->task, task, &r->settings))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    if ((rc = add_eval_opts(r, dir, pe, eval_opts))) {
+        pelab_run_close(r);
+        return rc;
+    }
     if (pelab_model_init(&r->model, &r->settings, r->task.vocab, r->task.seq_len)) {
         pelab_task_free(&r->task);
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);

@@ -134,6 +134,7 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
                                                 (uint64_t)micro));
         double l = pelab_model_forward(m, tr->batch.tokens, tr->batch.targets, tr->batch.pos,
                                        c->batch, tr->task.seq_len);
+        if (m->status) return m->status;
         if (!isfinite(l)) return non_finite(tr, update_no, "the training loss", l);
         *loss += l / c->accum;
         *acc += batch_accuracy(m, &tr->batch) / c->accum;

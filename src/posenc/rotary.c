@@ -1,0 +1,100 @@
+/* The rotation shared by the rotary encodings (rope, xpos): per-pass cos/sin tables with an
+ * amplitude folded in, and the pair rotation of every head vector.
+ *
+ *   forward  (x, y) → (x·c − y·s, x·s + y·c)          c = a·cos φ, s = a·sin φ
+ *   backward (dx, dy) → (dx·c + dy·s, −dx·s + dy·c)    the transpose, a·Rᵀ
+ */
+#include <math.h>
+#include <stdlib.h>
+#include "pelab/status.h"
+#include "posenc/rotary.h"
+
+/* Grows a pair of tables to n elements each. */
+static int reserve(pelab_real **a, pelab_real **b, long *cap, long n) {
+    if (n <= *cap) return PELAB_OK;
+    free(*a);
+    free(*b);
+    *a = malloc((size_t)n * sizeof **a);
+    *b = malloc((size_t)n * sizeof **b);
+    if (!*a || !*b) {
+        *cap = 0;
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for rotary tables (%ld entries)", n);
+    }
+    *cap = n;
+    return PELAB_OK;
+}
+
+int pelab_rotary_reserve(struct pelab_rotary *r, long ntok, int n, int separate_keys) {
+    long need = ntok * n;
+    if (reserve(&r->cos_q, &r->sin_q, &r->cap, need)) return PELAB_ERR_RUNTIME;
+    if (!separate_keys) {
+        if (r->cap_k) free(r->cos_k), free(r->sin_k), r->cap_k = 0;
+        r->cos_k = r->cos_q, r->sin_k = r->sin_q;
+        return PELAB_OK;
+    }
+    if (!r->cap_k) r->cos_k = r->sin_k = NULL; /* they were aliases, not owned */
+    return reserve(&r->cos_k, &r->sin_k, &r->cap_k, need);
+}
+
+int pelab_rotary_tables(struct pelab_rotary *r, const int32_t *pos, long ntok, const double *theta,
+                        int n, double pos_div, double amp) {
+    if (pelab_rotary_reserve(r, ntok, n, 0)) return PELAB_ERR_RUNTIME;
+    pelab_real *cs = r->cos_q, *sn = r->sin_q;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < ntok; i++) {
+        double p = pos_div == 1 ? (double)pos[i] : (double)pos[i] / pos_div;
+        for (int c = 0; c < n; c++) {
+            double a = p * theta[c];
+            cs[i * n + c] = (pelab_real)(amp * cos(a));
+            sn[i * n + c] = (pelab_real)(amp * sin(a));
+        }
+    }
+    return PELAB_OK;
+}
+
+void pelab_rotary_free(struct pelab_rotary *r) {
+    if (r->cap_k) {
+        free(r->cos_k);
+        free(r->sin_k);
+    }
+    free(r->cos_q);
+    free(r->sin_q);
+    r->cos_q = r->sin_q = r->cos_k = r->sin_k = NULL;
+    r->cap = r->cap_k = 0;
+}
+
+/* Rotates one head vector x (d,) by one token's tables; sign −1 applies the transpose. */
+static inline void rotate(pelab_real *out, const pelab_real *x, const pelab_real *cs,
+                          const pelab_real *sn, int half, int d, pelab_real sign) {
+    const int P = d / 2;
+    for (int c = 0; c < P; c++) {
+        int i0 = half ? c : 2 * c, i1 = half ? c + P : 2 * c + 1;
+        pelab_real a = x[i0], b = x[i1], s = sign * sn[c];
+        out[i0] = a * cs[c] - b * s;
+        out[i1] = a * s + b * cs[c];
+    }
+}
+
+void pelab_rotary_apply(const struct pelab_rotary *r, pelab_real *qo, pelab_real *ko,
+                        const pelab_real *q, const pelab_real *k, int ld, int B, int T, int H, int d,
+                        int inverse) {
+    const int P = d / 2, half = r->half;
+    const pelab_real sign = inverse ? -1 : 1;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            long i = (long)b * T + t;
+            const pelab_real *cq = r->cos_q + i * P, *sq = r->sin_q + i * P;
+            const pelab_real *ck = r->cos_k + i * P, *sk = r->sin_k + i * P;
+            for (int h = 0; h < H; h++) {
+                long row = i * ld + (long)h * d, head = (((long)b * H + h) * T + t) * d;
+                if (!inverse) {
+                    rotate(qo + head, q + row, cq, sq, half, d, sign);
+                    rotate(ko + head, k + row, ck, sk, half, d, sign);
+                } else { /* q, k are the gradients in head layout; qo, ko the (B,T,H,d) outputs */
+                    rotate(qo + row, q + head, cq, sq, half, d, sign);
+                    rotate(ko + row, k + head, ck, sk, half, d, sign);
+                }
+            }
+        }
+}
