@@ -1,6 +1,7 @@
 /* Gradient checks in double precision, by central differences: every layer on every input and
- * parameter, each encoding's QK transform (PoPE's δ included), and the whole model for each
- * encoding, tied and untied, with and without dropout. */
+ * parameter, each encoding's QK transform (PoPE's δ included, RoPE's length-extension methods),
+ * the learned table (direct and interpolated), and the whole model for each encoding, tied and
+ * untied, with and without dropout. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -188,6 +189,45 @@ static void check_qk(const char *label, const char *pe_name, const char *k1, con
     pelab_params_free(&c.params);
 }
 
+/* --- EMBED encodings through the interface ---------------------------------------------------- */
+struct embed_ctx { struct pelab_posenc pe; struct pelab_params params; int B, T; int32_t *pos;
+                   double *w, *out; };
+static double embed_f(void *p) {
+    struct embed_ctx *c = p;
+    long n = (long)c->B * c->T * c->pe.D;
+    memset(c->out, 0, (size_t)n * sizeof *c->out);
+    PELAB_ASSERT(pelab_posenc_prepare(&c->pe, c->pos, c->B, c->T) == PELAB_OK);
+    c->pe.ops->embed_forward(&c->pe, c->out, c->pos, c->B, c->T);
+    return weighted_sum(c->w, c->out, n);
+}
+/* The learned table's gradient, read directly and through interpolation (positions up to 21
+ * against a table of `rows`). */
+static void check_embed(const char *label, const char *k1, const char *v1, const char *k2,
+                        const char *v2) {
+    struct embed_ctx c = {.B = 2, .T = 4};
+    struct pelab_opts o = {0};
+    if (k1) pelab_opts_set(&o, k1, v1);
+    if (k2) pelab_opts_set(&o, k2, v2);
+    CHECK(pelab_posenc_init(&c.pe, "learned", &o, &c.params, 6, 2, 2, 4) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 6);
+    c.pe.ops->init_params(&c.pe, &rng);
+    int32_t pos[8] = {0, 1, 2, 3, 21, 5, 5, 11}; /* a repeated position sums its gradients */
+    c.pos = pos;
+    long n = (long)c.B * c.T * c.pe.D;
+    c.w = vec(n, -1, 1), c.out = vec(n, 0, 0);
+    embed_f(&c);
+    pelab_params_zero_grad(&c.params);
+    c.pe.ops->embed_backward(&c.pe, c.w, pos, c.B, c.T);
+    char what[80];
+    snprintf(what, sizeof what, "%s table", label);
+    gradcheck(what, embed_f, &c, c.params.data, c.params.grad, (long)c.params.total, H_STEP, ATOL, RTOL);
+    free(c.w), free(c.out);
+    pelab_posenc_free(&c.pe);
+    pelab_params_free(&c.params);
+}
+
 /* --- the whole model -------------------------------------------------------------------------- */
 struct model_ctx { struct pelab_model m; int B, T; int32_t *tokens, *targets, *pos; };
 static double model_f(void *p) {
@@ -249,6 +289,16 @@ int main(void) {
     check_qk("pope", "pope", "pope-delta-init", "uniform", NULL, NULL);
     check_qk("pope softplus off", "pope", "pope-softplus", "off", "pope-delta-init", "uniform");
     check_qk("pope delta off", "pope", "pope-delta", "off", NULL, NULL);
+    check_qk("xpos", "xpos", NULL, NULL, NULL, NULL);
+    check_qk("xpos fast decay", "xpos", "xpos-scale-base", "256", "xpos-gamma", "0.2");
+    check_qk("rope resonance", "rope", "rope-resonance", "on", NULL, NULL);
+    check_qk("rope pi", "rope", "rope-scaling", "pi", "rope-scale", "3");
+    check_qk("rope ntk", "rope", "rope-scaling", "ntk", "rope-scale", "4");
+    check_qk("rope dynamic-ntk", "rope", "rope-scaling", "dynamic-ntk", "rope-scale", "2");
+    check_qk("rope yarn", "rope", "rope-scaling", "yarn", "rope-scale", "4");
+    printf("EMBED encodings\n");
+    check_embed("learned", "ape-max-len", "22", NULL, NULL);
+    check_embed("learned interpolated", "ape-max-len", "9", "ape-extend", "interpolate");
     printf("whole model\n");
     check_model("nope", (const char *const[]){"pe", "nope", NULL}, 0);
     check_model("rope", (const char *const[]){"pe", "rope", NULL}, 0);
@@ -257,5 +307,14 @@ int main(void) {
     check_model("pope no softplus", (const char *const[]){"pe", "pope", "pope-softplus", "off", NULL}, 0);
     check_model("pope dropout", (const char *const[]){"pe", "pope", "pope-delta-init", "uniform", NULL}, 0.25);
     check_model("rope dropout", (const char *const[]){"pe", "rope", NULL}, 0.25);
+    check_model("learned", (const char *const[]){"pe", "learned", "ape-max-len", "16", NULL}, 0);
+    check_model("learned interpolated", (const char *const[]){"pe", "learned", "ape-max-len", "8", "ape-extend", "interpolate", NULL}, 0);
+    check_model("learned dropout untied", (const char *const[]){"pe", "learned", "ape-max-len", "16", "tied", "off", NULL}, 0.25);
+    check_model("sinusoidal", (const char *const[]){"pe", "sinusoidal", NULL}, 0);
+    check_model("xpos", (const char *const[]){"pe", "xpos", NULL}, 0);
+    check_model("xpos fast decay", (const char *const[]){"pe", "xpos", "xpos-scale-base", "4", NULL}, 0);
+    check_model("rope resonance", (const char *const[]){"pe", "rope", "rope-resonance", "on", NULL}, 0);
+    check_model("rope yarn", (const char *const[]){"pe", "rope", "rope-scaling", "yarn", "rope-scale", "4", "rope-original-len", "64", NULL}, 0);
+    check_model("rope dynamic-ntk", (const char *const[]){"pe", "rope", "rope-scaling", "dynamic-ntk", "rope-scale", "2", NULL}, 0);
     return check_report("test_gradcheck");
 }

@@ -1,6 +1,8 @@
-/* Properties the model must have whatever its weights: relative encodings ignore a global
- * position shift, outputs at t never see tokens after t, padding changes nothing, a seed fixes
- * every bit, RoPE preserves norms, and PoPE's score is Σ μq μk cos((t−s)θ − δ). Double build. */
+/* Properties the model must have whatever its weights: relative encodings (RoPE, PoPE, xPos,
+ * whose decay ζ^((t−s)/γ_s) is relative too) ignore a global position shift and absolute ones
+ * (learned, sinusoidal) do not, outputs at t never see tokens after t, padding changes nothing,
+ * a seed fixes every bit, RoPE preserves norms, and PoPE's score is Σ μq μk cos((t−s)θ − δ).
+ * Double build. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -149,11 +151,20 @@ int main(void) {
     check_shift("rope", "rope-layout", "half", 1);
     check_shift("pope", "pope-delta-init", "uniform", 1);
     check_shift("pope", "pope-softplus", "off", 1);
+    check_shift("xpos", NULL, NULL, 1);
+    check_shift("xpos", "xpos-scale-base", "16", 1);
+    check_shift("rope", "rope-resonance", "on", 1);
+    check_shift("learned", "ape-max-len", "2048", 0);
+    check_shift("sinusoidal", NULL, NULL, 0);
     check_causality("nope");
     check_causality("rope");
     check_causality("pope");
+    check_causality("learned");
+    check_causality("sinusoidal");
+    check_causality("xpos");
     check_padding("rope");
     check_padding("pope");
+    check_padding("sinusoidal");
     check_seed();
     return check_report("test_properties");
 }
