@@ -57,6 +57,22 @@ static const struct twin_case cases[] = {
     /* delta starts exactly on the clamp's upper edge, where the gradient must still pass */
     {"pope-delta-zero", {"pe", "pope", "pope-delta-init", "zero", NULL}},
     {"rope-untied", {"pe", "rope", "tied", "off", NULL}},
+    /* positions reach 36 (t + 7b + 3i over the 5 steps); the training context is T = 11 */
+    {"learned", {"pe", "learned", "ape-max-len", "40", NULL}},
+    {"learned-interpolate", {"pe", "learned", "ape-extend", "interpolate", NULL}},
+    {"sinusoidal", {"pe", "sinusoidal", "sin-base", "100", NULL}},
+    {"xpos", {"pe", "xpos", NULL}},
+    {"xpos-fast-decay", {"pe", "xpos", "xpos-scale-base", "8", "xpos-gamma", "0.2", NULL}},
+    {"rope-resonance", {"pe", "rope", "rope-resonance", "on", NULL}},
+    /* RoPE's length extension (evaluation-time options; all the checks run anyway) */
+    {"rope-pi", {"pe", "rope", "rope-scaling", "pi", "rope-scale", "4", NULL}},
+    {"rope-ntk", {"pe", "rope", "rope-scaling", "ntk", "rope-scale", "4", NULL}},
+    {"rope-dynamic-ntk", {"pe", "rope", "rope-scaling", "dynamic-ntk", "rope-scale", "3", NULL}},
+    {"rope-yarn", {"pe", "rope", "rope-scaling", "yarn", "rope-scale", "4", "rope-original-len",
+                   "2048", NULL}},
+    {"rope-yarn-half-resonance", {"pe", "rope", "rope-layout", "half", "rope-resonance", "on",
+                                  "rope-scaling", "yarn", "rope-scale", "8", "rope-original-len",
+                                  "512", NULL}},
 };
 
 /* The tensors of one file, in order; names are copied, data is borrowed. */
@@ -217,6 +233,10 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     char json[PELAB_OPT_VAL_MAX];
     CHECK(pelab_model_settings(&m, &settings) == PELAB_OK, "%s: settings: %s", c->name,
           pelab_last_error());
+    /* Evaluation-time options are not settings of the model: the twin reads them beside them. */
+    for (int i = 0; c->opts[i]; i += 2)
+        if (pelab_optdef_find(m.pe.ops->eval_options, c->opts[i]))
+            pelab_opts_set(&settings, c->opts[i], c->opts[i + 1]);
     /* The metadata must describe this model: every option given comes back as given. */
     for (int i = 0; c->opts[i]; i += 2) {
         const char *got = pelab_opts_get(&settings, c->opts[i]);

@@ -6,8 +6,9 @@
     RMSNorm(x) = x / sqrt(mean(x^2) + 1e-5)
 
 Attention per head (d = D / H): scores = q'.k' / sqrt(d), causal (key index s <= query index t),
-softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope`, `pope`);
-positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
+softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope` with its
+resonance and length-extension options, `pope`, `xpos`); `learned` and `sinusoidal` add e(pos)
+to the token embedding. Positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
 model.safetensors loads by name and gradients compare by name.
 
 Also here: a small safetensors reader/writer (struct + json + numpy; no safetensors package) and
@@ -77,6 +78,16 @@ DEFAULTS = {
 }
 _INTS = ("vocab", "max-seq", "d-model", "heads", "layers", "mlp-mult")
 _FLOATS = ("dropout", "rope-base", "pope-base")
+# learned, sinusoidal, xpos; RoPE's resonance and length extension (SPEC §3)
+DEFAULTS.update({
+    "ape-max-len": 0, "ape-extend": "error", "sin-base": 10000.0,
+    "xpos-base": 10000.0, "xpos-scale-base": 512.0, "xpos-gamma": 0.4,
+    "rope-resonance": "off", "rope-scaling": "none", "rope-scale": 1.0, "rope-original-len": 0,
+    "yarn-beta-fast": 32.0, "yarn-beta-slow": 1.0,
+})
+_INTS += ("ape-max-len", "rope-original-len")
+_FLOATS += ("sin-base", "xpos-base", "xpos-scale-base", "xpos-gamma", "rope-scale", "yarn-beta-fast",
+            "yarn-beta-slow")
 
 
 def parse_config(raw):
@@ -116,13 +127,22 @@ class NoPE(nn.Module):
 
 class RoPE(nn.Module):
     """Rotate each pair c of q (and k) at position p by p * theta_c, theta_c = base^(-2c/d).
-    Pairs are (x_2c, x_2c+1) in the `interleaved` layout, (x_c, x_c+d/2) in `half`."""
+    Pairs are (x_2c, x_2c+1) in the `interleaved` layout, (x_c, x_c+d/2) in `half`.
+    Optional: resonance (theta -> 2pi / round(2pi / theta)) and a length-extension method, see
+    RoPEScaled below."""
 
-    def __init__(self, d, base, layout):
+    def __init__(self, d, base, layout, resonance=False):
         super().__init__()
         assert d % 2 == 0 and layout in ("interleaved", "half")
-        self.theta = base ** (-2.0 * np.arange(d // 2, dtype=np.float64) / d)  # (d/2,)
+        self.d, self.base, self.resonance = d, base, resonance
+        self.theta = self.frequencies(base)                                   # (d/2,)
         self.layout = layout
+
+    def frequencies(self, base):
+        theta = base ** (-2.0 * np.arange(self.d // 2, dtype=np.float64) / self.d)
+        if self.resonance:
+            theta = 2 * math.pi / np.round(2 * math.pi / theta)
+        return theta
 
     def rotate(self, x, cos, sin):
         if self.layout == "interleaved":
@@ -136,6 +156,70 @@ class RoPE(nn.Module):
         a = _angles(pos, self.theta, torch.float64)           # (B, 1, T, d/2)
         cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
         return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+
+
+class RoPEScaled(RoPE):
+    """RoPE of a trained model evaluated with a length-extension method (SPEC section 3), scale s,
+    training context L_train, head width d:
+      pi:          positions m -> m / s
+      ntk:         base' = base * s^(d / (d - 2))
+      dynamic-ntk: base' = base * (s L / L_train - (s - 1))^(d / (d - 2)) when the pass's length
+                   L = max position + 1 exceeds L_train
+      yarn:        corr(r) = d ln(L_train / (2 pi r)) / (2 ln base), lo = max(0, floor(corr(beta_fast))),
+                   hi = min(d - 1, ceil(corr(beta_slow))) (hi = lo + 0.001 when equal),
+                   ramp_i = clamp((i - lo) / (hi - lo), 0, 1), keep = 1 - ramp,
+                   theta'_i = theta_i / s * (1 - keep) + theta_i * keep; attention logits times
+                   (0.1 ln s + 1)^2 (applied to the logits here, through logit_scale).
+    Resonance rounds the frequencies the method starts from (after the base change, before the
+    blend). s = 1 with pi, ntk or yarn is plain RoPE."""
+
+    def __init__(self, d, base, layout, resonance, method, s, original_len, beta_fast, beta_slow):
+        super().__init__(d, base, layout, resonance)
+        self.method, self.s, self.L_train = method, s, original_len
+        if method == "ntk":
+            self.theta = self.frequencies(base * s ** (d / (d - 2)))
+        if method == "yarn" and s != 1:
+            corr = lambda r: d * math.log(original_len / (2 * math.pi * r)) / (2 * math.log(base))
+            lo, hi = max(0, math.floor(corr(beta_fast))), min(d - 1, math.ceil(corr(beta_slow)))
+            if hi == lo:
+                hi += 0.001
+            ramp = np.clip((np.arange(d // 2) - lo) / (hi - lo), 0, 1)
+            keep = 1 - ramp
+            self.theta = self.theta / s * (1 - keep) + self.theta * keep
+            self.logit_scale = (0.1 * math.log(s) + 1) ** 2
+
+    def forward(self, q, k, pos):
+        if self.method == "pi":
+            a = (pos.to(torch.float64) / self.s)[:, None, :, None] * torch.as_tensor(self.theta)
+            cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+            return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        if self.method == "dynamic-ntk":
+            L = int(pos.max()) + 1
+            if L > self.L_train:
+                base = self.base * (self.s * L / self.L_train - (self.s - 1)) ** (self.d / (self.d - 2))
+                self.theta = self.frequencies(base)
+            else:
+                self.theta = self.frequencies(self.base)
+        return super().forward(q, k, pos)
+
+
+class XPos(RoPE):
+    """xPos (Sun et al. 2022): RoPE whose pair c of q at position t is also scaled by
+    zeta_c^(t / scale_base) and of k at s by zeta_c^(-s / scale_base),
+    zeta_c = (2c/d + gamma) / (1 + gamma); interleaved pairs."""
+
+    def __init__(self, d, base, scale_base, gamma):
+        super().__init__(d, base, "interleaved")
+        c = np.arange(d // 2, dtype=np.float64)
+        self.zeta = (2 * c / d + gamma) / (1 + gamma)                           # (d/2,)
+        self.scale_base = scale_base
+
+    def forward(self, q, k, pos):
+        e = pos.to(torch.float64)[:, None, :, None] / self.scale_base            # (B, 1, T, 1)
+        up = torch.as_tensor(self.zeta) ** e                                      # (B, 1, T, d/2)
+        up = torch.repeat_interleave(up, 2, dim=-1).to(q.dtype)                  # pairs share it
+        q, k = super().forward(q, k, pos)
+        return q * up, k / up
 
 
 class PoPE(nn.Module):
@@ -170,10 +254,51 @@ def make_posenc(cfg):
     if pe == "nope":
         return NoPE()
     if pe == "rope":
-        return RoPE(d, cfg["rope-base"], cfg["rope-layout"])
+        if cfg["rope-scaling"] != "none":
+            return RoPEScaled(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]),
+                              cfg["rope-scaling"], cfg["rope-scale"],
+                              cfg["rope-original-len"] or cfg["max-seq"], cfg["yarn-beta-fast"],
+                              cfg["yarn-beta-slow"])
+        return RoPE(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]))
+    if pe == "xpos":
+        return XPos(d, cfg["xpos-base"], cfg["xpos-scale-base"], cfg["xpos-gamma"])
+    if pe in ("learned", "sinusoidal"):
+        return NoPE()  # they act on the embedding: AbsolutePE below
     if pe == "pope":
         return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]))
     raise ValueError("the twin has no encoding '%s'" % pe)
+
+
+class AbsolutePE(nn.Module):
+    """Absolute encodings, added to the token embedding: e(pos) (B, T, D).
+    learned: the table pos_emb.weight (Tmax, D), Tmax = ape-max-len or the training context;
+      with ape-extend interpolate, a pass longer than the table (L' = max position + 1 > Tmax)
+      reads the table linearly resampled to L' rows (torch's interpolate, align_corners: row p of
+      the result sits at p (Tmax - 1) / (L' - 1) of the table).
+    sinusoidal: P[p, 2i] = sin(p base^(-2i/D)), P[p, 2i+1] = cos(p base^(-2i/D))."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.kind, D = cfg["pe"], cfg["d-model"]
+        if self.kind == "learned":
+            self.weight = nn.Parameter(torch.zeros(cfg["ape-max-len"] or cfg["max-seq"], D))
+            self.interpolate = cfg["ape-extend"] == "interpolate"
+        else:
+            self.freq = cfg["sin-base"] ** (-np.arange(0, D, 2, dtype=np.float64) / D)   # 2i/D
+            self.D = D
+
+    def forward(self, pos):
+        if self.kind == "sinusoidal":
+            a = pos.to(torch.float64)[..., None] * torch.as_tensor(self.freq)      # (B, T, ceil(D/2))
+            e = torch.stack((a.sin(), a.cos()), dim=-1).flatten(-2)[..., :self.D]
+            return e
+        L = int(pos.max()) + 1
+        table = self.weight
+        if L > table.shape[0]:
+            if not self.interpolate:
+                raise ValueError("position %d is beyond the learned table" % (L - 1))
+            table = F.interpolate(table.t()[None], size=L, mode="linear", align_corners=True)[0].t()
+        return table[pos.long()]
 
 
 # --- the model -------------------------------------------------------------------------------------
@@ -201,6 +326,7 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)                          # (B, H, T, T)
+        att = att * getattr(self.pope, "logit_scale", 1.0)                           # YaRN
         att = att.masked_fill(mask, float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, D)
         return self.proj(y)
@@ -240,6 +366,10 @@ class Twin(nn.Module):
         self.cfg = cfg
         V, D = cfg["vocab"], cfg["d-model"]
         self.tok_emb = nn.Embedding(V, D)
+        if cfg["pe"] == "learned":
+            self.pos_emb = AbsolutePE(cfg)       # its table is pos_emb.weight
+        elif cfg["pe"] == "sinusoidal":
+            self.sin_emb = AbsolutePE(cfg)       # no parameters
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["layers"]))
         self.final_norm = RMSNorm(D)
         self.lm_head = None if on(cfg["tied"]) else nn.Linear(D, V, bias=False)
@@ -270,6 +400,9 @@ class Twin(nn.Module):
         B, T = tokens.shape
         mask = torch.ones(T, T, dtype=torch.bool, device=tokens.device).triu(1)  # s > t masked
         h = self.tok_emb(tokens.long())
+        for absolute in ("pos_emb", "sin_emb"):
+            if hasattr(self, absolute):
+                h = h + getattr(self, absolute)(pos).to(h.dtype)
         for block in self.blocks:
             h = block(h, pos, mask)
         h = self.final_norm(h)
@@ -300,7 +433,7 @@ class Twin(nn.Module):
 def decays(name, p):
     """pelab's rule: decoupled weight decay on matrices (ndim >= 2), never on gains or on the
     positional encoding's parameters (named '.pope.' etc.)."""
-    return p.ndim >= 2 and ".pope." not in name
+    return p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
 
 
 def adamw(model, lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1, **kw):
@@ -372,6 +505,24 @@ def self_test():
         l1, _ = m(tok, pos)
         l2, _ = m(tok, pos + 1000)
         out.append(("%s model is shift invariant" % pe, (l1 - l2).abs().max().item(), 1e-10))
+    # xpos is relative too; learned and sinusoidal are absolute
+    for pe, relative in (("xpos", True), ("learned", False), ("sinusoidal", False)):
+        cfg = {"vocab": 11, "max-seq": T, "d-model": 16, "heads": 2, "layers": 2, "pe": pe,
+               "ape-max-len": 2048, "xpos-scale-base": 16}
+        m = Twin(cfg)
+        tok = torch.randint(0, 11, (B, T))
+        l1, _ = m(tok, pos)
+        l2, _ = m(tok, pos + 1000)
+        change = (l1 - l2).abs().max().item()
+        out.append(("%s model is %sshift invariant" % (pe, "" if relative else "not "),
+                    change if relative else float(change < 1e-3), 1e-10 if relative else 0.0))
+    # each length-extension method at s = 1 is RoPE (dynamic-ntk: up to L_train)
+    rope = RoPE(d, 10000.0, "interleaved")
+    for method in ("pi", "ntk", "dynamic-ntk", "yarn"):
+        scaled = RoPEScaled(d, 10000.0, "interleaved", False, method, 1.0, 64, 32.0, 1.0)
+        err = max((a - b).abs().max().item() for a, b in zip(scaled(q, k, pos), rope(q, k, pos)))
+        out.append(("rope %s at scale 1 is rope" % method,
+                    err + abs(getattr(scaled, "logit_scale", 1.0) - 1), 0.0))
     # safetensors round trip
     import os
     import tempfile
