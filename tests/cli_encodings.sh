@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The absolute encodings and xPos train, evaluate and sample from the command line; their
+# options land in config.json; a learned run evaluates with --ape-extend interpolate (an
+# evaluation-time option) and refuses it at training; RoPE's resonance is a training option.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
+
+for case in "learned" "sinusoidal" "xpos" "learned --ape-max-len 64" "sinusoidal --sin-base 500" \
+            "xpos --xpos-scale-base 64" "rope --rope-resonance on"; do
+    set -- $case
+    pe=$1
+    R="$W/$(tr ' ' '_' <<<"$case")"
+    "$P" train --task indirect --pe $case $TINY --steps 12 --eval-every 6 --eval-batches 1 \
+        --out "$R" >/dev/null 2>"$W/err" || fail "train --pe $case exited $?: $(tail -3 "$W/err")"
+    [ -s "$R/model.safetensors" ] && [ -s "$R/summary.json" ] || fail "$case: run directory incomplete"
+    /usr/bin/python3 - "$R" "$case" <<'PY' || fail "$case: config.json"
+import json, sys
+d, case = sys.argv[1], sys.argv[2].split()
+cfg = json.load(open(d + "/config.json"))
+enc = cfg["encoding"]
+want = {"learned": {"ape-max-len"}, "sinusoidal": {"sin-base"},
+        "xpos": {"xpos-base", "xpos-scale-base", "xpos-gamma"},
+        "rope": {"rope-base", "rope-layout", "rope-resonance"}}[case[0]]
+assert cfg["model"]["pe"] == case[0] and set(enc) == want, (cfg["model"], enc)
+for k, v in zip(case[1::2], case[2::2]):
+    assert str(enc[k[2:]]) == v or enc[k[2:]] == float(v), (k, v, enc)
+s = json.load(open(d + "/summary.json"))
+assert s["steps"] == 12 and s["test_loss"] > 0, s
+PY
+    "$P" eval --model "$R" --json >"$W/out" 2>"$W/err" || fail "$case: eval exited $?: $(cat "$W/err")"
+    /usr/bin/python3 -c '
+import json, sys
+e, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert e["examples"] == 32 and e["loss"] > 0, e' "$W/out" "$R/summary.json" || fail "$case: eval output"
+    "$P" sample --model "$R" --count 2 >"$W/out" 2>"$W/err" || fail "$case: sample exited $?"
+    [ "$(grep -c "truth '" "$W/out")" -eq 2 ] || fail "$case: sample output: $(cat "$W/out")"
+done
+
+# --ape-extend is an evaluation-time option of learned runs: eval and sample take it (the
+# evaluated length fits the table here, so the result is the plain one), training refuses it.
+R="$W/learned"
+"$P" eval --model "$R" --json >"$W/plain" 2>&1 || fail "eval: $(cat "$W/plain")"
+"$P" eval --model "$R" --json --ape-extend interpolate >"$W/interp" 2>"$W/err" ||
+    fail "eval --ape-extend interpolate exited $?: $(cat "$W/err")"
+cmp -s "$W/plain" "$W/interp" || fail "--ape-extend interpolate changed an evaluation that fits the table"
+"$P" sample --model "$R" --count 1 --ape-extend interpolate >/dev/null 2>"$W/err" ||
+    fail "sample --ape-extend interpolate exited $?: $(cat "$W/err")"
+grep -q '"ape-extend"' "$R/config.json" && fail "config.json records an evaluation-time option"
+
+expect_usage() { # PATTERN -- ARGS...
+    local pattern=$1; shift 2
+    "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
+    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
+    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
+        fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
+}
+expect_usage "--ape-extend is an option of eval and sample (for --pe learned runs)" -- \
+    train --pe learned --ape-extend interpolate $TINY --out "$W/no"
+expect_usage "--ape-extend applies to runs of --pe learned" -- eval --model "$W/sinusoidal" --ape-extend interpolate
+expect_usage "--ape-extend: 'extrapolate'" -- eval --model "$R" --ape-extend extrapolate
+expect_usage "--ape-max-len 10 is shorter than the training context" -- \
+    train --pe learned --ape-max-len 10 $TINY --out "$W/no"
+expect_usage "--xpos-scale-base does not apply to --pe rope" -- train --pe rope --xpos-scale-base 8 $TINY --out "$W/no"
+[ -e "$W/no" ] && fail "a refused run left $W/no behind"
+echo "ok"

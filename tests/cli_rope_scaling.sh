@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# RoPE's length extension at evaluation: eval and sample of a rope run take --rope-scaling
+# pi|ntk|dynamic-ntk|yarn with --rope-scale and YaRN's options; each method at scale 1 (and a
+# scale given with none) evaluates exactly as plain RoPE; a method at scale 4 changes the
+# result. The options are refused, with one line naming the option and exit 2, on runs of other
+# encodings (pope, nope), by training, and where a value makes no sense.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
+
+for pe in rope pope nope; do
+    "$P" train --task indirect --pe $pe $TINY --steps 10 --eval-every 0 --out "$W/$pe" \
+        >/dev/null 2>"$W/err" || fail "train --pe $pe exited $?: $(tail -3 "$W/err")"
+done
+R="$W/rope"
+
+loss() { # ARGS... → the loss of `pelab eval --model R --json ARGS`, full precision
+    "$P" eval --model "$R" --json "$@" >"$W/out" 2>"$W/err" ||
+        fail "eval $* exited $?: $(cat "$W/err")"
+    /usr/bin/python3 -c 'import json, sys; print(repr(json.load(open(sys.argv[1]))["loss"]))' "$W/out"
+}
+plain=$(loss)
+[ "$(loss --rope-scaling none --rope-scale 4)" = "$plain" ] || fail "a scale with none changed the evaluation"
+for m in pi ntk dynamic-ntk yarn; do
+    [ "$(loss --rope-scaling $m --rope-scale 1)" = "$plain" ] || fail "$m at scale 1 differs from plain RoPE"
+done
+# dynamic-ntk acts only beyond L_train: the evaluated length (the training context) is within it.
+[ "$(loss --rope-scaling dynamic-ntk --rope-scale 4)" = "$plain" ] || fail "dynamic-ntk acted within L_train"
+[ "$(loss --rope-scaling dynamic-ntk --rope-scale 4 --rope-original-len 20)" != "$plain" ] ||
+    fail "dynamic-ntk beyond --rope-original-len changed nothing"
+for m in pi ntk yarn; do
+    [ "$(loss --rope-scaling $m --rope-scale 4)" != "$plain" ] || fail "$m at scale 4 changed nothing"
+done
+[ "$(loss --rope-scaling yarn --rope-scale 4 --yarn-beta-fast 16 --yarn-beta-slow 2 --rope-original-len 2048)" != \
+  "$(loss --rope-scaling yarn --rope-scale 4)" ] || fail "YaRN's options changed nothing"
+"$P" eval --model "$R" --rope-scaling yarn --rope-scale 4 >"$W/out" 2>"$W/err" ||
+    fail "eval --rope-scaling yarn --rope-scale 4 exited $?: $(cat "$W/err")"
+grep -q "^test: accuracy" "$W/out" || fail "eval output: $(cat "$W/out")"
+"$P" sample --model "$R" --count 2 --rope-scaling yarn --rope-scale 4 >"$W/out" 2>"$W/err" ||
+    fail "sample --rope-scaling yarn exited $?: $(cat "$W/err")"
+[ "$(grep -c "truth '" "$W/out")" -eq 2 ] || fail "sample output: $(cat "$W/out")"
+grep -q "rope-scaling" "$R/config.json" && fail "config.json records an evaluation-time option"
+"$P" help eval | grep -q -- "--rope-scaling none|pi|ntk|dynamic-ntk|yarn" || fail "help eval lacks --rope-scaling"
+"$P" help sample | grep -q -- "--yarn-beta-fast" || fail "help sample lacks --yarn-beta-fast"
+
+expect_usage() { # PATTERN -- ARGS...
+    local pattern=$1; shift 2
+    "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
+    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
+    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
+        fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
+}
+for pe in pope nope; do
+    expect_usage "--rope-scaling applies to runs of --pe rope; $W/$pe was trained with --pe $pe" -- \
+        eval --model "$W/$pe" --rope-scaling yarn --rope-scale 4
+    expect_usage "--rope-scale applies to runs of --pe rope" -- sample --model "$W/$pe" --rope-scale 2
+done
+expect_usage "--rope-scaling is an option of eval and sample (for --pe rope runs), not of training" -- \
+    train --pe rope --rope-scaling yarn $TINY --out "$W/no"
+expect_usage "--rope-scale 0.5: --rope-scaling yarn extends the context s times" -- \
+    eval --model "$R" --rope-scaling yarn --rope-scale 0.5
+expect_usage "--yarn-beta-fast applies only with --rope-scaling yarn (not ntk)" -- \
+    eval --model "$R" --rope-scaling ntk --rope-scale 2 --yarn-beta-fast 16
+expect_usage "--rope-original-len applies only with --rope-scaling dynamic-ntk or yarn" -- \
+    eval --model "$R" --rope-scaling pi --rope-scale 2 --rope-original-len 64
+expect_usage "--rope-scaling: 'longrope'" -- eval --model "$R" --rope-scaling longrope
+expect_usage "--rope-scale: -1 is out of range" -- eval --model "$R" --rope-scaling pi --rope-scale -1
+[ -e "$W/no" ] && fail "a refused run left $W/no behind"
+echo "ok"
