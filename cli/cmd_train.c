@@ -21,7 +21,9 @@ void pelab_cmd_train_help(FILE *f) {
                "Trains a model and keeps a run directory (--out): config.json, model.safetensors,\n"
                "state.safetensors, log.jsonl, summary.json (see docs/FORMATS.md). Options take\n"
                "'--name value' or '--name=value'; encoding and task options apply only to the\n"
-               "chosen --pe and --task. A --preset fills the options not given.\n");
+               "chosen --pe and --task. A --preset fills the options not given. Options that\n"
+               "change only how a model is evaluated (RoPE's --rope-scaling, --ape-extend) belong\n"
+               "to eval and sample: see 'pelab help eval'.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
