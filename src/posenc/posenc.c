@@ -7,11 +7,16 @@
 #include "pelab/status.h"
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
+extern const struct pelab_posenc_ops pelab_pe_alibi, pelab_pe_t5, pelab_pe_fire, pelab_pe_fire_shared;
 
 static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_nope,
     &pelab_pe_rope,
     &pelab_pe_pope,
+    &pelab_pe_alibi,
+    &pelab_pe_t5,
+    &pelab_pe_fire,
+    &pelab_pe_fire_shared,
     NULL,
 };
 
