@@ -171,30 +171,30 @@ static inline double input_of(const struct view *v, double n, double m) {
 
 static inline pelab_real relu(pelab_real x) { return x > 0 ? x : 0; }
 
-/* f(u)_h; z (depth, W) keeps the hidden pre-activations for a backward. */
-static pelab_real mlp_forward(const struct view *v, int h, pelab_real u, pelab_real *z) {
-    const int W = v->W, D = v->depth;
-    if (D == 0) return v->w[0][h] * u;
-    for (int o = 0; o < W; o++) z[o] = v->w[0][o] * u + v->b[0][o];
-    for (int l = 1; l < D; l++) {
-        const pelab_real *in = z + (long)(l - 1) * W;
-        pelab_real *out = z + (long)l * W;
-        for (int o = 0; o < W; o++) {
-            const pelab_real *row = v->w[l] + (long)o * W;
-            pelab_real s = v->b[l][o];
-            for (int i = 0; i < W; i++) s += row[i] * relu(in[i]);
-            out[o] = s;
-        }
-    }
-    const pelab_real *last = z + (long)(D - 1) * W, *row = v->w[D] + (long)h * W;
+static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
-    for (int i = 0; i < W; i++) s += row[i] * relu(last[i]);
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
 }
 
-/* Parameter grads += for upstream g at input u (z from mlp_forward); returns ∂/∂u.
+/* f(u)_h; a (depth, W) keeps the hidden activations after ReLU for a backward (a > 0 exactly
+ * where the pre-activation is, so they double as the ReLU masks). */
+static pelab_real mlp_forward(const struct view *v, int h, pelab_real u, pelab_real *a) {
+    const int W = v->W, D = v->depth;
+    if (D == 0) return v->w[0][h] * u;
+    for (int o = 0; o < W; o++) a[o] = relu(v->w[0][o] * u + v->b[0][o]);
+    for (int l = 1; l < D; l++) {
+        const pelab_real *in = a + (long)(l - 1) * W;
+        pelab_real *out = a + (long)l * W;
+        for (int o = 0; o < W; o++) out[o] = relu(dot(v->w[l] + (long)o * W, in, W) + v->b[l][o]);
+    }
+    return dot(v->w[D] + (long)h * W, a + (long)(D - 1) * W, W);
+}
+
+/* Parameter grads += for upstream g at input u (a from mlp_forward); returns ∂/∂u.
  * dz (2, W) scratch. */
-static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *z,
+static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *a,
                                pelab_real g, pelab_real *dz) {
     const int W = v->W, D = v->depth;
     if (D == 0) {
@@ -202,22 +202,26 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
         return g * v->w[0][h];
     }
     pelab_real *cur = dz, *next = dz + W;
-    const pelab_real *last = z + (long)(D - 1) * W, *row = v->w[D] + (long)h * W;
+    const pelab_real *last = a + (long)(D - 1) * W, *row = v->w[D] + (long)h * W;
     pelab_real *drow = v->dw[D] + (long)h * W;
+#pragma omp simd
     for (int i = 0; i < W; i++) {
-        drow[i] += g * relu(last[i]);
+        drow[i] += g * last[i];
         cur[i] = last[i] > 0 ? g * row[i] : 0;
     }
-    for (int l = D - 1; l >= 1; l--) { /* cur = ∂/∂z_l; layer l maps relu(z_{l−1}) to z_l */
-        const pelab_real *in = z + (long)(l - 1) * W;
+    for (int l = D - 1; l >= 1; l--) { /* cur = ∂/∂z_l; layer l maps a_{l−1} to z_l */
+        const pelab_real *in = a + (long)(l - 1) * W;
         for (int i = 0; i < W; i++) next[i] = 0;
         for (int o = 0; o < W; o++) {
+            const pelab_real c = cur[o];
+            if (c == 0) continue; /* a ReLU that was off: nothing flows */
             const pelab_real *wr = v->w[l] + (long)o * W;
             pelab_real *dwr = v->dw[l] + (long)o * W;
-            v->db[l][o] += cur[o];
+            v->db[l][o] += c;
+#pragma omp simd
             for (int i = 0; i < W; i++) {
-                dwr[i] += cur[o] * relu(in[i]);
-                next[i] += wr[i] * cur[o];
+                dwr[i] += c * in[i];
+                next[i] += wr[i] * c;
             }
         }
         for (int i = 0; i < W; i++) next[i] = in[i] > 0 ? next[i] : 0;
@@ -235,11 +239,11 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
 
 /* One input's whole backward: MLP grads, then u's dependence on c (and on ℓ when m = L). */
 static void input_backward(const struct view *v, int h, double n, double m, int m_is_L,
-                           pelab_real g, pelab_real *z, pelab_real *dz, double *dc, double *dell,
+                           pelab_real g, pelab_real *act, pelab_real *dz, double *dc, double *dell,
                            double ell_sign, double L_train) {
     const double A = psi(v->c, n), P = psi(v->c, m) + FIRE_EPS, u = A / P;
-    mlp_forward(v, h, (pelab_real)u, z);
-    const double du = mlp_backward(v, h, (pelab_real)u, z, g, dz);
+    mlp_forward(v, h, (pelab_real)u, act);
+    const double du = mlp_backward(v, h, (pelab_real)u, act, g, dz);
     const double ac = fabs(v->c), sc = (v->c > 0) - (v->c < 0);
     const double dP = -A / (P * P); /* ∂u/∂ψ(m) */
     *dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P + dP * sc * fabs(m) / (ac * fabs(m) + 1));
@@ -267,18 +271,18 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
                            const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
     struct view v;
     load_view(pe, layer, &v);
-    pelab_real z[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX];
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX];
     int64_t lo, R;
     short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
     pelab_real *tab = R ? malloc((size_t)R * sizeof *tab) : NULL; /* without it: per entry */
-    for (int64_t n = 0; tab && n < R; n++) tab[n] = mlp_forward(&v, h, (pelab_real)input_of(&v, (double)(lo + n), v.L), z);
+    for (int64_t n = 0; tab && n < R; n++) tab[n] = mlp_forward(&v, h, (pelab_real)input_of(&v, (double)(lo + n), v.L), act);
     for (int i = 0; i < nq; i++) {
         const int is_short = pos_q[i] < v.L;
         const double m = is_short ? v.L : pos_q[i];
         pelab_real *row = out + (long)i * nk;
         for (int j = 0; j < nk; j++) {
             int64_t n = dist(pos_q[i], pos_k[j]);
-            row[j] = is_short && tab ? tab[n - lo] : mlp_forward(&v, h, (pelab_real)input_of(&v, (double)n, m), z);
+            row[j] = is_short && tab ? tab[n - lo] : mlp_forward(&v, h, (pelab_real)input_of(&v, (double)n, m), act);
         }
     }
     free(tab);
@@ -290,7 +294,7 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
     const struct fire_net *net = &f->net[f->shared ? 0 : layer];
     struct view v;
     load_view(pe, layer, &v);
-    pelab_real z[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX];
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX];
     const double ell = pelab_params_data(pe->params, net->ell)[0];
     const double ell_sign = (ell > 0) - (ell < 0), L_train = pe->max_seq;
     double dc = 0, dell = 0;
@@ -305,11 +309,11 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
             int64_t n = dist(pos_q[i], pos_k[j]);
             pelab_real d = dout[(long)i * nk + j];
             if (is_short && g) g[n - lo] += d;
-            else if (d != 0) input_backward(&v, h, (double)n, m, is_short, d, z, dz, &dc, &dell, ell_sign, L_train);
+            else if (d != 0) input_backward(&v, h, (double)n, m, is_short, d, act, dz, &dc, &dell, ell_sign, L_train);
         }
     }
     for (int64_t n = 0; g && n < R; n++)
-        if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], z, dz, &dc, &dell, ell_sign, L_train);
+        if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz, &dc, &dell, ell_sign, L_train);
     free(g);
     pelab_params_grad(pe->params, net->c)[0] += (pelab_real)dc;
     pelab_params_grad(pe->params, net->ell)[0] += (pelab_real)dell;
