@@ -19,7 +19,7 @@
  * MLP init: PyTorch's nn.Linear default, weights and biases uniform in ±1/√fan_in. With a scalar
  * input the first layer's ReLU kinks (−b/w) then spread over u's range, so the initial bias is a
  * small (~0.1) non-linear function of distance whose gradient reaches every layer; N(0, 0.02)
- * weights would start it near 1e-5 with vanishing gradients to the inner layers.
+ * weights would start it near 1e-4 with vanishing gradients to the inner layers.
  *
  * Tiles. Rows with t < L share the normaliser ψ(L), so their biases depend only on n = |t − s|:
  * f is evaluated once per distance of the tile's range (when that range is no larger than
@@ -66,8 +66,10 @@ struct fire {
 struct view {
     const pelab_real *w[FIRE_DEPTH_MAX + 1], *b[FIRE_DEPTH_MAX + 1];
     pelab_real *dw[FIRE_DEPTH_MAX + 1], *db[FIRE_DEPTH_MAX + 1];
-    double c, L;       /* c, and L = |ℓ| · L_train */
-    int W, depth, H;
+    double c, L;        /* c, and L = |ℓ| · L_train */
+    double dL_dell;     /* L_train · sgn(ℓ) */
+    double dc, dell;    /* backward: a call's sums, added to the gradients at its end */
+    int W, depth;
 };
 
 static int fire_init_common(struct pelab_posenc *pe, const struct pelab_opts *opts,
@@ -149,11 +151,13 @@ static void load_view(const struct pelab_posenc *pe, int layer, struct view *v) 
         v->b[i] = pelab_params_data(pe->params, net->b[i]);
         v->db[i] = pelab_params_grad(pe->params, net->b[i]);
     }
+    const double ell = pelab_params_data(pe->params, net->ell)[0];
     v->c = pelab_params_data(pe->params, net->c)[0];
-    v->L = fabs((double)pelab_params_data(pe->params, net->ell)[0]) * pe->max_seq;
+    v->L = fabs(ell) * pe->max_seq;
+    v->dL_dell = (double)pe->max_seq * ((ell > 0) - (ell < 0));
+    v->dc = v->dell = 0;
     v->W = f->width;
     v->depth = f->depth;
-    v->H = pe->H;
 }
 
 /* |a − b| without overflow. */
@@ -237,17 +241,17 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
     return du;
 }
 
-/* One input's whole backward: MLP grads, then u's dependence on c (and on ℓ when m = L). */
-static void input_backward(const struct view *v, int h, double n, double m, int m_is_L,
-                           pelab_real g, pelab_real *act, pelab_real *dz, double *dc, double *dell,
-                           double ell_sign, double L_train) {
+/* One input's whole backward: MLP grads, then u's dependence on c (and on ℓ when m = L) into
+ * v->dc, v->dell. act (depth, W), dz (2, W) scratch. */
+static void input_backward(struct view *v, int h, double n, double m, int m_is_L, pelab_real g,
+                           pelab_real *act, pelab_real *dz) {
     const double A = psi(v->c, n), P = psi(v->c, m) + FIRE_EPS, u = A / P;
     mlp_forward(v, h, (pelab_real)u, act);
     const double du = mlp_backward(v, h, (pelab_real)u, act, g, dz);
     const double ac = fabs(v->c), sc = (v->c > 0) - (v->c < 0);
     const double dP = -A / (P * P); /* ∂u/∂ψ(m) */
-    *dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P + dP * sc * fabs(m) / (ac * fabs(m) + 1));
-    if (m_is_L) *dell += du * dP * ac * ((m > 0) - (m < 0)) / (ac * fabs(m) + 1) * L_train * ell_sign;
+    v->dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P + dP * sc * fabs(m) / (ac * fabs(m) + 1));
+    if (m_is_L) v->dell += du * dP * ac * ((m > 0) - (m < 0)) / (ac * fabs(m) + 1) * v->dL_dell;
 }
 
 /* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough to tabulate
@@ -295,9 +299,6 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
     struct view v;
     load_view(pe, layer, &v);
     pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX];
-    const double ell = pelab_params_data(pe->params, net->ell)[0];
-    const double ell_sign = (ell > 0) - (ell < 0), L_train = pe->max_seq;
-    double dc = 0, dell = 0;
     int64_t lo, R;
     short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
     pelab_real *g = R ? calloc((size_t)R, sizeof *g) : NULL; /* summed dout per distance */
@@ -309,14 +310,14 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
             int64_t n = dist(pos_q[i], pos_k[j]);
             pelab_real d = dout[(long)i * nk + j];
             if (is_short && g) g[n - lo] += d;
-            else if (d != 0) input_backward(&v, h, (double)n, m, is_short, d, act, dz, &dc, &dell, ell_sign, L_train);
+            else if (d != 0) input_backward(&v, h, (double)n, m, is_short, d, act, dz);
         }
     }
     for (int64_t n = 0; g && n < R; n++)
-        if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz, &dc, &dell, ell_sign, L_train);
+        if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz);
     free(g);
-    pelab_params_grad(pe->params, net->c)[0] += (pelab_real)dc;
-    pelab_params_grad(pe->params, net->ell)[0] += (pelab_real)dell;
+    pelab_params_grad(pe->params, net->c)[0] += (pelab_real)v.dc;
+    pelab_params_grad(pe->params, net->ell)[0] += (pelab_real)v.dell;
 }
 
 const struct pelab_posenc_ops pelab_pe_fire = {
