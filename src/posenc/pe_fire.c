@@ -47,7 +47,7 @@
 static const struct pelab_optdef fire_options[] = {
     {"fire-width", PELAB_OPT_INT, "32", 1, FIRE_WIDTH_MAX, NULL, "FIRE MLP hidden width W"},
     {"fire-depth", PELAB_OPT_INT, "2", 0, FIRE_DEPTH_MAX, NULL,
-     "FIRE MLP hidden layers (2: 1 → W → W → heads; 0: affine in u)"},
+     "FIRE MLP hidden layers (2: 1 → W → W → heads; 0: linear in u)"},
     {0},
 };
 
