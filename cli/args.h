@@ -51,5 +51,7 @@ int pelab_cmd_sample(int argc, char **argv);
 void pelab_cmd_sample_help(FILE *f);
 int pelab_cmd_compare(int argc, char **argv);
 void pelab_cmd_compare_help(FILE *f);
+int pelab_cmd_analyze(int argc, char **argv);
+void pelab_cmd_analyze_help(FILE *f);
 
 #endif

@@ -26,6 +26,8 @@ static const struct command commands[] = {
      pelab_cmd_sample_help},
     {"compare", "train several encodings x seeds and print a results table", pelab_cmd_compare,
      pelab_cmd_compare_help},
+    {"analyze", "what a run learned, as CSV: bias per distance (alibi, t5, fire), PoPE's delta",
+     pelab_cmd_analyze, pelab_cmd_analyze_help},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -43,6 +43,12 @@ check 1 "missing is not a pelab run directory (no config.json)" -- train --resum
 check 2 "unknown option --foo"            -- compare --pe rope,pope --foo 1 $TINY --out r
 check 2 "unknown encoding 'nosuch'"       -- compare --pe rope,nosuch $TINY --out r
 check 2 "--rope-base does not apply to --pe pope,nope" -- compare --pe pope,nope --rope-base 9 $TINY --out r
+check 2 "--t5-buckets does not apply to --pe alibi" -- train --pe alibi --t5-buckets 8 $TINY --out r
+check 2 "--fire-width does not apply to --pe t5"   -- train --pe t5 --fire-width 8 $TINY --out r
+check 2 "--t5-buckets: 1 is out of range"        -- train --pe t5 --t5-buckets 1 $TINY --out r
+check 2 "--t5-max-distance 16 must exceed --t5-buckets/2 = 16" -- train --pe t5 --t5-max-distance 16 $TINY --out r
+check 2 "--fire-width: -4 is out of range"       -- train --pe fire --fire-width -4 $TINY --out r
+check 2 "--fire-depth: 9 is out of range"        -- train --pe fire-shared --fire-depth 9 $TINY --out r
 
 # A foreign directory: files but no config.json, or a config.json that is not pelab's.
 mkdir -p "$W/foreign" && echo hi >"$W/foreign/notes.txt"

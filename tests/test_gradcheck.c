@@ -1,7 +1,8 @@
 /* Gradient checks in double precision, by central differences: every layer on every input and
  * parameter, each encoding's QK transform (PoPE's δ included, RoPE's length-extension methods),
- * the learned table (direct and interpolated), and the whole model for each encoding, tied and
- * untied, with and without dropout. */
+ * each BIAS encoding's parameters (T5's tables, FIRE's MLP, c and ℓ), the learned table (direct
+ * and interpolated), and the whole model for each encoding, tied and untied, with and without
+ * dropout. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -228,6 +229,91 @@ static void check_embed(const char *label, const char *k1, const char *v1, const
     pelab_params_free(&c.params);
 }
 
+/* --- BIAS encodings through the interface ----------------------------------------------------- */
+/* Tiles of (query positions × key positions): contiguous below L, crossing L, scattered (too wide
+ * a range to tabulate, one query far past L), rectangular, and negative positions. */
+enum { N_TILES = 5 };
+static const int32_t tile_q0[] = {0, 1, 2, 3, 4, 5}, tile_q1[] = {10, 11, 12, 13, 14, 15, 16, 17},
+                     tile_q2[] = {3, 4, 9, 10, 0, 1, 2, 700}, tile_q3[] = {20, 21, 22},
+                     tile_k3[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, tile_q4[] = {-3, 2},
+                     tile_k4[] = {-5, -3, 0};
+static const struct { const int32_t *q, *k; int nq, nk; } tiles[N_TILES] = {
+    {tile_q0, tile_q0, 6, 6}, {tile_q1, tile_q1, 8, 8}, {tile_q2, tile_q2, 8, 8},
+    {tile_q3, tile_k3, 3, 10}, {tile_q4, tile_k4, 2, 3}};
+#define BIAS_LAYERS 2
+#define BIAS_H 2
+#define TILE_MAX 80
+
+struct bias_ctx { struct pelab_posenc pe; struct pelab_params params;
+                  double w[BIAS_LAYERS][BIAS_H][N_TILES][TILE_MAX]; };
+/* Σ over layers, heads, tiles and unmasked entries (s ≤ t) of w · bias(t, s). */
+static double bias_f(void *p) {
+    struct bias_ctx *c = p;
+    double out[TILE_MAX], sum = 0;
+    for (int l = 0; l < BIAS_LAYERS; l++)
+        for (int h = 0; h < BIAS_H; h++)
+            for (int t = 0; t < N_TILES; t++) {
+                c->pe.ops->bias_tile(&c->pe, l, h, out, tiles[t].q, tiles[t].nq, tiles[t].k, tiles[t].nk);
+                for (int i = 0; i < tiles[t].nq; i++)
+                    for (int j = 0; j < tiles[t].nk; j++)
+                        if (tiles[t].k[j] <= tiles[t].q[i])
+                            sum += c->w[l][h][t][i * tiles[t].nk + j] * out[i * tiles[t].nk + j];
+            }
+    return sum;
+}
+static void bias_backward(struct bias_ctx *c) {
+    for (int l = 0; l < BIAS_LAYERS; l++)
+        for (int h = 0; h < BIAS_H; h++)
+            for (int t = 0; t < N_TILES; t++) /* masked entries get a weight too: ignored */
+                c->pe.ops->bias_tile_backward(&c->pe, l, h, c->w[l][h][t], tiles[t].q, tiles[t].nq,
+                                              tiles[t].k, tiles[t].nk);
+}
+/* Every parameter of a BIAS encoding; `set` (name suffix, value) pairs move FIRE's c and ℓ off
+ * their init (negative values too, through |c| and |ℓ|), and T5's table off zero. */
+static void check_bias(const char *label, const char *pe_name, const char *const *kv,
+                       const char *const *set) {
+    static struct bias_ctx c;
+    memset(&c, 0, sizeof c);
+    struct pelab_opts o = {0};
+    for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
+    /* max_seq 12: L = 12·|ℓ| lies inside the second tile's queries */
+    CHECK(pelab_posenc_init(&c.pe, pe_name, &o, &c.params, 8, BIAS_H, BIAS_LAYERS, 12) == PELAB_OK, "%s: %s",
+          label, pelab_last_error());
+    CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 9);
+    c.pe.ops->init_params(&c.pe, &rng);
+    for (int i = 0; i < c.params.count; i++) {
+        const struct pelab_param *p = &c.params.list[i];
+        size_t len = strlen(p->name);
+        if (strstr(p->name, ".t5."))
+            for (size_t j = 0; j < p->size; j++) c.params.data[p->offset + j] = pelab_rng_normal(&rng);
+        for (const char *const *s = set; s && s[0]; s += 2)
+            if (len >= strlen(s[0]) && strcmp(p->name + len - strlen(s[0]), s[0]) == 0)
+                c.params.data[p->offset] = atof(s[1]);
+    }
+    fill_uniform(&c.w[0][0][0][0], (long)(sizeof c.w / sizeof(double)), -1, 1, &seed);
+    pelab_params_zero_grad(&c.params);
+    bias_backward(&c);
+    double *grad = malloc(c.params.total * sizeof *grad);
+    memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
+    for (int i = 0; i < c.params.count; i++) {
+        const struct pelab_param *p = &c.params.list[i];
+        char what[120];
+        snprintf(what, sizeof what, "%s: %s", label, p->name);
+        gradcheck(what, bias_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
+                  H_STEP, ATOL, RTOL);
+    }
+    /* gradients accumulate: a second backward adds the same again */
+    bias_backward(&c);
+    double off = 0;
+    for (size_t i = 0; i < c.params.total; i++) off = fmax(off, fabs(c.params.grad[i] - 2 * grad[i]));
+    CHECK(off < 1e-12, "%s: a second backward added %.3g off the first one", label, off);
+    free(grad);
+    pelab_posenc_free(&c.pe);
+    pelab_params_free(&c.params);
+}
+
 /* --- the whole model -------------------------------------------------------------------------- */
 struct model_ctx { struct pelab_model m; int B, T; int32_t *tokens, *targets, *pos; };
 static double model_f(void *p) {
@@ -299,6 +385,17 @@ int main(void) {
     printf("EMBED encodings\n");
     check_embed("learned", "ape-max-len", "22", NULL, NULL);
     check_embed("learned interpolated", "ape-max-len", "9", "ape-extend", "interpolate");
+    printf("BIAS encodings\n");
+    check_bias("t5 shared", "t5", (const char *const[]){"t5-buckets", "8", "t5-max-distance", "20", NULL}, NULL);
+    check_bias("t5 per layer", "t5", (const char *const[]){"t5-table", "per-layer", "t5-buckets", "6", "t5-max-distance", "5", NULL}, NULL);
+    check_bias("fire", "fire", (const char *const[]){"fire-width", "8", NULL},
+               (const char *const[]){".c", "0.37", ".ell", "1.07", NULL});
+    check_bias("fire |c|, |ℓ| < 0", "fire", (const char *const[]){"fire-width", "5", "fire-depth", "3", NULL},
+               (const char *const[]){".c", "-0.2", ".ell", "-0.93", NULL});
+    check_bias("fire depth 0", "fire", (const char *const[]){"fire-depth", "0", NULL},
+               (const char *const[]){".c", "0.25", ".ell", "1.3", NULL});
+    check_bias("fire-shared", "fire-shared", (const char *const[]){"fire-width", "6", NULL},
+               (const char *const[]){".c", "0.15", ".ell", "0.8", NULL});
     printf("whole model\n");
     check_model("nope", (const char *const[]){"pe", "nope", NULL}, 0);
     check_model("rope", (const char *const[]){"pe", "rope", NULL}, 0);
@@ -316,5 +413,12 @@ int main(void) {
     check_model("rope resonance", (const char *const[]){"pe", "rope", "rope-resonance", "on", NULL}, 0);
     check_model("rope yarn", (const char *const[]){"pe", "rope", "rope-scaling", "yarn", "rope-scale", "4", "rope-original-len", "64", NULL}, 0);
     check_model("rope dynamic-ntk", (const char *const[]){"pe", "rope", "rope-scaling", "dynamic-ntk", "rope-scale", "2", NULL}, 0);
+    /* one per bias encoding, small MLPs: the interface checks above cover the encodings' own
+     * parameters in depth; here their place in the model (ALiBi's 3 heads take both slope rules;
+     * the model's second row starts past FIRE's L) */
+    check_model("alibi 3 heads", (const char *const[]){"pe", "alibi", "d-model", "6", "heads", "3", NULL}, 0);
+    check_model("t5 per layer", (const char *const[]){"pe", "t5", "t5-table", "per-layer", "t5-buckets", "6", "t5-max-distance", "5", NULL}, 0);
+    check_model("fire dropout", (const char *const[]){"pe", "fire", "fire-width", "6", NULL}, 0.25);
+    check_model("fire-shared", (const char *const[]){"pe", "fire-shared", "fire-width", "5", "fire-depth", "3", NULL}, 0);
     return check_report("test_gradcheck");
 }

@@ -73,6 +73,13 @@ static const struct twin_case cases[] = {
     {"rope-yarn-half-resonance", {"pe", "rope", "rope-layout", "half", "rope-resonance", "on",
                                   "rope-scaling", "yarn", "rope-scale", "8", "rope-original-len",
                                   "512", NULL}},
+    /* bias encodings; the t5 tables are small enough that distances < T reach the log buckets */
+    {"alibi", {"pe", "alibi", NULL}},
+    {"alibi-6-heads", {"pe", "alibi", "heads", "6", "d-model", "36", NULL}},
+    {"t5-shared", {"pe", "t5", "t5-buckets", "6", "t5-max-distance", "8", NULL}},
+    {"t5-per-layer", {"pe", "t5", "t5-table", "per-layer", "t5-buckets", "8", "t5-max-distance", "12", NULL}},
+    {"fire", {"pe", "fire", NULL}},
+    {"fire-shared", {"pe", "fire-shared", "fire-width", "16", "fire-depth", "3", NULL}},
 };
 
 /* The tensors of one file, in order; names are copied, data is borrowed. */
@@ -220,6 +227,19 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
         if (len >= 11 && strcmp(p->name + len - 11, "norm.weight") == 0)
             for (size_t j = 0; j < p->size; j++)
                 pelab_params_data(&m.params, i)[j] = 1 + 0.1 * pelab_rng_normal(&rng);
+    }
+
+    /* Bias encodings away from their init too: a non-zero T5 table, so the first forward already
+     * reads the buckets; FIRE's c and ℓ off 0.1 and 1, so L = |ℓ|·T falls between positions
+     * (rows of these batches lie on both sides of it). */
+    for (int i = 0; i < m.params.count; i++) {
+        const struct pelab_param *p = &m.params.list[i];
+        pelab_real *w = pelab_params_data(&m.params, i);
+        size_t len = strlen(p->name);
+        if (strstr(p->name, ".t5."))
+            for (size_t j = 0; j < p->size; j++) w[j] = 0.5 * pelab_rng_normal(&rng);
+        if (strstr(p->name, ".fire.") && (p->name[len - 2] == '.' || strcmp(p->name + len - 4, ".ell") == 0))
+            w[0] *= 1 + 0.2 * pelab_rng_normal(&rng);
     }
 
     snprintf(path, sizeof path, "%s/%s", dir, c->name);

@@ -73,7 +73,9 @@ struct pelab_posenc_ops {
 
     /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned.
      * backward: parameter grads += from dout (nq, nk). Entries with pos_k[j] > pos_q[i] are
-     * masked by the caller; they are computed but receive zero gradient. */
+     * masked by the caller; they are computed but receive zero gradient. bias_tile may run on
+     * several threads at once (it writes only `out`); bias_tile_backward adds into gradients
+     * shared by every (b, h), so callers run it serially, in a fixed order. */
     void (*bias_tile)(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                       const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
     void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,

@@ -8,6 +8,7 @@
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
+extern const struct pelab_posenc_ops pelab_pe_alibi, pelab_pe_t5, pelab_pe_fire, pelab_pe_fire_shared;
 
 static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_nope,
@@ -16,6 +17,10 @@ static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_learned,
     &pelab_pe_sinusoidal,
     &pelab_pe_xpos,
+    &pelab_pe_alibi,
+    &pelab_pe_t5,
+    &pelab_pe_fire,
+    &pelab_pe_fire_shared,
     NULL,
 };
 

@@ -5,10 +5,11 @@
     logits = RMSNorm(h) * gf @ E^T  (tied) or @ lm_head^T      (B, T, V)
     RMSNorm(x) = x / sqrt(mean(x^2) + 1e-5)
 
-Attention per head (d = D / H): scores = q'.k' / sqrt(d), causal (key index s <= query index t),
-softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope` with its
-resonance and length-extension options, `pope`, `xpos`); `learned` and `sinusoidal` add e(pos)
-to the token embedding. Positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
+Attention per head (d = D / H): scores = q'.k' / sqrt(d) + bias(t, s), causal (key index s <= query
+index t), softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope` with
+its resonance and length-extension options, `pope`, `xpos`), bias from the bias encodings (`alibi`,
+`t5`, `fire`, `fire-shared`; 0 for the others); `learned` and `sinusoidal` add e(pos) to the token
+embedding. Positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
 model.safetensors loads by name and gradients compare by name.
 
 Also here: a small safetensors reader/writer (struct + json + numpy; no safetensors package) and
@@ -88,6 +89,12 @@ DEFAULTS.update({
 _INTS += ("ape-max-len", "rope-original-len")
 _FLOATS += ("sin-base", "xpos-base", "xpos-scale-base", "xpos-gamma", "rope-scale", "yarn-beta-fast",
             "yarn-beta-slow")
+
+
+# the bias encodings' options
+DEFAULTS.update({"t5-buckets": 32, "t5-max-distance": 128, "t5-table": "shared",
+                 "fire-width": 32, "fire-depth": 2})
+_INTS += ("t5-buckets", "t5-max-distance", "fire-width", "fire-depth")
 
 
 def parse_config(raw):
@@ -251,7 +258,7 @@ class PoPE(nn.Module):
 def make_posenc(cfg):
     d = cfg["d-model"] // cfg["heads"]
     pe = cfg["pe"]
-    if pe == "nope":
+    if pe == "nope" or pe in BIAS_ENCODINGS:
         return NoPE()
     if pe == "rope":
         if cfg["rope-scaling"] != "none":
@@ -299,6 +306,98 @@ class AbsolutePE(nn.Module):
                 raise ValueError("position %d is beyond the learned table" % (L - 1))
             table = F.interpolate(table.t()[None], size=L, mode="linear", align_corners=True)[0].t()
         return table[pos.long()]
+# --- attention biases ------------------------------------------------------------------------------
+# Each maps pos: (B, T) int to bias: (B, H, T, T), bias[b, h, t, s] added to the scaled score of
+# query t and key s (entries s > t are masked afterwards).
+
+BIAS_ENCODINGS = ("alibi", "t5", "fire", "fire-shared")
+
+
+def alibi_slopes(H):
+    """Press et al. 2022: H = 2^k heads get m_h = 2^(-8(h+1)/H); otherwise the slopes of the
+    largest power of two c < H, then the slopes of 2c heads at even indices until H in all."""
+    def geometric(n):
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    c = 1 << (H.bit_length() - 1)
+    return geometric(c) if c == H else geometric(c) + geometric(2 * c)[0::2][:H - c]
+
+
+class ALiBi(nn.Module):
+    """bias(t, s) = -m_h (t - s)."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.slopes = alibi_slopes(heads)
+
+    def forward(self, pos):
+        rel = (pos[:, :, None] - pos[:, None, :]).to(torch.float64)      # (B, T, T): t - s
+        m = torch.tensor(self.slopes, dtype=torch.float64)              # (H,)
+        return -m[None, :, None, None] * rel[:, None]
+
+
+class T5Bias(nn.Module):
+    """Learned b[bucket(max(t - s, 0)), h]: distances below nb/2 exact, then log-spaced buckets up
+    to max_distance, beyond which everything shares the last bucket (Raffel et al. 2020, causal)."""
+
+    def __init__(self, heads, buckets, max_distance):
+        super().__init__()
+        self.nb, self.maxd = buckets, max_distance
+        self.bias = nn.Parameter(torch.zeros(buckets, heads))           # (nb, H)
+
+    def bucket(self, pos):
+        n = (pos[:, :, None] - pos[:, None, :]).clamp(min=0).long()     # (B, T, T)
+        exact = self.nb // 2
+        logn = torch.log(n.clamp(min=1).to(torch.float64) / exact)      # only used where n >= exact
+        far = exact + torch.floor(logn / math.log(self.maxd / exact) * (self.nb - exact)).long()
+        return torch.where(n < exact, n, far.clamp(max=self.nb - 1))
+
+    def forward(self, pos):
+        return self.bias[self.bucket(pos)].permute(0, 3, 1, 2)          # (B, H, T, T)
+
+
+class FIRE(nn.Module):
+    """Li et al. 2024: bias(t, s) = MLP(psi(t - s) / (psi(max(t, L)) + 1e-6)), psi(x) = ln(|c x| + 1),
+    L = |ell| * L_train; the MLP is 1 -> width (x depth, ReLU) -> heads, the output layer without a
+    bias (a per-head constant that the softmax removes)."""
+
+    def __init__(self, heads, width, depth, L_train):
+        super().__init__()
+        dims = [1] + [width] * depth + [heads]
+        self.layers = nn.ModuleList(nn.Linear(dims[i], dims[i + 1], bias=i < depth)
+                                    for i in range(depth + 1))
+        self.c = nn.Parameter(torch.tensor([0.1]))
+        self.ell = nn.Parameter(torch.tensor([1.0]))
+        self.L_train = L_train
+
+    def forward(self, pos):
+        dt = self.c.dtype
+        t, s = pos[:, :, None].to(dt), pos[:, None, :].to(dt)           # (B, T, 1), (B, 1, T)
+        psi = lambda x: torch.log(torch.abs(self.c * x) + 1)
+        L = torch.abs(self.ell) * self.L_train
+        y = (psi(t - s) / (psi(torch.maximum(t, L)) + 1e-6))[..., None]  # (B, T, T, 1)
+        for i, layer in enumerate(self.layers):
+            y = layer(y)
+            if i + 1 < len(self.layers):
+                y = F.relu(y)
+        return y.permute(0, 3, 1, 2)                                    # (B, H, T, T)
+
+
+def make_bias(cfg):
+    """-> (attribute name, module) of the bias encoding, or (None, None). The attribute names give
+    pelab's parameter names: blocks.{l}.attn.t5.bias, blocks.{l}.attn.fire.*, or pe.t5.bias,
+    pe.fire.* for the shared ones."""
+    pe, H = cfg["pe"], cfg["heads"]
+    if pe == "alibi":
+        return "alibi", ALiBi(H)
+    if pe == "t5":
+        return "t5", T5Bias(H, cfg["t5-buckets"], cfg["t5-max-distance"])
+    if pe in ("fire", "fire-shared"):
+        return "fire", FIRE(H, cfg["fire-width"], cfg["fire-depth"], cfg["max-seq"])
+    return None, None
+
+
+def bias_is_shared(cfg):
+    return cfg["pe"] == "fire-shared" or (cfg["pe"] == "t5" and cfg["t5-table"] == "shared")
 
 
 # --- the model -------------------------------------------------------------------------------------
@@ -320,13 +419,21 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(D, 3 * D, bias=False)   # rows: [q; k; v], head h at rows h*d..
         self.proj = nn.Linear(D, D, bias=False)
         self.pope = make_posenc(cfg)                 # 'pope' names its parameter attn.pope.delta
+        self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
+        if not bias_is_shared(cfg):
+            self.bias_name, bias = make_bias(cfg)
+            if bias is not None:
+                setattr(self, self.bias_name, bias)
 
-    def forward(self, x, pos, mask):
+    def forward(self, x, pos, mask, shared_bias=None):
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)                          # (B, H, T, T)
         att = att * getattr(self.pope, "logit_scale", 1.0)                           # YaRN
+        bias = getattr(self, self.bias_name)(pos) if self.bias_name else shared_bias
+        if bias is not None:
+            att = att + bias.to(att.dtype)
         att = att.masked_fill(mask, float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, D)
         return self.proj(y)
@@ -352,8 +459,8 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(D)
         self.mlp = MLP(cfg)
 
-    def forward(self, h, pos, mask):
-        h = h + self.attn(self.attn_norm(h), pos, mask)
+    def forward(self, h, pos, mask, shared_bias=None):
+        h = h + self.attn(self.attn_norm(h), pos, mask, shared_bias)
         return h + self.mlp(self.mlp_norm(h))
 
 
@@ -373,6 +480,13 @@ class Twin(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["layers"]))
         self.final_norm = RMSNorm(D)
         self.lm_head = None if on(cfg["tied"]) else nn.Linear(D, V, bias=False)
+        if bias_is_shared(cfg):                      # one bias for every layer: pe.<name>.*
+            name, bias = make_bias(cfg)
+            self.pe = nn.Module()
+            setattr(self.pe, name, bias)
+            self.shared_bias = bias
+        else:
+            self.shared_bias = None
         self.gpt2_init()
         self.to(dtype)
 
@@ -384,6 +498,16 @@ class Twin(nn.Module):
             with torch.no_grad():
                 if name.endswith("norm.weight"):
                     p.fill_(1.0)
+                elif ".t5." in name:
+                    p.zero_()
+                elif ".fire." in name:
+                    if name.endswith(".c"):
+                        p.fill_(0.1)
+                    elif name.endswith(".ell"):
+                        p.fill_(1.0)
+                    else:                            # nn.Linear's own init: +-1/sqrt(fan_in)
+                        bound = 1 / math.sqrt(self.cfg["fire-width"] if ".layers.0." not in name else 1)
+                        p.uniform_(-bound, bound, generator=g)
                 elif ".pope." in name:
                     if self.cfg["pope-delta-init"] == "uniform":
                         p.uniform_(-2 * math.pi, 0, generator=g)
@@ -403,8 +527,9 @@ class Twin(nn.Module):
         for absolute in ("pos_emb", "sin_emb"):
             if hasattr(self, absolute):
                 h = h + getattr(self, absolute)(pos).to(h.dtype)
+        shared_bias = self.shared_bias(pos) if self.shared_bias is not None else None
         for block in self.blocks:
-            h = block(h, pos, mask)
+            h = block(h, pos, mask, shared_bias)
         h = self.final_norm(h)
         W = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = h @ W.t()
@@ -433,7 +558,13 @@ class Twin(nn.Module):
 def decays(name, p):
     """pelab's rule: decoupled weight decay on matrices (ndim >= 2), never on gains or on the
     positional encoding's parameters (named '.pope.' etc.)."""
-    return p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
+    return (p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
+            and not is_bias_param(name))
+
+
+def is_bias_param(name):
+    """The bias encodings' parameters: per layer under attn.t5 / attn.fire, shared under pe."""
+    return ".t5." in name or ".fire." in name or name.startswith("pe.")
 
 
 def adamw(model, lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1, **kw):
@@ -523,6 +654,31 @@ def self_test():
         err = max((a - b).abs().max().item() for a, b in zip(scaled(q, k, pos), rope(q, k, pos)))
         out.append(("rope %s at scale 1 is rope" % method,
                     err + abs(getattr(scaled, "logit_scale", 1.0) - 1), 0.0))
+    # bias encodings: published ALiBi slopes; T5 buckets; alibi/t5 models shift invariant; FIRE
+    # invariant only while every query stays below L (its normaliser is then the constant psi(L))
+    published = {8: [2.0 ** -i for i in range(1, 9)], 16: [2.0 ** (-i / 2) for i in range(1, 17)],
+                 12: [2.0 ** -i for i in range(1, 9)] + [2.0 ** -0.5, 2.0 ** -1.5, 2.0 ** -2.5, 2.0 ** -3.5]}
+    out.append(("alibi slopes for 8, 12, 16 heads are the published ones",
+                max(abs(a - b) for H, ref in published.items() for a, b in zip(alibi_slopes(H), ref)), 0.0))
+    t5 = T5Bias(1, 32, 128)
+    n = torch.tensor([0, 1, 15, 16, 17, 20, 24, 32, 48, 64, 100, 127, 128, 1000])
+    got = t5.bucket(torch.stack((n, torch.zeros_like(n)), 1).reshape(1, -1))[0, 0::2, 1]
+    want = torch.tensor([0, 1, 15, 16, 16, 17, 19, 21, 24, 26, 30, 31, 31, 31])
+    out.append(("t5 buckets (32 buckets, max distance 128)", float((got - want).abs().max()), 0.0))
+    for pe, extra, shift, invariant in (("alibi", {}, 1000, True), ("t5", {"t5-buckets": 8, "t5-max-distance": 6}, 1000, True),
+                                        ("fire", {}, 3, True), ("fire", {}, 1000, False)):
+        cfg = dict({"vocab": 11, "max-seq": 20, "d-model": 16, "heads": 2, "layers": 2, "pe": pe}, **extra)
+        m = Twin(cfg)
+        with torch.no_grad():
+            for name, p in m.named_parameters():
+                if ".t5." in name or name.startswith("pe."):
+                    p.normal_(0, 1)
+        tok = torch.randint(0, 11, (B, T))
+        l1, _ = m(tok, pos)     # every position < 20 = L_train
+        l2, _ = m(tok, pos + shift)
+        d = (l1 - l2).abs().max().item()
+        out.append(("%s model %s under a shift of %d" % (pe, "unchanged" if invariant else "changed", shift),
+                    d if invariant else float(d < 1e-6), 1e-10 if invariant else 0.0))
     # safetensors round trip
     import os
     import tempfile

@@ -1,0 +1,345 @@
+/* fire, fire-shared — Functional Interpolation for Relative Positions (Li et al. 2024,
+ * "Functional Interpolation for Relative Positions Improves Long Context Transformers").
+ *
+ *   bias_h(t, s) = f_θ(u)_h,   u = ψ(t − s) / (ψ(max(t, L)) + 1e-6),   ψ(x) = ln(|c·x| + 1)
+ *   L = |ℓ| · L_train          (L_train: the training context, pe->max_seq)
+ *   f_θ: MLP 1 → W → … → W → H, ReLU on the hidden layers, none (and no bias) on the output
+ *
+ * The log transform and the normalisation by the query position make u ≤ 1 for every key, so a
+ * model trained at L_train meets no new inputs of f at longer contexts (the paper's progressive
+ * interpolation); below L the normaliser is the constant ψ(L) and the bias depends on t − s only.
+ * c (init 0.1) and ℓ (init 1) are learned; at t = L exactly, max picks t and ℓ gets no gradient.
+ * `fire` keeps one FIRE per layer (`blocks.{l}.attn.fire.*`), `fire-shared` one for all layers
+ * (`pe.fire.*`). Parameters: layers.{i}.weight (out, in) for i = 0..depth, layers.{i}.bias (out,)
+ * for the hidden layers i < depth, and c, ell (1,). The output layer has no bias: a constant per
+ * head is added to every score of a row and the softmax removes it, so its gradient is exactly
+ * zero and only rounding noise would reach it, which AdamW's normalisation turns into full-size
+ * random steps.
+ *
+ * MLP init: PyTorch's nn.Linear default, weights and biases uniform in ±1/√fan_in. With a scalar
+ * input the first layer's ReLU kinks (−b/w) then spread over u's range, so the initial bias is a
+ * small (~0.1) non-linear function of distance whose gradient reaches every layer; N(0, 0.02)
+ * weights would start it near 1e-4 with vanishing gradients to the inner layers.
+ *
+ * Tiles. Rows with t < L share the normaliser ψ(L), so their biases depend only on n = |t − s|:
+ * f is evaluated once per distance of the tile's range (when that range is no larger than
+ * nq + nk, as for any contiguous or shifted positions) and looked up; rows with t ≥ L, and ranges
+ * too wide to tabulate, evaluate f per entry. Nothing outlives a call, so bias_tile is safe to
+ * call from parallel threads; bias_tile_backward accumulates into the shared gradients and is
+ * called serially (src/attn/attn_ref.c does, in (b, h) order).
+ *
+ * backward, for one input u with upstream g (the sum of dout over the entries that share u):
+ *   the MLP's parameter grads += as for any MLP (only output row h receives gradient);
+ *   du = Σ_o W0[o]·dz0[o];   A = ψ(x), P = ψ(m) + 1e-6, u = A / P
+ *   dc += du (sgn(c)|x| / (|c x| + 1) / P − A/P² · sgn(c)|m| / (|c m| + 1))
+ *   dℓ += du (−A/P²) |c| / (|c m| + 1) · L_train sgn(ℓ)         only where m = L > t
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+
+#define FIRE_DEPTH_MAX 8
+#define FIRE_WIDTH_MAX 256 /* hidden activations of one input live on the stack */
+#define FIRE_EPS 1e-6
+
+static const struct pelab_optdef fire_options[] = {
+    {"fire-width", PELAB_OPT_INT, "32", 1, FIRE_WIDTH_MAX, NULL, "FIRE MLP hidden width W"},
+    {"fire-depth", PELAB_OPT_INT, "2", 0, FIRE_DEPTH_MAX, NULL,
+     "FIRE MLP hidden layers (2: 1 → W → W → heads; 0: linear in u)"},
+    {0},
+};
+
+struct fire_net { /* parameter indices of one FIRE */
+    int w[FIRE_DEPTH_MAX + 1], b[FIRE_DEPTH_MAX + 1];
+    int c, ell;
+};
+
+struct fire {
+    int width, depth;
+    struct fire_net *net; /* (N,) per layer, or (1,) shared */
+    int shared;
+};
+
+/* One FIRE's parameters (and gradients) for a call. */
+struct view {
+    const pelab_real *w[FIRE_DEPTH_MAX + 1], *b[FIRE_DEPTH_MAX + 1];
+    pelab_real *dw[FIRE_DEPTH_MAX + 1], *db[FIRE_DEPTH_MAX + 1];
+    double c, L;        /* c, and L = |ℓ| · L_train */
+    double dL_dell;     /* L_train · sgn(ℓ) */
+    double dc, dell;    /* backward: a call's sums, added to the gradients at its end */
+    int W, depth;
+};
+
+static int fire_init_common(struct pelab_posenc *pe, const struct pelab_opts *opts,
+                            struct pelab_params *params, int shared) {
+    struct fire *f = calloc(1, sizeof *f);
+    if (!f) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    pe->state = f;
+    f->width = (int)pelab_opt_int(opts, fire_options, "fire-width");
+    f->depth = (int)pelab_opt_int(opts, fire_options, "fire-depth");
+    f->shared = shared;
+    int n = f->shared ? 1 : pe->n_layers;
+    f->net = calloc((size_t)n, sizeof *f->net);
+    if (!f->net) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int l = 0; l < n; l++) {
+        char prefix[PELAB_PARAM_NAME_MAX], name[PELAB_PARAM_NAME_MAX + 32];
+        if (f->shared) snprintf(prefix, sizeof prefix, "pe.fire");
+        else snprintf(prefix, sizeof prefix, "blocks.%d.attn.fire", l);
+        struct fire_net *net = &f->net[l];
+        for (int i = 0; i <= f->depth; i++) {
+            int64_t out = i == f->depth ? pe->H : f->width, in = i == 0 ? 1 : f->width;
+            int64_t shape[2] = {out, in};
+            snprintf(name, sizeof name, "%s.layers.%d.weight", prefix, i);
+            net->w[i] = pelab_params_declare(params, name, 2, shape, 0);
+            if (i == f->depth) break;
+            snprintf(name, sizeof name, "%s.layers.%d.bias", prefix, i);
+            net->b[i] = pelab_params_declare(params, name, 1, shape, 0);
+        }
+        int64_t one = 1;
+        snprintf(name, sizeof name, "%s.c", prefix);
+        net->c = pelab_params_declare(params, name, 1, &one, 0);
+        snprintf(name, sizeof name, "%s.ell", prefix);
+        net->ell = pelab_params_declare(params, name, 1, &one, 0);
+    }
+    return PELAB_OK;
+}
+
+static int fire_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
+    return fire_init_common(pe, opts, params, 0);
+}
+
+static int fire_shared_init(struct pelab_posenc *pe, const struct pelab_opts *opts,
+                            struct pelab_params *params) {
+    return fire_init_common(pe, opts, params, 1);
+}
+
+static void fire_free(struct pelab_posenc *pe) {
+    struct fire *f = pe->state;
+    if (!f) return;
+    free(f->net);
+    free(f);
+}
+
+static void fire_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
+    const struct fire *f = pe->state;
+    for (int l = 0; l < (f->shared ? 1 : pe->n_layers); l++) {
+        const struct fire_net *net = &f->net[l];
+        for (int i = 0; i <= f->depth; i++) {
+            const struct pelab_param *w = &pe->params->list[net->w[i]];
+            const double bound = 1 / sqrt((double)w->shape[1]);
+            pelab_real *wd = pelab_params_data(pe->params, net->w[i]);
+            for (size_t j = 0; j < w->size; j++) wd[j] = (pelab_real)(bound * (2 * pelab_rng_uniform(rng) - 1));
+            if (i == f->depth) break;
+            pelab_real *bd = pelab_params_data(pe->params, net->b[i]);
+            for (int64_t j = 0; j < w->shape[0]; j++) bd[j] = (pelab_real)(bound * (2 * pelab_rng_uniform(rng) - 1));
+        }
+        pelab_params_data(pe->params, net->c)[0] = (pelab_real)0.1;
+        pelab_params_data(pe->params, net->ell)[0] = 1;
+    }
+}
+
+static void load_view(const struct pelab_posenc *pe, int layer, struct view *v) {
+    const struct fire *f = pe->state;
+    const struct fire_net *net = &f->net[f->shared ? 0 : layer];
+    for (int i = 0; i <= f->depth; i++) {
+        v->w[i] = pelab_params_data(pe->params, net->w[i]);
+        v->dw[i] = pelab_params_grad(pe->params, net->w[i]);
+    }
+    for (int i = 0; i < f->depth; i++) {
+        v->b[i] = pelab_params_data(pe->params, net->b[i]);
+        v->db[i] = pelab_params_grad(pe->params, net->b[i]);
+    }
+    const double ell = pelab_params_data(pe->params, net->ell)[0];
+    v->c = pelab_params_data(pe->params, net->c)[0];
+    v->L = fabs(ell) * pe->max_seq;
+    v->dL_dell = (double)pe->max_seq * ((ell > 0) - (ell < 0));
+    v->dc = v->dell = 0;
+    v->W = f->width;
+    v->depth = f->depth;
+}
+
+/* |a − b| without overflow. */
+static inline int64_t dist(int32_t a, int32_t b) {
+    int64_t n = (int64_t)a - b;
+    return n < 0 ? -n : n;
+}
+
+static inline double psi(double c, double x) { return log1p(fabs(c * x)); }
+
+/* u for distance n (|t − s|) and normaliser position m = max(t, L). */
+static inline double input_of(const struct view *v, double n, double m) {
+    return psi(v->c, n) / (psi(v->c, m) + FIRE_EPS);
+}
+
+static inline pelab_real relu(pelab_real x) { return x > 0 ? x : 0; }
+
+static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
+    pelab_real s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* f(u)_h; a (depth, W) keeps the hidden activations after ReLU for a backward (a > 0 exactly
+ * where the pre-activation is, so they double as the ReLU masks). */
+static pelab_real mlp_forward(const struct view *v, int h, pelab_real u, pelab_real *a) {
+    const int W = v->W, D = v->depth;
+    if (D == 0) return v->w[0][h] * u;
+    for (int o = 0; o < W; o++) a[o] = relu(v->w[0][o] * u + v->b[0][o]);
+    for (int l = 1; l < D; l++) {
+        const pelab_real *in = a + (long)(l - 1) * W;
+        pelab_real *out = a + (long)l * W;
+        for (int o = 0; o < W; o++) out[o] = relu(dot(v->w[l] + (long)o * W, in, W) + v->b[l][o]);
+    }
+    return dot(v->w[D] + (long)h * W, a + (long)(D - 1) * W, W);
+}
+
+/* Parameter grads += for upstream g at input u (a from mlp_forward); returns ∂/∂u.
+ * dz (2, W) scratch. */
+static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *a,
+                               pelab_real g, pelab_real *dz) {
+    const int W = v->W, D = v->depth;
+    if (D == 0) {
+        v->dw[0][h] += g * u;
+        return g * v->w[0][h];
+    }
+    pelab_real *cur = dz, *next = dz + W;
+    const pelab_real *last = a + (long)(D - 1) * W, *row = v->w[D] + (long)h * W;
+    pelab_real *drow = v->dw[D] + (long)h * W;
+#pragma omp simd
+    for (int i = 0; i < W; i++) {
+        drow[i] += g * last[i];
+        cur[i] = last[i] > 0 ? g * row[i] : 0;
+    }
+    for (int l = D - 1; l >= 1; l--) { /* cur = ∂/∂z_l; layer l maps a_{l−1} to z_l */
+        const pelab_real *in = a + (long)(l - 1) * W;
+        for (int i = 0; i < W; i++) next[i] = 0;
+        for (int o = 0; o < W; o++) {
+            const pelab_real c = cur[o];
+            if (c == 0) continue; /* a ReLU that was off: nothing flows */
+            const pelab_real *wr = v->w[l] + (long)o * W;
+            pelab_real *dwr = v->dw[l] + (long)o * W;
+            v->db[l][o] += c;
+#pragma omp simd
+            for (int i = 0; i < W; i++) {
+                dwr[i] += c * in[i];
+                next[i] += wr[i] * c;
+            }
+        }
+        for (int i = 0; i < W; i++) next[i] = in[i] > 0 ? next[i] : 0;
+        pelab_real *t = cur;
+        cur = next, next = t;
+    }
+    pelab_real du = 0;
+    for (int o = 0; o < W; o++) {
+        v->db[0][o] += cur[o];
+        v->dw[0][o] += cur[o] * u;
+        du += v->w[0][o] * cur[o];
+    }
+    return du;
+}
+
+/* One input's whole backward: MLP grads, then u's dependence on c (and on ℓ when m = L) into
+ * v->dc, v->dell. act (depth, W), dz (2, W) scratch. */
+static void input_backward(struct view *v, int h, double n, double m, int m_is_L, pelab_real g,
+                           pelab_real *act, pelab_real *dz) {
+    const double A = psi(v->c, n), P = psi(v->c, m) + FIRE_EPS, u = A / P;
+    mlp_forward(v, h, (pelab_real)u, act);
+    const double du = mlp_backward(v, h, (pelab_real)u, act, g, dz);
+    const double ac = fabs(v->c), sc = (v->c > 0) - (v->c < 0);
+    const double dP = -A / (P * P); /* ∂u/∂ψ(m) */
+    v->dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P + dP * sc * fabs(m) / (ac * fabs(m) + 1));
+    if (m_is_L) v->dell += du * dP * ac * ((m > 0) - (m < 0)) / (ac * fabs(m) + 1) * v->dL_dell;
+}
+
+/* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough to tabulate
+ * (R ≤ nq + nk); *R = 0 otherwise. */
+static void short_range(const struct view *v, const int32_t *pos_q, int nq, const int32_t *pos_k,
+                        int nk, int64_t *lo, int64_t *R) {
+    int64_t mn = -1, mx = -1;
+    for (int i = 0; i < nq; i++) {
+        if (!(pos_q[i] < v->L)) continue;
+        for (int j = 0; j < nk; j++) {
+            int64_t n = dist(pos_q[i], pos_k[j]);
+            if (mn < 0 || n < mn) mn = n;
+            if (n > mx) mx = n;
+        }
+    }
+    *lo = mn;
+    *R = mn >= 0 && mx - mn + 1 <= (int64_t)nq + nk ? mx - mn + 1 : 0;
+}
+
+static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
+                           const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
+    struct view v;
+    load_view(pe, layer, &v);
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX];
+    int64_t lo, R;
+    short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+    pelab_real *tab = R ? malloc((size_t)R * sizeof *tab) : NULL; /* without it: per entry */
+    for (int64_t n = 0; tab && n < R; n++) tab[n] = mlp_forward(&v, h, (pelab_real)input_of(&v, (double)(lo + n), v.L), act);
+    for (int i = 0; i < nq; i++) {
+        const int is_short = pos_q[i] < v.L;
+        const double m = is_short ? v.L : pos_q[i];
+        pelab_real *row = out + (long)i * nk;
+        for (int j = 0; j < nk; j++) {
+            int64_t n = dist(pos_q[i], pos_k[j]);
+            row[j] = is_short && tab ? tab[n - lo] : mlp_forward(&v, h, (pelab_real)input_of(&v, (double)n, m), act);
+        }
+    }
+    free(tab);
+}
+
+static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
+                                    const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
+    const struct fire *f = pe->state;
+    const struct fire_net *net = &f->net[f->shared ? 0 : layer];
+    struct view v;
+    load_view(pe, layer, &v);
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX];
+    int64_t lo, R;
+    short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+    pelab_real *g = R ? calloc((size_t)R, sizeof *g) : NULL; /* summed dout per distance */
+    for (int i = 0; i < nq; i++) {
+        const int is_short = pos_q[i] < v.L;
+        const double m = is_short ? v.L : pos_q[i];
+        for (int j = 0; j < nk; j++) {
+            if (pos_k[j] > pos_q[i]) continue; /* masked */
+            int64_t n = dist(pos_q[i], pos_k[j]);
+            pelab_real d = dout[(long)i * nk + j];
+            if (is_short && g) g[n - lo] += d;
+            else if (d != 0) input_backward(&v, h, (double)n, m, is_short, d, act, dz);
+        }
+    }
+    for (int64_t n = 0; g && n < R; n++)
+        if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz);
+    free(g);
+    pelab_params_grad(pe->params, net->c)[0] += (pelab_real)v.dc;
+    pelab_params_grad(pe->params, net->ell)[0] += (pelab_real)v.dell;
+}
+
+const struct pelab_posenc_ops pelab_pe_fire = {
+    .name = "fire",
+    .summary = "learned MLP of log-normalised distance, one per layer (Li et al. 2024)",
+    .sites = PELAB_SITE_BIAS,
+    .options = fire_options,
+    .init = fire_init,
+    .free = fire_free,
+    .init_params = fire_init_params,
+    .bias_tile = fire_bias_tile,
+    .bias_tile_backward = fire_bias_tile_backward,
+};
+
+const struct pelab_posenc_ops pelab_pe_fire_shared = {
+    .name = "fire-shared",
+    .summary = "FIRE with one MLP shared by all layers (FIRE-S, Li et al. 2024)",
+    .sites = PELAB_SITE_BIAS,
+    .options = fire_options,
+    .init = fire_shared_init,
+    .free = fire_free,
+    .init_params = fire_init_params,
+    .bias_tile = fire_bias_tile,
+    .bias_tile_backward = fire_bias_tile_backward,
+};
