@@ -19,13 +19,15 @@ static const struct pelab_preset presets[] = {
     /* A 2-core machine. The paper's format gives one scored target per ~50 tokens, and a small
      * model then sits for thousands of steps at the "some letter of the string" plateau; so the
      * cpu preset uses the task's smaller variant (strings of 6-10 letters, shifts ±1..3) with 4
-     * scored queries per string, a 3-layer 64-wide model and a higher learning rate. Measured so
-     * far (README): neither RoPE nor PoPE leaves that plateau within 20k steps here; the step
-     * budget is the knob still to set. */
+     * scored queries per string, a 3-layer 64-wide model and a higher learning rate. δ starts
+     * uniform in [−2π, 0] as in the paper's indirect-indexing runs: from δ = 0 the first updates
+     * push most entries above 0, where the clamp holds them at 0 with no gradient (measured:
+     * ~90% of δ after 400 steps), so PoPE loses its learnable offsets. Measured so far (README):
+     * neither RoPE nor PoPE leaves the plateau within 20k steps here; the budget is still open. */
     {"indirect", "cpu", "a 2-core machine: strings 6-10, shifts 1-3, 4 queries, D 64, 3 layers",
      "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=3000 "
      "weight-decay=0.01 clip=1.0 eval-every=500 eval-batches=4 indirect-min-len=6 "
-     "indirect-max-len=10 indirect-max-shift=3 indirect-queries=4"},
+     "indirect-max-len=10 indirect-max-shift=3 indirect-queries=4 pope-delta-init=uniform"},
     {NULL, NULL, NULL, NULL},
 };
 
