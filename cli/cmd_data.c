@@ -19,10 +19,10 @@
 
 static const struct pelab_optdef data_options[] = {
     {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "data directory (default: $PELAB_DATA, else ./data)"},
+     "data directory; when not given, $PELAB_DATA, else ./data"},
     {"jsb-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "install: the directory holding Jsb16thSeparated.json (default: ../shared/data/jsb-chorales "
-     "beside the repository)"},
+     "install: the directory holding Jsb16thSeparated.json; when not given, "
+     "../shared/data/jsb-chorales beside the repository"},
     {"force", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "install: fetch and rebuild even if installed"},
     {"split", PELAB_OPT_CHOICE, "all", 0, 0, "all|train|val|test|long", "cat: documents of this split"},
     {"doc", PELAB_OPT_STR, "", 0, 0, NULL, "cat: only the document with this id"},

@@ -17,9 +17,9 @@ static const struct pelab_optdef tokenize_options[] = {
     {"tokenizer", PELAB_OPT_CHOICE, "byte", 0, 0, "byte|gpt2|dna|jsb", "the tokenizer (docs/DATA.md gives each id layout)"},
     {"decode", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "read token ids and write the text they stand for"},
     {"vocab-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "gpt2: the directory with encoder.json and vocab.bpe (default: DATA_DIR/sources/gpt2, "
-     "installed by 'pelab data install gpt2')"},
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL, "data directory (default: $PELAB_DATA, else ./data)"},
+     "gpt2: the directory with encoder.json and vocab.bpe; when not given, DATA_DIR/sources/gpt2, "
+     "installed by 'pelab data install gpt2'"},
+    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL, "data directory; when not given, $PELAB_DATA, else ./data"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -52,6 +52,20 @@ static void test_round_trip(uint32_t vocab, uint32_t width) {
     CHECK(tmpdir_count_temps(dir) == 0, "no temporary files left");
 }
 
+/* Tokens that all fit a byte are stored in one byte each, whatever the vocabulary. */
+static void test_narrowed(void) {
+    const char *p = tmpdir_path("narrow.ptok");
+    struct pelab_tokcache_builder b;
+    int32_t ids[4] = {0, 255, 7, 200};
+    CHECK(pelab_tokcache_begin(&b, "byte", 9, 258) == PELAB_OK && pelab_tokcache_add(&b, "d", 0, ids, 4) == PELAB_OK &&
+          pelab_tokcache_commit(&b, p) == PELAB_OK, "write");
+    struct pelab_tokcache c;
+    CHECK(pelab_tokcache_open(&c, p, "byte", 9) == PELAB_OK, "open");
+    CHECK(c.width == 1 && c.vocab == 258, "width %u", (unsigned)c.width);
+    CHECK(pelab_tokcache_token(&c, 1) == 255 && pelab_tokcache_token(&c, 3) == 200, "tokens");
+    pelab_tokcache_close(&c);
+}
+
 static void test_builder_refusals(void) {
     struct pelab_tokcache_builder b;
     CHECK(pelab_tokcache_begin(&b, "a-name-far-too-long-for-16", 1, 10) == PELAB_ERR_USAGE, "long name refused");
@@ -166,6 +180,7 @@ int main(void) {
     test_round_trip(257, 2);
     test_round_trip(65536, 2);
     test_round_trip(70000, 4);
+    test_narrowed();
     test_builder_refusals();
     test_damage();
     test_atomic();

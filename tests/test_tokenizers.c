@@ -193,6 +193,8 @@ static void test_bpe(void) {
     CHECK(strcmp(ids_of(&tk, "abc abc ab a", 12), "7 5 7 5 6 8") == 0, "merges: %s", ids_of(&tk, "abc abc ab a", 12));
     CHECK(strcmp(ids_of(&tk, "!,!", 3), "10") == 0, "the 'a,b' rank lookup: %s", ids_of(&tk, "!,!", 3));
     CHECK(strcmp(ids_of(&tk, "ba", 2), "3 2") == 0, "no merge");
+    CHECK(strstr(ids_of(&tk, "abz", 3), "input: byte 0: the byte 0x7a has no token in encoder.json") != NULL,
+          "a byte outside the vocabulary: %s", ids_of(&tk, "abz", 3));
     CHECK(round_trips(&tk, "abc abc ab a !,!", 16), "round trip");
     /* the piece cache gives the same ids the second time */
     CHECK(strcmp(ids_of(&tk, "abc abc ab a", 12), "7 5 7 5 6 8") == 0, "cached");

@@ -38,7 +38,7 @@ struct pelab_tokcache_doc {
 struct pelab_tokcache {
     char tokenizer[16]; /* NUL-terminated */
     uint64_t vocab_hash;
-    uint32_t vocab, width; /* width: bytes per token, 1, 2 or 4 */
+    uint32_t vocab, width; /* width: bytes per token, 1, 2 or 4 (the narrowest for the tokens) */
     uint32_t n_docs;
     uint64_t n_tokens;
     uint32_t data_crc;
@@ -76,7 +76,8 @@ struct pelab_tokcache_builder {
     char *strings;
     uint64_t strings_size, strings_cap;
 };
-/* Width follows from vocab: 1 byte up to 256, 2 up to 65536, else 4. */
+/* Tokens are held at the width vocab needs (1 byte up to 256, 2 up to 65536, else 4); commit
+ * stores them at the narrowest width that holds every token actually written. */
 int pelab_tokcache_begin(struct pelab_tokcache_builder *b, const char *tokenizer,
                          uint64_t vocab_hash, uint32_t vocab);
 /* Appends a document of ids (each in 0..vocab-1) or of bytes (width-1 caches only). */

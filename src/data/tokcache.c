@@ -24,6 +24,10 @@
 static const char MAGIC[8] = {'P', 'E', 'L', 'A', 'B', 'T', 'O', 'K'};
 
 _Static_assert(sizeof(struct pelab_tokcache_doc) == 24, "document rows are 24 bytes on disk");
+/* Readers use the mapped rows as structs: the on-disk byte order must be the machine's. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "token caches are little-endian; this reader maps their document rows directly"
+#endif
 
 const char *pelab_doc_split_name(int split) {
     static const char *const names[] = {"train", "val", "test", "long"};
@@ -152,7 +156,25 @@ static void encode_docs(const struct pelab_tokcache_builder *b, unsigned char *o
     }
 }
 
+/* The narrowest width that holds every token written: a byte-level cache (vocabulary 258, but
+ * the specials never stored) takes one byte per token, not two. */
+static void narrow(struct pelab_tokcache_builder *b) {
+    uint32_t max = 0;
+    for (uint64_t i = 0; i < b->n_tokens; i++) {
+        const unsigned char *p = b->tokens + i * b->width;
+        uint32_t v = b->width == 2 ? (uint32_t)(p[0] | p[1] << 8)
+                                   : (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        if (v > max) max = v;
+    }
+    uint32_t width = max < 256 ? 1 : max < 65536 ? 2 : 4;
+    if (width >= b->width) return;
+    for (uint64_t i = 0; i < b->n_tokens; i++) /* in place, front to back: never overtakes */
+        memmove(b->tokens + i * width, b->tokens + i * b->width, width);
+    b->width = width;
+}
+
 int pelab_tokcache_commit(struct pelab_tokcache_builder *b, const char *path) {
+    if (b->width > 1) narrow(b);
     uint64_t tok_bytes = b->n_tokens * b->width, tok_padded = pad8(tok_bytes);
     size_t docs_bytes = (size_t)b->n_docs * 24;
     unsigned char *docs = malloc(docs_bytes ? docs_bytes : 1);

@@ -291,7 +291,11 @@ static int bpe_piece(const struct gpt2 *g, const char *p, size_t n, struct sym *
         /* Not in encoder.json (only a "a,b" rank collision can make one): its bytes one by one,
          * each a token of GPT-2's alphabet. The npm package would output undefined here. */
         for (size_t k = 0; k < syms[i].len; k++) {
-            int rc = pelab_tokens_push(out, pelab_strmap_get(&g->vocab, p + syms[i].off + k, 1));
+            int32_t b = pelab_strmap_get(&g->vocab, p + syms[i].off + k, 1);
+            if (b < 0)
+                return pelab_fail(PELAB_ERR_RUNTIME, "the byte 0x%02x has no token in encoder.json",
+                                  (unsigned char)p[syms[i].off + k]);
+            int rc = pelab_tokens_push(out, b);
             if (rc) return rc;
         }
     }
@@ -354,6 +358,11 @@ static int gpt2_encode(const struct pelab_tokenizer *tk, const char *text, size_
             }
         }
         rc = encode_piece(g, text + i, j - i, syms, key, out);
+        if (rc) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", pelab_last_error());
+            rc = pelab_fail(rc, "%s: byte %zu: %s", what, i, why);
+        }
         i = j;
     }
     free(syms);
