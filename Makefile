@@ -4,6 +4,7 @@
 #   make test       every test; ends with one "N passed, N failed" line
 #   make demo       RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
+#   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
 #   make install PREFIX=/usr/local
 #
 # Two builds of the same sources: build/f32 (float, what users run) and build/f64 (double, what
@@ -101,17 +102,22 @@ bench: pelab $(BENCH_BIN)
 deps:
 	@bash .ci/deps
 
+data: pelab
+	./pelab data install $(DATASETS)
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/pelab $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 libpelab.a libpelab.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/pelab/*.h $(DESTDIR)$(PREFIX)/include/pelab/
 	install -m 755 pelab $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 pelab.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -d $(DESTDIR)$(PREFIX)/share/pelab
+	install -m 755 scripts/install-data.sh $(DESTDIR)$(PREFIX)/share/pelab/
 
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo bench deps install clean
+.PHONY: all test tests demo bench deps data install clean
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

