@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bad input: each case exits 2 (usage) or 1 (runtime) with exactly one line on stderr naming the
-# offender, and leaves no file behind (nor modifies an existing run).
+# offender, and leaves no file behind. Damaged files: tests/cli_corrupt.sh; NaNs: tests/cli_nan.sh.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
@@ -51,43 +51,18 @@ echo '{"name": "something else"}' >"$W/foreign/config.json"
 check 1 "not a pelab config" -- eval --model "$W/foreign"
 check 1 "not a pelab config" -- train --resume "$W/foreign"
 
-# A real run, then damage: a truncated model.safetensors.
+# A real run, then damage: a truncated model.safetensors is refused by eval and sample (a resume
+# rewrites it from the newest checkpoint: tests/cli_corrupt.sh, with every other kind of damage).
 (cd "$W" && "$P" train $TINY --steps 4 --out run >/dev/null 2>&1) || fail "training the small run failed"
 check 2 "--resume takes its settings from" -- train --resume "$W/run" --lr 1
 cp "$W/run/model.safetensors" "$W/model.orig"
 head -c 2000 "$W/model.orig" >"$W/run/model.safetensors"
-before=$(cd "$W/run" && ls -l --time-style=+%s.%N && md5sum *)
-check 1 "model.safetensors" -- eval --model "$W/run"
-check 1 "model.safetensors" -- sample --model "$W/run"
-check 1 "model.safetensors" -- train --resume "$W/run" --steps 6
-after=$(cd "$W/run" && ls -l --time-style=+%s.%N && md5sum *)
-[ "$before" = "$after" ] || fail "a failed resume modified the run directory"
+check 1 "model.safetensors: file is truncated" -- eval --model "$W/run"
+check 1 "model.safetensors: file is truncated" -- sample --model "$W/run"
 head -c 5 "$W/model.orig" >"$W/run/model.safetensors"
-check 1 "model.safetensors" -- eval --model "$W/run"
+check 1 "model.safetensors: file is truncated (5 bytes" -- eval --model "$W/run"
 cp "$W/model.orig" "$W/run/model.safetensors"
 # A run directory that already holds a run is not overwritten by a new one.
 check 2 "already holds a run" -- train $TINY --steps 4 --out "$W/run"
 (cd "$W" && "$P" eval --model run >/dev/null 2>&1) || fail "eval of the restored run failed"
-
-# A non-finite loss stops the run with the step named, exit 1, and keeps the last checkpoint:
-# poison one weight of the step-4 state (dropping the CRC that would otherwise catch the edit).
-/usr/bin/python3 - "$W/run/state.safetensors" <<'PY' || fail "cannot poison the state"
-import json, struct, sys
-p = sys.argv[1]
-b = open(p, "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n]); data = bytearray(b[8 + n:])
-h["__metadata__"].pop("pelab.crc32", None)
-o = h["tok_emb.weight"]["data_offsets"][0]
-data[o:o + 4] = struct.pack("<f", float("nan"))
-hdr = json.dumps(h).encode()
-open(p, "wb").write(struct.pack("<Q", len(hdr)) + hdr + bytes(data))
-PY
-before=$(cd "$W/run" && md5sum state.safetensors model.safetensors)
-"$P" train --resume "$W/run" --steps 8 >/dev/null 2>"$W/err"; rc=$?
-[ $rc -eq 1 ] || fail "NaN weights: exit $rc, expected 1 ($(cat "$W/err"))"
-grep -q "^pelab: step 5: the training loss is not finite" "$W/err" || fail "NaN message: $(cat "$W/err")"
-grep -q "checkpoint of step 4 is kept" "$W/err" || fail "NaN message: $(cat "$W/err")"
-after=$(cd "$W/run" && md5sum state.safetensors model.safetensors)
-[ "$before" = "$after" ] || fail "a diverged run overwrote its checkpoint"
 echo "ok"

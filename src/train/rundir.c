@@ -31,6 +31,9 @@ static int read_group(const struct pelab_json *g, const char *path, const char *
             val[v->raw_len] = '\0';
         } else if (v->type == PELAB_JSON_STRING && strlen(v->string) < sizeof val) {
             strcpy(val, v->string);
+        } else if (v->type == PELAB_JSON_NUMBER || v->type == PELAB_JSON_STRING) {
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s: \"%s\".\"%s\" is longer than %d "
+                              "characters", path, name, g->keys[i], PELAB_OPT_VAL_MAX - 1);
         } else {
             return pelab_fail(PELAB_ERR_RUNTIME, "%s: \"%s\".\"%s\" is not a number or a string",
                               path, name, g->keys[i]);
