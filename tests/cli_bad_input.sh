@@ -43,6 +43,47 @@ check 1 "missing is not a pelab run directory (no config.json)" -- train --resum
 check 2 "unknown option --foo"            -- compare --pe rope,pope --foo 1 $TINY --out r
 check 2 "unknown encoding 'nosuch'"       -- compare --pe rope,nosuch $TINY --out r
 check 2 "--rope-base does not apply to --pe pope,nope" -- compare --pe pope,nope --rope-base 9 $TINY --out r
+# Numbers: decimal only, in range; integers whole.
+check 2 "--steps: ' 5' is not an integer" -- train --steps " 5" $TINY --out r
+check 2 "--steps: '0x10' is not an integer" -- train --steps 0x10 $TINY --out r
+check 2 "--lr: '1e999' is not a number"   -- train --lr 1e999 $TINY --out r
+check 2 "--lr: 'inf' is not a number"     -- train --lr inf $TINY --out r
+check 2 "--lr: '' is not a number"        -- train --lr= $TINY --out r
+check 2 "--seed: -1 is out of range [0, 9007199254740991]" -- train --seed -1 $TINY --out r
+check 2 "--seed: '1.5' is not an integer" -- train --seed 1.5 $TINY --out r
+check 2 "--batch: 0 is out of range"      -- train $TINY --batch 0 --out r
+check 2 "--threads: 5000 is out of range" -- train $TINY --threads 5000 --out r
+check 2 "--dropout: 1 is out of range [0, 0.95]" -- train --dropout 1 $TINY --out r
+check 2 "--beta1: 1 is out of range"      -- train --beta1 1 $TINY --out r
+check 2 "--eps: 0 is out of range [1e-30, 1]" -- train --eps 0 $TINY --out r
+check 2 "--tied: 'yes' is not on|off"     -- train --tied yes $TINY --out r
+# Checkpoints and non-finite values.
+check 2 "--keep: 0 is out of range [1, 1000000]" -- train --keep 0 $TINY --out r
+check 2 "--on-nan: 'ignore' is not one of stop|skip|rollback" -- train --on-nan ignore $TINY --out r
+check 2 "--nan-lr-factor: 1 is out of range [1e-06, 0.999999]" -- train --nan-lr-factor 1 $TINY --out r
+check 2 "--nan-lr-factor: 0 is out of range" -- train --nan-lr-factor 0 $TINY --out r
+check 2 "--nan-retries: -1 is out of range" -- train --nan-retries -1 $TINY --out r
+check 2 "--check-finite: 'maybe' is not on|off" -- train --check-finite maybe $TINY --out r
+check 2 "--on-nan rollback needs checkpoints to roll back to (--save-every N > 0; it is 0)" -- train --on-nan rollback --save-every 0 $TINY --out r
+# Too big for memory (more than a 47-bit address space, so refused even with overcommit):
+# refused before anything is written.
+check 1 "out of memory allocating 52776696807424 parameters (844427.1 GB" -- train --d-model 65536 --heads 64 --layers 1024 --threads 1 --out r
+# eval, sample, compare.
+check 2 "--examples: -1 is out of range"  -- eval --model x --examples -1
+check 2 "--batch: 0 is out of range"      -- eval --model x --batch 0
+check 2 "--json: 'yes' is not on|off"     -- eval --model x --json yes
+check 2 "--threads: -1 is out of range"   -- eval --model x --threads -1
+check 2 "--model needs a value"           -- eval --model
+check 2 "--count: 0 is out of range [1, 1000]" -- sample --model x --count 0
+check 2 "--count: 1001 is out of range"   -- sample --model x --count 1001
+check 2 "--first: -5 is out of range"     -- sample --model x --first -5
+check 2 "--split: 'dev' is not one of val|test|train" -- sample --model x --split dev
+check 2 "unknown option --steps (see 'pelab help sample')" -- sample --model x --steps 3
+check 2 "--seeds: 0 is out of range [1, 100]" -- compare --seeds 0 $TINY --out r
+check 2 "--jobs: 0 is out of range"       -- compare --jobs 0 $TINY --out r
+check 2 "--pe: no encoding given"         -- compare --pe , $TINY --out r
+check 2 "--pe: 'rope' is listed twice"    -- compare --pe rope,pope,rope $TINY --out r
+check 2 "--lr: 'x' is not a number"       -- compare --lr x $TINY --out r
 
 # A foreign directory: files but no config.json, or a config.json that is not pelab's.
 mkdir -p "$W/foreign" && echo hi >"$W/foreign/notes.txt"
@@ -55,6 +96,10 @@ check 1 "not a pelab config" -- train --resume "$W/foreign"
 # rewrites it from the newest checkpoint: tests/cli_corrupt.sh, with every other kind of damage).
 (cd "$W" && "$P" train $TINY --steps 4 --out run >/dev/null 2>&1) || fail "training the small run failed"
 check 2 "--resume takes its settings from" -- train --resume "$W/run" --lr 1
+check 2 "--steps: 'abc' is not an integer" -- train --resume "$W/run" --steps abc
+check 2 "--steps 2 is below the run's step 4" -- train --resume "$W/run" --steps 2
+(cd "$W" && "$P" train $TINY --steps 2 --save-every 0 --out run0 >/dev/null 2>&1) || fail "training run0 failed"
+check 2 "--on-nan rollback needs checkpoints to roll back to" -- train --resume "$W/run0" --on-nan rollback
 cp "$W/run/model.safetensors" "$W/model.orig"
 head -c 2000 "$W/model.orig" >"$W/run/model.safetensors"
 check 1 "model.safetensors: file is truncated" -- eval --model "$W/run"

@@ -439,14 +439,28 @@ static int apply_overrides(struct pelab_trainer *tr, const struct pelab_opts *ov
     return PELAB_OK;
 }
 
+/* An override that is fine alone but not with the run's settings (--on-nan rollback for a run
+ * with --save-every 0) is a usage error, not a fault of config.json. */
+static int check_combination(const struct pelab_opts *file, const struct pelab_opts *merged) {
+    struct pelab_train_config c;
+    if (pelab_train_config_read(file, &c)) {
+        pelab_clear_error(); /* the file's own fault: reported below, with its path */
+        return PELAB_OK;
+    }
+    return pelab_train_config_read(merged, &c);
+}
+
 int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
                        const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    static struct pelab_opts file;
     int rc = set_dir(tr, dir);
     if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
-    if (!rc) rc = apply_overrides(tr, overrides);
     if (rc) goto done;
+    file = tr->opts;
+    if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(&file, &tr->opts)))
+        goto done;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (trainer_setup(tr, NULL)) {
