@@ -593,7 +593,8 @@ static int check_finite(const struct pelab_tensor *t, size_t n, const char *path
     for (size_t i = 0; i < n; i++) {
         double x = element(t, i);
         if (!isfinite(x))
-            return st_fail(path, "tensor '%s' holds %g at element %zu", t->name, x, i);
+            return st_fail(path, "tensor '%s' holds %g at element %zu", t->name,
+                           pelab_printable(x), i);
     }
     return PELAB_OK;
 }

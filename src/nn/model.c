@@ -380,7 +380,7 @@ static int scan_view(const struct act_view *v, char *buf, size_t size) {
         char layer[32] = "";
         if (v->layer >= 0) snprintf(layer, sizeof layer, "blocks.%d.", v->layer);
         snprintf(buf, size, "%s%s %s at [%s] = %g", layer, v->name, v->dim_names, where,
-                 (double)v->p[k]);
+                 pelab_printable((double)v->p[k]));
         return 1;
     }
     return 0;

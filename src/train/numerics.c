@@ -75,7 +75,7 @@ void pelab_describe_grads(const struct pelab_params *p, char *buf, size_t size) 
         for (size_t j = 0; j < p->list[i].size; j++)
             if (!isfinite((double)g[j])) {
                 snprintf(buf, size, "first non-finite gradient: %s[%zu] = %g", p->list[i].name, j,
-                         (double)g[j]);
+                         pelab_printable((double)g[j]));
                 return;
             }
     }

@@ -143,7 +143,7 @@ static const struct pelab_tensor *check_tensor(const struct pelab_st_file *f, co
         double x = element(t, i);
         if (!isfinite(x) || (second_moment && x < 0)) {
             pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' holds %g at element %zu", path, name,
-                       x, i);
+                       pelab_printable(x), i);
             return NULL;
         }
     }

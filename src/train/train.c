@@ -151,7 +151,8 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
             ev->what = "the training loss";
             if (!pelab_model_find_nonfinite(m, where, sizeof where))
                 snprintf(where, sizeof where, "none");
-            snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s", l,
+            snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s",
+                     pelab_printable(l),
                      where);
             goto not_finite;
         }
@@ -165,7 +166,8 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
     if (!isfinite(norm)) {
         ev->what = "the gradient norm";
         pelab_describe_grads(&m->params, where, sizeof where);
-        snprintf(ev->detail, sizeof ev->detail, "%g; %s", norm, where);
+        snprintf(ev->detail, sizeof ev->detail, "%g; %s", pelab_printable(norm),
+                 where);
         goto not_finite;
     }
     *lr = pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale;
