@@ -166,6 +166,9 @@ void pelab_run_close(struct pelab_run *r);
 
 /* Reads dir/config.json into `settings` (the options of every table, as text). */
 int pelab_run_read_config(const char *dir, struct pelab_opts *settings);
+/* The same from the text of a config.json in memory; `path` names it in messages. */
+int pelab_config_parse(const char *path, const char *text, size_t size,
+                       struct pelab_opts *settings);
 
 /* Evaluation: forward only, training off. Examples first .. first+count-1 of `split`, `batch`
  * at a time; count 0 means the whole split. loss: mean cross-entropy over target positions;

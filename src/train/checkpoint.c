@@ -69,7 +69,8 @@ static int ckpt_list(const char *dir, struct ckpt **out, int *n) {
     struct dirent *e;
     while ((e = readdir(d))) {
         int64_t step = ckpt_step(e->d_name);
-        if (step < 0) continue;
+        size_t len = strlen(e->d_name);
+        if (step < 0 || len >= sizeof list->name) continue;
         if (count == CKPT_MAX) {
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: more than %d checkpoints", path, CKPT_MAX);
             break;
@@ -84,7 +85,7 @@ static int ckpt_list(const char *dir, struct ckpt **out, int *n) {
             list = grown;
         }
         list[count].step = step;
-        snprintf(list[count].name, sizeof list[count].name, "%s", e->d_name);
+        memcpy(list[count].name, e->d_name, len + 1);
         count++;
     }
     closedir(d);
