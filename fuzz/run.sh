@@ -18,7 +18,7 @@ for bin in "$dir"/fuzz_*; do
     if "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="$dir/crashes/$name-" "$dir/corpus-$name" "fuzz/corpus/$name" >"$log" 2>&1; then
         runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-        echo "ok: $runs inputs, $(ls "$dir/corpus-$name" | wc -l) new in the corpus"
+        echo "ok: $runs inputs, $(ls "$dir/corpus-$name" | wc -l) kept in $dir/corpus-$name"
     else
         echo "FAILED (see $log)"
         grep -m3 -E 'ERROR|SUMMARY|fuzz: ' "$log" | sed 's/^/    /'
