@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Non-finite values in training, made on purpose with the test-only injector PELAB_TEST_NAN
 # (STEP:grad puts a NaN into a gradient after the backward pass of update STEP, STEP:weight into
-# a weight before its forward pass; ":once" fires the first time only):
+# a weight before its forward pass, STEP:update an infinity into a weight after the optimizer
+# step; ":once" fires the first time only):
 #   --on-nan stop (default): exit 1, one line naming the step, the value and where it first
 #     appeared; the last checkpoint untouched;
 #   --check-finite: the first non-finite activation is named (layer and tensor);
@@ -95,8 +96,20 @@ expect_fail 1 "pelab: step 7: the training loss is not finite (nan; first non-fi
     PELAB_TEST_NAN=7:weight -- train $S --on-nan rollback --nan-retries 2 --out "$W/rb4"
 [ "$(grep -c '^warning: .*rolled back to step 5' "$W/err")" -eq 2 ] || fail "two rollbacks before giving up: $(cat "$W/err")"
 
+# A weight that overflows in the update itself (STEP:update): stopped before any evaluation or
+# checkpoint sees it; an update already made cannot be skipped; a rollback undoes it.
+expect_fail 1 "pelab: step 7: a weight after the update is not finite (first non-finite weight: blocks.0.mlp.fc.weight[0] = inf); stopped, the checkpoint of step 5 is kept" \
+    PELAB_TEST_NAN=7:update -- train $S --out "$W/upd"
+expect_fail 1 "stopped: an update already made cannot be skipped (--on-nan rollback can go back to the checkpoint), the checkpoint of step 5 is kept" \
+    PELAB_TEST_NAN=7:update -- train $S --on-nan skip --out "$W/upd2"
+train PELAB_TEST_NAN=7:update:once $S --on-nan rollback --out "$W/upd3"
+grep -q "^warning: step 7: a weight after the update is not finite .*; rolled back to step 5" "$W/err" ||
+    fail "rollback of an overflowed update: $(cat "$W/err")"
+diff <(losses "$W/rb") <(losses "$W/upd3") >"$W/diff" ||
+    fail "a rollback after the update differs from one before it: $(head -3 "$W/diff")"
+
 # The injector is test-only and strict.
-expect_fail 2 "PELAB_TEST_NAN (test-only): 'soon' is not STEP:grad or STEP:weight" PELAB_TEST_NAN=soon -- train $S --out "$W/x"
+expect_fail 2 "PELAB_TEST_NAN (test-only): 'soon' is not STEP:grad, STEP:weight or STEP:update" PELAB_TEST_NAN=soon -- train $S --out "$W/x"
 expect_fail 2 "PELAB_TEST_NAN (test-only)" PELAB_TEST_NAN=3:grad:twice -- train $S --out "$W/x"
 [ -e "$W/x" ] && fail "a refused injector left a run directory"
 echo "ok"

@@ -45,9 +45,10 @@ int pelab_poison_init(struct pelab_poison *p) {
     int ok = n >= 2 && step >= 1 && (size_t)used == strlen(v) && (n == 2 || !strcmp(once, "once"));
     if (ok && !strcmp(site, "grad")) p->site = PELAB_POISON_GRAD;
     else if (ok && !strcmp(site, "weight")) p->site = PELAB_POISON_WEIGHT;
+    else if (ok && !strcmp(site, "update")) p->site = PELAB_POISON_UPDATE;
     else
-        return pelab_fail(PELAB_ERR_USAGE, POISON_ENV " (test-only): '%s' is not STEP:grad or "
-                          "STEP:weight, optionally followed by :once", v);
+        return pelab_fail(PELAB_ERR_USAGE, POISON_ENV " (test-only): '%s' is not STEP:grad, "
+                          "STEP:weight or STEP:update, optionally followed by :once", v);
     p->step = step;
     p->once = n == 3;
     return PELAB_OK;
@@ -63,7 +64,8 @@ void pelab_poison_apply(struct pelab_trainer *tr, enum pelab_poison_site site, i
         return;
     }
     int i = pelab_params_find(P, "blocks.0.mlp.fc.weight");
-    pelab_params_data(P, i >= 0 ? i : 0)[0] = (pelab_real)NAN;
+    pelab_params_data(P, i >= 0 ? i : 0)[0] =
+        (pelab_real)(site == PELAB_POISON_WEIGHT ? NAN : INFINITY);
 }
 
 /* ---- where ---------------------------------------------------------------------------------- */
@@ -79,6 +81,22 @@ void pelab_describe_grads(const struct pelab_params *p, char *buf, size_t size) 
                 return;
             }
     }
+}
+
+int pelab_describe_params(const struct pelab_params *p, char *buf, size_t size) {
+    static const char *const what[3] = {"weight", "AdamW first moment", "AdamW second moment"};
+    const pelab_real *base[3] = {p->data, p->m, p->v};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < p->count; i++) {
+            const pelab_real *x = base[k] + p->list[i].offset;
+            for (size_t j = 0; j < p->list[i].size; j++)
+                if (!isfinite((double)x[j])) {
+                    snprintf(buf, size, "first non-finite %s: %s[%zu] = %g", what[k],
+                             p->list[i].name, j, pelab_printable((double)x[j]));
+                    return 1;
+                }
+        }
+    return 0;
 }
 
 /* ---- what happens --------------------------------------------------------------------------- */
@@ -112,7 +130,7 @@ static int rollback(struct pelab_trainer *tr, const char *event) {
 }
 
 int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *what,
-                     const char *detail) {
+                     const char *detail, int applied) {
     char event[768], kept[64];
     snprintf(event, sizeof event, "step %" PRId64 ": %s is not finite (%s)", update_no, what,
              detail);
@@ -122,6 +140,10 @@ int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *wh
     case PELAB_ON_NAN_STOP:
         break;
     case PELAB_ON_NAN_SKIP:
+        if (applied)
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s; stopped: an update already made cannot be "
+                              "skipped (--on-nan rollback can go back to the checkpoint), %s",
+                              event, kept);
         if (tr->nan_skips >= c->nan_retries)
             return pelab_fail(PELAB_ERR_RUNTIME, "%s; stopped: %" PRId64 " updates in a row "
                               "skipped (--nan-retries %" PRId64 "), %s", event,

@@ -23,8 +23,11 @@ struct pelab_settings {
 
 /* PELAB_TEST_NAN=STEP:WHAT[:once] — a test-only fault injector (docs/FORMATS.md): at update STEP
  * put a NaN into the first gradient ("grad", after the backward pass) or into one weight
- * ("weight", before the forward pass); "once" fires the first time only. */
-enum pelab_poison_site { PELAB_POISON_NONE, PELAB_POISON_GRAD, PELAB_POISON_WEIGHT };
+ * ("weight", before the forward pass), or an infinity into that weight after the optimizer step
+ * ("update"); "once" fires the first time only. */
+enum pelab_poison_site {
+    PELAB_POISON_NONE, PELAB_POISON_GRAD, PELAB_POISON_WEIGHT, PELAB_POISON_UPDATE
+};
 struct pelab_poison {
     enum pelab_poison_site site;
     int64_t step;
@@ -108,11 +111,15 @@ int pelab_poison_init(struct pelab_poison *p);
 void pelab_poison_apply(struct pelab_trainer *tr, enum pelab_poison_site site, int64_t step);
 /* "first non-finite gradient: NAME[i] = nan", or "" when every gradient is finite. */
 void pelab_describe_grads(const struct pelab_params *p, char *buf, size_t size);
+/* 1 and "first non-finite weight: NAME[i] = inf" (or AdamW moment) when a weight or moment is
+ * not finite, else 0. */
+int pelab_describe_params(const struct pelab_params *p, char *buf, size_t size);
 /* A non-finite value at update `update_no`: `what` ("the training loss") with `detail` (its
- * value and where it first appeared). Does what --on-nan says: PELAB_OK when training goes on
- * (the update skipped, or the run rolled back), else the error naming the step. */
+ * value and where it first appeared); `applied` when the update was already made (then it cannot
+ * be skipped). Does what --on-nan says: PELAB_OK when training goes on (the update skipped, or
+ * the run rolled back), else the error naming the step. */
 int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *what,
-                     const char *detail);
+                     const char *detail, int applied);
 
 /* Initial weights, moments and counters of a run at step 0 (train.c). */
 void pelab_trainer_fresh_start(struct pelab_trainer *tr);

@@ -118,6 +118,7 @@ static double batch_accuracy(const struct pelab_model *m, const struct pelab_bat
 struct nan_event {
     const char *what;
     char detail[640];
+    int applied; /* the weights were already updated */
 };
 
 /* One optimizer update; loss and accuracy are the means over its micro-batches. UPDATE_NAN,
@@ -172,6 +173,15 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
     }
     *lr = pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale;
     pelab_adamw_step(&tr->opt, &m->params, *lr);
+    pelab_poison_apply(tr, PELAB_POISON_UPDATE, update_no);
+    /* Finite gradients can still overflow a weight (a huge learning rate or weight decay):
+     * such weights must reach neither an evaluation nor a checkpoint. */
+    if (pelab_describe_params(&m->params, where, sizeof where)) {
+        ev->what = "a weight after the update";
+        snprintf(ev->detail, sizeof ev->detail, "%s", where);
+        ev->applied = 1;
+        return UPDATE_NAN;
+    }
     tr->step = update_no;
     tr->nan_skips = 0;
     return PELAB_OK;
@@ -261,11 +271,12 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     int rc = PELAB_OK;
     while (tr->step < c->steps) {
         double loss = 0, acc = 0, lr = 0, ts = now_s();
-        struct nan_event ev;
+        struct nan_event ev = {0};
         int64_t before = tr->step;
         rc = update(tr, &loss, &acc, &lr, &ev);
         int skipped = rc == UPDATE_NAN;
-        if (skipped && (rc = pelab_nan_handle(tr, before + 1, ev.what, ev.detail))) break;
+        if (skipped && (rc = pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied)))
+            break;
         if (rc) break;
         double dt = now_s() - ts;
         seg_train += dt;
