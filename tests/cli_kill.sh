@@ -7,7 +7,8 @@
 #     a kill loses at most the updates since the last checkpoint;
 #   - the finished run equals an uninterrupted one: every log line (but speed and time), the
 #     final weights bit for bit, the summary's metrics;
-#   - no temporary file is left, and at most --keep checkpoints.
+#   - no temporary file is left, and at most --keep checkpoints;
+#   - a run being trained cannot be resumed by a second process at the same time.
 # KILL_TEST_KILLS (default 20) is the fewest kills the test must have made over both runs.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
@@ -103,4 +104,16 @@ for cfg in "--pe rope --save-every 1 --keep 2:1" "--pe pope --dropout 0.1 --accu
     total_kills=$((total_kills + kills)) total_in_write=$((total_in_write + in_write))
 done
 [ $total_kills -ge "$MIN_KILLS" ] || fail "only $total_kills kills landed (want $MIN_KILLS)"
+
+# One run, one writer: while a process trains a run, another resume of it is refused (the
+# directory is locked); the lock dies with its holder, even a killed one.
+rm -rf "$W/run"
+"$P" train $S --pe rope --steps 100000 --save-every 0 --log-every 1000 --out "$W/run" >/dev/null 2>&1 &
+pid=$!
+for i in $(seq 100); do [ -f "$W/run/log.jsonl" ] && break; sleep 0.05; done
+"$P" train --resume "$W/run" >/dev/null 2>"$W/err"; rc=$?
+kill -KILL $pid; { wait $pid; } 2>/dev/null
+[ $rc -eq 1 ] && grep -q "^pelab: $W/run: another pelab process is training this run$" "$W/err" ||
+    fail "a second writer of a run: exit $rc: $(cat "$W/err")"
+"$P" train --resume "$W/run" --steps 3 >/dev/null 2>"$W/err" || fail "resume after the holder was killed: $(cat "$W/err")"
 echo "ok: $total_kills kills, $total_in_write during a file write"
