@@ -7,7 +7,6 @@
  * that skipped or rolled back still resumes bit for bit. */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,22 +14,6 @@
 #include "train/run.h"
 
 #define POISON_ENV "PELAB_TEST_NAN"
-
-void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!tr->hooks || !tr->hooks->progress) return;
-    struct pelab_train_progress p = {0};
-    p.event = PELAB_TRAIN_NOTICE;
-    p.dir = tr->dir;
-    p.step = tr->step;
-    p.steps = tr->c.steps;
-    p.message = msg;
-    tr->hooks->progress(tr->hooks->ctx, &p);
-}
 
 /* ---- the injector --------------------------------------------------------------------------- */
 

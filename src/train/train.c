@@ -9,6 +9,7 @@
  * checkpoint stores exactly those, so a resumed run repeats an uninterrupted one bit for bit. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,23 @@ static void report(const struct pelab_train_hooks *h, struct pelab_train_progres
                    enum pelab_train_event ev) {
     p->event = ev;
     if (h && h->progress) h->progress(h->ctx, p);
+}
+
+/* A NOTICE: one line for the progress hook (which prints it as a warning). */
+void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!tr->hooks || !tr->hooks->progress) return;
+    struct pelab_train_progress p = {0};
+    p.event = PELAB_TRAIN_NOTICE;
+    p.dir = tr->dir;
+    p.step = tr->step;
+    p.steps = tr->c.steps;
+    p.message = msg;
+    tr->hooks->progress(tr->hooks->ctx, &p);
 }
 
 /* Fraction of target positions of the last forward whose argmax is the target. */
@@ -467,18 +485,17 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
                        const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    static struct pelab_opts file;
-    int rc = set_dir(tr, dir);
+    struct pelab_opts *file = malloc(sizeof *file); /* config.json without the overrides */
+    int rc = file ? set_dir(tr, dir) : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
     if (rc) goto done;
-    file = tr->opts;
-    if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(&file, &tr->opts)))
+    *file = tr->opts;
+    if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(file, &tr->opts)))
         goto done;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (trainer_setup(tr, NULL)) {
-        /* The overrides were checked above: the fault is in the file (or, for a combination
-         * such as --on-nan rollback with its --save-every 0, in the two together). */
+        /* The overrides were checked above: the fault is in the file. */
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", pelab_last_error());
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", path, msg);
@@ -503,6 +520,7 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     if ((rc = pelab_log_open(tr, 0))) goto done;
     rc = train_loop(tr, hooks);
 done:
+    free(file);
     trainer_free(tr);
     return rc;
 }
