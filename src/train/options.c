@@ -38,7 +38,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"save-every", PELAB_OPT_INT, "500", 0, BIG, NULL,
      "checkpoint every N updates (0: only at the end)"},
     {"keep", PELAB_OPT_INT, "2", 1, 1e6, NULL,
-     "checkpoints kept in DIR/checkpoints, the newest (a damaged one falls back to the next)"},
+     "the newest N checkpoints are kept in DIR/checkpoints (a resume passes over a damaged one "
+     "to the one before)"},
     {"on-nan", PELAB_OPT_CHOICE, "stop", 0, 0, "stop|skip|rollback",
      "a non-finite loss or gradient: stop the run; skip that update; or roll back to the last "
      "checkpoint with the learning rate times --nan-lr-factor"},
@@ -47,8 +48,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"nan-retries", PELAB_OPT_INT, "3", 0, 1e6, NULL,
      "--on-nan skip: skipped updates in a row, rollback: rollbacks in the run, before giving up"},
     {"check-finite", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
-     "scan every activation after each training forward pass and stop at the first non-finite "
-     "one, naming its layer and tensor"},
+     "scan every activation after each training forward pass; the first non-finite one (named "
+     "by layer and tensor) is handled as --on-nan says"},
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
