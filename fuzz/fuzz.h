@@ -36,7 +36,7 @@ static inline void fuzz_fix_checksums(uint8_t *b, size_t size) {
     for (int i = 7; i >= 0; i--) n = n << 8 | b[i];
     if (n > size - 8) return;
     char *h = (char *)b + 8;
-    const char *dkey = "\"pelab.crc32\":\"", *hkey = "\"pelab.header-crc32\":\"";
+    const char *dkey = "\"pelab.data-crc32\":\"", *hkey = "\"pelab.header-crc32\":\"";
     char *d = NULL, *hd = NULL;
     for (size_t i = 0; i + 30 <= n; i++) {
         if (!d && memcmp(h + i, dkey, strlen(dkey)) == 0) d = h + i + strlen(dkey);

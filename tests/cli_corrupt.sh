@@ -154,6 +154,11 @@ refuse "tensor 'final_norm.weight' is missing" drop final_norm.weight
 refuse "unexpected tensor 'extra' (not a parameter of this model)" add extra
 refuse "not a pelab model file (format 'pelab-state')" meta format pelab-state
 refuse "a pelab-model file without the checksums" nocrc
+# A model file of pelab 0.1.0 (the data checksum alone, under its old name) still loads, checked.
+rm -rf "$W/d" && cp -r "$W/base" "$W/d" && $ED "$W/d/model.safetensors" old
+"$P" eval --model "$W/d" --threads 1 >/dev/null 2>"$W/err" || fail "a model file of pelab 0.1.0: $(cat "$W/err")"
+$ED "$W/d/model.safetensors" raw-flip -1
+expect_fail 1 "$W/d/model.safetensors: data checksum mismatch (pelab.crc32 says" eval --model "$W/d" --threads 1
 
 # config.json faults: eval, sample and resume each refuse, naming the file and the fault.
 cfgfault() { # PATTERN EDIT: EDIT is python code changing the parsed config `c`, or raw:TEXT

@@ -51,7 +51,7 @@ for name, fmt in [("model", "pelab-model"), ("checkpoints/state-0000000030", "pe
     assert meta["format"] == fmt, meta
     end = max(v["data_offsets"][1] for v in h.values())
     assert 8 + n + end == len(b), "data section size"
-    assert "pelab.crc32" in meta and "pelab.header-crc32" in meta, meta
+    assert "pelab.data-crc32" in meta and "pelab.header-crc32" in meta, meta
     if fmt == "pelab-state":
         assert meta["step"] == "30" and "data-cursor" in meta and meta["adam-step"] == "30", meta
         assert meta["format-version"] == "2" and meta["pelab.config.pe"] == pe, meta

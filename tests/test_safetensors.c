@@ -112,7 +112,8 @@ static void test_round_trip(void) {
     struct pelab_opts meta = {0};
     pelab_opts_set(&meta, "format", "pelab-model");
     pelab_opts_set(&meta, "note", "line\nbreak \"q\" \xe2\x82\xac");
-    pelab_opts_set(&meta, "pelab.crc32", "00000000"); /* stale: the writer recomputes it */
+    pelab_opts_set(&meta, "pelab.data-crc32", "00000000"); /* stale: the writer recomputes it */
+    pelab_opts_set(&meta, "pelab.crc32", "00000000");      /* pelab 0.1.0's: the writer drops it */
     const char *path = tmpdir_path("round.safetensors");
     CHECK(pelab_safetensors_write(path, in, n, &meta) == PELAB_OK, "write: %s", pelab_last_error());
 
@@ -136,7 +137,8 @@ static void test_round_trip(void) {
     CHECK(pelab_st_find(&f, "nope") == NULL, "find missing");
     CHECK(strcmp(pelab_opts_get(&f.metadata, "format"), "pelab-model") == 0, "metadata format");
     CHECK(strcmp(pelab_opts_get(&f.metadata, "note"), meta.kv[1].val) == 0, "metadata escapes");
-    const char *crc = pelab_opts_get(&f.metadata, "pelab.crc32");
+    const char *crc = pelab_opts_get(&f.metadata, "pelab.data-crc32");
+    CHECK(pelab_opts_get(&f.metadata, "pelab.crc32") == NULL, "0.1.0's checksum key not written");
     char want[16];
     snprintf(want, sizeof want, "%08x", (unsigned)pelab_crc32(0, f.buf + 8 + hl, f.size - 8 - hl));
     CHECK(crc && strcmp(crc, want) == 0, "crc written over the data section: %s vs %s", crc, want);
@@ -147,7 +149,7 @@ static void test_round_trip(void) {
     const char *none = tmpdir_path("none.safetensors");
     CHECK(pelab_safetensors_write(none, NULL, 0, NULL) == PELAB_OK, "write nothing");
     rc = pelab_safetensors_read(none, &f);
-    CHECK(rc == PELAB_OK && f.count == 0 && pelab_opts_get(&f.metadata, "pelab.crc32"),
+    CHECK(rc == PELAB_OK && f.count == 0 && pelab_opts_get(&f.metadata, "pelab.data-crc32"),
           "read nothing: %s", pelab_last_error());
     if (!rc) pelab_st_file_free(&f);
 }
@@ -163,6 +165,9 @@ static void test_foreign(void) {
                     "\"z1\":{\"dtype\":\"F64\",\"shape\":[3,0],\"data_offsets\":[4,4]},"
                     "\"extra-keys-ignored\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8],\"x\":1}}",
                     8, 4);
+    /* A model file of pelab 0.1.0: the data checksum under its old name, no header checksum. */
+    accepted_header("pelab-0.1.0", "{\"__metadata__\":{\"format\":\"pelab-model\",\"pelab.crc32\":"
+                    "\"00000000\"}}", 0, 0);
 }
 
 /* ---- the parameter table --------------------------------------------------------------------- */
@@ -462,19 +467,24 @@ static void test_refusals(void) {
     refused_header("meta-key-long", "{\"__metadata__\":{\"" "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
                    "\":\"v\"}}", 0, "metadata key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk' is "
                    "longer than 39 bytes");
-#define CRCS(d, h) "{\"__metadata__\":{\"pelab.crc32\":\"" d "\",\"pelab.header-crc32\":\"" h "\"}}"
-    refused_header("crc-malformed", CRCS("zz", "00000000"), 0, "pelab.crc32 'zz' is not 8 hex digits");
+#define CRCS(d, h) "{\"__metadata__\":{\"pelab.data-crc32\":\"" d "\",\"pelab.header-crc32\":\"" h "\"}}"
+    refused_header("crc-malformed", CRCS("zz", "00000000"), 0, "pelab.data-crc32 'zz' is not 8 hex digits");
     refused_header("crc-0x", CRCS("0x123456", "00000000"), 0, "is not 8 hex digits");
-    refused_header("crc-alone", "{\"__metadata__\":{\"pelab.crc32\":\"00000000\"}}", 0,
-                   "metadata has pelab.crc32 but not pelab.header-crc32: the file is damaged");
+    refused_header("crc-alone", "{\"__metadata__\":{\"pelab.data-crc32\":\"00000000\"}}", 0,
+                   "metadata has pelab.data-crc32 but not pelab.header-crc32: the file is damaged");
     refused_header("hcrc-alone", "{\"__metadata__\":{\"pelab.header-crc32\":\"00000000\"}}", 0,
-                   "metadata has pelab.header-crc32 but not pelab.crc32");
+                   "metadata has pelab.header-crc32 but not pelab.data-crc32");
+    /* pelab 0.1.0's data checksum alone: still checked. */
+    refused_header("old-crc-wrong", "{\"__metadata__\":{\"format\":\"pelab-model\",\"pelab.crc32\":"
+                   "\"12345678\"}}", 0, "data checksum mismatch (pelab.crc32 says 12345678");
+    refused_header("old-crc-malformed", "{\"__metadata__\":{\"pelab.crc32\":\"1\"}}", 0,
+                   "pelab.crc32 '1' is not 8 hex digits");
     refused_header("no-crcs", "{\"__metadata__\":{\"format\":\"pelab-model\"}}", 0,
                    "a pelab-model file without the checksums");
     refused_header("hcrc-malformed", CRCS("00000000", "1234567"), 0,
                    "pelab.header-crc32 '1234567' is not 8 hex digits");
     refused_header("hcrc-wrong", CRCS("00000000", "12345678"), 0, "header checksum mismatch");
-    refused_header("hcrc-twice", "{\"__metadata__\":{\"pelab.crc32\":\"00000000\",\"pelab.header-crc32\":"
+    refused_header("hcrc-twice", "{\"__metadata__\":{\"pelab.data-crc32\":\"00000000\",\"pelab.header-crc32\":"
                    "\"12345678\",\"x\":\"\",\"pelab.header-crc32\":\"12345678\"}}", 0, "cannot be located");
 #undef CRCS
 #undef AB

@@ -3,9 +3,10 @@
  * then the data. PyTorch (safetensors.torch) and other tools load these files unchanged.
  *
  * pelab adds metadata keys of its own: "format" (what the file holds, e.g. "pelab-model"),
- * "pelab.crc32" (CRC-32 of the data section, hex) and "pelab.header-crc32" (CRC-32 of the length
- * and the header, its own 8 digits counted as '0'), both checked on load when present, so every
- * byte of a file pelab wrote is covered.
+ * "pelab.data-crc32" (CRC-32 of the data section, hex) and "pelab.header-crc32" (CRC-32 of the
+ * length and the header, its own 8 digits counted as '0'), both checked on load, so every byte
+ * of a file pelab wrote is covered. Files of pelab 0.1.0 carry only "pelab.crc32" (the data
+ * section), which is still checked.
  */
 #ifndef PELAB_SAFETENSORS_H
 #define PELAB_SAFETENSORS_H

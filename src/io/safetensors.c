@@ -7,7 +7,7 @@
  *                        name: {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}}
  *   bytes [8+N, size)   the data section; offsets are relative to its start
  * The reader applies the reference implementation's rules (tensors tile the data section with
- * neither gaps nor overlaps) plus pelab's own "pelab.crc32" metadata check. Tensor data inside
+ * neither gaps nor overlaps) plus pelab's own checksums (CRC_KEY, HCRC_KEY). Tensor data inside
  * the file buffer may be misaligned, so values are read with memcpy, never by dereference.
  */
 #include <ctype.h>
@@ -28,8 +28,9 @@
 #endif
 
 #define HEADER_MAX ((uint64_t)100 * 1000 * 1000) /* as the reference: larger is not a header */
-#define CRC_KEY "pelab.crc32"
+#define CRC_KEY "pelab.data-crc32"
 #define HCRC_KEY "pelab.header-crc32"
+#define OLD_CRC_KEY "pelab.crc32" /* pelab 0.1.0: the data section only, still read */
 #define HCRC_PATTERN "\"" HCRC_KEY "\":\"" /* as the writer spells it: "pelab.header-crc32":" */
 #define META_KEY "__metadata__"
 #define MAX_DIM 4
@@ -126,7 +127,8 @@ static size_t header_metadata(struct pelab_sb *sb, const struct pelab_opts *meta
     pelab_sb_append(sb, ":{", 2);
     for (int i = 0; metadata && i < metadata->count; i++) {
         const char *key = metadata->kv[i].key;
-        if (strcmp(key, CRC_KEY) == 0 || strcmp(key, HCRC_KEY) == 0) continue; /* ours, below */
+        if (!strcmp(key, CRC_KEY) || !strcmp(key, HCRC_KEY) || !strcmp(key, OLD_CRC_KEY))
+            continue; /* ours, below */
         pelab_sb_json_string(sb, key);
         pelab_sb_append(sb, ":", 1);
         pelab_sb_json_string(sb, metadata->kv[i].val);
@@ -406,17 +408,19 @@ static int crc_value(const char *path, const char *key, const char *v, uint32_t 
     return PELAB_OK;
 }
 
-/* "pelab.crc32", when present: the CRC-32 of the data section. */
+/* The data checksum, when present (CRC_KEY, or OLD_CRC_KEY in a file of pelab 0.1.0): the
+ * CRC-32 of the data section. */
 static int check_crc(const char *path, const struct pelab_opts *meta, const char *data, size_t n) {
-    const char *want = pelab_opts_get(meta, CRC_KEY);
+    const char *key = pelab_opts_get(meta, CRC_KEY) ? CRC_KEY : OLD_CRC_KEY;
+    const char *want = pelab_opts_get(meta, key);
     if (!want) return PELAB_OK;
     uint32_t crc = 0;
-    int rc = crc_value(path, CRC_KEY, want, &crc);
+    int rc = crc_value(path, key, want, &crc);
     if (rc) return rc;
     uint32_t got = pelab_crc32(0, data, n);
     if (crc != got)
         return st_fail(path, "data checksum mismatch (%s says %s, the data has %08x): the file "
-                       "is corrupt", CRC_KEY, want, (unsigned)got);
+                       "is corrupt", key, want, (unsigned)got);
     return PELAB_OK;
 }
 
@@ -447,8 +451,10 @@ static int check_header_crc(const char *path, const struct pelab_opts *meta, con
     return PELAB_OK;
 }
 
-/* pelab writes both checksums, so one without the other is damage (a flipped key disables
- * its own check otherwise); a pelab format ("format" pelab-...) needs them. */
+/* pelab writes both checksums, so one without the other is damage (a flipped key would
+ * disable its own check otherwise); a pelab format ("format" pelab-...) needs them, or, from
+ * pelab 0.1.0, the data checksum under its old name (whose flipped key leaves no checksum: a
+ * pelab file without any is refused). */
 static int check_crc_pair(const char *path, const struct pelab_opts *meta) {
     int data = pelab_opts_get(meta, CRC_KEY) != NULL;
     int header = pelab_opts_get(meta, HCRC_KEY) != NULL;
@@ -461,7 +467,7 @@ static int check_crc_pair(const char *path, const struct pelab_opts *meta) {
     if (data || header)
         return st_fail(path, "metadata has %s but not %s: the file is damaged",
                        data ? CRC_KEY : HCRC_KEY, data ? HCRC_KEY : CRC_KEY);
-    if (format && strncmp(format, "pelab-", 6) == 0)
+    if (format && strncmp(format, "pelab-", 6) == 0 && !pelab_opts_get(meta, OLD_CRC_KEY))
         return st_fail(path, "a %s file without the checksums %s and %s (damaged, or written by "
                        "another tool)", format, CRC_KEY, HCRC_KEY);
     return PELAB_OK;

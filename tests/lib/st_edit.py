@@ -1,7 +1,7 @@
 """tests/lib/st_edit.py FILE EDIT [ARG...] -- damages a safetensors file the way a test asks.
 
 Every edit but the raw ones rewrites the file with both pelab checksums recomputed
-(pelab.crc32 over the data, pelab.header-crc32 over the length and the header with its own
+(pelab.data-crc32 over the data, pelab.header-crc32 over the length and the header with its own
 digits as zeros), so that only the fault the edit makes can be what pelab refuses it for.
 
   meta KEY VALUE         set a metadata entry (VALUE "-" removes it)
@@ -14,6 +14,7 @@ digits as zeros), so that only the fault the edit makes can be what pelab refuse
   rename OLD NEW         tensor OLD is called NEW
   add NAME               a tensor NAME of one F32 is appended
   nocrc                  both checksums removed (as another tool would write it)
+  old                    the data checksum alone, as pelab 0.1.0 wrote it
   raw-json               the header becomes invalid JSON (same length; checksums untouched)
   raw-flip OFFSET        one byte flipped (OFFSET from the end if negative)
   raw-cut BYTES          the file cut to BYTES bytes
@@ -34,10 +35,13 @@ def load(path):
 
 def save(path, h, data, crc=True):
     meta = h.setdefault("__metadata__", {})
-    meta.pop("pelab.crc32", None)
+    meta.pop("pelab.data-crc32", None)
     meta.pop("pelab.header-crc32", None)
-    if crc:
+    if crc == "old":  # as pelab 0.1.0 wrote it: the data checksum only, under its old name
         meta["pelab.crc32"] = "%08x" % zlib.crc32(bytes(data))
+        crc = False
+    if crc:
+        meta["pelab.data-crc32"] = "%08x" % zlib.crc32(bytes(data))
         meta["pelab.header-crc32"] = "00000000"
     # __metadata__ first, as pelab writes it.
     h = dict([("__metadata__", meta)] + [(k, v) for k, v in h.items() if k != "__metadata__"])
@@ -108,6 +112,8 @@ def main(path, edit, *args):
         data += struct.pack("<f", 1.0)
     elif edit == "nocrc":
         crc = False
+    elif edit == "old":
+        crc = "old"
     else:
         sys.exit("st_edit.py: unknown edit " + edit)
     save(path, h, data, crc)
