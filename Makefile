@@ -2,6 +2,10 @@
 #
 #   make            libpelab.a, libpelab.so, pelab, pelab.pc
 #   make test       every test; ends with one "N passed, N failed" line
+#   make test-asan  the C tests and the hostile-input CLI tests built with AddressSanitizer and
+#                   UndefinedBehaviorSanitizer (build/asan)
+#   make test-valgrind  a tiny training job, its resume, eval and sample under valgrind
+#   make fuzz       each libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) with clang
 #   make demo       RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -12,6 +16,11 @@
 
 CC      ?= cc
 PREFIX  ?= /usr/local
+# Where objects and test programs go, and what the library and the command are called: the
+# sanitizer, valgrind and fuzzing builds (mk/check.mk) reuse these rules in their own directories.
+BUILD   ?= build
+PELAB_LIB ?= libpelab.a
+PELAB_BIN ?= pelab
 VERSION := 0.1.0
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
@@ -44,37 +53,47 @@ CLI_SRC := $(sort $(wildcard cli/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TESTLIB_SRC := $(sort $(wildcard tests/lib/*.c))
 
-OBJ32 := $(LIB_SRC:%.c=build/f32/%.o)
-OBJ64 := $(LIB_SRC:%.c=build/f64/%.o)
-CLI_OBJ := $(CLI_SRC:%.c=build/f32/%.o)
-TESTLIB_OBJ := $(TESTLIB_SRC:%.c=build/f64/%.o)
-TEST_BIN := $(TEST_SRC:tests/%.c=build/tests/%)
+OBJ32 := $(LIB_SRC:%.c=$(BUILD)/f32/%.o)
+OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/f64/%.o)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# Each fuzz target also builds as a test that replays its corpus and the crash regressions.
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%)
 
 all: libpelab.a libpelab.so pelab pelab.pc
 
-build/f32/%.o: %.c
+$(BUILD)/f32/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-build/f64/%.o: %.c
+$(BUILD)/f64/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -MMD -MP -c $< -o $@
 
-libpelab.a: $(OBJ32)
+$(PELAB_LIB): $(OBJ32)
 	rm -f $@ && ar rcs $@ $^
 
 libpelab.so: $(OBJ32)
 	$(CC) -shared -o $@ $^ $(LDLIBS)
 
-build/f64/libpelab.a: $(OBJ64)
+$(BUILD)/f64/libpelab.a: $(OBJ64)
 	rm -f $@ && ar rcs $@ $^
 
-pelab: $(CLI_OBJ) libpelab.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) libpelab.a $(LDLIBS)
+$(PELAB_BIN): $(CLI_OBJ) $(PELAB_LIB)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(PELAB_LIB) $(LDLIBS)
 
-build/tests/%: tests/%.c $(TESTLIB_OBJ) build/f64/libpelab.a
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) build/f64/libpelab.a $(LDLIBS)
+	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
+
+# fuzz/fuzz_NAME.c with fuzz/replay.c's main (and the target's extra sources, FUZZ_EXTRA_NAME).
+FUZZ_EXTRA_options := cli/args.c
+$(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64/libpelab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPELAB_DOUBLE -DFUZZ_NAME=\"$*\" -Ifuzz -o $@ $< fuzz/replay.c $(FUZZ_EXTRA_$*) \
+	  $(BUILD)/f64/libpelab.a $(LDLIBS)
 
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
@@ -84,7 +103,7 @@ build/bench/%: bench/%.c libpelab.a
 	$(CC) $(CFLAGS) -o $@ $< libpelab.a $(LDLIBS)
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
-tests: $(TEST_BIN) pelab
+tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)
 
 pelab.pc: Makefile
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: pelab\nDescription: decoder-only Transformers with pluggable positional encodings\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lpelab\nLibs.private: %s\nCflags: -I$${includedir}\n' \
@@ -117,7 +136,8 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo bench deps data install clean
+.PHONY: all test tests demo bench deps data install clean test-asan test-valgrind fuzz
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
+include mk/check.mk

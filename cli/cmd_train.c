@@ -8,8 +8,8 @@
 
 static const struct pelab_optdef train_cmd_options[] = {
     {"resume", PELAB_OPT_STR, "", 0, 0, NULL,
-     "continue the run in this directory from its last checkpoint, with its config.json "
-     "(only --steps and --threads may be given too)"},
+     "continue the run in this directory from its newest valid checkpoint, with its "
+     "config.json (only --steps, --threads, --keep and the --on-nan options may be given too)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -17,9 +17,9 @@ void pelab_cmd_train_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "command", train_cmd_options);
     fprintf(f, "usage: pelab train [--task T] [--pe P] [--preset NAME] [options]\n"
-               "       pelab train --resume DIR [--steps N] [--threads N]\n\n"
+               "       pelab train --resume DIR [--steps N] [--threads N] [--on-nan ...]\n\n"
                "Trains a model and keeps a run directory (--out): config.json, model.safetensors,\n"
-               "state.safetensors, log.jsonl, summary.json (see docs/FORMATS.md). Options take\n"
+               "checkpoints/, log.jsonl, summary.json (see docs/FORMATS.md). Options take\n"
                "'--name value' or '--name=value'; encoding and task options apply only to the\n"
                "chosen --pe and --task. A --preset fills the options not given. Options that\n"
                "change only how a model is evaluated (RoPE's --rope-scaling, --ape-extend) belong\n"
@@ -48,13 +48,7 @@ int pelab_cmd_train(int argc, char **argv) {
         snprintf(dir, sizeof dir, "%s", resume);
         if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--resume needs a run directory");
         pelab_opts_unset(&opts, "resume");
-        for (int i = 0; i < opts.count; i++)
-            if (strcmp(opts.kv[i].key, "steps") != 0 && strcmp(opts.kv[i].key, "threads") != 0)
-                return pelab_fail(PELAB_ERR_USAGE,
-                                  "--resume takes its settings from %s/config.json "
-                                  "(only --steps and --threads may be given, not --%s)",
-                                  dir, opts.kv[i].key);
-        rc = pelab_train_resume(dir, &opts, &hooks);
+        rc = pelab_train_resume(dir, &opts, &hooks); /* checks which options may come along */
         pelab_progress_printer_end(&pp);
         return rc;
     }

@@ -10,10 +10,12 @@ for pe in rope pope nope; do
     "$P" train --task indirect --pe $pe $TINY --steps 30 --log-every 10 --eval-every 15 \
         --save-every 20 --eval-batches 2 --out "$R" >"$W/out" 2>"$W/err" ||
         fail "train --pe $pe exited $?: $(tail -3 "$W/err")"
-    for f in config.json model.safetensors state.safetensors log.jsonl summary.json; do
+    for f in config.json model.safetensors log.jsonl summary.json \
+        checkpoints/state-0000000020.safetensors checkpoints/state-0000000030.safetensors; do
         [ -s "$R/$f" ] || fail "$pe: $f missing or empty"
     done
-    ls "$R" | grep -q tmp && fail "$pe: temporary files left: $(ls "$R")"
+    [ "$(ls "$R/checkpoints" | wc -l)" -eq 2 ] || fail "$pe: --keep 2 kept: $(ls "$R/checkpoints")"
+    ls -A "$R" "$R/checkpoints" | grep -q '\.tmp\.' && fail "$pe: temporary files left: $(ls "$R")"
     grep -q "^step 30/30" "$W/err" || fail "$pe: no plain progress line for step 30"
     /usr/bin/python3 - "$R" "$pe" <<'PY' || fail "$pe: run directory contents"
 import json, struct, sys
@@ -41,7 +43,7 @@ for k in ["steps", "train_loss", "val_loss", "val_acc", "test_loss", "test_acc",
           "tokens_per_s", "parameters"]:
     assert k in s, "summary.json lacks " + k
 assert s["steps"] == 30 and s["test_examples"] == 64 and 0 <= s["test_acc"] <= 1, s
-for name, fmt in [("model", "pelab-model"), ("state", "pelab-state")]:
+for name, fmt in [("model", "pelab-model"), ("checkpoints/state-0000000030", "pelab-state")]:
     b = open(d + "/" + name + ".safetensors", "rb").read()
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8:8 + n])
@@ -49,8 +51,10 @@ for name, fmt in [("model", "pelab-model"), ("state", "pelab-state")]:
     assert meta["format"] == fmt, meta
     end = max(v["data_offsets"][1] for v in h.values())
     assert 8 + n + end == len(b), "data section size"
-    if name == "state":
+    assert "pelab.data-crc32" in meta and "pelab.header-crc32" in meta, meta
+    if fmt == "pelab-state":
         assert meta["step"] == "30" and "data-cursor" in meta and meta["adam-step"] == "30", meta
+        assert meta["format-version"] == "2" and meta["pelab.config.pe"] == pe, meta
         assert any(k.startswith("adam.m.") for k in h) and any(k.startswith("adam.v.") for k in h)
     else:
         assert meta["pelab.config.pe"] == pe, meta

@@ -2,11 +2,21 @@
 # Runs every test: the C test programs (build/tests/test_*), the command-line scripts
 # (tests/cli_*.sh) and the PyTorch twin (tests/ref/run.sh). Each program's exit status is its
 # verdict: 0 passed, 77 skipped (a missing optional dependency, said on its own line), else failed.
+# Another build's programs (make test-asan): PELAB_TEST_DIR (default build/tests), PELAB_BIN
+# (read by tests/lib/cli.sh), PELAB_CLI_TESTS (names of the cli scripts to run; default all) and
+# PELAB_NO_TWIN=1.
 set -u
 cd "$(dirname "$0")/.."
 # Idle OpenMP threads sleep instead of spinning: on a busy machine spinning threads take the cores
 # the working ones need, and small test problems then run many times slower.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+test_dir=${PELAB_TEST_DIR:-build/tests}
+cli_tests=()
+if [ -n "${PELAB_CLI_TESTS:-}" ]; then
+    for n in $PELAB_CLI_TESTS; do cli_tests+=("tests/$n.sh"); done
+else
+    cli_tests=(tests/cli_*.sh)
+fi
 passed=0 failed=0 skipped=0 failures=()
 run() {
     local name=$1; shift
@@ -22,9 +32,9 @@ run() {
     esac
     rm -f "$log"
 }
-for t in build/tests/test_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done
-for t in tests/cli_*.sh; do [ -f "$t" ] && run "$(basename "$t" .sh)" bash "$t"; done
-[ -f tests/ref/run.sh ] && run "pytorch-twin" bash tests/ref/run.sh
+for t in "$test_dir"/test_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done
+for t in "${cli_tests[@]}"; do [ -f "$t" ] && run "$(basename "$t" .sh)" bash "$t"; done
+[ -z "${PELAB_NO_TWIN:-}" ] && [ -f tests/ref/run.sh ] && run "pytorch-twin" bash tests/ref/run.sh
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -112,7 +112,8 @@ static void test_round_trip(void) {
     struct pelab_opts meta = {0};
     pelab_opts_set(&meta, "format", "pelab-model");
     pelab_opts_set(&meta, "note", "line\nbreak \"q\" \xe2\x82\xac");
-    pelab_opts_set(&meta, "pelab.crc32", "00000000"); /* stale: the writer recomputes it */
+    pelab_opts_set(&meta, "pelab.data-crc32", "00000000"); /* stale: the writer recomputes it */
+    pelab_opts_set(&meta, "pelab.crc32", "00000000");      /* pelab 0.1.0's: the writer drops it */
     const char *path = tmpdir_path("round.safetensors");
     CHECK(pelab_safetensors_write(path, in, n, &meta) == PELAB_OK, "write: %s", pelab_last_error());
 
@@ -136,7 +137,8 @@ static void test_round_trip(void) {
     CHECK(pelab_st_find(&f, "nope") == NULL, "find missing");
     CHECK(strcmp(pelab_opts_get(&f.metadata, "format"), "pelab-model") == 0, "metadata format");
     CHECK(strcmp(pelab_opts_get(&f.metadata, "note"), meta.kv[1].val) == 0, "metadata escapes");
-    const char *crc = pelab_opts_get(&f.metadata, "pelab.crc32");
+    const char *crc = pelab_opts_get(&f.metadata, "pelab.data-crc32");
+    CHECK(pelab_opts_get(&f.metadata, "pelab.crc32") == NULL, "0.1.0's checksum key not written");
     char want[16];
     snprintf(want, sizeof want, "%08x", (unsigned)pelab_crc32(0, f.buf + 8 + hl, f.size - 8 - hl));
     CHECK(crc && strcmp(crc, want) == 0, "crc written over the data section: %s vs %s", crc, want);
@@ -147,7 +149,7 @@ static void test_round_trip(void) {
     const char *none = tmpdir_path("none.safetensors");
     CHECK(pelab_safetensors_write(none, NULL, 0, NULL) == PELAB_OK, "write nothing");
     rc = pelab_safetensors_read(none, &f);
-    CHECK(rc == PELAB_OK && f.count == 0 && pelab_opts_get(&f.metadata, "pelab.crc32"),
+    CHECK(rc == PELAB_OK && f.count == 0 && pelab_opts_get(&f.metadata, "pelab.data-crc32"),
           "read nothing: %s", pelab_last_error());
     if (!rc) pelab_st_file_free(&f);
 }
@@ -163,6 +165,9 @@ static void test_foreign(void) {
                     "\"z1\":{\"dtype\":\"F64\",\"shape\":[3,0],\"data_offsets\":[4,4]},"
                     "\"extra-keys-ignored\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8],\"x\":1}}",
                     8, 4);
+    /* A model file of pelab 0.1.0: the data checksum under its old name, no header checksum. */
+    accepted_header("pelab-0.1.0", "{\"__metadata__\":{\"format\":\"pelab-model\",\"pelab.crc32\":"
+                    "\"00000000\"}}", 0, 0);
 }
 
 /* ---- the parameter table --------------------------------------------------------------------- */
@@ -257,6 +262,19 @@ static void test_params(void) {
     CHECK(load(bad, &b) == PELAB_ERR_RUNTIME && strstr(pelab_last_error(), "dtype I32"),
           "integer dtype: %s", pelab_last_error());
 
+    /* Non-finite weights are refused, the table left as it was. */
+    float poisoned[16];
+    memcpy(poisoned, f32 + 20, sizeof poisoned);
+    poisoned[5] = (float)INFINITY;
+    t32[2] = tensor("blocks.0.w", PELAB_DT_F32, 2, w, poisoned, 64);
+    t32[0] = tensor("ln_f.g", PELAB_DT_F32, 1, g, f32 + 36, 16);
+    pelab_safetensors_write(bad, t32, 3, NULL);
+    memcpy(before, b.data, sizeof before);
+    CHECK(load(bad, &b) == PELAB_ERR_RUNTIME && names_path(bad) &&
+          strstr(pelab_last_error(), "tensor 'blocks.0.w' holds inf at element 5"),
+          "non-finite weight: %s", pelab_last_error());
+    CHECK(memcmp(before, b.data, sizeof before) == 0, "a refused non-finite load changes nothing");
+
     /* Misaligned data (header length not a multiple of 8), as a foreign writer may produce: the
      * loader must copy, not dereference (UBSan's alignment check watches this). */
     struct pelab_params one = {0};
@@ -316,11 +334,11 @@ static void test_truncation_and_flips(void) {
     CHECK(all_named, "every truncation's message names the path");
     CHECK(try_read(path, good, size) == PELAB_OK, "the whole file reads");
 
-    /* Flip each byte in turn (three ways): success or a clean refusal naming the path. */
+    /* Flip each byte in turn (three ways): the two checksums cover the length, the header and
+     * the data, so every flip is a clean refusal naming the path. */
     const char *fpath = tmpdir_path("flip.safetensors");
     static const unsigned char masks[] = {0x01, 0x80, 0xff};
-    int clean = 1, data_flips_caught = 1;
-    size_t data_start = size - 6 * 4 - 2 * 8;
+    int clean = 1, caught = 1;
     char *bad = malloc(size);
     for (size_t i = 0; i < size; i++)
         for (size_t k = 0; k < sizeof masks; k++) {
@@ -328,11 +346,36 @@ static void test_truncation_and_flips(void) {
             bad[i] ^= (char)masks[k];
             int rc = try_read(fpath, bad, size);
             if (rc != PELAB_OK && (rc != PELAB_ERR_RUNTIME || !names_path(fpath))) clean = 0;
-            if (i >= data_start && rc == PELAB_OK) data_flips_caught = 0;
+            if (rc == PELAB_OK) caught = 0;
         }
     free(bad);
-    CHECK(clean, "byte flips: success or a clean refusal");
-    CHECK(data_flips_caught, "every flip in the data section is caught by the CRC");
+    CHECK(clean, "byte flips: a clean refusal naming the path");
+    CHECK(caught, "every flip of a %zu-byte file is caught by a checksum", size);
+
+    /* A header edit that keeps valid JSON: the metadata value "test" becomes "tesu". */
+    char *edited = malloc(size);
+    memcpy(edited, good, size);
+    char *v = strstr(edited + 8, "\"test\"");
+    PELAB_ASSERT(v != NULL);
+    v[4] = 'u';
+    refused("header-edit", edited, size, "header checksum mismatch");
+    /* The same file re-spaced by another tool: the checksum's digits are no longer found. */
+    struct pelab_sb sb = {0};
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = hl << 8 | (unsigned char)good[i];
+    const char *key = strstr(good + 8, "\"pelab.header-crc32\":");
+    PELAB_ASSERT(key != NULL);
+    size_t split = (size_t)(key - good) + strlen("\"pelab.header-crc32\":");
+    pelab_sb_append(&sb, "        ", 8);
+    pelab_sb_append(&sb, good + 8, split - 8);
+    pelab_sb_append(&sb, " ", 1);
+    pelab_sb_append(&sb, good + split, 8 + hl - split);
+    while ((sb.len - 8) % 8) pelab_sb_append(&sb, " ", 1);
+    for (int i = 0; i < 8; i++) sb.data[i] = (char)((uint64_t)(sb.len - 8) >> (8 * i));
+    pelab_sb_append(&sb, good + 8 + hl, size - 8 - hl);
+    refused("respaced", sb.data, sb.len, "header checksum pelab.header-crc32 cannot be located");
+    pelab_sb_free(&sb);
+    free(edited);
 
     memcpy(good + size - 1, "\x55", 1);
     refused("bad-crc", good, size, "data checksum mismatch");
@@ -424,12 +467,26 @@ static void test_refusals(void) {
     refused_header("meta-key-long", "{\"__metadata__\":{\"" "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
                    "\":\"v\"}}", 0, "metadata key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk' is "
                    "longer than 39 bytes");
-    refused_header("crc-malformed", "{\"__metadata__\":{\"pelab.crc32\":\"zz\"}}", 0,
-                   "pelab.crc32 'zz' is not 8 hex digits");
-    refused_header("crc-0x", "{\"__metadata__\":{\"pelab.crc32\":\"0x123456\"}}", 0,
-                   "is not 8 hex digits");
-    refused_header("crc-wrong", "{\"__metadata__\":{\"pelab.crc32\":\"12345678\"}}", 0,
-                   "data checksum mismatch");
+#define CRCS(d, h) "{\"__metadata__\":{\"pelab.data-crc32\":\"" d "\",\"pelab.header-crc32\":\"" h "\"}}"
+    refused_header("crc-malformed", CRCS("zz", "00000000"), 0, "pelab.data-crc32 'zz' is not 8 hex digits");
+    refused_header("crc-0x", CRCS("0x123456", "00000000"), 0, "is not 8 hex digits");
+    refused_header("crc-alone", "{\"__metadata__\":{\"pelab.data-crc32\":\"00000000\"}}", 0,
+                   "metadata has pelab.data-crc32 but not pelab.header-crc32: the file is damaged");
+    refused_header("hcrc-alone", "{\"__metadata__\":{\"pelab.header-crc32\":\"00000000\"}}", 0,
+                   "metadata has pelab.header-crc32 but not pelab.data-crc32");
+    /* pelab 0.1.0's data checksum alone: still checked. */
+    refused_header("old-crc-wrong", "{\"__metadata__\":{\"format\":\"pelab-model\",\"pelab.crc32\":"
+                   "\"12345678\"}}", 0, "data checksum mismatch (pelab.crc32 says 12345678");
+    refused_header("old-crc-malformed", "{\"__metadata__\":{\"pelab.crc32\":\"1\"}}", 0,
+                   "pelab.crc32 '1' is not 8 hex digits");
+    refused_header("no-crcs", "{\"__metadata__\":{\"format\":\"pelab-model\"}}", 0,
+                   "a pelab-model file without the checksums");
+    refused_header("hcrc-malformed", CRCS("00000000", "1234567"), 0,
+                   "pelab.header-crc32 '1234567' is not 8 hex digits");
+    refused_header("hcrc-wrong", CRCS("00000000", "12345678"), 0, "header checksum mismatch");
+    refused_header("hcrc-twice", "{\"__metadata__\":{\"pelab.data-crc32\":\"00000000\",\"pelab.header-crc32\":"
+                   "\"12345678\",\"x\":\"\",\"pelab.header-crc32\":\"12345678\"}}", 0, "cannot be located");
+#undef CRCS
 #undef AB
 #undef A
 #undef T

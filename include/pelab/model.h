@@ -85,6 +85,13 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
  * parameter gradients accumulate (+=). */
 void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale);
 
+/* The first non-finite value among the last forward's activations, in the order the forward
+ * pass computes them (embedding, then per block: norm, qkv, encoded q and k, attention
+ * probabilities, heads' output, residual, norm, MLP, GELU, block output; final norm, logits):
+ * 1 and a description such as "blocks.1.mlp.fc output (B,T,M) at [0, 3, 17] = nan" in buf,
+ * or 0 when all are finite. */
+int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t size);
+
 /* Views into the last forward: logits (B,T,V) and per-position losses (B,T) (0 without target). */
 const pelab_real *pelab_model_logits(const struct pelab_model *m);
 const pelab_real *pelab_model_losses(const struct pelab_model *m);

@@ -21,4 +21,7 @@ typedef float pelab_real;
 #define pelab_sqrt sqrtf
 #endif
 
+/* x for a message: a NaN without its sign bit, so that every build prints "nan", never "-nan". */
+static inline double pelab_printable(double x) { return isnan(x) ? (double)NAN : x; }
+
 #endif

@@ -2,8 +2,11 @@
  * JSON {"__metadata__": {str: str}, name: {"dtype", "shape", "data_offsets": [begin, end]}},
  * then the data. PyTorch (safetensors.torch) and other tools load these files unchanged.
  *
- * pelab adds two metadata keys of its own: "format" (what the file holds, e.g. "pelab-model")
- * and "pelab.crc32" (CRC-32 of the data section, hex), checked on load.
+ * pelab adds metadata keys of its own: "format" (what the file holds, e.g. "pelab-model"),
+ * "pelab.data-crc32" (CRC-32 of the data section, hex) and "pelab.header-crc32" (CRC-32 of the
+ * length and the header, its own 8 digits counted as '0'), both checked on load, so every byte
+ * of a file pelab wrote is covered. Files of pelab 0.1.0 carry only "pelab.crc32" (the data
+ * section), which is still checked.
  */
 #ifndef PELAB_SAFETENSORS_H
 #define PELAB_SAFETENSORS_H
@@ -40,6 +43,9 @@ struct pelab_st_file {
     struct pelab_opts metadata;
 };
 int pelab_safetensors_read(const char *path, struct pelab_st_file *f);
+/* The same checks on bytes in memory (copied); `name` stands for the path in messages. */
+int pelab_safetensors_parse(const char *name, const void *bytes, size_t size,
+                            struct pelab_st_file *f);
 void pelab_st_file_free(struct pelab_st_file *f);
 const struct pelab_tensor *pelab_st_find(const struct pelab_st_file *f, const char *name);
 

@@ -7,7 +7,8 @@
  *
  *   config.json        every setting, resolved (the only settings source of a resume)
  *   model.safetensors  weights, config in the metadata
- *   state.safetensors  weights + AdamW moments + step, data cursor: exact resume
+ *   checkpoints/       state-<step>.safetensors, the newest --keep: weights + AdamW moments +
+ *                      step, data cursor: exact resume
  *   log.jsonl          one JSON object per logged step
  *   summary.json       final metrics
  *
@@ -27,8 +28,12 @@
 #endif
 
 /* steps, batch, accum, lr, min-lr, warmup, decay-steps, weight-decay, beta1, beta2, eps, clip,
- * seed, threads, eval-every, eval-batches, log-every, save-every, out, task, preset. */
+ * seed, threads, eval-every, eval-batches, log-every, save-every, keep, on-nan, nan-lr-factor,
+ * nan-retries, check-finite, out, task, preset. */
 extern const struct pelab_optdef pelab_train_options[];
+
+/* What a non-finite training loss or gradient does (--on-nan), in the option's choice order. */
+enum pelab_on_nan { PELAB_ON_NAN_STOP, PELAB_ON_NAN_SKIP, PELAB_ON_NAN_ROLLBACK };
 
 /* The training options, read and cross-checked. */
 struct pelab_train_config {
@@ -40,6 +45,11 @@ struct pelab_train_config {
     uint64_t seed;
     int threads;
     int64_t eval_every, eval_batches, log_every, save_every;
+    int64_t keep;                /* checkpoints kept */
+    enum pelab_on_nan on_nan;
+    double nan_lr_factor;        /* rollback: lr scale factor per rollback */
+    int64_t nan_retries;         /* skip: skipped updates in a row; rollback: rollbacks */
+    int check_finite;            /* scan activations after every training forward */
     char out[PELAB_OPT_VAL_MAX];
     char task[PELAB_OPT_VAL_MAX];
     char preset[PELAB_OPT_VAL_MAX];
@@ -47,6 +57,10 @@ struct pelab_train_config {
 /* Checks the training options of `o` and reads them (defaults where not given). `out` may stay
  * empty: pelab_train() then picks runs/<task>-<pe>-s<seed>. */
 int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_config *c);
+
+/* Whether option `name` may be given with a resume (steps, threads, keep and the NaN policy:
+ * none of them changes the bits of a run that stays finite). */
+int pelab_train_resume_option(const char *name);
 
 /* Every key of `o` must be an option of the training table, the model table, the task `task`, or
  * one of the encodings `pes` (n_pes names); its value must pass its definition's check. Messages:
@@ -76,7 +90,9 @@ enum pelab_train_event {
     PELAB_TRAIN_STEP,  /* after every optimizer update */
     PELAB_TRAIN_EVAL,  /* after a validation pass (has_val set) */
     PELAB_TRAIN_SAVE,  /* after a checkpoint */
-    PELAB_TRAIN_DONE   /* after the final test evaluation and summary.json */
+    PELAB_TRAIN_DONE,  /* after the final test evaluation and summary.json */
+    PELAB_TRAIN_NOTICE /* something the user should know (message): a damaged checkpoint passed
+                          over, a file repaired, a skipped update, a rollback */
 };
 struct pelab_train_progress {
     enum pelab_train_event event;
@@ -91,6 +107,8 @@ struct pelab_train_progress {
     double elapsed_s;       /* wall time of the whole run, resumed segments included */
     double eta_s;           /* time left at the current speed */
     int logged;             /* STEP: this step wrote a log line */
+    int64_t skipped;        /* updates skipped (--on-nan skip) in the log interval so far */
+    const char *message;    /* NOTICE: one line, naming the file or step it is about */
 };
 struct pelab_train_hooks {
     void (*progress)(void *ctx, const struct pelab_train_progress *p);
@@ -99,17 +117,20 @@ struct pelab_train_hooks {
 
 /* A new run from options (already checked with pelab_train_check_opts; a preset, if named, is
  * applied here). Usage errors (bad or incompatible settings, an existing run in `out`) are found
- * before any file is written. A non-finite loss or gradient stops the run with PELAB_ERR_RUNTIME
- * naming the step; the last checkpoint is kept. hooks may be NULL. */
+ * before any file is written. A non-finite loss or gradient is handled as --on-nan says: stop
+ * the run with PELAB_ERR_RUNTIME naming the step (the last checkpoint is kept), skip the update,
+ * or roll back to the last checkpoint with a lower learning rate. hooks may be NULL. */
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks);
 
 /* Everything pelab_train() checks before it writes anything (preset, options, task and model
  * construction), without training: compare validates all its runs up front with it. */
 int pelab_train_validate(const struct pelab_opts *opts);
 
-/* Continues the run in `dir` from its last checkpoint (from step 0 when it saved none yet) with
- * the settings of dir/config.json. `overrides` may give only "steps" and "threads" (NULL: none).
- * The continued run's losses equal an uninterrupted run's bit for bit, thread count alike. */
+/* Continues the run in `dir` from its newest valid checkpoint (from step 0 when it saved none
+ * yet) with the settings of dir/config.json; a damaged checkpoint is passed over for the one
+ * before it, with a NOTICE. `overrides` may give only the options pelab_train_resume_option
+ * accepts (NULL: none). The continued run's losses equal an uninterrupted run's bit for bit,
+ * thread count alike. */
 int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
                        const struct pelab_train_hooks *hooks);
 
@@ -151,6 +172,9 @@ void pelab_run_close(struct pelab_run *r);
 
 /* Reads dir/config.json into `settings` (the options of every table, as text). */
 int pelab_run_read_config(const char *dir, struct pelab_opts *settings);
+/* The same from the text of a config.json in memory; `path` names it in messages. */
+int pelab_config_parse(const char *path, const char *text, size_t size,
+                       struct pelab_opts *settings);
 
 /* Evaluation: forward only, training off. Examples first .. first+count-1 of `split`, `batch`
  * at a time; count 0 means the whole split. loss: mean cross-entropy over target positions;

@@ -1,5 +1,5 @@
-/* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync), mkdir -p,
- * and CRC-32. */
+/* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync), mkdir -p
+ * (each new directory's entry fsync'ed in its parent), and CRC-32. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -168,9 +168,12 @@ int pelab_write_file_atomic(const char *path, const void *data, size_t size) {
 
 /* ---- directories ----------------------------------------------------------------------------- */
 
-/* mkdir that accepts an existing directory. */
+/* mkdir that accepts an existing directory; a new one's entry is made durable like a rename. */
 static int make_dir(const char *path) {
-    if (mkdir(path, 0777) == 0) return 0;
+    if (mkdir(path, 0777) == 0) {
+        fsync_parent(path);
+        return 0;
+    }
     int err = errno;
     struct stat st;
     if (err == EEXIST && stat(path, &st) == 0) return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;

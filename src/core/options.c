@@ -1,5 +1,4 @@
 /* Options: text values checked and read through their declarations. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +58,30 @@ static int choice_index(const char *choices, const char *val) {
     return -1;
 }
 
+/* A decimal number as JSON and people write it: [+-] digits [. digits] [e [+-] digits]. strtod
+ * alone would also take leading spaces, hexadecimal ("0x10") and "infinity". */
+static int decimal_syntax(const char *s) {
+    const char *p = s;
+    if (*p == '+' || *p == '-') p++;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') p++, digits++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) digits++;
+    if (!digits) return 0;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-') p++;
+        if (*p < '0' || *p > '9') return 0;
+        while (*p >= '0' && *p <= '9') p++;
+    }
+    return *p == '\0';
+}
+
 static int parse_number(const char *s, double *x) {
+    if (!decimal_syntax(s)) return 0;
     char *end;
-    errno = 0;
-    *x = strtod(s, &end);
-    return *s && *end == '\0' && errno == 0 && isfinite(*x);
+    *x = strtod(s, &end); /* an overflow is infinite; an underflow, tiny or 0, is its value */
+    return *end == '\0' && isfinite(*x);
 }
 
 int pelab_optdef_check(const struct pelab_optdef *d, const char *val) {
@@ -73,14 +91,14 @@ int pelab_optdef_check(const struct pelab_optdef *d, const char *val) {
         if (!parse_number(val, &x) || x != floor(x))
             return pelab_fail(PELAB_ERR_USAGE, "--%s: '%s' is not an integer", d->name, val);
         if (x < d->lo || x > d->hi)
-            return pelab_fail(PELAB_ERR_USAGE, "--%s: %s is out of range [%.15g, %.15g]", d->name,
+            return pelab_fail(PELAB_ERR_USAGE, "--%s: %s is out of range [%.16g, %.16g]", d->name,
                               val, d->lo, d->hi);
         return PELAB_OK;
     case PELAB_OPT_REAL:
         if (!parse_number(val, &x))
             return pelab_fail(PELAB_ERR_USAGE, "--%s: '%s' is not a number", d->name, val);
         if (x < d->lo || x > d->hi)
-            return pelab_fail(PELAB_ERR_USAGE, "--%s: %s is out of range [%.15g, %.15g]", d->name,
+            return pelab_fail(PELAB_ERR_USAGE, "--%s: %s is out of range [%.16g, %.16g]", d->name,
                               val, d->lo, d->hi);
         return PELAB_OK;
     case PELAB_OPT_CHOICE:

@@ -39,8 +39,11 @@ int pelab_params_alloc(struct pelab_params *p) {
     p->m = calloc(n, sizeof(pelab_real));
     p->v = calloc(n, sizeof(pelab_real));
     if (!p->data || !p->grad || !p->m || !p->v) {
+        size_t total = p->total; /* free clears it */
         pelab_params_free(p);
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory allocating %zu parameters", p->total);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory allocating %zu parameters (%.1f GB "
+                          "with gradients and AdamW moments)", total,
+                          4.0 * (double)total * sizeof(pelab_real) / 1e9);
     }
     return PELAB_OK;
 }

@@ -7,10 +7,23 @@
 static _Thread_local char last_error[1024];
 
 int pelab_fail(int code, const char *fmt, ...) {
+    char raw[sizeof last_error];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* One line, whatever the message quotes: a control character (a newline in an option name
+     * or a file name) is written as \n, \t or \xNN. */
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p && n + 5 < sizeof last_error; p++) {
+        if (*p >= 0x20 && *p != 0x7f)
+            last_error[n++] = (char)*p;
+        else if (*p == '\n' || *p == '\t')
+            n += (size_t)snprintf(last_error + n, 3, "\\%c", *p == '\n' ? 'n' : 't');
+        else
+            n += (size_t)snprintf(last_error + n, 5, "\\x%02x", *p);
+    }
+    last_error[n] = '\0';
     return code;
 }
 

@@ -7,10 +7,11 @@
  *                        name: {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}}
  *   bytes [8+N, size)   the data section; offsets are relative to its start
  * The reader applies the reference implementation's rules (tensors tile the data section with
- * neither gaps nor overlaps) plus pelab's own "pelab.crc32" metadata check. Tensor data inside
+ * neither gaps nor overlaps) plus pelab's own checksums (CRC_KEY, HCRC_KEY). Tensor data inside
  * the file buffer may be misaligned, so values are read with memcpy, never by dereference.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +28,10 @@
 #endif
 
 #define HEADER_MAX ((uint64_t)100 * 1000 * 1000) /* as the reference: larger is not a header */
-#define CRC_KEY "pelab.crc32"
+#define CRC_KEY "pelab.data-crc32"
+#define HCRC_KEY "pelab.header-crc32"
+#define OLD_CRC_KEY "pelab.crc32" /* pelab 0.1.0: the data section only, still read */
+#define HCRC_PATTERN "\"" HCRC_KEY "\":\"" /* as the writer spells it: "pelab.header-crc32":" */
 #define META_KEY "__metadata__"
 #define MAX_DIM 4
 
@@ -115,25 +119,45 @@ static void assert_valid(const struct pelab_tensor *t) {
     PELAB_ASSERT(t->data != NULL || t->nbytes == 0);
 }
 
-static void header_metadata(struct pelab_sb *sb, const struct pelab_opts *metadata, uint32_t crc) {
+/* The metadata object. The header checksum's 8 digits are written as zeros and filled in once
+ * the whole header is known; returns their offset in sb. */
+static size_t header_metadata(struct pelab_sb *sb, const struct pelab_opts *metadata,
+                              uint32_t crc) {
     pelab_sb_json_string(sb, META_KEY);
     pelab_sb_append(sb, ":{", 2);
     for (int i = 0; metadata && i < metadata->count; i++) {
-        if (strcmp(metadata->kv[i].key, CRC_KEY) == 0) continue; /* ours, recomputed below */
-        pelab_sb_json_string(sb, metadata->kv[i].key);
+        const char *key = metadata->kv[i].key;
+        if (!strcmp(key, CRC_KEY) || !strcmp(key, HCRC_KEY) || !strcmp(key, OLD_CRC_KEY))
+            continue; /* ours, below */
+        pelab_sb_json_string(sb, key);
         pelab_sb_append(sb, ":", 1);
         pelab_sb_json_string(sb, metadata->kv[i].val);
         pelab_sb_append(sb, ",", 1);
     }
     pelab_sb_json_string(sb, CRC_KEY);
-    pelab_sb_printf(sb, ":\"%08x\"}", (unsigned)crc);
+    pelab_sb_printf(sb, ":\"%08x\",", (unsigned)crc);
+    pelab_sb_append(sb, HCRC_PATTERN, strlen(HCRC_PATTERN));
+    size_t at = sb->len;
+    pelab_sb_append(sb, "00000000\"}", 10);
+    return at;
 }
 
-/* The header JSON, padded with spaces to a multiple of 8 bytes. */
+/* CRC-32 of the 8-byte length and the header, with the header checksum's own 8 digits (at
+ * `at`) counted as '0's: the value that goes there. */
+static uint32_t header_crc(const char *header, size_t len, size_t at) {
+    unsigned char n[8];
+    for (int i = 0; i < 8; i++) n[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    uint32_t crc = pelab_crc32(0, n, 8);
+    crc = pelab_crc32(crc, header, at);
+    crc = pelab_crc32(crc, "00000000", 8);
+    return pelab_crc32(crc, header + at + 8, len - at - 8);
+}
+
+/* The header JSON, padded with spaces to a multiple of 8 bytes, its checksum filled in. */
 static void header_json(struct pelab_sb *sb, const struct pelab_tensor *t, int n,
                         const struct pelab_opts *metadata, uint32_t crc) {
     pelab_sb_append(sb, "{", 1);
-    header_metadata(sb, metadata, crc);
+    size_t at = header_metadata(sb, metadata, crc);
     size_t offset = 0;
     for (int i = 0; i < n; i++) {
         pelab_sb_append(sb, ",", 1);
@@ -146,6 +170,9 @@ static void header_json(struct pelab_sb *sb, const struct pelab_tensor *t, int n
     }
     pelab_sb_append(sb, "}", 1);
     while (sb->len % 8) pelab_sb_append(sb, " ", 1);
+    char digits[9];
+    snprintf(digits, sizeof digits, "%08x", (unsigned)header_crc(sb->data, sb->len, at));
+    memcpy(sb->data + at, digits, 8);
 }
 
 /* Length prefix, header, then each tensor's bytes, into the open temporary file. */
@@ -372,17 +399,77 @@ static int check_layout(const char *path, const struct pelab_st_file *f, const c
     return rc;
 }
 
-/* "pelab.crc32", when present: 8 hex digits equal to the CRC-32 of the data section. */
+/* A metadata checksum value: 8 hex digits. */
+static int crc_value(const char *path, const char *key, const char *v, uint32_t *crc) {
+    int hex = strlen(v) == 8;
+    for (int i = 0; hex && i < 8; i++) hex = isxdigit((unsigned char)v[i]) != 0;
+    if (!hex) return st_fail(path, "metadata %s '%s' is not 8 hex digits", key, v);
+    *crc = (uint32_t)strtoul(v, NULL, 16);
+    return PELAB_OK;
+}
+
+/* The data checksum, when present (CRC_KEY, or OLD_CRC_KEY in a file of pelab 0.1.0): the
+ * CRC-32 of the data section. */
 static int check_crc(const char *path, const struct pelab_opts *meta, const char *data, size_t n) {
-    const char *want = pelab_opts_get(meta, CRC_KEY);
+    const char *key = pelab_opts_get(meta, CRC_KEY) ? CRC_KEY : OLD_CRC_KEY;
+    const char *want = pelab_opts_get(meta, key);
     if (!want) return PELAB_OK;
-    int hex = strlen(want) == 8;
-    for (int i = 0; hex && i < 8; i++) hex = isxdigit((unsigned char)want[i]) != 0;
-    if (!hex) return st_fail(path, "metadata %s '%s' is not 8 hex digits", CRC_KEY, want);
+    uint32_t crc = 0;
+    int rc = crc_value(path, key, want, &crc);
+    if (rc) return rc;
     uint32_t got = pelab_crc32(0, data, n);
-    if ((uint32_t)strtoul(want, NULL, 16) != got)
+    if (crc != got)
         return st_fail(path, "data checksum mismatch (%s says %s, the data has %08x): the file "
-                       "is corrupt", CRC_KEY, want, (unsigned)got);
+                       "is corrupt", key, want, (unsigned)got);
+    return PELAB_OK;
+}
+
+/* "pelab.header-crc32", when present: the CRC-32 of the length and the header (header_crc).
+ * Its digits are found where pelab's writer puts them; a header that another tool rewrote no
+ * longer has them there, and is refused like any other edit the checksum does not cover. */
+static int check_header_crc(const char *path, const struct pelab_opts *meta, const char *header,
+                            size_t len) {
+    const char *want = pelab_opts_get(meta, HCRC_KEY);
+    if (!want) return PELAB_OK;
+    uint32_t crc = 0;
+    int rc = crc_value(path, HCRC_KEY, want, &crc);
+    if (rc) return rc;
+    size_t plen = strlen(HCRC_PATTERN), at = 0;
+    int found = 0;
+    for (size_t i = 0; i + plen + 8 <= len; i++)
+        if (header[i] == '"' && memcmp(header + i, HCRC_PATTERN, plen) == 0) {
+            found++;
+            at = i + plen;
+        }
+    if (found != 1)
+        return st_fail(path, "header checksum %s cannot be located (the header was rewritten by "
+                       "another tool?)", HCRC_KEY);
+    uint32_t got = header_crc(header, len, at);
+    if (crc != got)
+        return st_fail(path, "header checksum mismatch (%s says %s, the header has %08x): the "
+                       "file is corrupt", HCRC_KEY, want, (unsigned)got);
+    return PELAB_OK;
+}
+
+/* pelab writes both checksums, so one without the other is damage (a flipped key would
+ * disable its own check otherwise); a pelab format ("format" pelab-...) needs them, or, from
+ * pelab 0.1.0, the data checksum under its old name (whose flipped key leaves no checksum: a
+ * pelab file without any is refused). */
+static int check_crc_pair(const char *path, const struct pelab_opts *meta) {
+    int data = pelab_opts_get(meta, CRC_KEY) != NULL;
+    int header = pelab_opts_get(meta, HCRC_KEY) != NULL;
+    const char *format = pelab_opts_get(meta, "format");
+    uint32_t crc;
+    if (data && header) {
+        int rc = crc_value(path, CRC_KEY, pelab_opts_get(meta, CRC_KEY), &crc);
+        return rc ? rc : crc_value(path, HCRC_KEY, pelab_opts_get(meta, HCRC_KEY), &crc);
+    }
+    if (data || header)
+        return st_fail(path, "metadata has %s but not %s: the file is damaged",
+                       data ? CRC_KEY : HCRC_KEY, data ? HCRC_KEY : CRC_KEY);
+    if (format && strncmp(format, "pelab-", 6) == 0 && !pelab_opts_get(meta, OLD_CRC_KEY))
+        return st_fail(path, "a %s file without the checksums %s and %s (damaged, or written by "
+                       "another tool)", format, CRC_KEY, HCRC_KEY);
     return PELAB_OK;
 }
 
@@ -407,6 +494,8 @@ static int parse_file(const char *path, struct pelab_st_file *f) {
     int rc = read_entries(path, root, data, data_size, f);
     pelab_json_free(root);
     if (!rc) rc = check_layout(path, f, data, data_size);
+    if (!rc) rc = check_crc_pair(path, &f->metadata);
+    if (!rc) rc = check_header_crc(path, &f->metadata, f->buf + 8, (size_t)n);
     if (!rc) rc = check_crc(path, &f->metadata, data, data_size);
     return rc;
 }
@@ -415,6 +504,19 @@ int pelab_safetensors_read(const char *path, struct pelab_st_file *f) {
     memset(f, 0, sizeof *f);
     int rc = pelab_read_file(path, &f->buf, &f->size);
     if (!rc) rc = parse_file(path, f);
+    if (rc) pelab_st_file_free(f);
+    return rc;
+}
+
+int pelab_safetensors_parse(const char *name, const void *bytes, size_t size,
+                            struct pelab_st_file *f) {
+    memset(f, 0, sizeof *f);
+    f->buf = malloc(size + 1);
+    if (!f->buf) return st_fail(name, "out of memory");
+    if (size) memcpy(f->buf, bytes, size);
+    f->buf[size] = '\0';
+    f->size = size;
+    int rc = parse_file(name, f);
     if (rc) pelab_st_file_free(f);
     return rc;
 }
@@ -474,28 +576,43 @@ static const struct pelab_tensor *match_param(const struct pelab_st_file *f,
     return t;
 }
 
-/* n values of a F32 or F64 tensor (any alignment) into dst. */
-static void convert(pelab_real *dst, const struct pelab_tensor *t, size_t n) {
+/* Element i of a F32 or F64 tensor (any alignment). */
+static double element(const struct pelab_tensor *t, size_t i) {
     const char *src = t->data;
-    for (size_t i = 0; i < n; i++) {
-        if (t->dtype == PELAB_DT_F32) {
-            float x;
-            memcpy(&x, src + 4 * i, 4);
-            dst[i] = (pelab_real)x;
-        } else {
-            double x;
-            memcpy(&x, src + 8 * i, 8);
-            dst[i] = (pelab_real)x;
-        }
+    if (t->dtype == PELAB_DT_F32) {
+        float x;
+        memcpy(&x, src + 4 * i, 4);
+        return x;
     }
+    double x;
+    memcpy(&x, src + 8 * i, 8);
+    return x;
+}
+
+/* n values of a F32 or F64 tensor into dst. */
+static void convert(pelab_real *dst, const struct pelab_tensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = (pelab_real)element(t, i);
+}
+
+/* Weights are finite: a NaN or an infinity would only surface later, as garbage. */
+static int check_finite(const struct pelab_tensor *t, size_t n, const char *path) {
+    for (size_t i = 0; i < n; i++) {
+        double x = element(t, i);
+        if (!isfinite(x))
+            return st_fail(path, "tensor '%s' holds %g at element %zu", t->name,
+                           pelab_printable(x), i);
+    }
+    return PELAB_OK;
 }
 
 /* Checks everything before copying anything, so a refused file leaves the table as it was. */
 int pelab_params_load(const struct pelab_st_file *f, const struct pelab_params *p,
                       const char *path) {
     PELAB_ASSERT(p->data != NULL || p->count == 0);
-    for (int i = 0; i < p->count; i++)
-        if (!match_param(f, &p->list[i], path)) return PELAB_ERR_RUNTIME;
+    for (int i = 0; i < p->count; i++) {
+        const struct pelab_tensor *t = match_param(f, &p->list[i], path);
+        if (!t || check_finite(t, p->list[i].size, path)) return PELAB_ERR_RUNTIME;
+    }
     for (int i = 0; i < f->count; i++)
         if (pelab_params_find(p, f->tensors[i].name) < 0)
             return st_fail(path, "unexpected tensor '%s' (not a parameter of this model)",

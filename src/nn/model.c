@@ -353,3 +353,78 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
 
 const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->logits; }
 const pelab_real *pelab_model_losses(const struct pelab_model *m) { return m->acts->losses; }
+
+/* --- diagnostics ------------------------------------------------------------------------------ */
+
+/* One activation buffer of the last forward, with its shape for the message. */
+struct act_view {
+    int layer; /* -1: outside the blocks */
+    const char *name;
+    const pelab_real *p;
+    int nd;
+    long dims[4];
+    const char *dim_names;
+};
+
+/* The first non-finite element of v: 1 and its description in buf, or 0. */
+static int scan_view(const struct act_view *v, char *buf, size_t size) {
+    long n = 1;
+    for (int i = 0; i < v->nd; i++) n *= v->dims[i];
+    for (long k = 0; k < n; k++) {
+        if (isfinite((double)v->p[k])) continue;
+        long idx[4], rest = k;
+        for (int i = v->nd - 1; i >= 0; i--) {
+            idx[i] = rest % v->dims[i];
+            rest /= v->dims[i];
+        }
+        char where[64] = "";
+        size_t len = 0;
+        for (int i = 0; i < v->nd && len < sizeof where; i++)
+            len += (size_t)snprintf(where + len, sizeof where - len, "%s%ld", i ? ", " : "", idx[i]);
+        char layer[32] = "";
+        if (v->layer >= 0) snprintf(layer, sizeof layer, "blocks.%d.", v->layer);
+        snprintf(buf, size, "%s%s %s at [%s] = %g", layer, v->name, v->dim_names, where,
+                 pelab_printable((double)v->p[k]));
+        return 1;
+    }
+    return 0;
+}
+
+int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t size) {
+    const struct pelab_acts *a = m->acts;
+    PELAB_ASSERT(a != NULL);
+    const long B = m->cur_B, T = m->cur_T, BT = B * T;
+    const long N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
+    const long MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
+#define VIEW3(L, name, ptr, last, dn) \
+    {L, name, ptr, 3, {B, T, last, 0}, dn}
+#define VIEW4(L, name, ptr, d2, d3, dn) \
+    {L, name, ptr, 4, {B, H, d2, d3}, dn}
+    struct act_view first = VIEW3(-1, "token embedding (+ encoding) output", a->x, D, "(B,T,D)");
+    if (scan_view(&first, buf, size)) return 1;
+    for (long l = 0; l < N; l++) { /* in the order the forward pass computes them */
+        int L = (int)l;
+        struct act_view vs[] = {
+            VIEW3(L, "attn_norm output", a->ln1 + l * BT * D, D, "(B,T,D)"),
+            VIEW3(L, "attn.qkv output", a->qkv + l * BT * 3 * D, 3 * D, "(B,T,3D)"),
+            VIEW4(L, "queries after the encoding", a->qo + l * BT * H * dq, T, dq, "(B,H,T,dq)"),
+            VIEW4(L, "keys after the encoding", a->ko + l * BT * H * dq, T, dq, "(B,H,T,dq)"),
+            VIEW4(L, "attention probabilities", a->att + l * BT * H * T, T, T, "(B,H,T,T)"),
+            VIEW3(L, "attention heads' output", a->atty + l * BT * D, D, "(B,T,D)"),
+            VIEW3(L, "residual after attention", a->xmid + l * BT * D, D, "(B,T,D)"),
+            VIEW3(L, "mlp_norm output", a->ln2 + l * BT * D, D, "(B,T,D)"),
+            VIEW3(L, "mlp.fc output", a->fch + l * BT * MD, MD, "(B,T,M)"),
+            VIEW3(L, "GELU output", a->fch_gelu + l * BT * MD, MD, "(B,T,M)"),
+            VIEW3(L, "block output", a->x + (l + 1) * BT * D, D, "(B,T,D)"),
+        };
+        for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
+            if (scan_view(&vs[i], buf, size)) return 1;
+    }
+    struct act_view last[] = {VIEW3(-1, "final_norm output", a->lnf, D, "(B,T,D)"),
+                              VIEW3(-1, "logits", a->logits, V, "(B,T,V)")};
+#undef VIEW3
+#undef VIEW4
+    for (size_t i = 0; i < sizeof last / sizeof last[0]; i++)
+        if (scan_view(&last[i], buf, size)) return 1;
+    return 0;
+}

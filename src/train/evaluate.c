@@ -52,7 +52,9 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
         r->loss = loss_sum / (double)r->targets;
         r->acc = (double)r->correct / (double)r->targets;
     }
+    static const char *const names[] = {"train", "val", "test"};
     if (!isfinite(r->loss))
-        return pelab_fail(PELAB_ERR_RUNTIME, "evaluation loss is not finite (%g)", r->loss);
+        return pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): the model's weights "
+                          "or activations are", names[split], pelab_printable(r->loss));
     return PELAB_OK;
 }

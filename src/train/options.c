@@ -24,7 +24,8 @@ const struct pelab_optdef pelab_train_options[] = {
      "AdamW decoupled weight decay, on matrices only"},
     {"beta1", PELAB_OPT_REAL, "0.9", 0, 0.999999, NULL, "AdamW first-moment decay"},
     {"beta2", PELAB_OPT_REAL, "0.99", 0, 0.999999999, NULL, "AdamW second-moment decay"},
-    {"eps", PELAB_OPT_REAL, "1e-8", 0, 1, NULL, "AdamW epsilon"},
+    {"eps", PELAB_OPT_REAL, "1e-8", 1e-30, 1, NULL,
+     "AdamW epsilon (above 0: a parameter with no gradient yet would otherwise get 0/0)"},
     {"clip", PELAB_OPT_REAL, "1.0", 0, 1e6, NULL, "global gradient-norm clipping (0: off)"},
     {"seed", PELAB_OPT_INT, "1", 0, SEED_MAX, NULL,
      "fixes initialisation, data order and dropout"},
@@ -36,6 +37,19 @@ const struct pelab_optdef pelab_train_options[] = {
     {"log-every", PELAB_OPT_INT, "10", 1, BIG, NULL, "write a log.jsonl line every N updates"},
     {"save-every", PELAB_OPT_INT, "500", 0, BIG, NULL,
      "checkpoint every N updates (0: only at the end)"},
+    {"keep", PELAB_OPT_INT, "2", 1, 1e6, NULL,
+     "the newest N checkpoints are kept in DIR/checkpoints (a resume passes over a damaged one "
+     "to the one before)"},
+    {"on-nan", PELAB_OPT_CHOICE, "stop", 0, 0, "stop|skip|rollback",
+     "a non-finite loss or gradient: stop the run; skip that update; or roll back to the last "
+     "checkpoint with the learning rate times --nan-lr-factor"},
+    {"nan-lr-factor", PELAB_OPT_REAL, "0.5", 1e-6, 0.999999, NULL,
+     "--on-nan rollback: learning-rate factor applied at each rollback"},
+    {"nan-retries", PELAB_OPT_INT, "3", 0, 1e6, NULL,
+     "--on-nan skip: skipped updates in a row, rollback: rollbacks in the run, before giving up"},
+    {"check-finite", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "scan every activation after each training forward pass; the first non-finite one (named "
+     "by layer and tensor) is handled as --on-nan says"},
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
@@ -74,13 +88,29 @@ int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_confi
     c->eval_batches = pelab_opt_int(o, T, "eval-batches");
     c->log_every = pelab_opt_int(o, T, "log-every");
     c->save_every = pelab_opt_int(o, T, "save-every");
+    c->keep = pelab_opt_int(o, T, "keep");
+    c->on_nan = (enum pelab_on_nan)pelab_opt_choice(o, T, "on-nan");
+    c->nan_lr_factor = pelab_opt_real(o, T, "nan-lr-factor");
+    c->nan_retries = pelab_opt_int(o, T, "nan-retries");
+    c->check_finite = pelab_opt_switch(o, T, "check-finite");
     copy_str(c->out, pelab_opt_str(o, T, "out"));
     copy_str(c->task, pelab_opt_str(o, T, "task"));
     copy_str(c->preset, pelab_opt_str(o, T, "preset"));
     if (c->min_lr > c->lr)
         return pelab_fail(PELAB_ERR_USAGE, "--min-lr %g is above --lr %g", c->min_lr, c->lr);
+    if (c->on_nan == PELAB_ON_NAN_ROLLBACK && c->save_every == 0)
+        return pelab_fail(PELAB_ERR_USAGE, "--on-nan rollback needs checkpoints to roll back to "
+                          "(--save-every N > 0; it is 0)");
     if (!c->task[0]) return pelab_fail(PELAB_ERR_USAGE, "--task: a task name is needed");
     return PELAB_OK;
+}
+
+int pelab_train_resume_option(const char *name) {
+    static const char *const ok[] = {"steps", "threads", "keep", "on-nan", "nan-lr-factor",
+                                     "nan-retries", "check-finite"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (strcmp(name, ok[i]) == 0) return 1;
+    return 0;
 }
 
 /* "a,b,c" from n names. */

@@ -89,6 +89,11 @@ void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
     case PELAB_TRAIN_EVAL:
     case PELAB_TRAIN_SAVE:
         return;
+    case PELAB_TRAIN_NOTICE:
+        pelab_progress_printer_end(pp);
+        fprintf(stderr, "%s%swarning: %s\n", label, sep, p->message);
+        fflush(stderr);
+        return;
     case PELAB_TRAIN_DONE:
         pelab_progress_printer_end(pp);
         fprintf(stderr, "%s%sdone %s: %" PRId64 " steps in %s, test acc %.2f%%, test loss %.4f\n",

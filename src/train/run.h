@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "pelab/json.h"
+#include "pelab/safetensors.h"
 #include "pelab/optim.h"
 #include "pelab/train.h"
 
@@ -18,6 +19,19 @@ extern const char *const pelab_group_names[PELAB_GROUPS];
 struct pelab_settings {
     struct pelab_opts group[PELAB_GROUPS];
     int number[PELAB_GROUPS][PELAB_OPTS_MAX]; /* 1: written as a JSON number */
+};
+
+/* PELAB_TEST_NAN=STEP:WHAT[:once] — a test-only fault injector (docs/FORMATS.md): at update STEP
+ * put a NaN into the first gradient ("grad", after the backward pass) or into one weight
+ * ("weight", before the forward pass), or an infinity into that weight after the optimizer step
+ * ("update"); "once" fires the first time only. */
+enum pelab_poison_site {
+    PELAB_POISON_NONE, PELAB_POISON_GRAD, PELAB_POISON_WEIGHT, PELAB_POISON_UPDATE
+};
+struct pelab_poison {
+    enum pelab_poison_site site;
+    int64_t step;
+    int once, fired;
 };
 
 struct pelab_trainer {
@@ -39,10 +53,17 @@ struct pelab_trainer {
     double train_s;     /* time spent in updates, earlier segments */
     double log_loss, log_acc; /* sums over the current log interval */
     int64_t log_n;
+    int64_t log_skipped;          /* updates skipped (--on-nan skip) in the current interval */
     double last_loss, last_acc;   /* last logged interval means */
+    double lr_scale;    /* learning-rate factor from rollbacks (1: none) */
+    int64_t nan_rollbacks;        /* rollbacks so far in the run */
+    int64_t nan_skips;  /* updates skipped in a row, up to the current step */
     int64_t saved_step; /* step of the last checkpoint, -1: none */
 
     FILE *log;          /* log.jsonl, appending */
+    int lock_fd;        /* the run directory, locked while training (-1: not held) */
+    const struct pelab_train_hooks *hooks; /* may be NULL */
+    struct pelab_poison poison;   /* PELAB_TEST_NAN: test-only NaN injection */
 };
 
 /* settings from the run's options and the initialised model and task. */
@@ -53,11 +74,55 @@ void pelab_settings_json(const struct pelab_settings *s, struct pelab_sb *sb);
 /* Metadata entries "pelab.config.<name>" for every setting. */
 int pelab_settings_metadata(const struct pelab_settings *s, struct pelab_opts *meta);
 
-/* Checkpoint files. */
-int pelab_state_save(const struct pelab_trainer *tr);
-/* Loads state.safetensors into tr (weights, moments, counters). */
-int pelab_state_load(struct pelab_trainer *tr, const char *path);
+/* A NOTICE to the progress hook (printf-style; one line). */
+void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Checkpoint files (state.c): the state (weights, moments, counters) in `path`, and
+ * DIR/model.safetensors. */
+int pelab_state_save(const struct pelab_trainer *tr, const char *path);
+/* Loads a state file into tr after checking all of it: format and version, `step` equal to
+ * `expect_step` (-1: any), tensors of the model's names and shapes, finite, counters in range,
+ * settings equal to the run's. On failure tr is unchanged and the message names `path`. */
+int pelab_state_load(struct pelab_trainer *tr, const char *path, int64_t expect_step);
+int pelab_state_from_file(struct pelab_trainer *tr, const struct pelab_st_file *f,
+                          const char *path, int64_t expect_step);
 int pelab_model_file_save(const struct pelab_trainer *tr);
+
+/* The checkpoint directory (checkpoint.c): DIR/checkpoints/state-<step>.safetensors, the newest
+ * --keep of them. */
+/* Writes the state of tr->step (log fsync'ed first), prunes, then writes model.safetensors. */
+int pelab_ckpt_save(struct pelab_trainer *tr);
+/* Loads the newest valid checkpoint, passing over damaged ones with a NOTICE each. *found = 0
+ * when the run has none (nothing loaded); an error when it has some but none is valid. */
+int pelab_ckpt_restore(struct pelab_trainer *tr, int *found);
+/* After a restore: DIR/model.safetensors must hold the restored step's weights; a missing,
+ * damaged or other one is rewritten (with a NOTICE). */
+int pelab_ckpt_repair_model(struct pelab_trainer *tr);
+/* Locks the run directory for this process (PELAB_ERR_RUNTIME if another holds it) and removes
+ * the temporary files an interrupted write left. */
+int pelab_run_lock(struct pelab_trainer *tr);
+void pelab_run_unlock(struct pelab_trainer *tr);
+
+/* Non-finite values (numerics.c). */
+/* Reads PELAB_TEST_NAN into tr->poison (PELAB_ERR_USAGE for a malformed value). */
+int pelab_poison_init(struct pelab_poison *p);
+/* Applies the injector at `site` for update `step`, if it is due. */
+void pelab_poison_apply(struct pelab_trainer *tr, enum pelab_poison_site site, int64_t step);
+/* "first non-finite gradient: NAME[i] = nan", or "" when every gradient is finite. */
+void pelab_describe_grads(const struct pelab_params *p, char *buf, size_t size);
+/* 1 and "first non-finite weight: NAME[i] = inf" (or AdamW moment) when a weight or moment is
+ * not finite, else 0. */
+int pelab_describe_params(const struct pelab_params *p, char *buf, size_t size);
+/* A non-finite value at update `update_no`: `what` ("the training loss") with `detail` (its
+ * value and where it first appeared); `applied` when the update was already made (then it cannot
+ * be skipped). Does what --on-nan says: PELAB_OK when training goes on (the update skipped, or
+ * the run rolled back), else the error naming the step. */
+int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *what,
+                     const char *detail, int applied);
+
+/* Initial weights, moments and counters of a run at step 0 (train.c). */
+void pelab_trainer_fresh_start(struct pelab_trainer *tr);
 
 /* log.jsonl: a new empty log, or the existing one cut to the lines of steps <= `step`. */
 int pelab_log_open(struct pelab_trainer *tr, int fresh);

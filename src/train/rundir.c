@@ -33,6 +33,9 @@ static int read_group(const struct pelab_json *g, const char *path, const char *
             val[v->raw_len] = '\0';
         } else if (v->type == PELAB_JSON_STRING && strlen(v->string) < sizeof val) {
             strcpy(val, v->string);
+        } else if (v->type == PELAB_JSON_NUMBER || v->type == PELAB_JSON_STRING) {
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s: \"%s\".\"%s\" is longer than %d "
+                              "characters", path, name, g->keys[i], PELAB_OPT_VAL_MAX - 1);
         } else {
             return pelab_fail(PELAB_ERR_RUNTIME, "%s: \"%s\".\"%s\" is not a number or a string",
                               path, name, g->keys[i]);
@@ -54,9 +57,16 @@ int pelab_run_read_config(const char *dir, struct pelab_opts *settings) {
     size_t size;
     int rc = pelab_read_file(path, &text, &size);
     if (rc) return rc;
-    struct pelab_json *j = NULL;
-    rc = pelab_json_parse(text, size, &j);
+    rc = pelab_config_parse(path, text, size, settings);
     free(text);
+    return rc;
+}
+
+int pelab_config_parse(const char *path, const char *text, size_t size,
+                       struct pelab_opts *settings) {
+    memset(settings, 0, sizeof *settings);
+    struct pelab_json *j = NULL;
+    int rc = pelab_json_parse(text, size, &j);
     if (rc) return fail_in(PELAB_ERR_RUNTIME, path);
     if (!pelab_json_get(j, "pelab-version")) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s is not a pelab config (no \"pelab-version\")", path);

@@ -1,11 +1,14 @@
-/* Checkpoint files: state.safetensors (weights, AdamW moments and counters: everything an exact
- * resume needs) and model.safetensors (weights and settings: what eval, sample and PyTorch read).
+/* Checkpoint contents: the state file (weights, AdamW moments and counters: everything an exact
+ * resume needs, format "pelab-state" version 2) and model.safetensors (weights and settings:
+ * what eval, sample and PyTorch read). Where checkpoints live is checkpoint.c's business.
  *
- * The state file carries the weights too, and is written before the model file: a run killed
- * between the two renames still resumes from a consistent state, and model.safetensors is at
- * worst one checkpoint older. */
+ * A state file is checked whole before anything of it is used: a file that passes the
+ * safetensors checks (both CRCs) may still be foreign — another model's shapes, another run's
+ * settings, a counter out of range, a non-finite weight — and is refused naming the fault, so
+ * the caller can fall back to an older checkpoint with the run left as it was. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,10 @@
 #else
 #define REAL_DT PELAB_DT_F32
 #endif
+
+#define STATE_FORMAT "pelab-state"
+#define STATE_VERSION "2"
+#define CONFIG_PREFIX "pelab.config."
 
 static int meta_printf(struct pelab_opts *meta, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -42,14 +49,14 @@ static void tensor(struct pelab_tensor *t, const char *prefix, const struct pela
     t->nbytes = p->size * sizeof(pelab_real);
 }
 
-int pelab_state_save(const struct pelab_trainer *tr) {
+int pelab_state_save(const struct pelab_trainer *tr, const char *path) {
     const struct pelab_params *P = &tr->model.params;
     struct pelab_opts *meta = calloc(1, sizeof *meta);
     struct pelab_tensor *ts = calloc((size_t)P->count * 3, sizeof *ts);
     if (!meta || !ts) {
         free(meta);
         free(ts);
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory writing a checkpoint");
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory writing a checkpoint", path);
     }
     for (int i = 0; i < P->count; i++) {
         tensor(&ts[3 * i], "", &P->list[i], P->data);
@@ -57,7 +64,8 @@ int pelab_state_save(const struct pelab_trainer *tr) {
         tensor(&ts[3 * i + 2], "adam.v.", &P->list[i], P->v);
     }
     /* Doubles as C99 hex floats: exact, so the resumed run's logged means match bit for bit. */
-    int rc = pelab_opts_set(meta, "format", "pelab-state");
+    int rc = pelab_opts_set(meta, "format", STATE_FORMAT);
+    if (!rc) rc = pelab_opts_set(meta, "format-version", STATE_VERSION);
     if (!rc) rc = pelab_opts_set(meta, "pelab-version", PELAB_VERSION);
     if (!rc) rc = meta_printf(meta, "step", "%" PRId64, tr->step);
     if (!rc) rc = meta_printf(meta, "data-cursor", "%" PRIu64, tr->cursor);
@@ -67,10 +75,13 @@ int pelab_state_save(const struct pelab_trainer *tr) {
     if (!rc) rc = meta_printf(meta, "log-loss-sum", "%a", tr->log_loss);
     if (!rc) rc = meta_printf(meta, "log-acc-sum", "%a", tr->log_acc);
     if (!rc) rc = meta_printf(meta, "log-count", "%" PRId64, tr->log_n);
+    if (!rc) rc = meta_printf(meta, "log-skipped", "%" PRId64, tr->log_skipped);
     if (!rc) rc = meta_printf(meta, "last-loss", "%a", tr->last_loss);
     if (!rc) rc = meta_printf(meta, "last-acc", "%a", tr->last_acc);
-    char path[PELAB_PATH_MAX];
-    pelab_path(path, tr->dir, "state.safetensors");
+    if (!rc) rc = meta_printf(meta, "lr-scale", "%a", tr->lr_scale);
+    if (!rc) rc = meta_printf(meta, "nan-rollbacks", "%" PRId64, tr->nan_rollbacks);
+    if (!rc) rc = meta_printf(meta, "nan-skips", "%" PRId64, tr->nan_skips);
+    if (!rc) rc = pelab_settings_metadata(&tr->settings, meta);
     if (!rc) rc = pelab_safetensors_write(path, ts, P->count * 3, meta);
     free(meta);
     free(ts);
@@ -91,28 +102,56 @@ int pelab_model_file_save(const struct pelab_trainer *tr) {
     return rc;
 }
 
-/* Copies one tensor of the file into dst, converting F32/F64, after checking its shape. */
-static int load_tensor(const struct pelab_st_file *f, const char *path, const char *prefix,
-                       const struct pelab_param *p, pelab_real *dst) {
+/* ---- reading ------------------------------------------------------------------------------- */
+
+/* Element i of a F32 or F64 tensor (any alignment). */
+static double element(const struct pelab_tensor *t, size_t i) {
+    if (t->dtype == PELAB_DT_F32) {
+        float x;
+        memcpy(&x, (const char *)t->data + 4 * i, 4);
+        return x;
+    }
+    double x;
+    memcpy(&x, (const char *)t->data + 8 * i, 8);
+    return x;
+}
+
+/* The tensor prefix+p->name: present, the parameter's shape, F32 or F64, finite (and >= 0 for
+ * second moments); NULL with the error otherwise. */
+static const struct pelab_tensor *check_tensor(const struct pelab_st_file *f, const char *path,
+                                               const char *prefix, const struct pelab_param *p) {
     char name[160];
     snprintf(name, sizeof name, "%s%s", prefix, p->name);
     const struct pelab_tensor *t = pelab_st_find(f, name);
-    if (!t) return pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' is missing", path, name);
+    if (!t) {
+        pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' is missing", path, name);
+        return NULL;
+    }
     int same = t->ndim == p->ndim;
     for (int d = 0; same && d < p->ndim; d++) same = t->shape[d] == p->shape[d];
-    if (!same)
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' has another shape than the model's",
-                          path, name);
-    if (t->dtype == PELAB_DT_F32) {
-        const float *s = t->data;
-        for (size_t i = 0; i < p->size; i++) dst[i] = (pelab_real)s[i];
-    } else if (t->dtype == PELAB_DT_F64) {
-        const double *s = t->data;
-        for (size_t i = 0; i < p->size; i++) dst[i] = (pelab_real)s[i];
-    } else {
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' is not F32 or F64", path, name);
+    if (!same) {
+        pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' has another shape than the model's", path,
+                   name);
+        return NULL;
     }
-    return PELAB_OK;
+    if (t->dtype != PELAB_DT_F32 && t->dtype != PELAB_DT_F64) {
+        pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' is not F32 or F64", path, name);
+        return NULL;
+    }
+    int second_moment = strcmp(prefix, "adam.v.") == 0;
+    for (size_t i = 0; i < p->size; i++) {
+        double x = element(t, i);
+        if (!isfinite(x) || (second_moment && x < 0)) {
+            pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' holds %g at element %zu", path, name,
+                       pelab_printable(x), i);
+            return NULL;
+        }
+    }
+    return t;
+}
+
+static void copy_tensor(pelab_real *dst, const struct pelab_tensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = (pelab_real)element(t, i);
 }
 
 static int meta_get(const struct pelab_st_file *f, const char *path, const char *key,
@@ -130,59 +169,166 @@ static int meta_int(const struct pelab_st_file *f, const char *path, const char 
     char *end;
     errno = 0;
     long long n = strtoll(v, &end, 10);
-    if (!*v || *end || errno || n < 0)
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata '%s' is not a count: '%s'", path, key, v);
+    if (!*v || *end || errno || n < 0 || *v < '0' || *v > '9')
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata '%s' is not a count: '%s'", path, key,
+                          v);
     *x = n;
     return PELAB_OK;
 }
 
+/* A finite number >= 0. */
 static int meta_real(const struct pelab_st_file *f, const char *path, const char *key, double *x) {
     const char *v;
     int rc = meta_get(f, path, key, &v);
     if (rc) return rc;
     char *end;
     *x = strtod(v, &end);
-    if (!*v || *end)
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata '%s' is not a number: '%s'", path, key, v);
+    if (!*v || *end || !isfinite(*x) || *x < 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata '%s' is not a finite number >= 0: "
+                          "'%s'", path, key, v);
     return PELAB_OK;
 }
 
-int pelab_state_load(struct pelab_trainer *tr, const char *path) {
+/* Settings a resume may change, and the directory, which follows the run wherever it moves. */
+static int may_differ(const char *key) {
+    return pelab_train_resume_option(key) || strcmp(key, "out") == 0;
+}
+
+/* Two texts of one setting: config.json rewrites numbers ("1e-3" reads back as 0.001). */
+static int same_setting(const char *a, const char *b) {
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (*a && *b && !*ea && !*eb) return x == y;
+    return strcmp(a, b) == 0;
+}
+
+/* Every setting the checkpoint records must equal the run's (config.json): a checkpoint of
+ * another run is refused even when its shapes fit. Settings only one side knows are skipped. */
+static int check_settings(const struct pelab_st_file *f, const char *path,
+                          const struct pelab_settings *s) {
+    size_t plen = strlen(CONFIG_PREFIX);
+    for (int i = 0; i < f->metadata.count; i++) {
+        const char *key = f->metadata.kv[i].key;
+        if (strncmp(key, CONFIG_PREFIX, plen) != 0 || may_differ(key + plen)) continue;
+        for (int g = 0; g < PELAB_GROUPS; g++) {
+            const char *mine = pelab_opts_get(&s->group[g], key + plen);
+            if (mine && !same_setting(mine, f->metadata.kv[i].val))
+                return pelab_fail(PELAB_ERR_RUNTIME, "%s: written with %s = %s, the run's "
+                                  "config.json has %s (a checkpoint of another run?)", path,
+                                  key + plen, f->metadata.kv[i].val, mine);
+        }
+    }
+    return PELAB_OK;
+}
+
+/* The counters a checkpoint records. */
+struct counters {
+    int64_t step, cursor, adam_step, log_n, log_skipped, rollbacks, skips;
+    double elapsed, train, log_loss, log_acc, last_loss, last_acc, lr_scale;
+};
+
+static int read_counters(const struct pelab_st_file *f, const char *path, struct counters *c) {
+    int rc = meta_int(f, path, "step", &c->step);
+    if (!rc) rc = meta_int(f, path, "adam-step", &c->adam_step);
+    if (!rc) rc = meta_int(f, path, "log-count", &c->log_n);
+    if (!rc) rc = meta_int(f, path, "log-skipped", &c->log_skipped);
+    if (!rc) rc = meta_int(f, path, "nan-rollbacks", &c->rollbacks);
+    if (!rc) rc = meta_int(f, path, "nan-skips", &c->skips);
+    if (!rc) rc = meta_real(f, path, "elapsed-s", &c->elapsed);
+    if (!rc) rc = meta_real(f, path, "train-s", &c->train);
+    if (!rc) rc = meta_real(f, path, "log-loss-sum", &c->log_loss);
+    if (!rc) rc = meta_real(f, path, "log-acc-sum", &c->log_acc);
+    if (!rc) rc = meta_real(f, path, "last-loss", &c->last_loss);
+    if (!rc) rc = meta_real(f, path, "last-acc", &c->last_acc);
+    if (!rc) rc = meta_real(f, path, "lr-scale", &c->lr_scale);
+    if (rc) return rc;
+    /* The cursor is a full 64-bit count: read it unsigned. */
+    const char *v;
+    if ((rc = meta_get(f, path, "data-cursor", &v))) return rc;
+    char *end;
+    errno = 0;
+    unsigned long long cur = strtoull(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end || errno)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata 'data-cursor' is not a count: '%s'",
+                          path, v);
+    c->cursor = (int64_t)cur;
+    if (c->adam_step > c->step || c->log_n + c->log_skipped > c->step || c->skips > c->step)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: counters do not fit step %" PRId64 " (adam-step "
+                          "%" PRId64 ", log-count %" PRId64 ", log-skipped %" PRId64 ", nan-skips "
+                          "%" PRId64 ")", path, c->step, c->adam_step, c->log_n, c->log_skipped,
+                          c->skips);
+    if (!(c->lr_scale > 0 && c->lr_scale <= 1))
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata 'lr-scale' %g is not in (0, 1]", path,
+                          c->lr_scale);
+    return PELAB_OK;
+}
+
+static int check_format(const struct pelab_st_file *f, const char *path) {
+    const char *format = pelab_opts_get(&f->metadata, "format");
+    if (!format || strcmp(format, STATE_FORMAT) != 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: not a pelab checkpoint (format '%s')", path,
+                          format ? format : "none");
+    const char *version = pelab_opts_get(&f->metadata, "format-version");
+    if (!version || strcmp(version, STATE_VERSION) != 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: checkpoint format version %s; this pelab reads "
+                          "version " STATE_VERSION " (start the run over, or use the pelab that "
+                          "wrote it)", path, version ? version : "1 (pelab 0.1.0)");
+    return PELAB_OK;
+}
+
+int pelab_state_from_file(struct pelab_trainer *tr, const struct pelab_st_file *f,
+                          const char *path, int64_t expect_step) {
+    int rc = check_format(f, path);
+    if (rc) return rc;
+    struct counters c;
+    if ((rc = meta_int(f, path, "step", &c.step))) return rc;
+    if (expect_step >= 0 && c.step != expect_step)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: holds step %" PRId64 ", its name says %" PRId64,
+                          path, c.step, expect_step);
+    if ((rc = read_counters(f, path, &c))) return rc;
+    if ((rc = check_settings(f, path, &tr->settings))) return rc;
+    const struct pelab_params *P = &tr->model.params;
+    if (f->count != 3 * P->count)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: holds %d tensors, the model needs %d", path,
+                          f->count, 3 * P->count);
+    const struct pelab_tensor **found = malloc((size_t)(3 * P->count + 1) * sizeof *found);
+    if (!found) return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", path);
+    static const char *const prefix[3] = {"", "adam.m.", "adam.v."};
+    for (int i = 0; i < 3 * P->count; i++)
+        if (!(found[i] = check_tensor(f, path, prefix[i % 3], &P->list[i / 3]))) {
+            free(found);
+            return PELAB_ERR_RUNTIME;
+        }
+
+    /* Everything checked: now the run takes it. */
+    pelab_real *dst[3] = {P->data, P->m, P->v};
+    for (int i = 0; i < 3 * P->count; i++) {
+        const struct pelab_param *p = &P->list[i / 3];
+        copy_tensor(dst[i % 3] + p->offset, found[i], p->size);
+    }
+    free(found);
+    tr->step = c.step;
+    tr->cursor = (uint64_t)c.cursor;
+    tr->opt.step = c.adam_step;
+    tr->elapsed_s = c.elapsed;
+    tr->train_s = c.train;
+    tr->log_loss = c.log_loss;
+    tr->log_acc = c.log_acc;
+    tr->log_n = c.log_n;
+    tr->log_skipped = c.log_skipped;
+    tr->last_loss = c.last_loss;
+    tr->last_acc = c.last_acc;
+    tr->lr_scale = c.lr_scale;
+    tr->nan_rollbacks = c.rollbacks;
+    tr->nan_skips = c.skips;
+    return PELAB_OK;
+}
+
+int pelab_state_load(struct pelab_trainer *tr, const char *path, int64_t expect_step) {
     struct pelab_st_file f;
     int rc = pelab_safetensors_read(path, &f);
     if (rc) return rc;
-    const char *format = pelab_opts_get(&f.metadata, "format");
-    if (!format || strcmp(format, "pelab-state") != 0) {
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a pelab state file (format '%s')", path,
-                        format ? format : "none");
-        goto done;
-    }
-    const struct pelab_params *P = &tr->model.params;
-    if (f.count != 3 * P->count) {
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: holds %d tensors, the model needs %d", path,
-                        f.count, 3 * P->count);
-        goto done;
-    }
-    for (int i = 0; i < P->count && !rc; i++) {
-        const struct pelab_param *p = &P->list[i];
-        rc = load_tensor(&f, path, "", p, P->data + p->offset);
-        if (!rc) rc = load_tensor(&f, path, "adam.m.", p, P->m + p->offset);
-        if (!rc) rc = load_tensor(&f, path, "adam.v.", p, P->v + p->offset);
-    }
-    int64_t cursor = 0, log_n = 0;
-    if (!rc) rc = meta_int(&f, path, "step", &tr->step);
-    if (!rc) rc = meta_int(&f, path, "data-cursor", &cursor);
-    if (!rc) rc = meta_int(&f, path, "adam-step", &tr->opt.step);
-    if (!rc) rc = meta_real(&f, path, "elapsed-s", &tr->elapsed_s);
-    if (!rc) rc = meta_real(&f, path, "train-s", &tr->train_s);
-    if (!rc) rc = meta_real(&f, path, "log-loss-sum", &tr->log_loss);
-    if (!rc) rc = meta_real(&f, path, "log-acc-sum", &tr->log_acc);
-    if (!rc) rc = meta_int(&f, path, "log-count", &log_n);
-    if (!rc) rc = meta_real(&f, path, "last-loss", &tr->last_loss);
-    if (!rc) rc = meta_real(&f, path, "last-acc", &tr->last_acc);
-    tr->cursor = (uint64_t)cursor;
-    tr->log_n = log_n;
-done:
+    rc = pelab_state_from_file(tr, &f, path, expect_step);
     pelab_st_file_free(&f);
     return rc;
 }

@@ -9,6 +9,7 @@
  * checkpoint stores exactly those, so a resumed run repeats an uninterrupted one bit for bit. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,18 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static struct pelab_trainer *trainer_new(const struct pelab_train_hooks *hooks) {
+    struct pelab_trainer *tr = calloc(1, sizeof *tr);
+    if (!tr) return NULL;
+    tr->lock_fd = -1;
+    tr->hooks = hooks;
+    tr->lr_scale = 1;
+    return tr;
+}
+
 static void trainer_free(struct pelab_trainer *tr) {
     pelab_log_close(tr);
+    pelab_run_unlock(tr);
     if (tr->have_batch) pelab_batch_free(&tr->batch);
     if (tr->have_model) pelab_model_free(&tr->model);
     if (tr->have_task) pelab_task_free(&tr->task);
@@ -44,6 +55,7 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     const char *pe = pelab_opt_str(&tr->opts, pelab_model_options, "pe");
     int rc = pelab_train_check_opts(&tr->opts, task, &pe, 1, hint);
     if (!rc) rc = pelab_train_config_read(&tr->opts, &tr->c);
+    if (!rc) rc = pelab_poison_init(&tr->poison);
     if (rc) return rc;
     struct pelab_train_config *c = &tr->c;
     pelab_threads_set(c->threads);
@@ -83,18 +95,27 @@ static int write_config(struct pelab_trainer *tr) {
     return rc;
 }
 
-static int checkpoint(struct pelab_trainer *tr) {
-    int rc = pelab_log_sync(tr);
-    if (!rc) rc = pelab_state_save(tr);
-    if (!rc) rc = pelab_model_file_save(tr);
-    if (!rc) tr->saved_step = tr->step;
-    return rc;
-}
-
 static void report(const struct pelab_train_hooks *h, struct pelab_train_progress *p,
                    enum pelab_train_event ev) {
     p->event = ev;
     if (h && h->progress) h->progress(h->ctx, p);
+}
+
+/* A NOTICE: one line for the progress hook (which prints it as a warning). */
+void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!tr->hooks || !tr->hooks->progress) return;
+    struct pelab_train_progress p = {0};
+    p.event = PELAB_TRAIN_NOTICE;
+    p.dir = tr->dir;
+    p.step = tr->step;
+    p.steps = tr->c.steps;
+    p.message = msg;
+    tr->hooks->progress(tr->hooks->ctx, &p);
 }
 
 /* Fraction of target positions of the last forward whose argmax is the target. */
@@ -110,20 +131,26 @@ static double batch_accuracy(const struct pelab_model *m, const struct pelab_bat
     return targets ? (double)correct / (double)targets : 0;
 }
 
-static int non_finite(const struct pelab_trainer *tr, int64_t update, const char *what, double x) {
-    char kept[64] = "no checkpoint was saved";
-    if (tr->saved_step >= 0)
-        snprintf(kept, sizeof kept, "the checkpoint of step %" PRId64 " is kept", tr->saved_step);
-    return pelab_fail(PELAB_ERR_RUNTIME, "step %" PRId64 ": %s is not finite (%g); stopped, %s",
-                      update, what, x, kept);
-}
+/* What update() found not finite: handed to pelab_nan_handle. */
+#define UPDATE_NAN (-1)
+struct nan_event {
+    const char *what;
+    char detail[640];
+    int applied; /* the weights were already updated */
+};
 
-/* One optimizer update; loss and accuracy are the means over its micro-batches. */
-static int update(struct pelab_trainer *tr, double *loss, double *acc, double *lr) {
+/* One optimizer update; loss and accuracy are the means over its micro-batches. UPDATE_NAN,
+ * with *ev filled and the update's batches consumed, when the loss, the gradient or (with
+ * --check-finite) an activation is not finite: then no weight has changed. */
+static int update(struct pelab_trainer *tr, double *loss, double *acc, double *lr,
+                  struct nan_event *ev) {
     struct pelab_model *m = &tr->model;
     const struct pelab_train_config *c = &tr->c;
     int64_t update_no = tr->step + 1;
+    uint64_t cursor0 = tr->cursor;
+    char where[512];
     pelab_params_zero_grad(&m->params);
+    pelab_poison_apply(tr, PELAB_POISON_WEIGHT, update_no);
     *loss = *acc = 0;
     for (int micro = 0; micro < c->accum; micro++) {
         tr->task.ops->fill(&tr->task, PELAB_SPLIT_TRAIN, tr->cursor, &tr->batch);
@@ -135,23 +162,63 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
         double l = pelab_model_forward(m, tr->batch.tokens, tr->batch.targets, tr->batch.pos,
                                        c->batch, tr->task.seq_len);
         if (m->status) return m->status;
-        if (!isfinite(l)) return non_finite(tr, update_no, "the training loss", l);
+        if (c->check_finite && pelab_model_find_nonfinite(m, where, sizeof where)) {
+            ev->what = "an activation";
+            snprintf(ev->detail, sizeof ev->detail, "%s", where);
+            goto not_finite;
+        }
+        if (!isfinite(l)) {
+            ev->what = "the training loss";
+            if (!pelab_model_find_nonfinite(m, where, sizeof where))
+                snprintf(where, sizeof where, "none");
+            snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s",
+                     pelab_printable(l),
+                     where);
+            goto not_finite;
+        }
         *loss += l / c->accum;
         *acc += batch_accuracy(m, &tr->batch) / c->accum;
         pelab_model_backward(m, (pelab_real)(1.0 / c->accum));
     }
     m->training = 0;
+    pelab_poison_apply(tr, PELAB_POISON_GRAD, update_no);
     double norm = pelab_clip_grad_norm(&m->params, c->clip);
-    if (!isfinite(norm)) return non_finite(tr, update_no, "the gradient norm", norm);
-    *lr = pelab_schedule_lr(&tr->sched, tr->step);
+    if (!isfinite(norm)) {
+        ev->what = "the gradient norm";
+        pelab_describe_grads(&m->params, where, sizeof where);
+        snprintf(ev->detail, sizeof ev->detail, "%g; %s", pelab_printable(norm),
+                 where);
+        goto not_finite;
+    }
+    *lr = pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale;
     pelab_adamw_step(&tr->opt, &m->params, *lr);
+    pelab_poison_apply(tr, PELAB_POISON_UPDATE, update_no);
+    /* Finite gradients can still overflow a weight (a huge learning rate or weight decay):
+     * such weights must reach neither an evaluation nor a checkpoint. */
+    if (pelab_describe_params(&m->params, where, sizeof where)) {
+        ev->what = "a weight after the update";
+        snprintf(ev->detail, sizeof ev->detail, "%s", where);
+        ev->applied = 1;
+        return UPDATE_NAN;
+    }
     tr->step = update_no;
+    tr->nan_skips = 0;
     return PELAB_OK;
+not_finite:
+    m->training = 0;
+    tr->cursor = cursor0 + (uint64_t)c->batch * (uint64_t)c->accum;
+    return UPDATE_NAN;
 }
 
 static int evaluate(struct pelab_trainer *tr, enum pelab_split split, uint64_t count,
                     struct pelab_eval_result *r) {
-    return pelab_evaluate(&tr->model, &tr->task, split, 0, count, tr->c.batch, r);
+    int rc = pelab_evaluate(&tr->model, &tr->task, split, 0, count, tr->c.batch, r);
+    if (rc) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", pelab_last_error());
+        return pelab_fail(rc, "step %" PRId64 ": %s", tr->step, msg);
+    }
+    return PELAB_OK;
 }
 
 static void log_line(struct pelab_sb *sb, const struct pelab_train_progress *p) {
@@ -167,6 +234,7 @@ static void log_line(struct pelab_sb *sb, const struct pelab_train_progress *p) 
         pelab_sb_printf(sb, ", \"val_acc\": ");
         pelab_sb_json_number(sb, p->val_acc);
     }
+    if (p->skipped) pelab_sb_printf(sb, ", \"skipped\": %" PRId64, p->skipped);
     pelab_sb_printf(sb, ", \"tokens_per_s\": %.1f, \"elapsed_s\": %.3f}", p->tokens_per_s,
                     p->elapsed_s);
 }
@@ -222,22 +290,32 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     int rc = PELAB_OK;
     while (tr->step < c->steps) {
         double loss = 0, acc = 0, lr = 0, ts = now_s();
-        if ((rc = update(tr, &loss, &acc, &lr))) break;
+        struct nan_event ev = {0};
+        int64_t before = tr->step;
+        rc = update(tr, &loss, &acc, &lr, &ev);
+        int skipped = rc == UPDATE_NAN;
+        if (skipped && (rc = pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied)))
+            break;
+        if (rc) break;
         double dt = now_s() - ts;
         seg_train += dt;
         seg_steps++;
         tr->train_s = train0 + seg_train;
         tr->elapsed_s = elapsed0 + (now_s() - t0);
-        tr->log_loss += loss;
-        tr->log_acc += acc;
-        tr->log_n++;
+        if (tr->step <= before) continue; /* rolled back: go on from the restored step */
+        if (!skipped) {
+            tr->log_loss += loss;
+            tr->log_acc += acc;
+            tr->log_n++;
+        }
 
         int64_t s = tr->step;
         int last = s == c->steps;
         p.step = s;
-        p.lr = lr;
-        p.loss = tr->log_loss / (double)tr->log_n;
-        p.acc = tr->log_acc / (double)tr->log_n;
+        p.lr = skipped ? pelab_schedule_lr(&tr->sched, s - 1) * tr->lr_scale : lr;
+        p.loss = tr->log_n ? tr->log_loss / (double)tr->log_n : NAN; /* all skipped: null */
+        p.acc = tr->log_n ? tr->log_acc / (double)tr->log_n : NAN;
+        p.skipped = tr->log_skipped;
         p.tokens_per_s = seg_train > 0 ? tokens_per_update * (double)seg_steps / seg_train : 0;
         p.eta_s = (double)(c->steps - s) * (seg_train / (double)seg_steps);
         p.has_val = 0;
@@ -258,20 +336,23 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
             sb.len = 0;
             log_line(&sb, &p);
             if ((rc = pelab_log_append(tr, sb.data))) break;
-            tr->last_loss = p.loss;
-            tr->last_acc = p.acc;
+            if (tr->log_n) {
+                tr->last_loss = p.loss;
+                tr->last_acc = p.acc;
+            }
             tr->log_loss = tr->log_acc = 0;
-            tr->log_n = 0;
+            tr->log_n = tr->log_skipped = 0;
         }
         report(hooks, &p, PELAB_TRAIN_STEP);
         if ((c->save_every > 0 && s % c->save_every == 0) || last) {
-            if ((rc = checkpoint(tr))) break;
+            if ((rc = pelab_ckpt_save(tr))) break;
             report(hooks, &p, PELAB_TRAIN_SAVE);
         }
     }
     pelab_sb_free(&sb);
     if (rc) return rc;
-    if (tr->saved_step != tr->step && (rc = checkpoint(tr))) return rc; /* resumed at the end */
+    /* A run resumed at its end. */
+    if (tr->saved_step != tr->step && (rc = pelab_ckpt_save(tr))) return rc;
 
     struct pelab_eval_result val, test;
     if ((rc = evaluate(tr, PELAB_SPLIT_VAL, 0, &val))) return rc;
@@ -292,8 +373,7 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     return PELAB_OK;
 }
 
-/* Initial weights and data cursor of a run at step 0. */
-static void fresh_start(struct pelab_trainer *tr) {
+void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
     pelab_model_init_weights(&tr->model, tr->c.seed);
     memset(tr->model.params.m, 0, tr->model.params.total * sizeof(pelab_real));
     memset(tr->model.params.v, 0, tr->model.params.total * sizeof(pelab_real));
@@ -303,8 +383,10 @@ static void fresh_start(struct pelab_trainer *tr) {
                  tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
     tr->elapsed_s = tr->train_s = 0;
     tr->log_loss = tr->log_acc = 0;
-    tr->log_n = 0;
+    tr->log_n = tr->log_skipped = 0;
     tr->last_loss = tr->last_acc = 0;
+    tr->lr_scale = 1;
+    tr->nan_rollbacks = tr->nan_skips = 0;
 }
 
 static int set_dir(struct pelab_trainer *tr, const char *dir) {
@@ -333,7 +415,7 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
 }
 
 int pelab_train_validate(const struct pelab_opts *opts) {
-    struct pelab_trainer *tr = calloc(1, sizeof *tr);
+    struct pelab_trainer *tr = trainer_new(NULL);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     int rc = trainer_prepare(tr, opts);
     trainer_free(tr);
@@ -341,7 +423,7 @@ int pelab_train_validate(const struct pelab_opts *opts) {
 }
 
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
-    struct pelab_trainer *tr = calloc(1, sizeof *tr);
+    struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     int rc = trainer_prepare(tr, opts);
     if (rc) goto done;
@@ -361,8 +443,9 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
         goto done;
     }
     if ((rc = trainer_buffers(tr))) goto done;
-    fresh_start(tr);
+    pelab_trainer_fresh_start(tr);
     if ((rc = pelab_mkdir_p(tr->dir))) goto done;
+    if ((rc = pelab_run_lock(tr))) goto done;
     if ((rc = write_config(tr))) goto done;
     if ((rc = pelab_log_open(tr, 1))) goto done;
     rc = train_loop(tr, hooks);
@@ -371,24 +454,45 @@ done:
     return rc;
 }
 
-int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
-                       const struct pelab_train_hooks *hooks) {
-    struct pelab_trainer *tr = calloc(1, sizeof *tr);
-    if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    int rc = set_dir(tr, dir);
-    if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
-    if (rc) goto done;
+/* The overrides a resume accepts, checked and applied to tr->opts. */
+static int apply_overrides(struct pelab_trainer *tr, const struct pelab_opts *overrides) {
     for (int i = 0; overrides && i < overrides->count; i++) {
         const char *k = overrides->kv[i].key;
-        if (strcmp(k, "steps") != 0 && strcmp(k, "threads") != 0) {
-            rc = pelab_fail(PELAB_ERR_USAGE, "--resume takes its settings from %s/config.json "
-                            "(only --steps and --threads may be given; --%s was)", tr->dir, k);
-            goto done;
-        }
+        if (!pelab_train_resume_option(k))
+            return pelab_fail(PELAB_ERR_USAGE, "--resume takes its settings from %s/config.json "
+                              "(only --steps, --threads, --keep, --on-nan, --nan-lr-factor, "
+                              "--nan-retries and --check-finite may be given, not --%s)", tr->dir,
+                              k);
         const struct pelab_optdef *d = pelab_optdef_find(pelab_train_options, k);
-        if ((rc = pelab_optdef_check(d, overrides->kv[i].val))) goto done;
-        if ((rc = pelab_opts_set(&tr->opts, k, overrides->kv[i].val))) goto done;
+        int rc = pelab_optdef_check(d, overrides->kv[i].val);
+        if (!rc) rc = pelab_opts_set(&tr->opts, k, overrides->kv[i].val);
+        if (rc) return rc;
     }
+    return PELAB_OK;
+}
+
+/* An override that is fine alone but not with the run's settings (--on-nan rollback for a run
+ * with --save-every 0) is a usage error, not a fault of config.json. */
+static int check_combination(const struct pelab_opts *file, const struct pelab_opts *merged) {
+    struct pelab_train_config c;
+    if (pelab_train_config_read(file, &c)) {
+        pelab_clear_error(); /* the file's own fault: reported below, with its path */
+        return PELAB_OK;
+    }
+    return pelab_train_config_read(merged, &c);
+}
+
+int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
+                       const struct pelab_train_hooks *hooks) {
+    struct pelab_trainer *tr = trainer_new(hooks);
+    if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    struct pelab_opts *file = malloc(sizeof *file); /* config.json without the overrides */
+    int rc = file ? set_dir(tr, dir) : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
+    if (rc) goto done;
+    *file = tr->opts;
+    if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(file, &tr->opts)))
+        goto done;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (trainer_setup(tr, NULL)) {
@@ -401,29 +505,23 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     if ((rc = trainer_buffers(tr))) goto done;
     /* The directory is the run's, wherever it was first written from. */
     if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto done;
+    pelab_settings_build(&tr->settings, &tr->opts, &tr->model, &tr->task);
 
-    pelab_path(path, tr->dir, "state.safetensors");
-    if (pelab_file_exists(path)) {
-        if ((rc = pelab_state_load(tr, path))) goto done;
-        tr->saved_step = tr->step;
-        /* Validate the model file too: a damaged one must not be found only by a later eval. */
-        char mpath[PELAB_PATH_MAX];
-        pelab_path(mpath, tr->dir, "model.safetensors");
-        struct pelab_st_file f;
-        if ((rc = pelab_safetensors_read(mpath, &f))) goto done;
-        pelab_st_file_free(&f);
-    } else {
-        fresh_start(tr); /* killed before its first checkpoint */
-    }
+    if ((rc = pelab_run_lock(tr))) goto done;
+    int found;
+    if ((rc = pelab_ckpt_restore(tr, &found))) goto done;
+    if (!found) pelab_trainer_fresh_start(tr); /* killed before its first checkpoint */
     if (tr->c.steps < tr->step) {
         rc = pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the run's step %" PRId64,
                         tr->c.steps, tr->step);
         goto done;
     }
-    if ((rc = write_config(tr))) goto done; /* records a new --steps / --threads */
+    if (found && (rc = pelab_ckpt_repair_model(tr))) goto done;
+    if ((rc = write_config(tr))) goto done; /* records the overrides */
     if ((rc = pelab_log_open(tr, 0))) goto done;
     rc = train_loop(tr, hooks);
 done:
+    free(file);
     trainer_free(tr);
     return rc;
 }

@@ -25,7 +25,8 @@ static inline float pelab_vexp(float x) {
     /* ternaries rather than fminf/rintf: those carry NaN and rounding-mode semantics that keep
      * the compiler from using vector min/max/round; 1.5·2^23 rounds to nearest by addition */
     x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-    float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float t = x * 1.44269504088896341f + 12582912.0f; /* n in the low mantissa bits */
+    float n = t - 12582912.0f;
     float r = fmaf(n, -0.693359375f, x); /* ln 2 split in two so n·C1 is exact */
     r = fmaf(n, 2.12194440e-4f, r);
     float p = 1.9875691500e-4f;
@@ -35,7 +36,11 @@ static inline float pelab_vexp(float x) {
     p = fmaf(p, r, 1.6666665459e-1f);
     p = fmaf(p, r, 5.0000001201e-1f);
     p = fmaf(p, r * r, r) + 1.0f;
-    int32_t bits = ((int32_t)n + 127) << 23; /* 2^n */
+    /* 2^n from t's bits, in unsigned arithmetic: a NaN x (whose result is NaN through p) must
+     * not reach a float-to-int conversion or a shift of a negative number, both undefined. */
+    uint32_t tb;
+    memcpy(&tb, &t, sizeof tb);
+    uint32_t bits = (tb - 0x4B400000u + 127u) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;

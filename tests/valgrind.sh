@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make test-valgrind: a tiny training job, its resume, eval and sample, and a few refusals (a
+# damaged checkpoint passed over, a damaged model refused, a NaN stopping a run) under valgrind
+# with the pelab of $PELAB_BIN (built without -march=native: valgrind does not know AVX-512).
+# A valgrind error or a definite leak fails the run (exit 99 from valgrind), as does a pelab
+# exit status other than the one expected.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+command -v valgrind >/dev/null || { echo "notice: valgrind is not installed ('make deps'); skipped"; exit 0; }
+VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes"
+TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
+n=0
+vg() { # EXPECTED-EXIT ARGS...
+    local want=$1; shift
+    $VG "$P" "$@" >"$W/out" 2>"$W/err"; local rc=$?
+    n=$((n + 1))
+    [ $rc -eq 99 ] && fail "valgrind found errors in pelab $*: $(grep -v '^step ' "$W/err" | head -30)"
+    [ $rc -eq "$want" ] || fail "pelab $* under valgrind: exit $rc, expected $want: $(tail -3 "$W/err")"
+    echo "ok  pelab $* (exit $rc)"
+}
+vg 0 train $TINY --pe pope --steps 6 --save-every 2 --eval-every 3 --eval-batches 1 --out "$W/run"
+vg 0 train --resume "$W/run" --steps 8
+vg 0 eval --model "$W/run" --threads 1
+vg 0 sample --model "$W/run" --count 2 --threads 1
+/usr/bin/python3 tests/lib/st_edit.py "$W/run/checkpoints/state-0000000008.safetensors" raw-flip -1
+vg 0 train --resume "$W/run" --steps 10
+grep -q "falling back to the checkpoint of step 6" "$W/err" || fail "no fallback: $(cat "$W/err")"
+/usr/bin/python3 tests/lib/st_edit.py "$W/run/model.safetensors" raw-cut 300
+vg 1 eval --model "$W/run" --threads 1
+PELAB_TEST_NAN=3:weight vg 1 train $TINY --pe rope --steps 6 --save-every 2 --check-finite --out "$W/nan"
+PELAB_TEST_NAN=3:weight:once vg 0 train $TINY --pe rope --steps 4 --on-nan rollback --save-every 2 --out "$W/rb"
+grep -q "rolled back to step 2" "$W/err" || fail "no rollback: $(cat "$W/err")"
+PELAB_TEST_NAN=3:grad vg 0 train $TINY --pe nope --steps 4 --on-nan skip --out "$W/skip"
+vg 2 train --lr abc --out "$W/bad"
+echo "ok: $n pelab commands under valgrind, no errors"
