@@ -253,10 +253,12 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
                 for (int it = nt - 1; it >= 0; it--)
-                    if (buf) forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
+                    if (buf)
+                        forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
         free(buf);
     }
-    if (failed) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
+    if (failed)
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
     return PELAB_OK;
 }
 
@@ -357,7 +359,8 @@ static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *
     const long bh = (long)b * s->H + h;
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);
     memset(dk + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dk);
-    for (int t = 0; t < T; t++) memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
+    for (int t = 0; t < T; t++)
+        memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
     for (int i0 = 0; i0 < T; i0 += tile) {
         const int nq = min_int(tile, T - i0);
         for (int r = 0; r < nq; r++) {
@@ -376,7 +379,8 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
     const int B = s->B, H = s->H, tile = tile_of(s), nthreads = max_threads();
     const int has_bias_grad = s->pe && s->pe->ops->bias_tile_backward;
     struct bias_grads *g = has_bias_grad ? calloc((size_t)nthreads, sizeof *g) : NULL;
-    if (has_bias_grad && !g) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention bias gradients");
+    if (has_bias_grad && !g)
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention bias gradients");
     int failed = 0;
 #pragma omp parallel
     {
@@ -393,7 +397,8 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
-                if (buf && (gpe || !has_bias_grad)) backward_head(&w, gpe, dq, dk, dv, dout, out, lse, q, k, v, s, b, h);
+                if (buf && (gpe || !has_bias_grad))
+                    backward_head(&w, gpe, dq, dk, dv, dout, out, lse, q, k, v, s, b, h);
         free(buf);
     }
     if (g) {
@@ -407,6 +412,7 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
         }
         free(g);
     }
-    if (failed) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
+    if (failed)
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
     return PELAB_OK;
 }
