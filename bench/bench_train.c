@@ -1,6 +1,7 @@
 /* bench_train — training throughput of one benchmark configuration (float build).
  *
  *   build/bench/bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]
+ *                           [--attention tiled|ref]
  *
  * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
  * every position with a target, pos = t, after `warmup` untimed steps. Prints one JSON line:
@@ -43,18 +44,20 @@ static double now_s(void) {
 static int usage(void) {
     fprintf(stderr,
             "usage: bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
+            "                   [--attention tiled|ref]\n"
             "  --config   benchmark configuration (A: V 64 D 128 N 4 H 4 T 64 B 32;\n"
             "             B: V 64 D 512 N 8 H 8 T 64 B 64; C: V 8192 D 384 N 6 H 6 T 256 B 8;\n"
             "             D: V 50257 D 768 N 12 H 12 T 64 B 4)\n"
             "  --pe       positional encoding (rope or pope; any registered name works)\n"
             "  --steps    timed steps (default per configuration: A 12, B 2, C 3, D 2)\n"
             "  --warmup   untimed steps first (default: A 2, others 1)\n"
-            "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n");
+            "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n"
+            "  --attention  attention kernel (default tiled, the model's default)\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *config = NULL, *pe = NULL;
+    const char *config = NULL, *pe = NULL, *attention = "tiled";
     int steps = -1, warmup = -1, threads = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -64,6 +67,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--steps") == 0) steps = atoi(v);
         else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
+        else if (strcmp(a, "--attention") == 0) attention = v;
         else return usage();
     }
     const struct bench_config *c = NULL;
@@ -83,6 +87,7 @@ int main(int argc, char **argv) {
     snprintf(buf, sizeof buf, "%d", c->layers);
     pelab_opts_set(&opts, "layers", buf);
     pelab_opts_set(&opts, "pe", pe);
+    pelab_opts_set(&opts, "attention", attention);
     if (strcmp(pe, "pope") == 0) { /* the paper's PoPE, as the twin runs it */
         pelab_opts_set(&opts, "pope-softplus", "on");
         pelab_opts_set(&opts, "pope-delta", "on");

@@ -253,6 +253,9 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     char json[PELAB_OPT_VAL_MAX];
     CHECK(pelab_model_settings(&m, &settings) == PELAB_OK, "%s: settings: %s", c->name,
           pelab_last_error());
+    /* Which attention kernel computed it is not the twin's business (both compute the same
+     * function; this model uses the default, tiled), and the whole JSON must fit one value. */
+    pelab_opts_unset(&settings, "attention");
     /* Evaluation-time options are not settings of the model: the twin reads them beside them. */
     for (int i = 0; c->opts[i]; i += 2)
         if (pelab_optdef_find(m.pe.ops->eval_options, c->opts[i]))

@@ -26,10 +26,15 @@ struct pelab_model_config {
     int tied;      /* output projection is the token embedding */
     double dropout;/* attention-probability and residual dropout, training only */
     char pe[32];   /* encoding name */
+    int attention; /* PELAB_ATTN_KERNEL_*: which kernel computes attention (same function) */
 };
 
-/* The model's options (d-model, heads, layers, mlp-mult, tied, dropout, pe). vocab and max_seq
- * come from the task, not from options. */
+/* --attention: tiled (online softmax, memory linear in T; the default) or ref (materialises the
+ * (B,H,T,T) probabilities; the oracle the tiled kernel is tested against). Order of its choices. */
+enum pelab_attn_kernel { PELAB_ATTN_KERNEL_REF, PELAB_ATTN_KERNEL_TILED };
+
+/* The model's options (d-model, heads, layers, mlp-mult, tied, dropout, pe, attention). vocab and
+ * max_seq come from the task, not from options. */
 extern const struct pelab_optdef pelab_model_options[];
 
 struct pelab_layer_params { /* indices into the parameter table */
@@ -78,7 +83,8 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T);
 /* tokens, pos: (B,T). targets (B,T) with -1 where no loss is taken, or NULL. Returns the mean
  * cross-entropy over positions with a target (also in m->loss), or -1 without targets. When the
  * encoding refuses the positions (beyond a learned table), nothing is computed: it returns NaN,
- * m->status holds the error (PELAB_ERR_USAGE) and pelab_last_error() the message. */
+ * m->status holds the error (PELAB_ERR_USAGE) and pelab_last_error() the message; likewise
+ * (PELAB_ERR_RUNTIME) when the attention kernel's few tiles of scratch cannot be allocated. */
 pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
                                const int32_t *pos, int B, int T);
 /* Backpropagates the last forward's loss, scaled by `loss_scale` (1/accumulation steps);

@@ -75,7 +75,11 @@ struct pelab_posenc_ops {
      * backward: parameter grads += from dout (nq, nk). Entries with pos_k[j] > pos_q[i] are
      * masked by the caller; they are computed but receive zero gradient. bias_tile may run on
      * several threads at once (it writes only `out`); bias_tile_backward adds into gradients
-     * shared by every (b, h), so callers run it serially, in a fixed order. */
+     * shared by every (b, h), so callers never run two at once on the same gradients, and keep
+     * a fixed order: the reference kernel calls it serially in (b, h) order; the tiled kernel
+     * gives each thread its own copy of the encoding's gradients (through a view of `params`,
+     * so an encoding reaches its parameters only through pe->params) and sums them in thread
+     * order. */
     void (*bias_tile)(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                       const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
     void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
@@ -89,6 +93,10 @@ struct pelab_posenc {
     int max_seq;   /* training context length */
     int qk_dim;    /* per-head query/key width after QK (d unless the encoding changes it) */
     struct pelab_params *params;
+    /* Its parameters are params->list[param_first .. param_end), set by pelab_posenc_init: declared
+     * one after another, so their values (and gradients) are one contiguous range, which lets an
+     * attention kernel give each thread its own copy of the BIAS gradients. */
+    int param_first, param_end;
     void *state;   /* the encoding's own */
 };
 

@@ -1,6 +1,9 @@
 /* Causal multi-head attention for one layer, given already position-transformed queries and
- * keys. The reference kernel materialises the (T,T) probabilities of every head: it is the
- * oracle that faster kernels are tested against, and what the backward pass reads. */
+ * keys. Two kernels compute the same function:
+ *   reference (attn_ref.c)  materialises the (T,T) probabilities of every head: the oracle that
+ *                           faster kernels are tested against, and what its backward pass reads;
+ *   tiled (attn_tiled.c)    online softmax over tiles of keys, memory linear in T: it saves only
+ *                           each row's log-sum-exp and recomputes probabilities in the backward. */
 #ifndef PELAB_ATTN_ATTENTION_H
 #define PELAB_ATTN_ATTENTION_H
 
@@ -21,7 +24,10 @@ struct pelab_attn_shape {
     /* attention-probability dropout (training only): p, mask key and site */
     double dropout;
     uint64_t key, site;
+    int tile;          /* tiled kernel: rows per query and key tile; 0 for PELAB_ATTN_TILE */
 };
+
+#define PELAB_ATTN_TILE 64
 
 /* q, k (B,H,T,dq); v (B,T,H,dv) rows ldv apart; out (B,T,H,dv) rows ldo apart (assigned);
  * att (B,H,T,T) probabilities before dropout (saved; entries above the diagonal are 0). */
@@ -33,5 +39,17 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                              const pelab_real *dout, const pelab_real *att, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v,
                              const struct pelab_attn_shape *s);
+
+/* Tiled kernel. q, k, v, out as for the reference; lse (B,H,T) each row's log-sum-exp of scores,
+ * saved for the backward in place of att. No buffer grows with T²: per thread, a few tiles.
+ * PELAB_OK, or PELAB_ERR_RUNTIME (message set) when that scratch cannot be allocated. */
+int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
+                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s);
+/* dq, dk (B,H,T,dq) assigned; dv (B,T,H,dv, rows ldv apart) assigned; bias parameter gradients +=
+ * (the same bits run to run for a given thread count). dout, out (B,T,H,dv) rows ldo apart: the
+ * output gradient and the forward's output; lse the forward's. PELAB_OK or PELAB_ERR_RUNTIME. */
+int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
+                              const pelab_real *out, const pelab_real *lse, const pelab_real *q,
+                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s);
 
 #endif

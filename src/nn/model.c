@@ -25,6 +25,8 @@ const struct pelab_optdef pelab_model_options[] = {
     {"mlp-mult", PELAB_OPT_INT, "4", 1, 64, NULL, "MLP hidden width as a multiple of D"},
     {"tied", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "output projection shares the token embedding"},
     {"dropout", PELAB_OPT_REAL, "0", 0, 0.95, NULL, "attention and residual dropout probability (training only)"},
+    {"attention", PELAB_OPT_CHOICE, "tiled", 0, 0, "ref|tiled",
+     "attention kernel: tiled (online softmax, memory linear in T) or ref (T×T probabilities; the oracle)"},
     {0},
 };
 
@@ -34,7 +36,8 @@ struct pelab_acts {
     pelab_real *ln1, *ln1_rstd;    /* (N, B,T,D), (N, B,T) */
     pelab_real *qkv;               /* (N, B,T,3D) */
     pelab_real *qo, *ko;           /* (N, B,H,T,dq) after the positional transform */
-    pelab_real *att;               /* (N, B,H,T,T) attention probabilities */
+    pelab_real *att;               /* (N, B,H,T,T) attention probabilities (reference kernel) */
+    pelab_real *lse;               /* (N, B,H,T) per-row log-sum-exp of scores (tiled kernel) */
     pelab_real *atty;              /* (N, B,T,D) heads' outputs, before Wo */
     pelab_real *xmid;              /* (N, B,T,D) residual after attention */
     pelab_real *ln2, *ln2_rstd;    /* (N, B,T,D), (N, B,T) */
@@ -47,7 +50,7 @@ struct pelab_acts {
     pelab_real *dres, *dbranch, *dln, *datty; /* (B,T,D) */
     pelab_real *dqkv;              /* (B,T,3D) */
     pelab_real *dqo, *dko;         /* (B,H,T,dq) */
-    pelab_real *datt;              /* (B,H,T,T) */
+    pelab_real *datt;              /* (B,H,T,T) reference kernel only */
     pelab_real *dfch, *dfch_gelu;  /* (B,T,M·D) */
 };
 
@@ -76,6 +79,7 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
     c->mlp_mult = (int)pelab_opt_int(opts, pelab_model_options, "mlp-mult");
     c->tied = pelab_opt_switch(opts, pelab_model_options, "tied");
     c->dropout = pelab_opt_real(opts, pelab_model_options, "dropout");
+    c->attention = pelab_opt_choice(opts, pelab_model_options, "attention");
     const char *pe = pelab_opt_str(opts, pelab_model_options, "pe");
     if (strlen(pe) >= sizeof c->pe) return pelab_fail(PELAB_ERR_USAGE, "--pe: unknown encoding '%s'", pe);
     strcpy(c->pe, pe);
@@ -117,7 +121,7 @@ int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int v
 
 static void acts_free(struct pelab_acts *a) {
     if (!a) return;
-    pelab_real **bufs[] = {&a->x, &a->ln1, &a->ln1_rstd, &a->qkv, &a->qo, &a->ko, &a->att,
+    pelab_real **bufs[] = {&a->x, &a->ln1, &a->ln1_rstd, &a->qkv, &a->qo, &a->ko, &a->att, &a->lse,
                            &a->atty, &a->xmid, &a->ln2, &a->ln2_rstd, &a->fch, &a->fch_gelu,
                            &a->lnf, &a->lnf_rstd, &a->logits, &a->probs, &a->losses, &a->dres,
                            &a->dbranch, &a->dln, &a->datty, &a->dqkv, &a->dqo, &a->dko, &a->datt,
@@ -154,7 +158,9 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->qkv, N * BT * 3 * D);
     ALLOC(a->qo, N * BT * H * dq);
     ALLOC(a->ko, N * BT * H * dq);
-    ALLOC(a->att, N * B * H * T * T);
+    /* what attention saves: the (T,T) probabilities, or with the tiled kernel one number a row */
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(a->att, N * B * H * T * T);
+    else ALLOC(a->lse, N * B * H * T);
     ALLOC(a->atty, N * BT * D);
     ALLOC(a->xmid, N * BT * D);
     ALLOC(a->ln2, N * BT * D);
@@ -176,7 +182,7 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->dqkv, BT * 3 * D);
     ALLOC(a->dqo, BT * H * dq);
     ALLOC(a->dko, BT * H * dq);
-    ALLOC(a->datt, (long)B * H * T * T);
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(a->datt, (long)B * H * T * T);
     ALLOC(a->dfch, BT * MD);
     ALLOC(a->dfch_gelu, BT * MD);
 #undef ALLOC
@@ -232,6 +238,34 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
 #define W(i) pelab_params_data(&m->params, (i))
 #define G(i) pelab_params_grad(&m->params, (i))
 
+/* Layer l's attention by the chosen kernel, saving what its backward reads: the probabilities
+ * (reference) or each row's log-sum-exp (tiled). PELAB_OK or PELAB_ERR_RUNTIME (message set). */
+static int attn_forward(struct pelab_model *m, int l, pelab_real *atty, const pelab_real *qo,
+                        const pelab_real *ko, const pelab_real *v, const struct pelab_attn_shape *s) {
+    const long BHT = (long)s->B * s->H * s->T;
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
+        pelab_attn_ref_forward(atty, m->acts->att + l * BHT * s->T, qo, ko, v, s);
+        return PELAB_OK;
+    }
+    return pelab_attn_tiled_forward(atty, m->acts->lse + l * BHT, qo, ko, v, s);
+}
+
+/* dqo, dko (B,H,T,dq) and dv (inside dqkv) assigned from datty; bias parameter grads +=. */
+static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pelab_real *atty,
+                          const pelab_real *qo, const pelab_real *ko, const pelab_real *v,
+                          const struct pelab_attn_shape *s) {
+    struct pelab_acts *a = m->acts;
+    const long BHT = (long)s->B * s->H * s->T;
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
+        pelab_attn_ref_backward(a->dqo, a->dko, dv, a->datt, a->datty, a->att + l * BHT * s->T, qo,
+                                ko, v, s);
+        return;
+    }
+    /* it fails only when a few tiles of per-thread scratch cannot be allocated */
+    int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, atty, a->lse + l * BHT, qo, ko, v, s);
+    PELAB_ASSERT(rc == PELAB_OK);
+}
+
 pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
                                const int32_t *pos, int B, int T) {
     PELAB_ASSERT(pelab_model_reserve(m, B, T) == PELAB_OK);
@@ -260,7 +294,7 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
         pelab_real *x = a->x + l * BT * D, *xout = a->x + (l + 1) * BT * D;
         pelab_real *ln1 = a->ln1 + l * BT * D, *qkv = a->qkv + l * BT * 3 * D;
         pelab_real *qo = a->qo + l * BT * H * dq, *ko = a->ko + l * BT * H * dq;
-        pelab_real *att = a->att + l * BT * H * T, *atty = a->atty + l * BT * D;
+        pelab_real *atty = a->atty + l * BT * D;
         pelab_real *xmid = a->xmid + l * BT * D, *ln2 = a->ln2 + l * BT * D;
         pelab_real *fch = a->fch + l * BT * MD, *fch_gelu = a->fch_gelu + l * BT * MD;
 
@@ -271,7 +305,11 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS)};
-        pelab_attn_ref_forward(atty, att, qo, ko, qkv + 2 * D, &s);
+        m->status = attn_forward(m, l, atty, qo, ko, qkv + 2 * D, &s);
+        if (m->status) { /* out of memory for its scratch; the message says so */
+            m->n_targets = 0;
+            return m->loss = (pelab_real)NAN;
+        }
         /* m = x + drop(atty·Wo^T) — the branch is formed in xmid, then the residual added */
         pelab_matmul_forward(xmid, atty, W(L->proj), (int)BT, D, D);
         pelab_dropout(xmid, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
@@ -315,7 +353,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         const struct pelab_layer_params *L = &m->layer[l];
         pelab_real *x = a->x + l * BT * D, *ln1 = a->ln1 + l * BT * D, *qkv = a->qkv + l * BT * 3 * D;
         pelab_real *qo = a->qo + l * BT * H * dq, *ko = a->ko + l * BT * H * dq;
-        pelab_real *att = a->att + l * BT * H * T, *atty = a->atty + l * BT * D;
+        pelab_real *atty = a->atty + l * BT * D;
         pelab_real *xmid = a->xmid + l * BT * D, *ln2 = a->ln2 + l * BT * D;
         pelab_real *fch = a->fch + l * BT * MD, *fch_gelu = a->fch_gelu + l * BT * MD;
 
@@ -338,8 +376,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = a->pos,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS)};
-        pelab_attn_ref_backward(a->dqo, a->dko, a->dqkv + 2 * D, a->datt, a->datty, att, qo, ko,
-                                qkv + 2 * D, &s);
+        attn_backward(m, l, a->dqkv + 2 * D, atty, qo, ko, qkv + 2 * D, &s);
         pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, qkv, qkv + D,
                                  3 * D, a->pos, B, T);
         memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
@@ -409,7 +446,9 @@ int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t si
             VIEW3(L, "attn.qkv output", a->qkv + l * BT * 3 * D, 3 * D, "(B,T,3D)"),
             VIEW4(L, "queries after the encoding", a->qo + l * BT * H * dq, T, dq, "(B,H,T,dq)"),
             VIEW4(L, "keys after the encoding", a->ko + l * BT * H * dq, T, dq, "(B,H,T,dq)"),
-            VIEW4(L, "attention probabilities", a->att + l * BT * H * T, T, T, "(B,H,T,T)"),
+            /* the reference kernel keeps the probabilities, the tiled one each row's log-sum-exp */
+            a->att ? (struct act_view)VIEW4(L, "attention probabilities", a->att + l * BT * H * T, T, T, "(B,H,T,T)")
+                   : (struct act_view)VIEW4(L, "attention log-sum-exp", a->lse + l * BT * H, T, 1, "(B,H,T,1)"),
             VIEW3(L, "attention heads' output", a->atty + l * BT * D, D, "(B,T,D)"),
             VIEW3(L, "residual after attention", a->xmid + l * BT * D, D, "(B,T,D)"),
             VIEW3(L, "mlp_norm output", a->ln2 + l * BT * D, D, "(B,T,D)"),

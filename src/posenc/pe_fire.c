@@ -25,8 +25,8 @@
  * f is evaluated once per distance of the tile's range (when that range is no larger than
  * nq + nk, as for any contiguous or shifted positions) and looked up; rows with t ≥ L, and ranges
  * too wide to tabulate, evaluate f per entry. Nothing outlives a call, so bias_tile is safe to
- * call from parallel threads; bias_tile_backward accumulates into the shared gradients and is
- * called serially (src/attn/attn_ref.c does, in (b, h) order).
+ * call from parallel threads; bias_tile_backward accumulates into the gradients it finds through
+ * pe->params, which attention kernels keep private to a thread or call serially (posenc.h).
  *
  * backward, for one input u with upstream g (the sum of dout over the entries that share u):
  *   the MLP's parameter grads += as for any MLP (only output row h receives gradient);

@@ -59,7 +59,10 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
     int rc = pelab_opts_check(opts, pe->ops->options);
     if (!rc) rc = pelab_opts_check(opts, pe->ops->eval_options);
     if (rc) return rc;
-    return pe->ops->init ? pe->ops->init(pe, opts, params) : PELAB_OK;
+    pe->param_first = params->count;
+    rc = pe->ops->init ? pe->ops->init(pe, opts, params) : PELAB_OK;
+    pe->param_end = params->count;
+    return rc;
 }
 
 void pelab_posenc_free(struct pelab_posenc *pe) {

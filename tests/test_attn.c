@@ -1,0 +1,424 @@
+/* The tiled attention kernel against the reference kernel (the oracle), double build:
+ *  - outputs, dq, dk, dv and the BIAS encoding's parameter gradients agree to ~1e-12 for nope,
+ *    rope, pope (query/key width 2d, values d), alibi, t5 and fire, with and without dropout, for
+ *    T = 1, T a multiple of the tile and T not one, several batch rows and heads, positions from
+ *    0 and shifted, on one thread and on two;
+ *  - the tiled backward by central differences (q, k, v, and T5's and FIRE's parameters);
+ *  - two threads give the same bits twice;
+ *  - whole models with --attention ref and tiled: the same loss and gradients;
+ *  - a 10240-token forward runs in an address space too small for one (H,T,T) matrix (SPEC §5).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include "lib/check.h"
+#include "lib/gradcheck.h"
+#include "pelab/model.h"
+#include "pelab/status.h"
+#include "pelab/threads.h"
+#include "attn/attention.h"
+
+#define LAYERS 2
+#define LAYER 1 /* the layer the kernels run as: per-layer parameters must pick theirs */
+
+static unsigned long long seed = 11;
+
+static double *vec(long n, double lo, double hi) {
+    double *x = malloc((size_t)(n ? n : 1) * sizeof *x);
+    fill_uniform(x, n, lo, hi, &seed);
+    return x;
+}
+
+static double max_abs(const double *a, long n) {
+    double m = 0;
+    for (long i = 0; i < n; i++) m = fmax(m, fabs(a[i]));
+    return m;
+}
+
+/* max |a − b| relative to max(1, max |b|) */
+static double rel_diff(const double *a, const double *b, long n) {
+    double d = 0;
+    for (long i = 0; i < n; i++) d = fmax(d, fabs(a[i] - b[i]));
+    return d / fmax(1, max_abs(b, n));
+}
+
+/* --- one layer's attention, its inputs formed by the encoding's QK transform ------------------- */
+
+struct attn_case {
+    const char *pe;
+    const char *const *kv; /* the encoding's options, NULL-terminated pairs */
+    int B, H, d, T, tile;
+    double dropout;
+    int shifted;           /* positions start at 1000 + 37·b instead of 0 */
+};
+
+/* An encoding, its parameters behind one unrelated parameter (so theirs do not start at offset 0,
+ * as in a model), and one layer's inputs and buffers. */
+struct attn_setup {
+    struct pelab_posenc pe;
+    struct pelab_params params;
+    struct pelab_attn_shape s;
+    int32_t *pos;
+    double *qkv, *qo, *ko, *dout;  /* (B,T,3D); (B,H,T,dq) ×2; (B,T,D) */
+};
+
+static void setup_init(struct attn_setup *a, const struct attn_case *c) {
+    memset(a, 0, sizeof *a);
+    const int D = c->H * c->d;
+    const long BT = (long)c->B * c->T;
+    struct pelab_opts o = {0};
+    for (const char *const *kv = c->kv; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
+    int64_t five = 5;
+    pelab_params_declare(&a->params, "other.weight", 1, &five, 1);
+    /* max_seq 8: FIRE's L = 8·|ℓ| falls inside the longer cases' queries */
+    PELAB_ASSERT(pelab_posenc_init(&a->pe, c->pe, &o, &a->params, D, c->H, LAYERS, 8) == PELAB_OK);
+    PELAB_ASSERT(pelab_params_alloc(&a->params) == PELAB_OK);
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 5);
+    if (a->pe.ops->init_params) a->pe.ops->init_params(&a->pe, &rng);
+    /* every parameter away from its init (T5's table starts at 0, PoPE's δ too) */
+    for (size_t i = 0; i < a->params.total; i++) a->params.data[i] += 0.5 * (pelab_rng_uniform(&rng) - 0.5);
+    a->pos = malloc((size_t)BT * sizeof *a->pos);
+    for (long i = 0; i < BT; i++) {
+        long b = i / c->T, t = i % c->T;
+        a->pos[i] = (int32_t)(c->shifted ? 1000 + 37 * b + t : t);
+    }
+    PELAB_ASSERT(pelab_posenc_prepare(&a->pe, a->pos, c->B, c->T) == PELAB_OK);
+    const int dq = a->pe.qk_dim;
+    a->qkv = vec(BT * 3 * D, -1.5, 1.5);
+    a->qo = vec(BT * D / c->d * dq, 0, 0);
+    a->ko = vec(BT * D / c->d * dq, 0, 0);
+    a->dout = vec(BT * D, -1, 1);
+    pelab_posenc_qk_forward(&a->pe, LAYER, a->qo, a->ko, a->qkv, a->qkv + D, 3 * D, a->pos, c->B, c->T);
+    a->s = (struct pelab_attn_shape){
+        .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
+        .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
+        .dropout = c->dropout, .key = 77, .site = 4, .tile = c->tile};
+}
+
+static void setup_free(struct attn_setup *a) {
+    free(a->pos), free(a->qkv), free(a->qo), free(a->ko), free(a->dout);
+    pelab_posenc_free(&a->pe);
+    pelab_params_free(&a->params);
+}
+
+/* What one kernel gives: out, dq, dk, dv (inside a (B,T,3D) buffer) and the parameter gradients. */
+struct result { double *out, *dq, *dk, *dv, *grad; };
+
+static void run_kernel(struct result *r, struct attn_setup *a, int tiled) {
+    const struct pelab_attn_shape *s = &a->s;
+    const int D = s->H * s->dv;
+    const long BT = (long)s->B * s->T, nq = BT * s->H * s->dq;
+    r->out = vec(BT * D, 0, 0);
+    r->dq = vec(nq, 0, 0), r->dk = vec(nq, 0, 0), r->dv = vec(BT * 3 * D, 0, 0);
+    memset(r->dv, 0, (size_t)BT * 3 * D * sizeof *r->dv); /* only v's columns are written */
+    pelab_params_zero_grad(&a->params);
+    const double *v = a->qkv + 2 * D;
+    if (tiled) {
+        double *lse = vec(BT * s->H, 0, 0);
+        CHECK(pelab_attn_tiled_forward(r->out, lse, a->qo, a->ko, v, s) == PELAB_OK, "tiled forward");
+        CHECK(pelab_attn_tiled_backward(r->dq, r->dk, r->dv + 2 * D, a->dout, r->out, lse, a->qo, a->ko,
+                                        v, s) == PELAB_OK, "tiled backward");
+        free(lse);
+    } else {
+        long tt = BT * s->H * s->T;
+        double *att = vec(tt, 0, 0), *datt = vec(tt, 0, 0);
+        pelab_attn_ref_forward(r->out, att, a->qo, a->ko, v, s);
+        pelab_attn_ref_backward(r->dq, r->dk, r->dv + 2 * D, datt, a->dout, att, a->qo, a->ko, v, s);
+        free(att), free(datt);
+    }
+    r->grad = vec((long)a->params.total, 0, 0);
+    memcpy(r->grad, a->params.grad, a->params.total * sizeof *r->grad);
+}
+
+static void result_free(struct result *r) { free(r->out), free(r->dq), free(r->dk), free(r->dv), free(r->grad); }
+
+#define EQ_TOL 1e-12
+
+static void check_against_ref(const struct attn_case *c) {
+    struct attn_setup a;
+    setup_init(&a, c);
+    const struct pelab_attn_shape *s = &a.s;
+    const long BT = (long)c->B * c->T, D = (long)c->H * c->d, nq = BT * c->H * s->dq;
+    char label[160];
+    snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f%s", c->pe,
+             c->B, c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, s->dq, s->dv, c->dropout,
+             c->shifted ? " shifted" : "");
+    pelab_threads_set(1);
+    struct result ref, tiled[2];
+    run_kernel(&ref, &a, 0);
+    double worst = 0;
+    for (int th = 0; th < 2; th++) {
+        pelab_threads_set(th + 1);
+        run_kernel(&tiled[th], &a, 1);
+        const struct result *t = &tiled[th];
+        const struct { const char *name; const double *x, *y; long n; } parts[] = {
+            {"out", t->out, ref.out, BT * D}, {"dq", t->dq, ref.dq, nq}, {"dk", t->dk, ref.dk, nq},
+            {"dv", t->dv, ref.dv, BT * 3 * D}, {"bias grads", t->grad, ref.grad, (long)a.params.total}};
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+            double d = rel_diff(parts[i].x, parts[i].y, parts[i].n);
+            CHECK(d <= EQ_TOL, "%s, %d thread(s): %s differs from the reference by %.3g", label, th + 1,
+                  parts[i].name, d);
+            worst = fmax(worst, d);
+        }
+    }
+    /* the parameter gradients must not be trivially zero where the encoding has parameters (at
+     * T = 1 they are: a softmax over one key has zero gradient) */
+    int first = a.pe.param_first;
+    if (a.pe.ops->bias_tile_backward && a.pe.param_end > first && c->T > 1) {
+        const struct pelab_param *p = &a.params.list[first];
+        CHECK(max_abs(ref.grad + p->offset, (long)(a.params.total - p->offset)) > 1e-6,
+              "%s: the encoding's parameters got no gradient", label);
+    }
+    CHECK(max_abs(ref.grad, 5) == 0 && max_abs(tiled[1].grad, 5) == 0,
+          "%s: a parameter outside the encoding got a gradient", label);
+    printf("  %s  max rel. diff %.2g\n", label, worst);
+    result_free(&ref), result_free(&tiled[0]), result_free(&tiled[1]);
+    pelab_threads_set(1);
+    setup_free(&a);
+}
+
+static void check_cases(void) {
+    static const char *const t5_kv[] = {"t5-table", "per-layer", "t5-buckets", "8", "t5-max-distance", "12", NULL};
+    static const char *const fire_kv[] = {"fire-width", "6", NULL};
+    static const char *const pope_kv[] = {"pope-delta-init", "uniform", NULL};
+    const struct { const char *pe; const char *const *kv; } encs[] = {
+        {"nope", NULL}, {"rope", NULL}, {"pope", pope_kv}, {"alibi", NULL}, {"t5", t5_kv},
+        {"fire", fire_kv}, {"fire-shared", fire_kv}};
+    /* shapes: T not a multiple of the tile, T = 1, T a multiple, T = tile + 1, one partial tile */
+    const struct { int B, H, d, T, tile, shifted; } shapes[] = {
+        {2, 3, 4, 13, 4, 0}, {1, 2, 4, 1, 4, 0}, {3, 2, 2, 12, 3, 1}, {2, 2, 4, 9, 8, 1},
+        {1, 3, 2, 7, 0, 0}};
+    for (size_t e = 0; e < sizeof encs / sizeof *encs; e++)
+        for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+            for (int drop = 0; drop < 2; drop++) {
+                struct attn_case c = {encs[e].pe, encs[e].kv, shapes[i].B, shapes[i].H, shapes[i].d,
+                                      shapes[i].T, shapes[i].tile, drop ? 0.3 : 0, shapes[i].shifted};
+                check_against_ref(&c);
+            }
+    /* the default tile, more than one of it (and a partial last one) */
+    struct attn_case big[] = {{"pope", pope_kv, 1, 2, 4, 150, 0, 0, 0}, {"t5", t5_kv, 2, 1, 4, 130, 0, 0.2, 1},
+                              {"fire", fire_kv, 1, 2, 2, 129, 0, 0, 0}};
+    for (size_t i = 0; i < sizeof big / sizeof *big; i++) check_against_ref(&big[i]);
+}
+
+/* --- the tiled backward by central differences -------------------------------------------------- */
+
+struct grad_ctx { struct attn_setup a; double *w, *out, *lse; };
+
+/* Σ w ⊙ out, out from the tiled forward */
+static double tiled_f(void *p) {
+    struct grad_ctx *g = p;
+    const struct pelab_attn_shape *s = &g->a.s;
+    const int D = s->H * s->dv;
+    PELAB_ASSERT(pelab_attn_tiled_forward(g->out, g->lse, g->a.qo, g->a.ko, g->a.qkv + 2 * D, s) == PELAB_OK);
+    double sum = 0;
+    for (long i = 0; i < (long)s->B * s->T * D; i++) sum += g->w[i] * g->out[i];
+    return sum;
+}
+
+static void check_gradients(const struct attn_case *c) {
+    static struct grad_ctx g;
+    setup_init(&g.a, c);
+    struct pelab_attn_shape *s = &g.a.s;
+    const int D = c->H * c->d;
+    const long BT = (long)c->B * c->T, nq = BT * c->H * s->dq;
+    g.w = g.a.dout, g.out = vec(BT * D, 0, 0), g.lse = vec(BT * c->H, 0, 0);
+    double *dq = vec(nq, 0, 0), *dk = vec(nq, 0, 0), *dv = vec(BT * 3 * D, 0, 0);
+    memset(dv, 0, (size_t)BT * 3 * D * sizeof *dv);
+    tiled_f(&g);
+    pelab_params_zero_grad(&g.a.params);
+    CHECK(pelab_attn_tiled_backward(dq, dk, dv + 2 * D, g.w, g.out, g.lse, g.a.qo, g.a.ko, g.a.qkv + 2 * D, s) == PELAB_OK,
+          "tiled backward");
+    double *grad = vec((long)g.a.params.total, 0, 0);
+    memcpy(grad, g.a.params.grad, g.a.params.total * sizeof *grad);
+    char what[120];
+    snprintf(what, sizeof what, "tiled %s q (dropout %.1f)", c->pe, c->dropout);
+    gradcheck(what, tiled_f, &g, g.a.qo, dq, nq, 1e-6, 1e-8, 1e-6);
+    snprintf(what, sizeof what, "tiled %s k (dropout %.1f)", c->pe, c->dropout);
+    gradcheck(what, tiled_f, &g, g.a.ko, dk, nq, 1e-6, 1e-8, 1e-6);
+    /* v sits in the qkv buffer: q's and k's columns there must get exactly zero */
+    snprintf(what, sizeof what, "tiled %s v (dropout %.1f)", c->pe, c->dropout);
+    gradcheck(what, tiled_f, &g, g.a.qkv, dv, BT * 3 * D, 1e-6, 1e-8, 1e-6);
+    for (int i = g.a.pe.param_first; g.a.pe.ops->bias_tile_backward && i < g.a.pe.param_end; i++) {
+        const struct pelab_param *p = &g.a.params.list[i];
+        snprintf(what, sizeof what, "tiled %s: %s (dropout %.1f)", c->pe, p->name, c->dropout);
+        gradcheck(what, tiled_f, &g, g.a.params.data + p->offset, grad + p->offset, (long)p->size, 1e-6, 1e-8, 1e-6);
+    }
+    free(dq), free(dk), free(dv), free(grad), free(g.out), free(g.lse);
+    setup_free(&g.a);
+}
+
+/* --- determinism ---------------------------------------------------------------------------------- */
+
+static void check_bits(const char *pe, const char *const *kv) {
+    struct attn_case c = {pe, kv, 3, 2, 4, 23, 4, 0.1, 0};
+    struct attn_setup a;
+    setup_init(&a, &c);
+    pelab_threads_set(2);
+    struct result r[2];
+    run_kernel(&r[0], &a, 1);
+    run_kernel(&r[1], &a, 1);
+    const long BT = (long)c.B * c.T, nq = BT * c.H * a.s.dq;
+    int same = memcmp(r[0].out, r[1].out, (size_t)BT * c.H * c.d * sizeof(double)) == 0 &&
+               memcmp(r[0].dq, r[1].dq, (size_t)nq * sizeof(double)) == 0 &&
+               memcmp(r[0].dk, r[1].dk, (size_t)nq * sizeof(double)) == 0 &&
+               memcmp(r[0].dv, r[1].dv, (size_t)BT * 3 * c.H * c.d * sizeof(double)) == 0 &&
+               memcmp(r[0].grad, r[1].grad, a.params.total * sizeof(double)) == 0;
+    CHECK(same, "%s: two runs on two threads gave different bits", pe);
+    printf("  %-6s two runs on two threads: %s\n", pe, same ? "same bits" : "DIFFERENT");
+    result_free(&r[0]), result_free(&r[1]);
+    pelab_threads_set(1);
+    setup_free(&a);
+}
+
+/* --- whole models ----------------------------------------------------------------------------------- */
+
+enum { MV = 13, MB = 2, MT = 70 }; /* 70: one whole tile of 64 and a partial one */
+
+static void make_model(struct pelab_model *m, const char *attention, const char *const *kv) {
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "d-model", "16");
+    pelab_opts_set(&o, "heads", "2");
+    pelab_opts_set(&o, "layers", "2");
+    pelab_opts_set(&o, "attention", attention);
+    for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
+    PELAB_ASSERT(pelab_model_init(m, &o, MV, MT) == PELAB_OK);
+    pelab_model_init_weights(m, 3);
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 4);
+    for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += 0.2 * (pelab_rng_uniform(&rng) - 0.5);
+}
+
+static void check_model(const char *label, const char *const *kv, double dropout) {
+    struct pelab_model m[2];
+    make_model(&m[0], "ref", kv);
+    make_model(&m[1], "tiled", kv);
+    CHECK(m[0].cfg.attention == PELAB_ATTN_KERNEL_REF && m[1].cfg.attention == PELAB_ATTN_KERNEL_TILED,
+          "%s: --attention not read", label);
+    int32_t tokens[MB * MT], targets[MB * MT], pos[MB * MT];
+    for (int i = 0; i < MB * MT; i++) {
+        tokens[i] = (int32_t)((i * 7 + 3) % MV);
+        targets[i] = i % 5 == 0 ? -1 : (int32_t)((i * 5 + 1) % MV);
+        pos[i] = i % MT + 20 * (i / MT);
+    }
+    double loss[2];
+    for (int k = 0; k < 2; k++) {
+        m[k].cfg.dropout = dropout;
+        m[k].training = dropout > 0;
+        m[k].dropout_key = 99;
+        loss[k] = pelab_model_forward(&m[k], tokens, targets, pos, MB, MT);
+        pelab_params_zero_grad(&m[k].params);
+        pelab_model_backward(&m[k], 1);
+    }
+    double dl = fabs(loss[0] - loss[1]) / fabs(loss[0]);
+    double dg = rel_diff(m[1].params.grad, m[0].params.grad, (long)m[0].params.total);
+    double dlogit = rel_diff(pelab_model_logits(&m[1]), pelab_model_logits(&m[0]), (long)MB * MT * MV);
+    CHECK(dl <= EQ_TOL && dg <= EQ_TOL && dlogit <= EQ_TOL,
+          "%s: ref and tiled differ: loss %.3g, logits %.3g, gradients %.3g", label, dl, dlogit, dg);
+    printf("  model %-16s loss %.6f  rel. diff loss %.2g, logits %.2g, gradients %.2g\n", label, loss[0], dl,
+           dlogit, dg);
+    pelab_model_free(&m[0]);
+    pelab_model_free(&m[1]);
+}
+
+/* The default kernel is the tiled one, and config.json (the model's settings) records it. */
+static void check_settings(void) {
+    struct pelab_model m;
+    PELAB_ASSERT(pelab_model_init(&m, NULL, MV, MT) == PELAB_OK);
+    struct pelab_opts s;
+    PELAB_ASSERT(pelab_model_settings(&m, &s) == PELAB_OK);
+    const char *v = pelab_opts_get(&s, "attention");
+    CHECK(m.cfg.attention == PELAB_ATTN_KERNEL_TILED && v && strcmp(v, "tiled") == 0,
+          "the default kernel should be tiled and recorded (got %s)", v ? v : "nothing");
+    pelab_model_free(&m);
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "attention", "flash");
+    CHECK(pelab_model_init(&m, &o, MV, MT) == PELAB_ERR_USAGE, "--attention flash accepted");
+    CHECK(strstr(pelab_last_error(), "attention") != NULL, "the error should name --attention: %s", pelab_last_error());
+}
+
+/* --- SPEC §5: long evaluations in memory linear in T --------------------------------------------- */
+
+enum { LONG_T = 10240 };
+
+/* Run in a child process (the cap must not outlive the check): the address space is capped at
+ * what the process has plus 1 GiB, less than one layer's (H,T,T) probabilities of 2 heads (1.6 GiB
+ * in double). The tiled model evaluates 10240 tokens under the cap; the reference cannot reserve. */
+static int long_eval_child(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long pages = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &pages) != 1) pages = 0;
+        fclose(f);
+    }
+    if (!pages) {
+        printf("skipped: /proc/self/statm unreadable\n");
+        return 0;
+    }
+    struct rlimit lim = {.rlim_cur = pages * 4096ul + (1ul << 30), .rlim_max = RLIM_INFINITY};
+    lim.rlim_max = lim.rlim_cur;
+    CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
+    pelab_threads_set(2);
+    struct pelab_model m[2];
+    const char *const kv[] = {"d-model", "8", "layers", "1", "pe", "rope", NULL};
+    struct pelab_opts o = {0};
+    for (const char *const *p = kv; *p; p += 2) pelab_opts_set(&o, p[0], p[1]);
+    pelab_opts_set(&o, "heads", "2");
+    pelab_opts_set(&o, "attention", "tiled");
+    PELAB_ASSERT(pelab_model_init(&m[0], &o, 7, 256) == PELAB_OK);
+    pelab_opts_set(&o, "attention", "ref");
+    PELAB_ASSERT(pelab_model_init(&m[1], &o, 7, 256) == PELAB_OK);
+    pelab_model_init_weights(&m[0], 1);
+    int32_t *tok = malloc(LONG_T * sizeof *tok), *tgt = malloc(LONG_T * sizeof *tgt), *pos = malloc(LONG_T * sizeof *pos);
+    for (int t = 0; t < LONG_T; t++) tok[t] = t % 7, tgt[t] = (t + 1) % 7, pos[t] = t;
+    CHECK(pelab_model_reserve(&m[0], 1, LONG_T) == PELAB_OK, "tiled: %s", pelab_last_error());
+    double loss = pelab_model_forward(&m[0], tok, tgt, pos, 1, LONG_T);
+    CHECK(isfinite(loss) && m[0].status == PELAB_OK, "tiled: 10240-token loss %g", loss);
+    int rc = pelab_model_reserve(&m[1], 1, LONG_T);
+    CHECK(rc == PELAB_ERR_RUNTIME, "the reference kernel reserved (1,2,%d,%d) under the cap: the cap proves nothing",
+          LONG_T, LONG_T);
+    printf("  %d tokens under a cap of %.2f GiB: tiled loss %.4f; reference: %s\n", LONG_T,
+           (double)lim.rlim_cur / (1ul << 30), loss, rc ? pelab_last_error() : "reserved");
+    free(tok), free(tgt), free(pos);
+    pelab_model_free(&m[0]);
+    pelab_model_free(&m[1]);
+    return check_report("test_attn (long evaluation)");
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--long-eval") == 0) return long_eval_child();
+    printf("tiled against the reference\n");
+    check_cases();
+    printf("tiled backward by central differences\n");
+    static const char *const t5_kv[] = {"t5-buckets", "6", "t5-max-distance", "5", NULL};
+    static const char *const fire_kv[] = {"fire-width", "5", NULL};
+    for (int drop = 0; drop < 2; drop++) {
+        const double p = drop ? 0.3 : 0;
+        check_gradients(&(struct attn_case){"nope", NULL, 2, 2, 3, 7, 3, p, 0});
+        check_gradients(&(struct attn_case){"pope", NULL, 1, 2, 2, 8, 3, p, 1});
+        check_gradients(&(struct attn_case){"t5", t5_kv, 2, 2, 2, 7, 2, p, 0});
+        check_gradients(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, p, 0});
+    }
+    printf("determinism\n");
+    check_bits("t5", t5_kv);
+    check_bits("fire", fire_kv);
+    printf("whole models, --attention ref and tiled\n");
+    check_settings();
+    check_model("nope", (const char *const[]){"pe", "nope", NULL}, 0);
+    check_model("rope", (const char *const[]){"pe", "rope", NULL}, 0);
+    check_model("pope", (const char *const[]){"pe", "pope", "pope-delta-init", "uniform", NULL}, 0);
+    check_model("pope dropout", (const char *const[]){"pe", "pope", NULL}, 0.2);
+    check_model("learned", (const char *const[]){"pe", "learned", "ape-max-len", "100", NULL}, 0);
+    check_model("alibi", (const char *const[]){"pe", "alibi", NULL}, 0);
+    check_model("t5 dropout", (const char *const[]){"pe", "t5", "t5-table", "per-layer", NULL}, 0.2);
+    check_model("fire", (const char *const[]){"pe", "fire", "fire-width", "8", NULL}, 0);
+    check_model("fire-shared drop", (const char *const[]){"pe", "fire-shared", "fire-width", "8", NULL}, 0.1);
+    printf("a %d-token evaluation\n", LONG_T);
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' --long-eval", argv[0]);
+    fflush(stdout);
+    int rc = system(cmd);
+    CHECK(rc == 0, "the long evaluation failed (status %d)", rc);
+    return check_report("test_attn");
+}
