@@ -9,7 +9,8 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 ./pelab train $run --steps 2 --threads 1 --out "$W/run" >/dev/null 2>&1
 C=fuzz/corpus
-rm -f $C/safetensors/* $C/state/* $C/config/* $C/options/*
+mkdir -p $C/tokcache $C/bpe
+rm -f $C/safetensors/* $C/state/* $C/config/* $C/options/* $C/tokcache/* $C/bpe/*
 
 cp "$W/run/checkpoints/state-0000000002.safetensors" $C/state/tiny-step2
 cp "$W/run/model.safetensors" $C/safetensors/tiny-model
@@ -41,4 +42,63 @@ seed tiny $run --steps 2 --out r
 seed preset --preset cpu --pe rope --rope-layout half --rope-base=500
 seed switches --tied --dropout 0.1 --accum 2 --on-nan rollback --nan-lr-factor 0.25 --check-finite
 seed errors --lr abc --steps --heads 3 stray
+
+# Token caches written by pelab's own builder: bytes (width 1), ids of widths 2 and 4, no
+# documents; then two damaged copies (truncated; a changed token, so the data checksum fails).
+cat >"$W/caches.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include "pelab/tokcache.h"
+static void must(int rc) { if (rc) exit(1); }
+int main(int argc, char **argv) {
+    char p[4096];
+    struct pelab_tokcache_builder b;
+    must(argc != 2);
+    must(pelab_tokcache_begin(&b, "text", 7, 256));
+    must(pelab_tokcache_add_bytes(&b, "gen/1", 0, "In the beginning", 16));
+    must(pelab_tokcache_add_bytes(&b, "gen/2", 1, "", 0));
+    must(pelab_tokcache_add_bytes(&b, "gen/3", 3, "And the earth was", 17));
+    snprintf(p, sizeof p, "%s/text", argv[1]);
+    must(pelab_tokcache_commit(&b, p));
+    int32_t ids[] = {5, 300, 4106, 0, 77, 4000, 12};
+    must(pelab_tokcache_begin(&b, "dna", 42, 4107));
+    must(pelab_tokcache_add(&b, "chrX:0", 0, ids, 4));
+    must(pelab_tokcache_add(&b, "chrX:1", 2, ids + 4, 3));
+    snprintf(p, sizeof p, "%s/dna-width2", argv[1]);
+    must(pelab_tokcache_commit(&b, p));
+    int32_t wide[] = {50256, 70000, 1, 99999};
+    must(pelab_tokcache_begin(&b, "wide", 1234567, 100000));
+    must(pelab_tokcache_add(&b, "w", 0, wide, 4));
+    snprintf(p, sizeof p, "%s/width4", argv[1]);
+    must(pelab_tokcache_commit(&b, p));
+    must(pelab_tokcache_begin(&b, "byte", 9, 258));
+    snprintf(p, sizeof p, "%s/empty", argv[1]);
+    must(pelab_tokcache_commit(&b, p));
+    return 0;
+}
+C
+libs=$(make -s -n -B pelab | sed -n '/-o pelab /s/.* libpelab\.a //p') # the link line of ./pelab
+cc -std=c11 -D_POSIX_C_SOURCE=200809L -Iinclude -o "$W/caches" "$W/caches.c" libpelab.a $libs
+"$W/caches" $C/tokcache
+head -c 100 $C/tokcache/text >$C/tokcache/text-truncated
+cp $C/tokcache/dna-width2 $C/tokcache/dna-bad-crc
+printf '\377' | dd of=$C/tokcache/dna-bad-crc bs=1 seek=73 conv=notrunc 2>/dev/null
+
+# GPT-2 vocabularies for fuzz_bpe (encoder.json, a NUL byte, vocab.bpe), hand-made and tiny.
+# GPT-2's byte alphabet writes a space as "Ġ" (U+0120).
+bpe() { printf '%s\0%s' "$2" "${3-}" >"$C/bpe/$1"; }
+bpe tiny '{"a": 0, "b": 1, "c": 2, "Ġ": 3, "ab": 4, "Ġab": 5, "abc": 6, "<|endoftext|>": 7}' \
+    $'#version: 0.2\na b\nĠ ab\nab c\n'
+bpe all-bytes "$(/usr/bin/python3 -c '
+import json
+bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs: bs.append(b); cs.append(256 + n); n += 1
+v = {chr(c): i for i, c in enumerate(cs)}
+v.update({"\u0120t": 256, "he": 257, "\u0120the": 258, "<|endoftext|>": 259})
+print(json.dumps(v, ensure_ascii=False))')" $'#version: 0.2\nĠ t\nh e\nĠt he\n'
+bpe bad-id '{"a": 0, "b": 5}' $'#version: 0.2\na b\n'
+bpe bad-merge '{"a": 0, "b": 1}' $'#version: 0.2\na b c\n'
+printf '{"a": 0}' >$C/bpe/no-separator
 ls -l $C/*

@@ -54,6 +54,11 @@ struct pelab_tokcache {
  * any). PELAB_ERR_RUNTIME with "PATH: fault" for a missing, foreign, truncated or corrupt file. */
 int pelab_tokcache_open(struct pelab_tokcache *c, const char *path, const char *want_tokenizer,
                         uint64_t want_hash);
+/* The same checks on a cache image already in memory, data[0..size-1] (8-byte aligned: the
+ * document rows are read in place), named `name` in messages; c points into data, which must
+ * outlive it (pelab_tokcache_close is not needed, but harmless). */
+int pelab_tokcache_parse(struct pelab_tokcache *c, const char *name, const void *data, size_t size,
+                         const char *want_tokenizer, uint64_t want_hash);
 void pelab_tokcache_close(struct pelab_tokcache *c);
 /* Token i (0 <= i < n_tokens). */
 static inline int32_t pelab_tokcache_token(const struct pelab_tokcache *c, uint64_t i) {

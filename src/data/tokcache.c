@@ -230,8 +230,80 @@ void pelab_tokcache_close(struct pelab_tokcache *c) {
     memset(c, 0, sizeof *c);
 }
 
-static int refuse(struct pelab_tokcache *c, int rc) {
-    pelab_tokcache_close(c);
+static int too_short(const char *path, uint64_t size) {
+    return pelab_fail(PELAB_ERR_RUNTIME, "%s: truncated: %llu bytes, shorter than a token cache's "
+                      "%d-byte header", path, (unsigned long long)size, PELAB_TOKCACHE_HEADER);
+}
+
+/* Every field of the cache image h[0..size-1] checked; c points into h. On failure c's fields
+ * are left half set: the callers clear them. */
+static int check(struct pelab_tokcache *c, const char *path, const unsigned char *h, uint64_t size,
+                 const char *want_tokenizer, uint64_t want_hash) {
+    if (size < PELAB_TOKCACHE_HEADER) return too_short(path, size);
+    if (memcmp(h, MAGIC, 8) != 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: not a pelab token cache (bad magic)", path);
+    uint32_t version = get32(h + 8);
+    if (version != PELAB_TOKCACHE_VERSION)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: token cache version %u, this pelab "
+                          "reads version %d: delete it and install the dataset again",
+                          path, (unsigned)version, PELAB_TOKCACHE_VERSION);
+    if (get32(h + 68) != pelab_crc32(0, h, 68))
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: header checksum mismatch", path);
+    c->width = get32(h + 12);
+    memcpy(c->tokenizer, h + 16, 16);
+    c->vocab_hash = get64(h + 32);
+    c->vocab = get32(h + 40);
+    c->n_docs = get32(h + 44);
+    c->n_tokens = get64(h + 48);
+    c->strings_size = get64(h + 56);
+    c->data_crc = get32(h + 64);
+    if ((c->width != 1 && c->width != 2 && c->width != 4) || c->tokenizer[15] != '\0' ||
+        c->n_tokens > (UINT64_MAX >> 3) || c->strings_size > UINT32_MAX)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: impossible header fields", path);
+    uint64_t tok_padded = pad8(c->n_tokens * c->width);
+    uint64_t expect = PELAB_TOKCACHE_HEADER + tok_padded + (uint64_t)c->n_docs * 24 + c->strings_size;
+    if (size < expect)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: truncated: %llu bytes, the header says "
+                          "%llu", path, (unsigned long long)size, (unsigned long long)expect);
+    if (size > expect)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: %llu bytes after the end the "
+                          "header gives", path, (unsigned long long)(size - expect));
+    if (want_tokenizer && strcmp(c->tokenizer, want_tokenizer) != 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: made by tokenizer '%s', not '%s'", path,
+                          c->tokenizer, want_tokenizer);
+    if (want_hash && c->vocab_hash != want_hash)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: made with another '%s' vocabulary "
+                          "(hash %016llx, this one is %016llx): delete it to rebuild",
+                          path, c->tokenizer, (unsigned long long)c->vocab_hash,
+                          (unsigned long long)want_hash);
+    if (pelab_crc32(0, h + PELAB_TOKCACHE_HEADER, size - PELAB_TOKCACHE_HEADER) != c->data_crc)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: data checksum mismatch", path);
+    c->tokens = h + PELAB_TOKCACHE_HEADER;
+    c->docs = (const struct pelab_tokcache_doc *)(h + PELAB_TOKCACHE_HEADER + tok_padded);
+    c->strings = (const char *)(h + PELAB_TOKCACHE_HEADER + tok_padded + (uint64_t)c->n_docs * 24);
+    /* The rows tile the tokens in order, and ids lie in the string table. */
+    uint64_t next = 0;
+    for (uint32_t i = 0; i < c->n_docs; i++) {
+        const struct pelab_tokcache_doc *d = &c->docs[i];
+        if (d->start != next || d->count > c->n_tokens - d->start || d->split > PELAB_DOC_LONG ||
+            d->id_len == 0 || (uint64_t)d->id_off + d->id_len > c->strings_size)
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: document %u's row is "
+                          "inconsistent", path, (unsigned)i);
+        next = d->start + d->count;
+    }
+    if (next != c->n_tokens)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: the documents hold %llu of "
+                          "%llu tokens", path, (unsigned long long)next,
+                          (unsigned long long)c->n_tokens);
+    return PELAB_OK;
+}
+
+int pelab_tokcache_parse(struct pelab_tokcache *c, const char *name, const void *data, size_t size,
+                         const char *want_tokenizer, uint64_t want_hash) {
+    PELAB_ASSERT((uintptr_t)data % 8 == 0);
+    memset(c, 0, sizeof *c);
+    int rc = check(c, name, data, size, want_tokenizer, want_hash);
+    if (rc) memset(c, 0, sizeof *c);
     return rc;
 }
 
@@ -246,73 +318,21 @@ int pelab_tokcache_open(struct pelab_tokcache *c, const char *path, const char *
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: not a regular file", path);
     }
     uint64_t size = (uint64_t)st.st_size;
-    if (size < PELAB_TOKCACHE_HEADER) {
+    if (size < PELAB_TOKCACHE_HEADER) { /* before mmap, which refuses 0 bytes */
         close(fd);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: truncated: %llu bytes, shorter than a token "
-                          "cache's %d-byte header", path, (unsigned long long)size, PELAB_TOKCACHE_HEADER);
+        return too_short(path, size);
     }
     void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
     int err = errno;
     close(fd);
     if (map == MAP_FAILED) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot map: %s", path, strerror(err));
+    int rc = check(c, path, map, size, want_tokenizer, want_hash);
+    if (rc) {
+        munmap(map, (size_t)size);
+        memset(c, 0, sizeof *c);
+        return rc;
+    }
     c->map = map;
     c->map_size = (size_t)size;
-    const unsigned char *h = map;
-
-    if (memcmp(h, MAGIC, 8) != 0)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: not a pelab token cache (bad magic)", path));
-    uint32_t version = get32(h + 8);
-    if (version != PELAB_TOKCACHE_VERSION)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: token cache version %u, this pelab "
-                                    "reads version %d: delete it and install the dataset again",
-                                    path, (unsigned)version, PELAB_TOKCACHE_VERSION));
-    if (get32(h + 68) != pelab_crc32(0, h, 68))
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: header checksum mismatch", path));
-    c->width = get32(h + 12);
-    memcpy(c->tokenizer, h + 16, 16);
-    c->vocab_hash = get64(h + 32);
-    c->vocab = get32(h + 40);
-    c->n_docs = get32(h + 44);
-    c->n_tokens = get64(h + 48);
-    c->strings_size = get64(h + 56);
-    c->data_crc = get32(h + 64);
-    if ((c->width != 1 && c->width != 2 && c->width != 4) || c->tokenizer[15] != '\0' ||
-        c->n_tokens > (UINT64_MAX >> 3) || c->strings_size > UINT32_MAX)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: impossible header fields", path));
-    uint64_t tok_padded = pad8(c->n_tokens * c->width);
-    uint64_t expect = PELAB_TOKCACHE_HEADER + tok_padded + (uint64_t)c->n_docs * 24 + c->strings_size;
-    if (size < expect)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: truncated: %llu bytes, the header says "
-                                    "%llu", path, (unsigned long long)size, (unsigned long long)expect));
-    if (size > expect)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: %llu bytes after the end the "
-                                    "header gives", path, (unsigned long long)(size - expect)));
-    if (want_tokenizer && strcmp(c->tokenizer, want_tokenizer) != 0)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: made by tokenizer '%s', not '%s'", path,
-                                    c->tokenizer, want_tokenizer));
-    if (want_hash && c->vocab_hash != want_hash)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: made with another '%s' vocabulary "
-                                    "(hash %016llx, this one is %016llx): delete it to rebuild",
-                                    path, c->tokenizer, (unsigned long long)c->vocab_hash,
-                                    (unsigned long long)want_hash));
-    if (pelab_crc32(0, h + PELAB_TOKCACHE_HEADER, size - PELAB_TOKCACHE_HEADER) != c->data_crc)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: data checksum mismatch", path));
-    c->tokens = h + PELAB_TOKCACHE_HEADER;
-    c->docs = (const struct pelab_tokcache_doc *)(h + PELAB_TOKCACHE_HEADER + tok_padded);
-    c->strings = (const char *)(h + PELAB_TOKCACHE_HEADER + tok_padded + (uint64_t)c->n_docs * 24);
-    /* The rows tile the tokens in order, and ids lie in the string table. */
-    uint64_t next = 0;
-    for (uint32_t i = 0; i < c->n_docs; i++) {
-        const struct pelab_tokcache_doc *d = &c->docs[i];
-        if (d->start != next || d->count > c->n_tokens - d->start || d->split > PELAB_DOC_LONG ||
-            d->id_len == 0 || (uint64_t)d->id_off + d->id_len > c->strings_size)
-            return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: document %u's row is "
-                                        "inconsistent", path, (unsigned)i));
-        next = d->start + d->count;
-    }
-    if (next != c->n_tokens)
-        return refuse(c, pelab_fail(PELAB_ERR_RUNTIME, "%s: corrupt: the documents hold %llu of "
-                                    "%llu tokens", path, (unsigned long long)next,
-                                    (unsigned long long)c->n_tokens));
     return PELAB_OK;
 }

@@ -156,25 +156,25 @@ static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == 
 
 /* vocab.bpe: a version line, then one merge "a b" per line; as the package reads it, the text is
  * split at '\n' and the first and the last piece are dropped (the file ends with a newline). */
-static int load_merges(struct gpt2 *g, const char *path, char *text, size_t size) {
+static int load_merges(struct gpt2 *g, const char *path, const char *text, size_t size) {
     if (size == 0 || memchr(text, '\n', size) == NULL)
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: not GPT-2's vocab.bpe (no merge lines)", path);
-    char *line = memchr(text, '\n', size) + 1, *end = text + size;
+    const char *line = (const char *)memchr(text, '\n', size) + 1, *end = text + size;
     char *key = malloc(size + 2);
     if (!key) return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", path);
     int rc = PELAB_OK;
     int32_t rank = 0;
     for (long lineno = 2; !rc; lineno++) {
-        char *nl = memchr(line, '\n', (size_t)(end - line));
+        const char *nl = memchr(line, '\n', (size_t)(end - line));
         if (!nl) break; /* the last piece: dropped */
         /* two symbols separated by blanks */
-        char *p = line, *sym[2];
+        const char *p = line, *sym[2];
         size_t slen[2];
         int k = 0;
         while (p < nl) {
             while (p < nl && is_blank(*p)) p++;
             if (p == nl) break;
-            char *s = p;
+            const char *s = p;
             while (p < nl && !is_blank(*p)) p++;
             if (k < 2) sym[k] = s, slen[k] = (size_t)(p - s);
             k++;
@@ -211,25 +211,50 @@ static int read_vocab_file(const char *dir, const char *name, char *path, size_t
     return pelab_read_file(path, data, size);
 }
 
-static int gpt2_load(struct pelab_tokenizer *tk, const char *vocab_dir) {
+/* Loading in two steps, as the files are read: encoder.json's text (with a NUL after its last
+ * byte, as pelab_read_file leaves it), named `name` in messages, then vocab.bpe's. On failure the
+ * caller frees the state (gpt2_free). */
+static int load_encoder_text(struct pelab_tokenizer *tk, const char *name, const char *enc,
+                             size_t enc_size) {
     struct gpt2 *g = calloc(1, sizeof *g);
     if (!g) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the gpt2 tokenizer");
     tk->state = g;
     build_alphabet(g->byte_of);
+    return load_encoder(g, name, enc, enc_size, &tk->vocab);
+}
+
+static int load_merges_text(struct pelab_tokenizer *tk, const char *name, const char *bpe,
+                            size_t bpe_size, const char *enc, size_t enc_size) {
+    struct gpt2 *g = tk->state;
+    int rc = load_merges(g, name, bpe, bpe_size);
+    if (rc) return rc;
+    tk->eod = pelab_strmap_get(&g->vocab, "<|endoftext|>", 13);
+    tk->pad = tk->eod >= 0 ? tk->eod : tk->vocab - 1;
+    tk->vocab_hash = pelab_fnv64(pelab_fnv64(PELAB_FNV64_INIT, enc, enc_size), bpe, bpe_size);
+    return PELAB_OK;
+}
+
+int pelab_gpt2_load_texts(struct pelab_tokenizer *tk, const char *enc_name, const char *enc,
+                          size_t enc_size, const char *bpe_name, const char *bpe, size_t bpe_size) {
+    memset(tk, 0, sizeof *tk);
+    tk->ops = &pelab_tokenizer_gpt2;
+    int rc = load_encoder_text(tk, enc_name, enc, enc_size);
+    if (!rc) rc = load_merges_text(tk, bpe_name, bpe, bpe_size, enc, enc_size);
+    if (rc) {
+        gpt2_free(tk);
+        memset(tk, 0, sizeof *tk);
+    }
+    return rc;
+}
+
+static int gpt2_load(struct pelab_tokenizer *tk, const char *vocab_dir) {
     char path[4096];
     char *enc = NULL, *bpe = NULL;
     size_t enc_size, bpe_size;
-    int V = 0;
     int rc = read_vocab_file(vocab_dir, "encoder.json", path, sizeof path, &enc, &enc_size);
-    if (!rc) rc = load_encoder(g, path, enc, enc_size, &V);
+    if (!rc) rc = load_encoder_text(tk, path, enc, enc_size);
     if (!rc) rc = read_vocab_file(vocab_dir, "vocab.bpe", path, sizeof path, &bpe, &bpe_size);
-    if (!rc) rc = load_merges(g, path, bpe, bpe_size);
-    if (!rc) {
-        tk->vocab = V;
-        tk->eod = pelab_strmap_get(&g->vocab, "<|endoftext|>", 13);
-        tk->pad = tk->eod >= 0 ? tk->eod : V - 1;
-        tk->vocab_hash = pelab_fnv64(pelab_fnv64(PELAB_FNV64_INIT, enc, enc_size), bpe, bpe_size);
-    }
+    if (!rc) rc = load_merges_text(tk, path, bpe, bpe_size, enc, enc_size);
     free(enc);
     free(bpe);
     if (rc) gpt2_free(tk);
