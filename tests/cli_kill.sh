@@ -29,14 +29,6 @@ for l in open(sys.argv[1]):
     try: s = json.loads(l)["step"]
     except ValueError: break
 print(s)' "$1/log.jsonl" 2>/dev/null || echo 0; }
-same_weights() { /usr/bin/python3 -c '
-import json, struct, sys
-def load(p):
-    b = open(p, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); h.pop("__metadata__")
-    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
-sys.exit(0 if load(sys.argv[1]) == load(sys.argv[2]) else 1)' "$1" "$2"; }
 metrics() { /usr/bin/python3 -c '
 import json, sys
 s = json.load(open(sys.argv[1]))

@@ -15,15 +15,6 @@ for l in open(sys.argv[1]):
     r = json.loads(l)
     print(r["step"], repr(r["loss"]), repr(r["lr"]), repr(r.get("val_loss")))' "$1/log.jsonl"; }
 
-# Same tensors, bit for bit (the metadata differs: it records each run's directory).
-same_weights() { /usr/bin/python3 -c '
-import json, struct, sys
-def load(p):
-    b = open(p, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n]); h.pop("__metadata__")
-    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
-sys.exit(0 if load(sys.argv[1]) == load(sys.argv[2]) else 1)' "$1" "$2"; }
 
 train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"; }
 
