@@ -416,7 +416,51 @@ static void test_queries(void) {
     pelab_task_free(&t3);
 }
 
+/* --indirect-curriculum N: training example i has |shift| <= floor((M+1) i / N), 0 (copy) in the
+ * first stage; from N on, and in validation and test, the full task. fill() agrees with generate(). */
+static void test_curriculum(void) {
+    struct pelab_task t;
+    const char *kv[] = {"indirect-curriculum", "400", "indirect-max-shift", "3",
+                        "indirect-min-len", "6", "indirect-max-len", "10", NULL};
+    CHECK(init_with(&t, kv) == PELAB_OK, "init: %s", pelab_last_error());
+    int seen[4] = {0}, full_seen[4] = {0}, val_zero = 0;
+    for (uint64_t i = 0; i < 800; i++) {
+        struct pelab_indirect_example ex, val;
+        pelab_indirect_generate(&t, PELAB_SPLIT_TRAIN, i, &ex);
+        pelab_indirect_generate(&t, PELAB_SPLIT_VAL, i, &val);
+        int limit = i < 400 ? (int)(4 * i / 400) : 3;
+        for (int k = 0; k < ex.n_queries; k++) {
+            int a = abs(ex.q[k].shift);
+            CHECK(a <= limit, "example %llu: shift %d beyond the stage's %d",
+                  (unsigned long long)i, ex.q[k].shift, limit);
+            CHECK(limit == 0 || a > 0, "example %llu: shift 0 after the copy stage",
+                  (unsigned long long)i);
+            CHECK(ex.q[k].target == ex.text[ex.q[k].target_index], "target letter");
+            if (i < 400) seen[a]++;
+            else full_seen[a]++;
+        }
+        for (int k = 0; k < val.n_queries; k++) val_zero += val.q[k].shift == 0;
+    }
+    CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0 && seen[3] > 0,
+          "every stage drawn (%d %d %d %d)", seen[0], seen[1], seen[2], seen[3]);
+    CHECK(full_seen[0] == 0 && full_seen[3] > 0, "full task after the curriculum");
+    CHECK(val_zero == 0, "validation never has shift 0 (%d)", val_zero);
+    /* fill() uses the unreduced cursor: a batch across the copy stage's end equals generate(). */
+    struct pelab_batch b;
+    CHECK(pelab_batch_alloc(&b, 6, t.seq_len) == PELAB_OK, "alloc");
+    t.ops->fill(&t, PELAB_SPLIT_TRAIN, 97, &b);
+    for (int r = 0; r < b.B; r++) {
+        struct pelab_indirect_example ex;
+        pelab_indirect_generate(&t, PELAB_SPLIT_TRAIN, 97 + (uint64_t)r, &ex);
+        const char *w = row_mismatch(&b, r, &ex);
+        CHECK(w == NULL, "curriculum fill row %d: %s", r, w);
+    }
+    pelab_batch_free(&b);
+    pelab_task_free(&t);
+}
+
 int main(void) {
+    test_curriculum();
     test_registry();
     test_queries();
     test_defaults_and_vocab();

@@ -27,6 +27,14 @@
  * each answer position (the space before a target letter), whose target is that letter's id. Rows are right-padded
  * with 0, targets -1 there, positions 0..T-1.
  *
+ * Curriculum (--indirect-curriculum N, training split only, 0 = off): training example i < N
+ * draws its shifts from [-m, m] with m = floor((M + 1) i / N), so the first N/(M+1) examples
+ * have shift 0 (the target is the source letter itself: "QmbkWo, b, +0, b"), the next ones ±1,
+ * and so on up to ±M. The copy stage trains the answer position to fetch the source letter; the
+ * later stages add the offset one step at a time. Validation and test are always the full task.
+ * i is the training cursor (examples drawn so far), not reduced mod the split's size, so the
+ * curriculum happens once and a resumed run draws the same examples.
+ *
  * Data: example i of split s comes from its own generator, seeded with
  *     hash64(key[s] ^ hash64(i)),  key[s] = hash64(SPLIT_SEED[s] ^ hash64(data-seed)),
  * so any example is produced on the fly in O(L) and a split is a pure function of its options.
@@ -52,6 +60,8 @@ static const struct pelab_optdef options[] = {
      "shifts are drawn from [-max, max] without 0 (must be < --indirect-max-len)"},
     {"indirect-queries", PELAB_OPT_INT, "1", 1, PELAB_INDIRECT_MAX_QUERIES, NULL,
      "queries (source letter, shift, target) per string, each scored; 1 is the paper's format"},
+    {"indirect-curriculum", PELAB_OPT_INT, "0", 0, 1e15, NULL,
+     "training examples over which the shift range grows from 0 (copy) to max-shift; 0: off"},
     {"indirect-train-size", PELAB_OPT_INT, "1000000", 1, 1e15, NULL, "training examples"},
     {"indirect-val-size", PELAB_OPT_INT, "10000", 1, 1e15, NULL, "validation examples"},
     {"indirect-test-size", PELAB_OPT_INT, "10000", 1, 1e15, NULL, "test examples"},
@@ -66,6 +76,7 @@ static const uint64_t SPLIT_SEED[3] = {
 
 struct indirect {
     int min_len, max_len, max_shift, queries;
+    uint64_t curriculum; /* training examples in the curriculum, 0 = none */
     uint64_t size[3]; /* examples per split */
     uint64_t key[3];  /* per-split seed key, data-seed mixed in */
 };
@@ -136,6 +147,7 @@ static int indirect_init(struct pelab_task *t, const struct pelab_opts *opts) {
     s->max_len = max_len;
     s->max_shift = max_shift;
     s->queries = queries;
+    s->curriculum = (uint64_t)pelab_opt_int(opts, options, "indirect-curriculum");
     s->size[PELAB_SPLIT_TRAIN] = (uint64_t)pelab_opt_int(opts, options, "indirect-train-size");
     s->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, options, "indirect-val-size");
     s->size[PELAB_SPLIT_TEST] = (uint64_t)pelab_opt_int(opts, options, "indirect-test-size");
@@ -179,10 +191,11 @@ static void draw_source(struct pelab_rng *rng, int L, char *src) {
     }
 }
 
-/* A shift in [-M, -1] ∪ [1, M] with source + shift inside [0, L), or 0 when none exists. */
+/* A shift in [-M, -1] ∪ [1, M] with source + shift inside [0, L), or 0 when none exists or M is 0
+ * (the curriculum's copy stage). */
 static int draw_shift(struct pelab_rng *rng, int L, int source, int M) {
     int lo = -source, hi = L - 1 - source; /* the shifts that land in the string; lo <= 0 <= hi */
-    if (lo == 0 && hi == 0) return 0;       /* L == 1: only the excluded 0 would fit */
+    if (M == 0 || (lo == 0 && hi == 0)) return 0; /* L == 1: only the excluded 0 would fit */
     for (;;) {
         int k = (int)pelab_rng_below(rng, (uint64_t)(2 * M)); /* 0..2M-1 -> -M..-1, 1..M */
         int shift = k < M ? k - M : k - M + 1;
@@ -190,8 +203,15 @@ static int draw_shift(struct pelab_rng *rng, int L, int source, int M) {
     }
 }
 
-/* Example i (already reduced mod the split size) of a split: its own generator, see the top. */
-static void generate(const struct indirect *s, enum pelab_split split, uint64_t i,
+/* Largest shift of training example `cursor` (unreduced): M, or less during the curriculum. */
+static int max_shift_at(const struct indirect *s, uint64_t cursor) {
+    if (cursor >= s->curriculum) return s->max_shift;
+    return (int)((double)(s->max_shift + 1) * (double)cursor / (double)s->curriculum);
+}
+
+/* Example i (already reduced mod the split size) of a split, with shifts up to max_shift (0: the
+ * copy stage of the curriculum): its own generator, see the top. */
+static void generate(const struct indirect *s, enum pelab_split split, uint64_t i, int max_shift,
                      struct pelab_indirect_example *ex) {
     struct pelab_rng rng;
     pelab_rng_seed(&rng, pelab_hash64(s->key[split] ^ pelab_hash64(i)));
@@ -208,8 +228,8 @@ static void generate(const struct indirect *s, enum pelab_split split, uint64_t 
         struct pelab_indirect_query *q = &ex->q[k];
         do { /* redraw the letter only if it admits no shift (impossible for L >= 2) */
             q->source_index = uniform_int(&rng, 0, L - 1);
-            q->shift = draw_shift(&rng, L, q->source_index, s->max_shift);
-        } while (q->shift == 0);
+            q->shift = draw_shift(&rng, L, q->source_index, max_shift);
+        } while (q->shift == 0 && max_shift > 0);
         q->target_index = q->source_index + q->shift;
         q->target = src[q->target_index];
         n += snprintf(ex->text + n, sizeof ex->text - (size_t)n, ", %c, %+d, %c",
@@ -223,7 +243,8 @@ void pelab_indirect_generate(const struct pelab_task *t, enum pelab_split split,
     PELAB_ASSERT(t->ops == &pelab_task_indirect && t->state);
     const struct indirect *s = t->state;
     PELAB_ASSERT(split >= PELAB_SPLIT_TRAIN && split <= PELAB_SPLIT_TEST);
-    generate(s, split, index % s->size[split], ex);
+    generate(s, split, index % s->size[split],
+             split == PELAB_SPLIT_TRAIN ? max_shift_at(s, index) : s->max_shift, ex);
 }
 
 /* One row of a batch: tokens (T), targets (T), pos (T). Every ", " followed by a letter that
@@ -250,11 +271,11 @@ static void indirect_fill(const struct pelab_task *t, enum pelab_split split, ui
     PELAB_ASSERT(b->T >= t->seq_len);
     const struct indirect *s = t->state;
     uint64_t size = indirect_split_size(t, split);
-    first %= size;
     for (int r = 0; r < b->B; r++) {
         struct pelab_indirect_example ex;
-        uint64_t i = (first + (uint64_t)r) % size;
-        generate(s, split, i, &ex);
+        uint64_t cursor = first + (uint64_t)r, i = cursor % size;
+        generate(s, split, i, split == PELAB_SPLIT_TRAIN ? max_shift_at(s, cursor) : s->max_shift,
+                 &ex);
         size_t off = (size_t)r * (size_t)b->T;
         encode_row(&ex, b->T, b->tokens + off, b->targets + off, b->pos + off);
     }

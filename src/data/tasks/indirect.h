@@ -13,7 +13,7 @@
 
 struct pelab_indirect_query {
     int source_index; /* index of the source letter in the string, 0..L-1 */
-    int shift;        /* nonzero, in [-max-shift, +max-shift] */
+    int shift;        /* in [-max-shift, +max-shift], nonzero but in a curriculum's copy stage */
     int target_index; /* source_index + shift, 0..L-1 */
     char target;      /* the letter at target_index */
 };
