@@ -416,14 +416,15 @@ static void test_queries(void) {
     pelab_task_free(&t3);
 }
 
-/* --indirect-curriculum N: training example i has |shift| <= floor((M+1) i / N), 0 (copy) in the
- * first stage; from N on, and in validation and test, the full task. fill() agrees with generate(). */
+/* --indirect-curriculum N: training example i has |shift| <= floor((M+1) i / N), 0 included (all
+ * copies in the first stage); from N on, and in validation and test, the full task. fill() agrees
+ * with generate(). */
 static void test_curriculum(void) {
     struct pelab_task t;
     const char *kv[] = {"indirect-curriculum", "400", "indirect-max-shift", "3",
                         "indirect-min-len", "6", "indirect-max-len", "10", NULL};
     CHECK(init_with(&t, kv) == PELAB_OK, "init: %s", pelab_last_error());
-    int seen[4] = {0}, full_seen[4] = {0}, val_zero = 0;
+    int seen[4] = {0}, full_seen[4] = {0}, val_zero = 0, late_zero = 0;
     for (uint64_t i = 0; i < 800; i++) {
         struct pelab_indirect_example ex, val;
         pelab_indirect_generate(&t, PELAB_SPLIT_TRAIN, i, &ex);
@@ -433,9 +434,10 @@ static void test_curriculum(void) {
             int a = abs(ex.q[k].shift);
             CHECK(a <= limit, "example %llu: shift %d beyond the stage's %d",
                   (unsigned long long)i, ex.q[k].shift, limit);
-            CHECK(limit == 0 || a > 0, "example %llu: shift 0 after the copy stage",
+            CHECK(i < 400 || a > 0, "example %llu: shift 0 after the curriculum",
                   (unsigned long long)i);
             CHECK(ex.q[k].target == ex.text[ex.q[k].target_index], "target letter");
+            if (i >= 300 && i < 400) late_zero += a == 0;
             if (i < 400) seen[a]++;
             else full_seen[a]++;
         }
@@ -444,6 +446,7 @@ static void test_curriculum(void) {
     CHECK(seen[0] > 0 && seen[1] > 0 && seen[2] > 0 && seen[3] > 0,
           "every stage drawn (%d %d %d %d)", seen[0], seen[1], seen[2], seen[3]);
     CHECK(full_seen[0] == 0 && full_seen[3] > 0, "full task after the curriculum");
+    CHECK(late_zero > 0, "copies stay in the last stage's mix");
     CHECK(val_zero == 0, "validation never has shift 0 (%d)", val_zero);
     /* fill() uses the unreduced cursor: a batch across the copy stage's end equals generate(). */
     struct pelab_batch b;
@@ -456,6 +459,18 @@ static void test_curriculum(void) {
         CHECK(w == NULL, "curriculum fill row %d: %s", r, w);
     }
     pelab_batch_free(&b);
+    /* The curriculum counts from the run's origin (its seed-derived first cursor). */
+    t.train_origin = 777777;
+    int origin_zero = 0, before_zero = 0;
+    for (uint64_t i = 0; i < 90; i++) {
+        struct pelab_indirect_example ex, before;
+        pelab_indirect_generate(&t, PELAB_SPLIT_TRAIN, 777777 + i, &ex);
+        pelab_indirect_generate(&t, PELAB_SPLIT_TRAIN, i, &before);
+        origin_zero += ex.q[0].shift == 0;
+        before_zero += before.q[0].shift == 0;
+    }
+    CHECK(origin_zero == 90 && before_zero == 0, "copies only from the origin on (%d, %d)",
+          origin_zero, before_zero);
     pelab_task_free(&t);
 }
 

@@ -47,6 +47,10 @@ struct pelab_task {
     int vocab;   /* V */
     int seq_len; /* longest sequence: the model's T */
     int pad;     /* padding token id */
+    /* Training data cursor at step 0 (seed-derived, set by the trainer; 0 otherwise): a training
+     * example's cursor minus the origin is how many examples came before it in the run, which
+     * schedules such as a curriculum are functions of. */
+    uint64_t train_origin;
     void *state;
 };
 

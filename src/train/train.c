@@ -61,6 +61,8 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     pelab_threads_set(c->threads);
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
+    tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
+                            tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
     if ((rc = pelab_model_init(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len))) return rc;
     tr->have_model = 1;
     tr->opt = (struct pelab_adamw){c->beta1, c->beta2, c->eps, c->weight_decay, 0};
@@ -379,8 +381,7 @@ void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
     memset(tr->model.params.v, 0, tr->model.params.total * sizeof(pelab_real));
     tr->opt.step = 0;
     tr->step = 0;
-    tr->cursor = pelab_hash64(tr->c.seed ^ CURSOR_SALT) %
-                 tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
+    tr->cursor = tr->task.train_origin;
     tr->elapsed_s = tr->train_s = 0;
     tr->log_loss = tr->log_acc = 0;
     tr->log_n = tr->log_skipped = 0;

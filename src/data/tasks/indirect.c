@@ -28,12 +28,16 @@
  * with 0, targets -1 there, positions 0..T-1.
  *
  * Curriculum (--indirect-curriculum N, training split only, 0 = off): training example i < N
- * draws its shifts from [-m, m] with m = floor((M + 1) i / N), so the first N/(M+1) examples
- * have shift 0 (the target is the source letter itself: "QmbkWo, b, +0, b"), the next ones ±1,
- * and so on up to ±M. The copy stage trains the answer position to fetch the source letter; the
- * later stages add the offset one step at a time. Validation and test are always the full task.
- * i is the training cursor (examples drawn so far), not reduced mod the split's size, so the
- * curriculum happens once and a resumed run draws the same examples.
+ * draws its shifts uniformly from [-m, m], 0 included, with m = floor((M + 1) i / N). The first
+ * N/(M+1) examples are all copies (shift 0, the target is the source letter: "QmbkWo, b, +0, b"),
+ * which trains the answer position to fetch the source letter in a few hundred steps; each later
+ * stage adds one offset while copies stay in the mix (1/(2m+1) of the queries), so what the
+ * earlier stages built keeps being used. (Dropping the copies at once, measured: the loss jumps
+ * above ln 52 when ±1 starts and the copy circuit is unlearnt.) From N on, and in validation and
+ * test always, the full task.
+ * i counts the examples the run drew before this one (the training cursor minus its origin,
+ * pelab/task.h), so the curriculum happens once, whatever the seed, and a resumed run draws the
+ * same examples.
  *
  * Data: example i of split s comes from its own generator, seeded with
  *     hash64(key[s] ^ hash64(i)),  key[s] = hash64(SPLIT_SEED[s] ^ hash64(data-seed)),
@@ -61,7 +65,7 @@ static const struct pelab_optdef options[] = {
     {"indirect-queries", PELAB_OPT_INT, "1", 1, PELAB_INDIRECT_MAX_QUERIES, NULL,
      "queries (source letter, shift, target) per string, each scored; 1 is the paper's format"},
     {"indirect-curriculum", PELAB_OPT_INT, "0", 0, 1e15, NULL,
-     "training examples over which the shift range grows from 0 (copy) to max-shift; 0: off"},
+     "training examples over which the shifts grow from 0 (copy) to ±max-shift, 0 kept in the mix; 0: off"},
     {"indirect-train-size", PELAB_OPT_INT, "1000000", 1, 1e15, NULL, "training examples"},
     {"indirect-val-size", PELAB_OPT_INT, "10000", 1, 1e15, NULL, "validation examples"},
     {"indirect-test-size", PELAB_OPT_INT, "10000", 1, 1e15, NULL, "test examples"},
@@ -191,11 +195,17 @@ static void draw_source(struct pelab_rng *rng, int L, char *src) {
     }
 }
 
-/* A shift in [-M, -1] ∪ [1, M] with source + shift inside [0, L), or 0 when none exists or M is 0
- * (the curriculum's copy stage). */
-static int draw_shift(struct pelab_rng *rng, int L, int source, int M) {
+/* A shift in [-M, -1] ∪ [1, M] (with_zero: in [-M, M]) with source + shift inside [0, L), or 0
+ * when none exists. */
+static int draw_shift(struct pelab_rng *rng, int L, int source, int M, int with_zero) {
     int lo = -source, hi = L - 1 - source; /* the shifts that land in the string; lo <= 0 <= hi */
-    if (M == 0 || (lo == 0 && hi == 0)) return 0; /* L == 1: only the excluded 0 would fit */
+    if (with_zero) {
+        for (;;) {
+            int shift = (int)pelab_rng_below(rng, (uint64_t)(2 * M + 1)) - M;
+            if (shift >= lo && shift <= hi) return shift;
+        }
+    }
+    if (lo == 0 && hi == 0) return 0; /* L == 1: only the excluded 0 would fit */
     for (;;) {
         int k = (int)pelab_rng_below(rng, (uint64_t)(2 * M)); /* 0..2M-1 -> -M..-1, 1..M */
         int shift = k < M ? k - M : k - M + 1;
@@ -203,16 +213,27 @@ static int draw_shift(struct pelab_rng *rng, int L, int source, int M) {
     }
 }
 
-/* Largest shift of training example `cursor` (unreduced): M, or less during the curriculum. */
-static int max_shift_at(const struct indirect *s, uint64_t cursor) {
-    if (cursor >= s->curriculum) return s->max_shift;
-    return (int)((double)(s->max_shift + 1) * (double)cursor / (double)s->curriculum);
+/* The shifts of an example: up to `max`, and 0 among them during the curriculum. */
+struct shifts {
+    int max, with_zero;
+};
+
+/* The shifts of the example at `cursor` (unreduced) of `split`: the full task but for training
+ * examples inside the curriculum. */
+static struct shifts shifts_at(const struct pelab_task *t, enum pelab_split split,
+                               uint64_t cursor) {
+    const struct indirect *s = t->state;
+    uint64_t i = cursor - t->train_origin; /* examples the run drew before this one */
+    if (split != PELAB_SPLIT_TRAIN || cursor < t->train_origin || i >= s->curriculum)
+        return (struct shifts){s->max_shift, 0};
+    return (struct shifts){(int)((double)(s->max_shift + 1) * (double)i / (double)s->curriculum),
+                           1};
 }
 
-/* Example i (already reduced mod the split size) of a split, with shifts up to max_shift (0: the
- * copy stage of the curriculum): its own generator, see the top. */
-static void generate(const struct indirect *s, enum pelab_split split, uint64_t i, int max_shift,
-                     struct pelab_indirect_example *ex) {
+/* Example i (already reduced mod the split size) of a split, with the given shifts: its own
+ * generator, see the top. */
+static void generate(const struct indirect *s, enum pelab_split split, uint64_t i,
+                     struct shifts shifts, struct pelab_indirect_example *ex) {
     struct pelab_rng rng;
     pelab_rng_seed(&rng, pelab_hash64(s->key[split] ^ pelab_hash64(i)));
     char src[N_LETTERS + 1];
@@ -228,8 +249,8 @@ static void generate(const struct indirect *s, enum pelab_split split, uint64_t 
         struct pelab_indirect_query *q = &ex->q[k];
         do { /* redraw the letter only if it admits no shift (impossible for L >= 2) */
             q->source_index = uniform_int(&rng, 0, L - 1);
-            q->shift = draw_shift(&rng, L, q->source_index, max_shift);
-        } while (q->shift == 0 && max_shift > 0);
+            q->shift = draw_shift(&rng, L, q->source_index, shifts.max, shifts.with_zero);
+        } while (q->shift == 0 && !shifts.with_zero);
         q->target_index = q->source_index + q->shift;
         q->target = src[q->target_index];
         n += snprintf(ex->text + n, sizeof ex->text - (size_t)n, ", %c, %+d, %c",
@@ -243,8 +264,7 @@ void pelab_indirect_generate(const struct pelab_task *t, enum pelab_split split,
     PELAB_ASSERT(t->ops == &pelab_task_indirect && t->state);
     const struct indirect *s = t->state;
     PELAB_ASSERT(split >= PELAB_SPLIT_TRAIN && split <= PELAB_SPLIT_TEST);
-    generate(s, split, index % s->size[split],
-             split == PELAB_SPLIT_TRAIN ? max_shift_at(s, index) : s->max_shift, ex);
+    generate(s, split, index % s->size[split], shifts_at(t, split, index), ex);
 }
 
 /* One row of a batch: tokens (T), targets (T), pos (T). Every ", " followed by a letter that
@@ -274,8 +294,7 @@ static void indirect_fill(const struct pelab_task *t, enum pelab_split split, ui
     for (int r = 0; r < b->B; r++) {
         struct pelab_indirect_example ex;
         uint64_t cursor = first + (uint64_t)r, i = cursor % size;
-        generate(s, split, i, split == PELAB_SPLIT_TRAIN ? max_shift_at(s, cursor) : s->max_shift,
-                 &ex);
+        generate(s, split, i, shifts_at(t, split, cursor), &ex);
         size_t off = (size_t)r * (size_t)b->T;
         encode_row(&ex, b->T, b->tokens + off, b->targets + off, b->pos + off);
     }
