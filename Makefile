@@ -39,11 +39,12 @@ else
   $(info notice: OpenBLAS not found (pkg-config openblas); using the portable matmul, which is much slower. Install it with 'make deps'.)
 endif
 
-# cairo draws the PNG figures of `analyze --png` and `plot`; only the command links it.
-CAIRO_CFLAGS := $(shell pkg-config --cflags cairo 2>/dev/null)
-CAIRO_LIBS   := $(shell pkg-config --libs cairo 2>/dev/null)
+# cairo draws the PNG figures of `analyze --png` and `plot` (with fontconfig, which Debian's
+# libcairo2-dev brings, for its fonts); only the command links them.
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
+CAIRO_LIBS   := $(shell pkg-config --libs cairo fontconfig 2>/dev/null)
 ifeq ($(CAIRO_LIBS),)
-  $(info notice: cairo not found (pkg-config cairo); pelab will draw no PNG figures (--png). Install libcairo2-dev with 'make deps'.)
+  $(info notice: cairo not found (pkg-config cairo fontconfig); pelab will draw no PNG figures (--png). Install libcairo2-dev with 'make deps'.)
 endif
 
 HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)

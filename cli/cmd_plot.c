@@ -17,8 +17,8 @@ static const struct pelab_optdef plot_options[] = {
      "then rows of comma-separated fields, no quoting"},
     {"x", PELAB_OPT_STR, "", 0, 0, NULL, "column of the x values (required)"},
     {"y", PELAB_OPT_STR, "", 0, 0, NULL, "column of the y values (required)"},
-    {"group", PELAB_OPT_STR, "", 0, 0, NULL, "column whose values name the lines, one line per value in order of "
-     "first appearance (none: one line)"},
+    {"group", PELAB_OPT_STR, "", 0, 0, NULL, "column whose values name the lines, one line per value (at most 100) "
+     "in order of first appearance (none: one line)"},
     {"logx", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "base-10 x axis (points with x <= 0 are left out)"},
     {"logy", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "base-10 y axis (points with y <= 0 are left out)"},
     {"png", PELAB_OPT_STR, "", 0, 0, NULL, "PNG file to write (required; replaced atomically)"},
@@ -42,20 +42,16 @@ void pelab_cmd_plot_help(FILE *f) {
     pelab_args_help(f, &g, 1, NULL);
 }
 
-/* One line: the rows of one group value, sorted by x. */
-struct line {
-    const char *name;
-    double *x, *y;
-    int n;
-};
+#define MAX_LINES 100 /* more would be unreadable, and the legend could not hold them */
 
 struct point {
     double x, y;
-    int row; /* keeps equal x in file order */
+    int line, row; /* sorted by line, then x, then file order */
 };
 
-static int by_x(const void *a, const void *b) {
+static int by_line_x(const void *a, const void *b) {
     const struct point *p = a, *q = b;
+    if (p->line != q->line) return p->line - q->line;
     if (p->x != q->x) return p->x < q->x ? -1 : 1;
     return p->row - q->row;
 }
@@ -72,50 +68,39 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
     struct pelab_csv c;
     int rc = pelab_csv_read(&c, path);
     if (rc) return rc;
-    int xc, yc, gc = -1;
+    int xc, yc, gc = -1, n_lines = 0;
+    const char *names[MAX_LINES];
+    struct pelab_plot_series series[MAX_LINES];
     struct point *pts = malloc((size_t)c.rows * sizeof *pts);
-    int *group = malloc((size_t)c.rows * sizeof *group); /* each row's line */
-    struct line *lines = calloc((size_t)c.rows, sizeof *lines);
-    struct pelab_plot_series *series = calloc((size_t)c.rows, sizeof *series);
-    int n_lines = 0;
-    if (!pts || !group || !lines || !series) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    double *xy = malloc(2 * (size_t)c.rows * sizeof *xy); /* each line's x values, then its y */
+    if (!pts || !xy) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     if (!rc) rc = pelab_csv_need(&c, xname, "--x", &xc);
     if (!rc) rc = pelab_csv_need(&c, yname, "--y", &yc);
     if (!rc && gname[0]) rc = pelab_csv_need(&c, gname, "--group", &gc);
     for (int r = 0; !rc && r < c.rows; r++) {
-        pts[r].row = r;
-        if ((rc = pelab_csv_number(&c, r, xc, &pts[r].x)) || (rc = pelab_csv_number(&c, r, yc, &pts[r].y))) break;
+        struct point *p = &pts[r];
+        if ((rc = pelab_csv_number(&c, r, xc, &p->x)) || (rc = pelab_csv_number(&c, r, yc, &p->y))) break;
         const char *name = gc >= 0 ? pelab_csv_cell(&c, r, gc) : yname;
-        int g = 0;
-        while (g < n_lines && strcmp(lines[g].name, name) != 0) g++;
-        if (g == n_lines) lines[n_lines++].name = name;
-        group[r] = g;
-        lines[g].n++;
+        p->row = r;
+        p->line = 0;
+        while (p->line < n_lines && strcmp(names[p->line], name) != 0) p->line++;
+        if (p->line == MAX_LINES)
+            rc = pelab_fail(PELAB_ERR_USAGE, "--group: column '%s' of %s has more than %d values; "
+                            "a plot of so many lines is unreadable", gname, c.path, MAX_LINES);
+        else if (p->line == n_lines) names[n_lines++] = name;
     }
-    /* each line's points, sorted by x, into one buffer of (x, y) arrays */
-    double *xy = rc ? NULL : malloc(2 * (size_t)c.rows * sizeof *xy);
-    if (!rc && !xy) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     if (!rc) {
+        qsort(pts, (size_t)c.rows, sizeof *pts, by_line_x);
         double *next = xy;
-        for (int g = 0; g < n_lines; g++) {
-            int k = 0;
-            struct point *mine = malloc((size_t)lines[g].n * sizeof *mine);
-            if (!mine) {
-                rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-                break;
-            }
-            for (int r = 0; r < c.rows; r++)
-                if (group[r] == g) mine[k++] = pts[r];
-            qsort(mine, (size_t)k, sizeof *mine, by_x);
-            lines[g].x = next, next += k;
-            lines[g].y = next, next += k;
-            for (int i = 0; i < k; i++) lines[g].x[i] = mine[i].x, lines[g].y[i] = mine[i].y;
-            free(mine);
-            series[g] = (struct pelab_plot_series){gc >= 0 ? lines[g].name : NULL, lines[g].x, lines[g].y, k};
+        for (int r = 0, g = 0; g < n_lines; g++) {
+            struct pelab_plot_series *se = &series[g];
+            *se = (struct pelab_plot_series){gc >= 0 ? names[g] : NULL, next, NULL, 0};
+            while (r + se->n < c.rows && pts[r + se->n].line == g) se->n++;
+            se->y = next + se->n;
+            for (int i = 0; i < se->n; i++, r++) next[i] = pts[r].x, next[se->n + i] = pts[r].y;
+            next += 2 * se->n;
         }
-    }
-    if (!rc) {
-        char title[2 * 256 + 16];
+        char title[2 * PELAB_OPT_VAL_MAX + 16];
         const char *t = pelab_opt_str(o, plot_options, "title");
         if (!t[0]) snprintf(title, sizeof title, "%s against %s", yname, xname), t = title;
         struct pelab_plot_panel panel = {NULL, xname, yname, pelab_opt_switch(o, plot_options, "logx"),
@@ -124,9 +109,6 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
                               (int)pelab_opt_int(o, plot_options, "height"), t, &panel, 1);
     }
     free(xy);
-    free(series);
-    free(lines);
-    free(group);
     free(pts);
     pelab_csv_free(&c);
     return rc;

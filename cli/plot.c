@@ -37,6 +37,7 @@ int pelab_plot_heatmaps(const char *path, int width, int height, const char *tit
 #else
 
 #include <cairo.h>
+#include <fontconfig/fontconfig.h>
 
 int pelab_plot_available(void) { return 1; }
 
@@ -52,13 +53,21 @@ struct fig {
     cairo_t *cr;
 };
 
+/* Frees the figure, then cairo's font caches and fontconfig's configuration, so a figure leaves
+ * nothing allocated (the sanitizers and valgrind see no leak); the next figure loads them again. */
+static void fig_free(struct fig *f) {
+    cairo_destroy(f->cr);
+    cairo_surface_destroy(f->surface);
+    cairo_debug_reset_static_data();
+    FcFini();
+}
+
 static int fig_open(struct fig *f, const char *path, int width, int height) {
     f->surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
     f->cr = cairo_create(f->surface);
     cairo_status_t st = cairo_status(f->cr);
     if (st != CAIRO_STATUS_SUCCESS) {
-        cairo_destroy(f->cr);
-        cairo_surface_destroy(f->surface);
+        fig_free(f);
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot make a %d×%d image: %s", path, width, height,
                           cairo_status_to_string(st));
     }
@@ -75,16 +84,12 @@ static cairo_status_t write_chunk(void *closure, const unsigned char *data, unsi
 
 /* Writes the PNG atomically and frees the figure. */
 static int fig_close(struct fig *f, const char *path) {
-    cairo_destroy(f->cr);
     cairo_surface_flush(f->surface);
-    int rc = PELAB_OK;
     struct pelab_atomic_file af = {0};
-    if ((rc = pelab_atomic_open(&af, path))) {
-        cairo_surface_destroy(f->surface);
-        return rc;
-    }
-    cairo_status_t st = cairo_surface_write_to_png_stream(f->surface, write_chunk, af.f);
-    cairo_surface_destroy(f->surface);
+    int rc = pelab_atomic_open(&af, path);
+    cairo_status_t st = rc ? CAIRO_STATUS_SUCCESS : cairo_surface_write_to_png_stream(f->surface, write_chunk, af.f);
+    fig_free(f);
+    if (rc) return rc;
     if (st != CAIRO_STATUS_SUCCESS) {
         pelab_atomic_abort(&af);
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: writing the PNG failed: %s", path, cairo_status_to_string(st));
@@ -112,10 +117,13 @@ static double text_width(cairo_t *cr, const char *s) {
     return e.x_advance;
 }
 
-static void title_text(cairo_t *cr, double x, double y, const char *s, double size) {
+/* Bold text centred at x, its top at y, shrunk (down to 60 %) to fit in `room` pixels. */
+static void title_text(cairo_t *cr, double x, double y, const char *s, double size, double room) {
     cairo_save(cr);
     cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD);
     cairo_set_font_size(cr, size);
+    double w = text_width(cr, s);
+    if (w > room) cairo_set_font_size(cr, fmax(0.6, room / w) * size);
     cairo_set_source_rgb(cr, 0, 0, 0);
     text(cr, x, y, s, 0.5, 0, 0);
     cairo_restore(cr);
@@ -248,7 +256,7 @@ static void draw_panel(cairo_t *cr, const struct pelab_plot_panel *p, double x, 
     axis_range(&ay, ylo, yhi, any, 0.05);
     draw_axes(cr, &ax, &ay);
     cairo_set_source_rgb(cr, 0, 0, 0);
-    if (p->title) title_text(cr, (ax.p0 + ax.p1) / 2, y + 6, p->title, FONT_SIZE + 1);
+    if (p->title) title_text(cr, (ax.p0 + ax.p1) / 2, y + 6, p->title, FONT_SIZE + 1, w);
     if (p->xlabel) text(cr, (ax.p0 + ax.p1) / 2, y + h - 6, p->xlabel, 0.5, 1, 0);
     if (p->ylabel) text(cr, x + 6, (ay.p0 + ay.p1) / 2, p->ylabel, 0.5, 0, 1);
 
@@ -290,7 +298,7 @@ int pelab_plot_lines(const char *path, int width, int height, const char *title,
     if (rc) return rc;
     cairo_t *cr = f.cr;
     double top = title ? 34 : 6;
-    if (title) title_text(cr, width / 2.0, 10, title, TITLE_SIZE);
+    if (title) title_text(cr, width / 2.0, 10, title, TITLE_SIZE, width - 16);
 
     /* legend: panel 0's labels in a column at the right */
     const struct pelab_plot_panel *p0 = &panels[0];
@@ -362,7 +370,7 @@ int pelab_plot_heatmaps(const char *path, int width, int height, const char *tit
     if (rc) return rc;
     cairo_t *cr = f.cr;
     double top = title ? 34 : 6;
-    if (title) title_text(cr, width / 2.0, 10, title, TITLE_SIZE);
+    if (title) title_text(cr, width / 2.0, 10, title, TITLE_SIZE, width - 16);
 
     const double bar_w = 110; /* colour bar, its ticks and its label */
     const double cw = (width - bar_w) / n_maps;
@@ -387,7 +395,7 @@ int pelab_plot_heatmaps(const char *path, int width, int height, const char *tit
         cairo_stroke(cr);
         index_ticks(cr, mp->cols, (int)fmax(2, (x1 - x0) / 40), x0, x1, y1, 0);
         index_ticks(cr, mp->rows, (int)fmax(2, (y1 - y0) / 24), y1, y0, x0, 1);
-        if (mp->title) title_text(cr, (x0 + x1) / 2, top + 4, mp->title, FONT_SIZE + 1);
+        if (mp->title) title_text(cr, (x0 + x1) / 2, top + 4, mp->title, FONT_SIZE + 1, cw);
         if (mp->xlabel) text(cr, (x0 + x1) / 2, height - 6, mp->xlabel, 0.5, 1, 0);
         if (mp->ylabel) text(cr, m * cw + 6, (y0 + y1) / 2, mp->ylabel, 0.5, 0, 1);
     }

@@ -119,6 +119,9 @@ expect 1 "$W/dup.csv:1: column 'length' appears twice" plot lines --csv "$W/dup.
 expect 1 "$W/header.csv: a header and no rows" plot lines --csv "$W/header.csv" --x length --y ppl --png "$W/bad.png"
 expect 1 "$W/empty.csv: empty" plot lines --csv "$W/empty.csv" --x length --y ppl --png "$W/bad.png"
 expect 1 "$W/none.csv: cannot open" plot lines --csv "$W/none.csv" --x length --y ppl --png "$W/bad.png"
+/usr/bin/python3 -c 'print("g,x,y"); [print("g%d,1,2" % i) for i in range(101)]' >"$W/many.csv"
+expect 2 "--group: column 'g' of $W/many.csv has more than 100 values" \
+    plot lines --csv "$W/many.csv" --x x --y y --group g --png "$W/bad.png"
 expect 2 "--png FILE is required" plot lines --csv "$W/sweep.csv" --x length --y ppl
 expect 2 "--x COL and --y COL are required" plot lines --csv "$W/sweep.csv" --y ppl --png "$W/bad.png"
 expect 2 "--width: 10 is out of range" plot lines --csv "$W/sweep.csv" --x length --y ppl --png "$W/bad.png" --width 10
