@@ -60,7 +60,8 @@ void pelab_cmd_analyze_help(FILE *f) {
     struct pelab_group g[] = {{"options of every analysis", common_options},
                               {"analyze bias", bias_options}, {"analyze freq", freq_options}};
     fprintf(f, "usage: pelab analyze bias --model DIR [--out FILE|-] [--png FILE] [--max-distance N] [--query-pos N]\n"
-               "       pelab analyze freq --model DIR [--out FILE|-] [--png FILE] [--batches N] [--batch N]\n\n"
+               "       pelab analyze freq --model DIR [--out FILE|-] [--png FILE] [--batches N] [--batch N]\n"
+               "                          [--split val|test|train] [--threads N]\n\n"
                "Writes what the run's positional encoding learned as CSV (and, with --png, a figure):\n"
                "bias  alibi, t5, fire, fire-shared: the attention bias of every layer and head for\n"
                "      distances t - s = 0..max-distance; columns layer,head,distance,bias.\n"

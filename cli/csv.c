@@ -60,8 +60,9 @@ int pelab_csv_read(struct pelab_csv *c, const char *path) {
     int rc = pelab_read_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &c->buf, &size);
     if (rc) return rc;
     if (memchr(c->buf, '\0', size)) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", c->path);
         pelab_csv_free(c);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", path);
+        return rc;
     }
     char **lines;
     long n = split_lines(c->buf, size, &lines);
@@ -75,6 +76,8 @@ int pelab_csv_read(struct pelab_csv *c, const char *path) {
     for (long i = 0; !rc && i < n; i++)
         if (strchr(lines[i], '"'))
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: quoted fields are not supported", c->path, i + 1);
+    if (!rc && count_fields(lines[0]) > PELAB_CSV_MAX_COLS)
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: more than %d columns", c->path, PELAB_CSV_MAX_COLS);
     if (!rc) {
         int cols = count_fields(lines[0]);
         c->names = malloc((size_t)cols * sizeof *c->names);

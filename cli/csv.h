@@ -1,11 +1,13 @@
 /* cli/csv.h — a small, strict CSV reader for the tables pelab writes (and tables like them):
- * a header line of unique, non-empty column names, then rows with exactly as many fields,
- * separated by commas; no quoting. Lines end in \n (a \r before it is dropped); the last may
- * lack it; empty lines are refused except at the end. Anything else is an error naming the
- * file, line and what is wrong.
+ * a header line of unique, non-empty column names (at most PELAB_CSV_MAX_COLS), then rows with
+ * exactly as many fields, separated by commas; no quoting. Lines end in \n (a \r before it is
+ * dropped); the last may lack it; empty lines are refused except at the end. Anything else is
+ * an error naming the file, line and what is wrong.
  */
 #ifndef PELAB_CLI_CSV_H
 #define PELAB_CLI_CSV_H
+
+#define PELAB_CSV_MAX_COLS 4096
 
 struct pelab_csv {
     const char *path;  /* for messages */
