@@ -108,6 +108,8 @@ printf 'pe,length,ppl\n"rope",64,8\n' >"$W/quoted.csv"
 printf 'pe,length,length\nrope,64,8\n' >"$W/dup.csv"
 printf 'pe,length,ppl\n' >"$W/header.csv"
 : >"$W/empty.csv"
+printf 'pe,length,ppl\nrope,64,\0\n' >"$W/nul.csv"
+/usr/bin/python3 -c 'print(",".join("c%d" % i for i in range(5000))); print(",".join("1" * 5000))' >"$W/wide.csv"
 expect 2 "--y: $W/sweep.csv has no column 'loss' (its columns: pe,length,nll,ppl)" \
     plot lines --csv "$W/sweep.csv" --x length --y loss --png "$W/bad.png"
 expect 2 "--group: $W/sweep.csv has no column 'encoding'" \
@@ -118,6 +120,8 @@ expect 1 "$W/quoted.csv:2: quoted fields are not supported" plot lines --csv "$W
 expect 1 "$W/dup.csv:1: column 'length' appears twice" plot lines --csv "$W/dup.csv" --x length --y ppl --png "$W/bad.png"
 expect 1 "$W/header.csv: a header and no rows" plot lines --csv "$W/header.csv" --x length --y ppl --png "$W/bad.png"
 expect 1 "$W/empty.csv: empty" plot lines --csv "$W/empty.csv" --x length --y ppl --png "$W/bad.png"
+expect 1 "$W/nul.csv: not a CSV file (it holds NUL bytes)" plot lines --csv "$W/nul.csv" --x length --y ppl --png "$W/bad.png"
+expect 1 "$W/wide.csv:1: more than 4096 columns" plot lines --csv "$W/wide.csv" --x c0 --y c1 --png "$W/bad.png"
 expect 1 "$W/none.csv: cannot open" plot lines --csv "$W/none.csv" --x length --y ppl --png "$W/bad.png"
 /usr/bin/python3 -c 'print("g,x,y"); [print("g%d,1,2" % i) for i in range(101)]' >"$W/many.csv"
 expect 2 "--group: column 'g' of $W/many.csv has more than 100 values" \
