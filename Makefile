@@ -39,6 +39,14 @@ else
   $(info notice: OpenBLAS not found (pkg-config openblas); using the portable matmul, which is much slower. Install it with 'make deps'.)
 endif
 
+# cairo draws the PNG figures of `analyze --png` and `plot` (with fontconfig, which Debian's
+# libcairo2-dev brings, for its fonts); only the command links them.
+CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
+CAIRO_LIBS   := $(shell pkg-config --libs cairo fontconfig 2>/dev/null)
+ifeq ($(CAIRO_LIBS),)
+  $(info notice: cairo not found (pkg-config cairo fontconfig); pelab will draw no PNG figures (--png). Install libcairo2-dev with 'make deps'.)
+endif
+
 HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 ifeq ($(HAVE_OPENMP),yes)
   CFLAGS += -fopenmp
@@ -82,7 +90,11 @@ $(BUILD)/f64/libpelab.a: $(OBJ64)
 	rm -f $@ && ar rcs $@ $^
 
 $(PELAB_BIN): $(CLI_OBJ) $(PELAB_LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(PELAB_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(PELAB_LIB) $(LDLIBS) $(CAIRO_LIBS)
+
+ifneq ($(CAIRO_LIBS),)
+$(BUILD)/f32/cli/plot.o: CFLAGS += -DPELAB_CAIRO $(CAIRO_CFLAGS)
+endif
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)

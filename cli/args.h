@@ -53,6 +53,8 @@ int pelab_cmd_compare(int argc, char **argv);
 void pelab_cmd_compare_help(FILE *f);
 int pelab_cmd_analyze(int argc, char **argv);
 void pelab_cmd_analyze_help(FILE *f);
+int pelab_cmd_plot(int argc, char **argv);
+void pelab_cmd_plot_help(FILE *f);
 int pelab_cmd_data(int argc, char **argv);
 void pelab_cmd_data_help(FILE *f);
 int pelab_cmd_tokenize(int argc, char **argv);

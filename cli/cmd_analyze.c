@@ -1,70 +1,234 @@
-/* pelab analyze: views of what a trained run has learned, as CSV.
+/* pelab analyze: views of what a trained run has learned, as CSV and, with --png, as a figure.
  *
  *   bias   BIAS encodings (alibi, t5, fire, fire-shared): bias per layer, head and distance
  *          t − s = 0..max-distance, columns layer,head,distance,bias;
  *          PoPE: δ per layer, head and frequency as the forward pass uses it (clamped to
  *          [−2π, 0]), columns layer,head,freq,theta,delta.
+ *          PNG: one panel per layer, one line per head.
+ *   freq   QK encodings with frequencies (rope, xpos, pope): per layer and frequency the mean
+ *          magnitude of the query and key components over tokens and heads (pelab/freq.h),
+ *          columns layer,freq,theta,query_norm,key_norm.
+ *          PNG: two heatmaps (queries, keys), layers × frequencies, one colour scale.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "plot.h"
+#include "pelab/freq.h"
 #include "pelab/io.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
 #include "pelab/train.h"
 
 #define TWO_PI 6.283185307179586
 
-static const struct pelab_optdef analyze_options[] = {
+static const struct pelab_optdef common_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
-    {"max-distance", PELAB_OPT_INT, "0", 0, 1e7, NULL,
-     "bias: largest distance t − s shown (0: the run's training context T)"},
+    {"png", PELAB_OPT_STR, "", 0, 0, NULL,
+     "also draw the figure into this PNG file (replaced atomically; needs a build with cairo)"},
+    {"width", PELAB_OPT_INT, "1000", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG width in pixels"},
+    {"height", PELAB_OPT_INT, "700", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG height in pixels"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
+static const struct pelab_optdef bias_options[] = {
+    {"max-distance", PELAB_OPT_INT, "0", 0, 1e7, NULL, "largest distance t − s shown (0: the run's training context T)"},
     {"query-pos", PELAB_OPT_INT, "-1", -1, 2147483647.0, NULL,
-     "bias: query position t of every row, the key at s = t − distance (negative keys are "
+     "query position t of every row, the key at s = t − distance (negative keys are "
      "evaluated by the formula as they are); −1: t = distance and s = 0. Only FIRE depends "
      "on it, through max(t, L)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
+static const struct pelab_optdef freq_options[] = {
+    {"batches", PELAB_OPT_INT, "4", 1, 1e6, NULL, "batches of the split to run the model on"},
+    {"batch", PELAB_OPT_INT, "0", 0, 65536, NULL, "examples per batch (0: the run's training --batch)"},
+    {"split", PELAB_OPT_CHOICE, "val", 0, 0, "val|test|train", "split the examples come from (from its first example)"},
+    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
+static const struct {
+    const char *name;
+    const struct pelab_optdef *table;
+} analyses[] = {{"bias", bias_options}, {"freq", freq_options}};
+
 void pelab_cmd_analyze_help(FILE *f) {
-    struct pelab_group g = {"options", analyze_options};
-    fprintf(f, "usage: pelab analyze bias --model DIR [--out FILE|-] [--max-distance N] [--query-pos N]\n\n"
-               "Writes what the run's positional encoding learned as CSV:\n"
-               "  alibi, t5, fire, fire-shared: the attention bias of every layer and head for\n"
+    struct pelab_group g[] = {{"options of every analysis", common_options},
+                              {"analyze bias", bias_options}, {"analyze freq", freq_options}};
+    fprintf(f, "usage: pelab analyze bias --model DIR [--out FILE|-] [--png FILE] [--max-distance N] [--query-pos N]\n"
+               "       pelab analyze freq --model DIR [--out FILE|-] [--png FILE] [--batches N] [--batch N]\n"
+               "                          [--split val|test|train] [--threads N]\n\n"
+               "Writes what the run's positional encoding learned as CSV (and, with --png, a figure):\n"
+               "bias  alibi, t5, fire, fire-shared: the attention bias of every layer and head for\n"
                "      distances t - s = 0..max-distance; columns layer,head,distance,bias.\n"
                "      By default the query sits at t = distance and the key at s = 0, so FIRE's\n"
                "      rows with t ≥ L = |ℓ|·T use the normaliser ψ(t) (see --query-pos).\n"
-               "  pope: the phase bias δ of every layer, head and frequency, clamped to [−2π, 0]\n"
+               "      pope: the phase bias δ of every layer, head and frequency, clamped to [−2π, 0]\n"
                "      as the forward pass uses it; columns layer,head,freq,theta,delta.\n"
-               "Other encodings have neither: a usage error.\n");
-    pelab_args_help(f, &g, 1, NULL);
+               "      PNG: one panel per layer, one line per head, against distance (δ: frequency).\n"
+               "freq  rope, xpos, pope: frequency usage, the mean magnitude of each frequency's query\n"
+               "      and key components over the real (non-padding) tokens of --batches batches and\n"
+               "      every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
+               "      rope, xpos: d/2 frequencies, the norm of pair c in the run's layout (unchanged\n"
+               "      by the rotation; xpos before its decay). pope: d frequencies, μ_c = softplus(q_c).\n"
+               "      PNG: heatmaps of queries and keys, layers × frequency index, one colour bar.\n"
+               "Other encodings: a usage error. Extrapolation sweeps and other CSV tables are drawn\n"
+               "with 'pelab plot lines'.\n");
+    pelab_args_help(f, g, 3, NULL);
+}
+
+/* Every option must be common or the analysis's own; another analysis's is named as such. */
+static int check_opts(const struct pelab_opts *o, int which) {
+    for (int i = 0; i < o->count; i++) {
+        const char *key = o->kv[i].key;
+        const struct pelab_optdef *d = pelab_optdef_find(common_options, key);
+        if (!d) d = pelab_optdef_find(analyses[which].table, key);
+        if (!d) {
+            for (size_t a = 0; a < sizeof analyses / sizeof analyses[0]; a++)
+                if (pelab_optdef_find(analyses[a].table, key))
+                    return pelab_fail(PELAB_ERR_USAGE, "--%s is an option of analyze %s, not of analyze %s",
+                                      key, analyses[a].name, analyses[which].name);
+            return pelab_fail(PELAB_ERR_USAGE, "unknown option --%s (see 'pelab help analyze')", key);
+        }
+        int rc = pelab_optdef_check(d, o->kv[i].val);
+        if (rc) return rc;
+    }
+    return PELAB_OK;
+}
+
+/* ---- output: the CSV, and the PNG before the CSV is committed ------------------------------- */
+
+struct view {
+    int (*csv)(FILE *f, const struct view *v);
+    int (*png)(const char *path, int width, int height, const struct view *v);
+    const char *dir, *pe;
+    int N, H, n;     /* layers, heads, points per (layer, head): distances or frequencies */
+    double *x;       /* (n,) distance or frequency index */
+    double *theta;   /* (n,) frequency of each point, or NULL */
+    double *a, *b;   /* (N,H,n) bias or δ; freq: (N,n) query and key magnitudes (H = 1) */
+};
+
+/* Writes the view's CSV to --out and its figure to --png; when the figure fails, the CSV is
+ * not left behind either. */
+static int emit(const struct pelab_opts *o, const struct view *v) {
+    const char *path = pelab_opt_str(o, common_options, "out"), *png = pelab_opt_str(o, common_options, "png");
+    struct pelab_atomic_file af = {0};
+    FILE *f = stdout;
+    int rc;
+    if (strcmp(path, "-") != 0) {
+        if ((rc = pelab_atomic_open(&af, path))) return rc;
+        f = af.f;
+    }
+    rc = v->csv(f, v);
+    if (!rc && png[0])
+        rc = v->png(png, (int)pelab_opt_int(o, common_options, "width"),
+                    (int)pelab_opt_int(o, common_options, "height"), v);
+    if (f != stdout) {
+        if (rc) pelab_atomic_abort(&af);
+        else rc = pelab_atomic_commit(&af);
+    } else if (fflush(stdout) != 0 && !rc) rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
+    return rc;
+}
+
+static void view_free(struct view *v) {
+    free(v->x);
+    free(v->theta);
+    free(v->a);
+    free(v->b);
+}
+
+static int view_alloc(struct view *v, int with_theta, int with_b) {
+    const size_t n = (size_t)v->n, all = (size_t)v->N * v->H * n;
+    v->x = malloc(n * sizeof *v->x);
+    v->theta = with_theta ? malloc(n * sizeof *v->theta) : NULL;
+    v->a = malloc(all * sizeof *v->a);
+    v->b = with_b ? malloc(all * sizeof *v->b) : NULL;
+    if (!v->x || (with_theta && !v->theta) || !v->a || (with_b && !v->b))
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %zu values", all);
+    return PELAB_OK;
+}
+
+/* Panels per layer, a line per head: y = v->a against v->x. */
+static int png_per_head(const char *path, int width, int height, const struct view *v, const char *title,
+                        const char *xlabel, const char *ylabel) {
+    struct pelab_plot_panel *panels = calloc((size_t)v->N, sizeof *panels);
+    struct pelab_plot_series *series = calloc((size_t)v->N * v->H, sizeof *series);
+    char (*labels)[32] = calloc((size_t)v->N + v->H, sizeof *labels); /* heads, then layers */
+    int rc = PELAB_OK;
+    if (!panels || !series || !labels) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int l = 0; !rc && l < v->N; l++) {
+        snprintf(labels[v->H + l], sizeof labels[0], "layer %d", l);
+        for (int h = 0; h < v->H; h++) {
+            snprintf(labels[h], sizeof labels[0], "head %d", h);
+            series[l * v->H + h] = (struct pelab_plot_series){labels[h], v->x, v->a + ((size_t)l * v->H + h) * v->n, v->n};
+        }
+        panels[l] = (struct pelab_plot_panel){labels[v->H + l], xlabel, ylabel, 0, 0, series + l * v->H, v->H};
+    }
+    if (!rc) rc = pelab_plot_lines(path, width, height, title, panels, v->N);
+    free(labels);
+    free(series);
+    free(panels);
+    return rc;
+}
+
+/* ---- bias: BIAS encodings' bias per distance, PoPE's δ per frequency ------------------------ */
+
+static int csv_bias(FILE *f, const struct view *v) {
+    fprintf(f, "layer,head,distance,bias\n");
+    for (int l = 0; l < v->N; l++)
+        for (int h = 0; h < v->H; h++)
+            for (int i = 0; i < v->n; i++)
+                fprintf(f, "%d,%d,%d,%.9g\n", l, h, i, v->a[((size_t)l * v->H + h) * v->n + i]);
+    return PELAB_OK;
+}
+
+static int png_bias(const char *path, int width, int height, const struct view *v) {
+    char title[256];
+    snprintf(title, sizeof title, "%s: attention bias by distance (%s)", v->pe, v->dir);
+    return png_per_head(path, width, height, v, title, "distance t − s", "bias");
+}
+
+static int csv_delta(FILE *f, const struct view *v) {
+    fprintf(f, "layer,head,freq,theta,delta\n");
+    for (int l = 0; l < v->N; l++)
+        for (int h = 0; h < v->H; h++)
+            for (int c = 0; c < v->n; c++)
+                fprintf(f, "%d,%d,%d,%.9g,%.9g\n", l, h, c, v->theta[c], v->a[((size_t)l * v->H + h) * v->n + c]);
+    return PELAB_OK;
+}
+
+static int png_delta(const char *path, int width, int height, const struct view *v) {
+    char title[256];
+    snprintf(title, sizeof title, "pope: phase bias δ by frequency, clamped to [−2π, 0] (%s)", v->dir);
+    return png_per_head(path, width, height, v, title, "frequency index c", "δ");
 }
 
 /* bias(t, s) of every layer and head along the distances 0..maxd, one tile per (layer, head):
  * queries 0..maxd against key 0, or query q against keys q − 0..q − maxd. */
-static int write_bias(FILE *f, struct pelab_model *m, int maxd, long query_pos) {
+static int fill_bias(struct view *v, struct pelab_model *m, int maxd, long query_pos) {
     const int n = maxd + 1, nq = query_pos < 0 ? n : 1, nk = query_pos < 0 ? 1 : n;
+    v->n = n;
+    int rc = view_alloc(v, 0, 0);
     int32_t *pq = malloc((size_t)nq * sizeof *pq), *pk = malloc((size_t)nk * sizeof *pk);
     pelab_real *out = malloc((size_t)n * sizeof *out);
-    int rc = PELAB_OK;
-    if (!pq || !pk || !out) {
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d distances", n);
-        goto done;
-    }
+    if (!rc && (!pq || !pk || !out)) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d distances", n);
+    if (rc) goto done;
     for (int i = 0; i < n; i++) {
+        v->x[i] = i;
         if (query_pos < 0) pq[i] = i;
         else pk[i] = (int32_t)(query_pos - i);
     }
     if (query_pos < 0) pk[0] = 0;
     else pq[0] = (int32_t)query_pos;
     if ((rc = pelab_posenc_prepare(&m->pe, query_pos < 0 ? pq : pk, 1, n))) goto done;
-    fprintf(f, "layer,head,distance,bias\n");
-    for (int l = 0; l < m->cfg.n_layers; l++)
-        for (int h = 0; h < m->cfg.n_heads; h++) {
+    for (int l = 0; l < v->N; l++)
+        for (int h = 0; h < v->H; h++) {
             m->pe.ops->bias_tile(&m->pe, l, h, out, pq, nq, pk, nk);
-            for (int i = 0; i < n; i++) fprintf(f, "%d,%d,%d,%.9g\n", l, h, i, (double)out[i]);
+            for (int i = 0; i < n; i++) v->a[((size_t)l * v->H + h) * n + i] = out[i];
         }
 done:
     free(pq);
@@ -74,62 +238,93 @@ done:
 }
 
 /* PoPE's δ (H, d) per layer, clamped, with each frequency θ_c = base^(−c/d). */
-static int write_delta(FILE *f, struct pelab_model *m, const struct pelab_opts *settings, const char *dir) {
-    const int H = m->cfg.n_heads, d = m->cfg.d_model / H;
+static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_opts *settings) {
+    const int d = m->cfg.d_model / v->H;
     const double base = pelab_opt_real(settings, m->pe.ops->options, "pope-base");
-    fprintf(f, "layer,head,freq,theta,delta\n");
-    for (int l = 0; l < m->cfg.n_layers; l++) {
+    v->n = d;
+    int rc = view_alloc(v, 1, 0);
+    if (rc) return rc;
+    for (int c = 0; c < d; c++) v->x[c] = c, v->theta[c] = pow(base, -(double)c / d);
+    for (int l = 0; l < v->N; l++) {
         char name[PELAB_PARAM_NAME_MAX];
         snprintf(name, sizeof name, "blocks.%d.attn.pope.delta", l);
         int i = pelab_params_find(&m->params, name);
         if (i < 0)
-            return pelab_fail(PELAB_ERR_USAGE, "%s: a PoPE run without δ (--pope-delta off): no bias to show", dir);
+            return pelab_fail(PELAB_ERR_USAGE, "%s: a PoPE run without δ (--pope-delta off): no bias to show", v->dir);
         const pelab_real *delta = pelab_params_data(&m->params, i);
-        for (int h = 0; h < H; h++)
-            for (int c = 0; c < d; c++) {
-                double x = delta[h * d + c];
-                x = x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
-                fprintf(f, "%d,%d,%d,%.9g,%.9g\n", l, h, c, pow(base, -(double)c / d), x);
-            }
+        for (int j = 0; j < v->H * d; j++) {
+            double x = delta[j];
+            v->a[(size_t)l * v->H * d + j] = x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
+        }
     }
     return PELAB_OK;
 }
 
-static int analyze_bias(const struct pelab_opts *opts) {
-    const char *dir = pelab_opt_str(opts, analyze_options, "model");
-    if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
-    const char *path = pelab_opt_str(opts, analyze_options, "out");
-    static struct pelab_run run;
-    int rc = pelab_run_open(&run, dir);
-    if (rc) return rc;
-    struct pelab_model *m = &run.model;
+static int analyze_bias(const struct pelab_opts *opts, struct pelab_run *run, struct view *v) {
+    struct pelab_model *m = &run->model;
     const int is_bias = (m->pe.ops->sites & PELAB_SITE_BIAS) && m->pe.ops->bias_tile;
     const int is_pope = strcmp(m->pe.ops->name, "pope") == 0;
-    if (!is_bias && !is_pope) {
-        rc = pelab_fail(PELAB_ERR_USAGE, "%s: encoding '%s' has no attention bias or PoPE δ to show "
-                        "(bias: alibi, t5, fire, fire-shared; δ: pope)", dir, m->pe.ops->name);
-        pelab_run_close(&run);
-        return rc;
-    }
-    int maxd = (int)pelab_opt_int(opts, analyze_options, "max-distance");
+    if (!is_bias && !is_pope)
+        return pelab_fail(PELAB_ERR_USAGE, "%s: encoding '%s' has no attention bias or PoPE δ to show "
+                          "(bias: alibi, t5, fire, fire-shared; δ: pope)", v->dir, m->pe.ops->name);
+    int maxd = (int)pelab_opt_int(opts, bias_options, "max-distance");
     if (maxd == 0) maxd = m->cfg.max_seq;
-    long query_pos = pelab_opt_int(opts, analyze_options, "query-pos");
-    struct pelab_atomic_file af = {0};
-    FILE *f = stdout;
-    if (strcmp(path, "-") != 0) {
-        if ((rc = pelab_atomic_open(&af, path))) {
-            pelab_run_close(&run);
-            return rc;
+    int rc = is_bias ? fill_bias(v, m, maxd, pelab_opt_int(opts, bias_options, "query-pos"))
+                     : fill_delta(v, m, &run->settings);
+    v->csv = is_bias ? csv_bias : csv_delta;
+    v->png = is_bias ? png_bias : png_delta;
+    return rc ? rc : emit(opts, v);
+}
+
+/* ---- freq: frequency usage ------------------------------------------------------------------- */
+
+static int csv_freq(FILE *f, const struct view *v) {
+    fprintf(f, "layer,freq,theta,query_norm,key_norm\n");
+    for (int l = 0; l < v->N; l++)
+        for (int c = 0; c < v->n; c++)
+            fprintf(f, "%d,%d,%.9g,%.9g,%.9g\n", l, c, v->theta[c], v->a[(size_t)l * v->n + c],
+                    v->b[(size_t)l * v->n + c]);
+    return PELAB_OK;
+}
+
+static int png_freq(const char *path, int width, int height, const struct view *v) {
+    char title[256];
+    snprintf(title, sizeof title, "%s: frequency usage, mean %s over tokens and heads (%s)", v->pe,
+             strcmp(v->pe, "pope") == 0 ? "μ_c" : "pair norm", v->dir);
+    struct pelab_plot_matrix maps[2] = {
+        {"queries", "frequency index c", "layer", v->a, v->N, v->n},
+        {"keys", "frequency index c", "layer", v->b, v->N, v->n},
+    };
+    return pelab_plot_heatmaps(path, width, height, title, "mean magnitude", maps, 2);
+}
+
+static int analyze_freq(const struct pelab_opts *opts, struct pelab_run *run, struct view *v) {
+    struct pelab_model *m = &run->model;
+    struct pelab_freq fq;
+    int rc = pelab_freq_init(&fq, m);
+    if (rc) return pelab_fail(rc, "%s: %s", v->dir, pelab_last_error());
+    int batch = (int)pelab_opt_int(opts, freq_options, "batch");
+    if (batch == 0) batch = (int)pelab_opt_int(&run->settings, pelab_train_options, "batch");
+    /* the choice index follows "val|test|train" */
+    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
+    enum pelab_split split = splits[pelab_opt_choice(opts, freq_options, "split")];
+    rc = pelab_freq_collect(&fq, m, &run->task, split, 0, (int)pelab_opt_int(opts, freq_options, "batches"), batch);
+    v->H = 1;
+    v->n = fq.n_freqs;
+    if (!rc && fq.tokens == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: the batches hold no tokens but padding", v->dir);
+    if (!rc) rc = view_alloc(v, 1, 1);
+    for (int c = 0; !rc && c < v->n; c++) {
+        v->x[c] = c;
+        v->theta[c] = fq.theta[c];
+        for (int l = 0; l < v->N; l++) {
+            v->a[(size_t)l * v->n + c] = pelab_freq_query(&fq, l, c);
+            v->b[(size_t)l * v->n + c] = pelab_freq_key(&fq, l, c);
         }
-        f = af.f;
     }
-    rc = is_bias ? write_bias(f, m, maxd, query_pos) : write_delta(f, m, &run.settings, dir);
-    if (f != stdout) {
-        if (rc) pelab_atomic_abort(&af);
-        else rc = pelab_atomic_commit(&af);
-    } else if (fflush(stdout) != 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
-    pelab_run_close(&run);
-    return rc;
+    pelab_freq_free(&fq);
+    v->csv = csv_freq;
+    v->png = png_freq;
+    return rc ? rc : emit(opts, v);
 }
 
 int pelab_cmd_analyze(int argc, char **argv) {
@@ -138,18 +333,32 @@ int pelab_cmd_analyze(int argc, char **argv) {
         return PELAB_OK;
     }
     if (argc < 1 || strncmp(argv[0], "--", 2) == 0)
-        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias --model DIR");
-    if (strcmp(argv[0], "bias") != 0)
-        return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias)", argv[0]);
-    struct pelab_group g = {"options", analyze_options};
+        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq --model DIR");
+    int which = -1;
+    for (size_t a = 0; a < sizeof analyses / sizeof analyses[0]; a++)
+        if (strcmp(argv[0], analyses[a].name) == 0) which = (int)a;
+    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq)", argv[0]);
+    struct pelab_group g[] = {{"options", common_options}, {"options", bias_options}, {"options", freq_options}};
     static struct pelab_opts opts;
     int help;
-    int rc = pelab_args_parse(argc - 1, argv + 1, &g, 1, &opts, &help);
-    if (!rc) rc = pelab_args_check_only(&opts, analyze_options, "analyze");
+    int rc = pelab_args_parse(argc - 1, argv + 1, g, 3, &opts, &help);
+    if (!rc) rc = check_opts(&opts, which);
     if (rc) return rc;
     if (help) {
         pelab_cmd_analyze_help(stdout);
         return PELAB_OK;
     }
-    return analyze_bias(&opts);
+    const char *dir = pelab_opt_str(&opts, common_options, "model");
+    if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
+    if (pelab_opt_str(&opts, common_options, "png")[0] && !pelab_plot_available())
+        return pelab_plot_unavailable("--png");
+    if (which == 1) pelab_threads_set((int)pelab_opt_int(&opts, freq_options, "threads"));
+    static struct pelab_run run;
+    if ((rc = pelab_run_open(&run, dir))) return rc;
+    struct view v = {.dir = dir, .pe = run.model.pe.ops->name, .N = run.model.cfg.n_layers,
+                     .H = run.model.cfg.n_heads};
+    rc = which == 0 ? analyze_bias(&opts, &run, &v) : analyze_freq(&opts, &run, &v);
+    view_free(&v);
+    pelab_run_close(&run);
+    return rc;
 }

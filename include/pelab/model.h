@@ -101,5 +101,9 @@ int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t si
 /* Views into the last forward: logits (B,T,V) and per-position losses (B,T) (0 without target). */
 const pelab_real *pelab_model_logits(const struct pelab_model *m);
 const pelab_real *pelab_model_losses(const struct pelab_model *m);
+/* Layer l's projections of the last forward, (B,T,3D): per token the query (D), key (D) and
+ * value (D), each H heads of width d, before the positional encoding. Read-only: the backward
+ * pass uses it. */
+const pelab_real *pelab_model_qkv(const struct pelab_model *m, int layer);
 
 #endif

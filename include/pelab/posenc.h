@@ -84,6 +84,15 @@ struct pelab_posenc_ops {
                       const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
     void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
                                const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
+
+    /* Optional, for the frequency-usage analysis (pelab/freq.h): QK encodings whose query/key
+     * components turn at frequencies. freqs returns their number F and, when theta is not
+     * NULL, writes θ_c (F,) in radians per position, as the last pass used them (the trained
+     * ones unless an evaluation-time option changes them). freq_norms writes out (F,): the
+     * magnitude that frequency c carries in one head vector x (d,) of a query or key as projected,
+     * before the encoding — RoPE: the norm of pair c, which its rotation keeps; PoPE: μ_c. */
+    int (*freqs)(const struct pelab_posenc *pe, double *theta);
+    void (*freq_norms)(const struct pelab_posenc *pe, double *out, const pelab_real *x);
 };
 
 struct pelab_posenc {

@@ -390,6 +390,10 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
 
 const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->logits; }
 const pelab_real *pelab_model_losses(const struct pelab_model *m) { return m->acts->losses; }
+const pelab_real *pelab_model_qkv(const struct pelab_model *m, int layer) {
+    PELAB_ASSERT(m->acts != NULL && layer >= 0 && layer < m->cfg.n_layers);
+    return m->acts->qkv + (long)layer * m->cur_B * m->cur_T * 3 * m->cfg.d_model;
+}
 
 /* --- diagnostics ------------------------------------------------------------------------------ */
 

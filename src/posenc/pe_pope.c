@@ -199,6 +199,20 @@ static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
     }
 }
 
+/* Frequency usage: d frequencies θ_c = base^(−c/d), magnitude μ_c = softplus(x_c) as the forward
+ * pass forms it; with --pope-softplus off μ_c = x_c may be negative, and its magnitude is |x_c|
+ * (a negative μ is the same complex number as |μ| at phase + π). */
+static int pope_freqs(const struct pelab_posenc *pe, double *theta) {
+    const struct pope *p = pe->state;
+    for (int c = 0; theta && c < pe->d; c++) theta[c] = p->theta[c];
+    return pe->d;
+}
+
+static void pope_freq_norms(const struct pelab_posenc *pe, double *out, const pelab_real *x) {
+    const struct pope *p = pe->state;
+    for (int c = 0; c < pe->d; c++) out[c] = p->softplus ? (double)pelab_vsoftplus(x[c]) : fabs((double)x[c]);
+}
+
 const struct pelab_posenc_ops pelab_pe_pope = {
     .name = "pope",
     .summary = "polar embedding: softplus magnitudes, phases p·base^(-c/d) + δ, width 2d (PoPE paper)",
@@ -210,4 +224,6 @@ const struct pelab_posenc_ops pelab_pe_pope = {
     .prepare = pope_prepare,
     .qk_forward = pope_qk_forward,
     .qk_backward = pope_qk_backward,
+    .freqs = pope_freqs,
+    .freq_norms = pope_freq_norms,
 };

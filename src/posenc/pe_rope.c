@@ -88,6 +88,18 @@ static void rope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
     pelab_rotary_apply(&r->rot, dq, dk, dqo, dko, ld, B, T, pe->H, pe->d, 1);
 }
 
+/* Frequency usage: d/2 pairs at θ_c of the last pass, magnitude ‖pair c‖ in the layout. */
+static int rope_freqs(const struct pelab_posenc *pe, double *theta) {
+    const struct rope *r = pe->state;
+    for (int c = 0; theta && c < pe->d / 2; c++) theta[c] = r->theta[c];
+    return pe->d / 2;
+}
+
+static void rope_freq_norms(const struct pelab_posenc *pe, double *out, const pelab_real *x) {
+    const struct rope *r = pe->state;
+    pelab_rotary_pair_norms(r->rot.half, out, x, pe->d);
+}
+
 const struct pelab_posenc_ops pelab_pe_rope = {
     .name = "rope",
     .summary = "rotary embedding: pair c of q and k rotated by p·base^(-2c/d) (Su et al. 2021)",
@@ -99,4 +111,6 @@ const struct pelab_posenc_ops pelab_pe_rope = {
     .prepare = rope_prepare,
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,
+    .freqs = rope_freqs,
+    .freq_norms = rope_freq_norms,
 };

@@ -113,6 +113,18 @@ static void xpos_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
     pelab_rotary_apply(&x->rot, dq, dk, dqo, dko, ld, B, T, pe->H, pe->d, 1);
 }
 
+/* Frequency usage: RoPE's d/2 pairs (interleaved); the magnitude is the pair's norm before the
+ * decay ζ_c^(±p/γ_s), which depends on the position, not on the content. */
+static int xpos_freqs(const struct pelab_posenc *pe, double *theta) {
+    const struct xpos *x = pe->state;
+    for (int c = 0; theta && c < pe->d / 2; c++) theta[c] = x->theta[c];
+    return pe->d / 2;
+}
+
+static void xpos_freq_norms(const struct pelab_posenc *pe, double *out, const pelab_real *xv) {
+    pelab_rotary_pair_norms(0, out, xv, pe->d);
+}
+
 const struct pelab_posenc_ops pelab_pe_xpos = {
     .name = "xpos",
     .summary = "RoPE with a per-pair decay ζ_c^((t-s)/512) of the score (Sun et al. 2022)",
@@ -123,4 +135,6 @@ const struct pelab_posenc_ops pelab_pe_xpos = {
     .prepare = xpos_prepare,
     .qk_forward = xpos_qk_forward,
     .qk_backward = xpos_qk_backward,
+    .freqs = xpos_freqs,
+    .freq_norms = xpos_freq_norms,
 };

@@ -98,3 +98,11 @@ void pelab_rotary_apply(const struct pelab_rotary *r, pelab_real *qo, pelab_real
             }
         }
 }
+
+void pelab_rotary_pair_norms(int half, double *out, const pelab_real *x, int d) {
+    const int P = d / 2;
+    for (int c = 0; c < P; c++) {
+        double a = x[half ? c : 2 * c], b = x[half ? c + P : 2 * c + 1];
+        out[c] = sqrt(a * a + b * b);
+    }
+}

@@ -38,6 +38,10 @@ void pelab_rotary_apply(const struct pelab_rotary *r, pelab_real *qo, pelab_real
                         const pelab_real *q, const pelab_real *k, int ld, int B, int T, int H, int d,
                         int inverse);
 
+/* out (d/2,): the norm of each pair of one head vector x (d,) in the layout (half or
+ * interleaved), as the rotation keeps it: the frequency-usage analysis's magnitudes. */
+void pelab_rotary_pair_norms(int half, double *out, const pelab_real *x, int d);
+
 /* --- RoPE's frequencies (rope_scaling.c) ---------------------------------------------------- */
 
 enum pelab_rope_method {
