@@ -1,0 +1,298 @@
+/* test_seqpe — SeqPE's parts on their own: digit sequences (1-D and 2-D, padding, [CLS]), the
+ * range check, distinct positions, the encoder's gradients by central differences in double
+ * precision on every parameter (one and two coordinates), the encoding's sites through the
+ * interface (each mode, q, k and every parameter, positions repeated across tokens), and its
+ * position table: reused while the parameters stay the same, recomputed when they change. */
+#include <stdlib.h>
+#include <string.h>
+#include "lib/check.h"
+#include "lib/gradcheck.h"
+#include "pelab/params.h"
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+#include "posenc/seqpe.h"
+
+#define H_STEP 1e-6
+#define ATOL 1e-8
+#define RTOL 1e-6
+
+static unsigned long long seed = 7;
+
+static double *vec(long n, double lo, double hi) {
+    double *x = calloc((size_t)n, sizeof *x);
+    fill_uniform(x, n, lo, hi, &seed);
+    return x;
+}
+
+static void check_digits(void) {
+    struct pelab_params p = {0};
+    struct pelab_seqpe_encoder e;
+    CHECK(pelab_seqpe_encoder_init(&e, &p, "pe.seqpe", 10, 5, 1, 1, 4, 2, 1, 4) == PELAB_OK, "init");
+    CHECK(e.seq == 6 && e.capacity == 100000, "1-D: S %d, capacity %lld", e.seq, (long long)e.capacity);
+    int32_t tok[16], p123[1] = {123};
+    pelab_seqpe_digits(&e, p123, tok);
+    const int32_t want[6] = {0, 0, 1, 2, 3, 10};
+    CHECK(memcmp(tok, want, sizeof want) == 0, "123 → 0 0 1 2 3 [CLS]: got %d %d %d %d %d %d",
+          tok[0], tok[1], tok[2], tok[3], tok[4], tok[5]);
+    int32_t ok[3] = {0, 99999, 5}, neg[2] = {3, -1}, big[2] = {3, 100000};
+    CHECK(pelab_seqpe_check(&e, ok, 3) == PELAB_OK, "0, 99999 fit 5 digits");
+    CHECK(pelab_seqpe_check(&e, neg, 2) == PELAB_ERR_USAGE, "a negative position is refused");
+    CHECK(pelab_seqpe_check(&e, big, 2) == PELAB_ERR_USAGE, "100000 needs 6 digits");
+    CHECK(strstr(pelab_last_error(), "100000") && strstr(pelab_last_error(), "--seqpe-digits"),
+          "the message names the position and the option: %s", pelab_last_error());
+    pelab_seqpe_encoder_free(&e);
+    pelab_params_free(&p);
+
+    /* 2-D, base 3, 2 digits per coordinate: (2, 7) → 0 2 | 2 1 | [CLS] */
+    struct pelab_params p2 = {0};
+    CHECK(pelab_seqpe_encoder_init(&e, &p2, "pe.seqpe", 3, 2, 2, 1, 4, 1, 1, 4) == PELAB_OK, "init 2-D");
+    CHECK(e.seq == 5 && e.capacity == 9 && e.dim_emb >= 0, "2-D: S %d, capacity %lld", e.seq,
+          (long long)e.capacity);
+    int32_t c27[2] = {2, 7};
+    pelab_seqpe_digits(&e, c27, tok);
+    const int32_t want2[5] = {0, 2, 2, 1, 3};
+    CHECK(memcmp(tok, want2, sizeof want2) == 0, "(2,7) base 3 → 0 2 2 1 [CLS]: got %d %d %d %d %d",
+          tok[0], tok[1], tok[2], tok[3], tok[4]);
+    int32_t bad[4] = {1, 2, 9, 0};
+    CHECK(pelab_seqpe_check(&e, bad, 2) == PELAB_ERR_USAGE && strstr(pelab_last_error(), "coordinate 0"),
+          "a coordinate of 9 does not fit 2 base-3 digits: %s", pelab_last_error());
+    pelab_seqpe_encoder_free(&e);
+    pelab_params_free(&p2);
+
+    /* the heads must divide the width */
+    struct pelab_params p3 = {0};
+    CHECK(pelab_seqpe_encoder_init(&e, &p3, "pe.seqpe", 10, 3, 1, 1, 6, 4, 1, 4) == PELAB_ERR_USAGE &&
+          strstr(pelab_last_error(), "--seqpe-heads"), "6 wide, 4 heads: %s", pelab_last_error());
+    pelab_seqpe_encoder_free(&e);
+    pelab_params_free(&p3);
+}
+
+static void check_unique(void) {
+    int32_t coords[14] = {5, 1, 2, 0, 5, 1, 0, 0, 2, 0, 5, 0, 0, 9};
+    int32_t uniq[14], row[7], scratch[14];
+    int U = pelab_seqpe_unique(uniq, row, coords, 7, 2, scratch);
+    const int32_t want[10] = {0, 0, 0, 9, 2, 0, 5, 0, 5, 1};
+    CHECK(U == 5 && memcmp(uniq, want, sizeof want) == 0, "5 distinct pairs, sorted (got %d)", U);
+    int good = 1;
+    for (int i = 0; i < 7; i++)
+        good &= uniq[row[i] * 2] == coords[i * 2] && uniq[row[i] * 2 + 1] == coords[i * 2 + 1];
+    CHECK(good, "every pair maps to its row");
+    int32_t one[5] = {4, 4, 4, 1, 4}, u1[5], r1[5];
+    CHECK(pelab_seqpe_unique(u1, r1, one, 5, 1, scratch) == 2 && u1[0] == 1 && u1[1] == 4 &&
+          r1[0] == 1 && r1[3] == 0, "1-D: {1, 4}");
+}
+
+/* --- the encoder's gradients ------------------------------------------------------------------ */
+struct enc_ctx { struct pelab_seqpe_encoder e; struct pelab_params params; struct pelab_seqpe_acts a;
+                 const int32_t *coords; int U; double *w; };
+static double enc_f(void *p) {
+    struct enc_ctx *c = p;
+    pelab_seqpe_encoder_forward(&c->e, &c->a, c->coords, c->U);
+    double s = 0;
+    for (long i = 0; i < (long)c->U * c->e.out_dim; i++) s += c->w[i] * c->a.out[i];
+    return s;
+}
+static void check_encoder(const char *label, int base, int digits, int dims, int layers, int W,
+                          int heads, int final_norm, int D, const int32_t *coords, int U) {
+    static struct enc_ctx c;
+    memset(&c, 0, sizeof c);
+    CHECK(pelab_seqpe_encoder_init(&c.e, &c.params, "pe.seqpe", base, digits, dims, layers, W,
+                                   heads, final_norm, D) == PELAB_OK, "%s: %s", label, pelab_last_error());
+    CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 11);
+    pelab_seqpe_encoder_init_params(&c.e, &rng);
+    /* larger weights and gains away from 1, so every term of the gradient matters */
+    for (size_t i = 0; i < c.params.total; i++) {
+        seed = seed * 6364136223846793005ull + 1;
+        c.params.data[i] += 0.4 * ((double)(seed >> 11) * 0x1.0p-53 - 0.5);
+    }
+    CHECK(pelab_seqpe_check(&c.e, coords, U) == PELAB_OK, "%s: positions fit", label);
+    CHECK(pelab_seqpe_acts_reserve(&c.a, &c.e, U) == PELAB_OK, "reserve");
+    c.coords = coords, c.U = U;
+    c.w = vec((long)U * D, -1, 1);
+    enc_f(&c);
+    pelab_params_zero_grad(&c.params);
+    pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
+    double *grad = malloc(c.params.total * sizeof *grad);
+    memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
+    for (int i = 0; i < c.params.count; i++) {
+        const struct pelab_param *p = &c.params.list[i];
+        char what[120];
+        snprintf(what, sizeof what, "%s: %s", label, p->name);
+        gradcheck(what, enc_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
+                  H_STEP, ATOL, RTOL);
+    }
+    /* a second backward on the same activations adds the same again */
+    enc_f(&c);
+    pelab_params_zero_grad(&c.params);
+    pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
+    pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
+    double off = 0;
+    for (size_t i = 0; i < c.params.total; i++) off = fmax(off, fabs(c.params.grad[i] - 2 * grad[i]));
+    CHECK(off < 1e-12, "%s: a second backward added %.3g off the first", label, off);
+    free(grad);
+    free(c.w);
+    pelab_seqpe_acts_free(&c.a);
+    pelab_seqpe_encoder_free(&c.e);
+    pelab_params_free(&c.params);
+}
+
+/* --- the sites through the interface --------------------------------------------------------- */
+#define SB 2
+#define ST 4
+#define SD 8
+#define SH 2
+#define SN 2
+struct site_ctx { struct pelab_posenc pe; struct pelab_params params; const int32_t *pos; int ld;
+                  double *q, *k, *wq, *wk, *qo, *ko, *out, *w; };
+/* Σ over both layers of wq·q' + wk·k' (QK modes), or w·(x + e) (input). */
+static double site_f(void *p) {
+    struct site_ctx *c = p;
+    PELAB_ASSERT(pelab_posenc_prepare(&c->pe, c->pos, SB, ST) == PELAB_OK);
+    double s = 0;
+    if (c->pe.ops->embed_forward) {
+        long n = (long)SB * ST * SD;
+        memset(c->out, 0, (size_t)n * sizeof *c->out);
+        c->pe.ops->embed_forward(&c->pe, c->out, c->pos, SB, ST);
+        for (long i = 0; i < n; i++) s += c->w[i] * c->out[i];
+        return s;
+    }
+    long n = (long)SB * SH * ST * c->pe.qk_dim;
+    for (int l = 0; l < SN; l++) {
+        pelab_posenc_qk_forward(&c->pe, l, c->qo, c->ko, c->q, c->k, c->ld, c->pos, SB, ST);
+        for (long i = 0; i < n; i++) s += (l + 1) * (c->wq[i] * c->qo[i] + c->wk[i] * c->ko[i]);
+    }
+    return s;
+}
+static void check_sites(const char *mode, const char *proj) {
+    static struct site_ctx c;
+    memset(&c, 0, sizeof c);
+    struct pelab_opts o = {0};
+    const char *kv[] = {"seqpe-mode", mode, "seqpe-proj", proj, "seqpe-digits", "2", "seqpe-layers",
+                        "1", "seqpe-width", "6", NULL};
+    for (int i = 0; kv[i]; i += 2) pelab_opts_set(&o, kv[i], kv[i + 1]);
+    CHECK(pelab_posenc_init(&c.pe, "seqpe", &o, &c.params, SD, SH, SN, 16) == PELAB_OK, "%s: %s",
+          mode, pelab_last_error());
+    CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
+    CHECK(!!c.pe.ops->embed_forward == !strcmp(mode, "input") && !!c.pe.ops->qk_forward == !!strcmp(mode, "input"),
+          "%s: the variant acts at its mode's site only", mode);
+    CHECK(c.pe.qk_dim == (strcmp(mode, "attn-bias") ? SD / SH : 2 * SD / SH), "%s: qk width %d", mode, c.pe.qk_dim);
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 3);
+    c.pe.ops->init_params(&c.pe, &rng);
+    for (size_t i = 0; i < c.params.total; i++) { /* larger than init, gains away from 1 */
+        seed = seed * 6364136223846793005ull + 1;
+        c.params.data[i] += 0.4 * ((double)(seed >> 11) * 0x1.0p-53 - 0.5);
+    }
+    static const int32_t pos[SB * ST] = {3, 4, 9, 10, 3, 4, 2, 70}; /* 3 and 4 twice */
+    c.pos = pos;
+    c.ld = SD + 3;
+    long n_in = (long)SB * ST * c.ld, n_out = (long)SB * SH * ST * c.pe.qk_dim, n_emb = (long)SB * ST * SD;
+    c.q = vec(n_in, -1, 1), c.k = vec(n_in, -1, 1), c.wq = vec(n_out, -1, 1), c.wk = vec(n_out, -1, 1);
+    c.qo = vec(n_out, 0, 0), c.ko = vec(n_out, 0, 0), c.out = vec(n_emb, 0, 0), c.w = vec(n_emb, -1, 1);
+    double *dq = vec(n_in, 0, 0), *dk = vec(n_in, 0, 0), *gq = vec(n_out, 0, 0), *gk = vec(n_out, 0, 0);
+    site_f(&c);
+    pelab_params_zero_grad(&c.params);
+    if (c.pe.ops->embed_backward) {
+        c.pe.ops->embed_backward(&c.pe, c.w, pos, SB, ST);
+    } else {
+        double *tq = vec(n_in, 0, 0), *tk = vec(n_in, 0, 0);
+        for (int l = SN - 1; l >= 0; l--) {
+            for (long i = 0; i < n_out; i++) gq[i] = (l + 1) * c.wq[i], gk[i] = (l + 1) * c.wk[i];
+            pelab_posenc_qk_backward(&c.pe, l, tq, tk, gq, gk, c.q, c.k, c.ld, pos, SB, ST);
+            for (long i = 0; i < n_in; i++)
+                if (i % c.ld < SD) dq[i] += tq[i], dk[i] += tk[i];
+        }
+        free(tq), free(tk);
+    }
+    c.pe.ops->backward_end(&c.pe);
+    char what[96];
+    if (!c.pe.ops->embed_backward) {
+        snprintf(what, sizeof what, "%s (%s) q", mode, proj);
+        gradcheck(what, site_f, &c, c.q, dq, n_in, H_STEP, ATOL, RTOL);
+        snprintf(what, sizeof what, "%s (%s) k", mode, proj);
+        gradcheck(what, site_f, &c, c.k, dk, n_in, H_STEP, ATOL, RTOL);
+    }
+    double *grad = malloc(c.params.total * sizeof *grad);
+    memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
+    for (int i = 0; i < c.params.count; i++) {
+        const struct pelab_param *p = &c.params.list[i];
+        snprintf(what, sizeof what, "%s (%s): %s", mode, proj, p->name);
+        gradcheck(what, site_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
+                  H_STEP, ATOL, RTOL);
+    }
+    free(grad), free(dq), free(dk), free(gq), free(gk);
+    free(c.q), free(c.k), free(c.wq), free(c.wk), free(c.qo), free(c.ko), free(c.out), free(c.w);
+    pelab_posenc_free(&c.pe);
+    pelab_params_free(&c.params);
+}
+
+/* The table: an evaluation's later batches reuse it, a parameter change recomputes it, and a
+ * reused row equals a freshly computed one. */
+static void check_table(void) {
+    struct pelab_posenc pe;
+    struct pelab_params params = {0};
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "seqpe-layers", "1");
+    CHECK(pelab_posenc_init(&pe, "seqpe", &o, &params, SD, SH, SN, 16) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(pelab_params_alloc(&params) == PELAB_OK, "alloc");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 4);
+    pe.ops->init_params(&pe, &rng);
+    int32_t all[16], some[4] = {9, 2, 9, 15};
+    for (int i = 0; i < 16; i++) all[i] = i;
+    double first[16 * SD] = {0}, again[4 * SD] = {0}, fresh[4 * SD] = {0};
+    CHECK(pelab_posenc_prepare(&pe, all, 2, 8) == PELAB_OK && pelab_seqpe_table_rows(&pe) == 16, "16 rows");
+    pe.ops->embed_forward(&pe, first, all, 2, 8);
+    CHECK(pelab_posenc_prepare(&pe, some, 1, 4) == PELAB_OK && pelab_seqpe_table_rows(&pe) == 16,
+          "positions already in the table, same parameters: the table is reused (%d rows)",
+          pelab_seqpe_table_rows(&pe));
+    pe.ops->embed_forward(&pe, again, some, 1, 4);
+    double off = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < SD; j++) off = fmax(off, fabs(again[i * SD + j] - first[some[i] * SD + j]));
+    CHECK(off == 0, "rows read from the reused table are the ones computed (%.3g off)", off);
+    int32_t more[2] = {3, 16};
+    CHECK(pelab_posenc_prepare(&pe, more, 1, 2) == PELAB_OK && pelab_seqpe_table_rows(&pe) == 2,
+          "a new position: a new table of the pass's 2 positions (%d rows)", pelab_seqpe_table_rows(&pe));
+    params.data[params.list[pe.param_first].offset] += 0.5; /* E_digit[0][0] */
+    CHECK(pelab_posenc_prepare(&pe, all, 2, 8) == PELAB_OK && pelab_seqpe_table_rows(&pe) == 16, "16 rows");
+    CHECK(pelab_posenc_prepare(&pe, some, 1, 4) == PELAB_OK && pelab_seqpe_table_rows(&pe) == 16, "reused");
+    params.data[params.list[pe.param_end - 1].offset] += 0.5; /* the last parameter changes */
+    CHECK(pelab_posenc_prepare(&pe, some, 1, 4) == PELAB_OK && pelab_seqpe_table_rows(&pe) == 3,
+          "changed parameters: recomputed for the pass's 3 positions (%d rows)", pelab_seqpe_table_rows(&pe));
+    pe.ops->embed_forward(&pe, fresh, some, 1, 4);
+    CHECK(pelab_posenc_prepare(&pe, all, 2, 8) == PELAB_OK, "prepare");
+    memset(first, 0, sizeof first);
+    pe.ops->embed_forward(&pe, first, all, 2, 8);
+    off = 0;
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < SD; j++) off = fmax(off, fabs(fresh[i * SD + j] - first[some[i] * SD + j]));
+    CHECK(off < 1e-14, "a position's embedding does not depend on the others in its pass (%.3g)", off);
+    int32_t beyond[2] = {5, 100000};
+    CHECK(pelab_posenc_prepare(&pe, beyond, 1, 2) == PELAB_ERR_USAGE && strstr(pelab_last_error(), "100000"),
+          "a position with 6 digits is refused: %s", pelab_last_error());
+    pelab_posenc_free(&pe);
+    pelab_params_free(&params);
+}
+
+int main(void) {
+    check_digits();
+    check_unique();
+    printf("encoder gradients\n");
+    const int32_t p1[5] = {0, 7, 31, 123, 999};
+    check_encoder("1-D, 2 blocks", 10, 3, 1, 2, 8, 2, 1, 6, p1, 5);
+    const int32_t p2[8] = {0, 0, 3, 1, 8, 8, 2, 5};
+    check_encoder("2-D, base 3, 1 block", 3, 2, 2, 1, 6, 3, 1, 4, p2, 4);
+    const int32_t p3[3] = {1, 2, 3};
+    check_encoder("1-D, base 2, 3 blocks, 1 head, no final norm", 2, 4, 1, 3, 4, 1, 0, 5, p3, 3);
+    printf("the sites through the interface\n");
+    check_sites("input", "shared");
+    check_sites("attn-add", "shared");
+    check_sites("attn-mul", "per-layer");
+    check_sites("attn-bias", "per-layer");
+    check_sites("attn-bias", "shared");
+    check_table();
+    return check_report("test_seqpe");
+}
