@@ -1,12 +1,14 @@
 /* test_seqpe — SeqPE's parts on their own: digit sequences (1-D and 2-D, padding, [CLS]), the
  * range check, distinct positions, the encoder's gradients by central differences in double
  * precision on every parameter (one and two coordinates), the encoding's sites through the
- * interface (each mode, q, k and every parameter, positions repeated across tokens), and its
- * position table: reused while the parameters stay the same, recomputed when they change. */
+ * interface (each mode, q, k and every parameter, positions repeated across tokens), its
+ * position table (reused while the parameters stay the same, recomputed when they change), and a
+ * model trained at T evaluating at 16·T with one table for all its batches. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
 #include "lib/gradcheck.h"
+#include "pelab/model.h"
 #include "pelab/params.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
@@ -277,6 +279,34 @@ static void check_table(void) {
     pelab_params_free(&params);
 }
 
+/* A model of training context 8 evaluates 128 positions in each mode: finite, the table computed
+ * once for two batches; positions beyond b^k are refused with the model's usage status. */
+static void check_long_eval(const char *mode) {
+    struct pelab_opts o = {0};
+    const char *kv[] = {"pe", "seqpe", "seqpe-mode", mode, "d-model", "8", "heads", "2", "layers", "2",
+                        "seqpe-layers", "1", "seqpe-digits", "3", NULL};
+    for (int i = 0; kv[i]; i += 2) pelab_opts_set(&o, kv[i], kv[i + 1]);
+    struct pelab_model m;
+    CHECK(pelab_model_init(&m, &o, 5, 8) == PELAB_OK, "%s: %s", mode, pelab_last_error());
+    pelab_model_init_weights(&m, 2);
+    enum { B = 2, T = 128 };
+    static int32_t tok[B * T], tgt[B * T], pos[B * T];
+    for (int i = 0; i < B * T; i++) tok[i] = i % 5, tgt[i] = (i * 3) % 5, pos[i] = i % T;
+    double l1 = pelab_model_forward(&m, tok, tgt, pos, B, T);
+    CHECK(m.status == PELAB_OK && isfinite(l1), "%s: 16× the training context: loss %g (%s)", mode,
+          l1, pelab_last_error());
+    CHECK(pelab_seqpe_table_rows(&m.pe) == T, "%s: one row per distinct position (%d)", mode,
+          pelab_seqpe_table_rows(&m.pe));
+    for (int i = 0; i < B * T; i++) tok[i] = (i * 7) % 5;
+    double l2 = pelab_model_forward(&m, tok, tgt, pos, 1, 64); /* a shorter batch: reused */
+    CHECK(isfinite(l2) && pelab_seqpe_table_rows(&m.pe) == T, "%s: the table kept for a later batch", mode);
+    pos[3] = 1000; /* 4 digits */
+    double l3 = pelab_model_forward(&m, tok, tgt, pos, B, T);
+    CHECK(isnan(l3) && m.status == PELAB_ERR_USAGE && strstr(pelab_last_error(), "1000"),
+          "%s: a position beyond 3 digits: %s", mode, pelab_last_error());
+    pelab_model_free(&m);
+}
+
 int main(void) {
     check_digits();
     check_unique();
@@ -294,5 +324,9 @@ int main(void) {
     check_sites("attn-bias", "per-layer");
     check_sites("attn-bias", "shared");
     check_table();
+    check_long_eval("input");
+    check_long_eval("attn-add");
+    check_long_eval("attn-mul");
+    check_long_eval("attn-bias");
     return check_report("test_seqpe");
 }

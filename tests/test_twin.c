@@ -3,7 +3,8 @@
  *   build/tests/test_twin [DIR]
  *
  * For each case (an encoding and its settings) it builds a small model through the public API
- * and writes DIR/CASE/model.safetensors (initial weights, config in metadata "pelab.config") and
+ * and writes DIR/CASE/model.safetensors (initial weights, each setting in metadata
+ * "pelab.config.<name>", as a run's model file has them) and
  * DIR/CASE/fixture.safetensors:
  *   tokens, targets, pos          (B,T) I32   one batch; positions shifted per row (t + 7b)
  *   logits (B,T,V), loss (1,)     F64         forward on that batch
@@ -80,6 +81,16 @@ static const struct twin_case cases[] = {
     {"t5-per-layer", {"pe", "t5", "t5-table", "per-layer", "t5-buckets", "8", "t5-max-distance", "12", NULL}},
     {"fire", {"pe", "fire", NULL}},
     {"fire-shared", {"pe", "fire-shared", "fire-width", "16", "fire-depth", "3", NULL}},
+    /* SeqPE in each integration; positions reach 36, so 5 digits, or 4 in base 3, are enough */
+    {"seqpe-input", {"pe", "seqpe", NULL}},
+    {"seqpe-input-norm-base3", {"pe", "seqpe", "seqpe-base", "3", "seqpe-digits", "4",
+                                "seqpe-final-norm", "on", "seqpe-layers", "1", NULL}},
+    {"seqpe-attn-add", {"pe", "seqpe", "seqpe-mode", "attn-add", NULL}},
+    {"seqpe-attn-mul-per-layer", {"pe", "seqpe", "seqpe-mode", "attn-mul", "seqpe-proj", "per-layer",
+                                  "seqpe-width", "16", "seqpe-heads", "2", NULL}},
+    {"seqpe-attn-bias", {"pe", "seqpe", "seqpe-mode", "attn-bias", NULL}},
+    {"seqpe-attn-bias-per-layer", {"pe", "seqpe", "seqpe-mode", "attn-bias", "seqpe-proj",
+                                   "per-layer", "seqpe-layers", "3", NULL}},
 };
 
 /* The tensors of one file, in order; names are copied, data is borrowed. */
@@ -120,52 +131,6 @@ static void add_param(struct tensor_list *l, const char *prefix, const struct pe
     for (int i = 0; i < p->ndim; i++) x->shape[i] = p->shape[i];
     x->data = data;
     x->nbytes = p->size * sizeof(double);
-}
-
-/* JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int is_json_number(const char *s) {
-    if (*s == '-') s++;
-    if (*s == '0') s++;
-    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
-    else return 0;
-    if (*s == '.') {
-        s++;
-        if (!(*s >= '0' && *s <= '9')) return 0;
-        while (*s >= '0' && *s <= '9') s++;
-    }
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-') s++;
-        if (!(*s >= '0' && *s <= '9')) return 0;
-        while (*s >= '0' && *s <= '9') s++;
-    }
-    return *s == '\0';
-}
-
-/* The settings as one compact JSON object; numbers unquoted. Returns 0 if it did not fit. */
-static int settings_json(const struct pelab_opts *s, char *out, size_t cap) {
-    size_t n = 0;
-    out[n++] = '{';
-    for (int i = 0; i < s->count; i++) {
-        const char *parts[2] = {s->kv[i].key, s->kv[i].val};
-        for (int j = 0; j < 2; j++) {
-            int quote = j == 0 || !is_json_number(parts[j]);
-            if (n + 2 >= cap) return 0;
-            if (quote) out[n++] = '"';
-            for (const char *c = parts[j]; *c; c++) {
-                if (n + 4 >= cap) return 0;
-                if (*c == '"' || *c == '\\') out[n++] = '\\';
-                out[n++] = *c;
-            }
-            if (quote) out[n++] = '"';
-            out[n++] = j == 0 ? ':' : ',';
-        }
-    }
-    if (n + 2 >= cap) return 0;
-    if (out[n - 1] == ',') n--;
-    out[n++] = '}';
-    out[n] = '\0';
-    return 1;
 }
 
 /* Random tokens; about a quarter of the targets are -1; pos[b][t] = t + 7b + shift. */
@@ -250,11 +215,10 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     }
 
     struct pelab_opts settings = {0}, meta = {0};
-    char json[PELAB_OPT_VAL_MAX];
     CHECK(pelab_model_settings(&m, &settings) == PELAB_OK, "%s: settings: %s", c->name,
           pelab_last_error());
     /* Which attention kernel computed it is not the twin's business (both compute the same
-     * function; this model uses the default, tiled), and the whole JSON must fit one value. */
+     * function; this model uses the default, tiled). */
     pelab_opts_unset(&settings, "attention");
     /* Evaluation-time options are not settings of the model: the twin reads them beside them. */
     for (int i = 0; c->opts[i]; i += 2)
@@ -267,9 +231,12 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
               "%s: pelab_model_settings reports %s = '%s', the model was built with '%s'", c->name,
               c->opts[i], got ? got : "(missing)", c->opts[i + 1]);
     }
-    CHECK(settings_json(&settings, json, sizeof json), "%s: the settings' JSON is over %d bytes",
-          c->name, PELAB_OPT_VAL_MAX - 1);
-    pelab_opts_set(&meta, "pelab.config", json);
+    for (int i = 0; i < settings.count; i++) {
+        char key[PELAB_OPT_KEY_MAX + 16];
+        snprintf(key, sizeof key, "pelab.config.%s", settings.kv[i].key);
+        CHECK(pelab_opts_set(&meta, key, settings.kv[i].val) == PELAB_OK, "%s: metadata: %s",
+              c->name, pelab_last_error());
+    }
     pelab_opts_set(&meta, "format", "pelab-model");
     snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, c->name);
     CHECK(pelab_params_save(path, &m.params, &meta) == PELAB_OK, "%s: %s", path, pelab_last_error());
