@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SeqPE from the command line: each integration trains, evaluates and samples; its options land
-# in config.json and its parameters in model.safetensors; bad settings are one-line usage errors.
+# in config.json and its parameters in model.safetensors; its regularisers are logged and resume
+# exactly; bad settings are one-line usage errors.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16
@@ -30,6 +31,30 @@ PY
     "$P" sample --model "$R" --count 1 >"$W/out" 2>"$W/err" || fail "$case: sample exited $?"
 done
 
+# The regularisers and shifted starts: log.jsonl has loss_delta and loss_ood (only the terms
+# switched on); a run checkpointed at 4 and one resumed from 4 to 8 log the same values and end
+# with the same weights (the draws are keyed by step), with accumulation.
+REG="$TINY --seqpe-delta-batch 4 --seqpe-candidates 8 --seqpe-ood-batch 2 --seqpe-ood-positions 6
+     --seqpe-shift-prob 0.5 --warmup 2 --decay-steps 8 --log-every 1 --eval-every 4 --eval-batches 1 --accum 2"
+logged() { /usr/bin/python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print(r["step"], repr(r["loss"]), repr(r.get("loss_delta")), repr(r.get("loss_ood")), repr(r.get("val_loss")))' "$1/log.jsonl"; }
+"$P" train --pe seqpe --seqpe-mode attn-bias $REG --steps 8 --save-every 4 --out "$W/full" >/dev/null 2>"$W/err" ||
+    fail "train with the regularisers: $(tail -2 "$W/err")"
+"$P" train --pe seqpe --seqpe-mode attn-bias $REG --steps 4 --out "$W/part" >/dev/null 2>"$W/err" || fail "$(tail -2 "$W/err")"
+"$P" train --resume "$W/part" --steps 8 >/dev/null 2>"$W/err" || fail "resume: $(tail -2 "$W/err")"
+logged "$W/full" >"$W/a"
+logged "$W/part" >"$W/b"
+[ "$(grep -c '"loss_delta": [0-9]' "$W/full/log.jsonl")" -eq 8 ] && [ "$(grep -c '"loss_ood": [0-9]' "$W/full/log.jsonl")" -eq 8 ] ||
+    fail "a term missing from log.jsonl: $(head -2 "$W/full/log.jsonl")"
+[ "$(wc -l <"$W/a")" -eq 8 ] && diff "$W/a" "$W/b" >/dev/null || fail "resumed run logs differently: $(diff "$W/a" "$W/b" | head -4)"
+same_weights "$W/full/model.safetensors" "$W/part/model.safetensors" || fail "weights differ after resume"
+"$P" train --pe seqpe $REG --seqpe-alpha 0 --steps 2 --out "$W/beta" >/dev/null 2>"$W/err" || fail "$(tail -2 "$W/err")"
+grep -q '"loss_delta"' "$W/beta/log.jsonl" && fail "--seqpe-alpha 0 still logs loss_delta"
+grep -q '"loss_ood"' "$W/beta/log.jsonl" || fail "--seqpe-alpha 0 lost loss_ood"
+
 expect_usage() { # PATTERN -- ARGS...
     local pattern=$1; shift 2
     "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
@@ -45,4 +70,9 @@ expect_usage "--seqpe-dims 2: this model's positions are 1-D" -- train --pe seqp
 expect_usage "--seqpe-mode: 'attn-scalar' is not one of" -- train --pe seqpe --seqpe-mode attn-scalar $TINY --out "$W/no"
 expect_usage "--seqpe-heads 3 does not divide the encoder width 8" -- train --pe seqpe --seqpe-heads 3 $TINY --out "$W/no"
 expect_usage "--seqpe-mode does not apply to --pe rope" -- train --pe rope --seqpe-mode input --out "$W/no"
+expect_usage "--seqpe-max-pos 2000 is beyond what --seqpe-digits 3 in base 10 hold" -- \
+    train --pe seqpe --seqpe-digits 3 --seqpe-max-pos 2000 $TINY --out "$W/no"
+expect_usage "--seqpe-max-pos 40 leaves no room to shift the training context" -- \
+    train --pe seqpe --seqpe-max-pos 40 $TINY --out "$W/no"
+expect_usage "--seqpe-alpha: -1 is out of range" -- train --pe seqpe --seqpe-alpha -1 $TINY --out "$W/no"
 exit 0

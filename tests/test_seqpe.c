@@ -2,8 +2,11 @@
  * range check, distinct positions, the encoder's gradients by central differences in double
  * precision on every parameter (one and two coordinates), the encoding's sites through the
  * interface (each mode, q, k and every parameter, positions repeated across tokens), its
- * position table (reused while the parameters stay the same, recomputed when they change), and a
- * model trained at T evaluating at 16·T with one table for all its batches. */
+ * position table (reused while the parameters stay the same, recomputed when they change), a
+ * model trained at T evaluating at 16·T with one table for all its batches, and the regularisers:
+ * their draws (1-D and 2-D: nearest targets, digit edits, windows, shifts), the gradients of
+ * L_delta and L_OOD (teachers held constant) and of the whole α·L_delta + β·L_OOD through the
+ * encoder, and the shifted starts of training sequences. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -307,6 +310,272 @@ static void check_long_eval(const char *mode) {
     pelab_model_free(&m);
 }
 
+/* --- the regularisers -------------------------------------------------------------------------- */
+struct loss_ctx { double *E; int D, H, n, m, C; int32_t *row, *target; int ood; };
+static double loss_f(void *p) {
+    struct loss_ctx *c = p;
+    return c->ood ? pelab_seqpe_ood_loss(c->E, c->D, c->H, c->row, c->n, c->m, NULL, 0)
+                  : pelab_seqpe_delta_loss(c->E, c->D, c->row, c->target, c->n, c->C, NULL, 0);
+}
+static void check_losses(void) {
+    /* L_delta: 3 pivots × (1 + 4) rows of 10 embeddings, some shared between sets */
+    int32_t row[15] = {0, 1, 2, 3, 4, 5, 0, 6, 7, 8, 9, 2, 3, 1, 4}, target[3] = {2, 0, 3};
+    struct loss_ctx c = {.D = 6, .n = 3, .C = 4, .row = row, .target = target};
+    c.E = vec(10 * 6, -1, 1);
+    double *dE = vec(10 * 6, 0, 0);
+    double l = pelab_seqpe_delta_loss(c.E, 6, row, target, 3, 4, dE, 1);
+    CHECK(l > 0 && fabs(l - loss_f(&c)) < 1e-15, "L_delta %g, the same without gradient", l);
+    gradcheck("L_delta embeddings", loss_f, &c, c.E, dE, 60, H_STEP, ATOL, RTOL);
+    /* a pivot far closer to its target than to the rest: loss near 0 */
+    double E2[3 * 2] = {10, 0, 10, 0.1, -10, 0};
+    int32_t row2[3] = {0, 1, 2}, t2[1] = {0};
+    CHECK(pelab_seqpe_delta_loss(E2, 2, row2, t2, 1, 2, NULL, 0) < 1e-10, "confident and right: ~0");
+    free(c.E), free(dE);
+
+    /* L_OOD: 2 sets of 3 teachers (rows 0..5) and 3 students (rows 6..11), D 6 in 2 heads */
+    int32_t orow[12] = {0, 1, 2, 6, 7, 8, 3, 4, 5, 9, 10, 11};
+    struct loss_ctx o = {.D = 6, .H = 2, .n = 2, .m = 3, .row = orow, .ood = 1};
+    o.E = vec(12 * 6, -1.5, 1.5);
+    dE = vec(12 * 6, 0, 0);
+    l = pelab_seqpe_ood_loss(o.E, 6, 2, orow, 2, 3, dE, 1);
+    CHECK(l > 0, "KL of different embeddings > 0 (%g)", l);
+    double teach = 0;
+    for (int i = 0; i < 6 * 6; i++) teach = fmax(teach, fabs(dE[i]));
+    CHECK(teach == 0, "the teachers (rows 0..5) get no gradient (%g)", teach);
+    gradcheck("L_OOD students", loss_f, &o, o.E + 36, dE + 36, 36, H_STEP, ATOL, RTOL);
+    memcpy(o.E + 36, o.E, 36 * sizeof *o.E); /* students equal to their teachers */
+    for (int i = 0; i < 3; i++) memcpy(o.E + (9 + i) * 6, o.E + (6 + i) * 6, 6 * sizeof *o.E);
+    for (int i = 0; i < 3; i++) memcpy(o.E + (6 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
+    for (int i = 0; i < 3; i++) memcpy(o.E + (3 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
+    for (int i = 0; i < 3; i++) memcpy(o.E + (9 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
+    CHECK(fabs(pelab_seqpe_ood_loss(o.E, 6, 2, orow, 2, 3, NULL, 0)) < 1e-15, "students = teachers: KL 0");
+    free(o.E), free(dE);
+}
+
+/* One coordinate's digits in base b, no leading zeros. */
+static int digit_string(int64_t v, int b, int *d) {
+    int k = 0;
+    do d[k++] = (int)(v % b), v /= b;
+    while (v > 0);
+    return k;
+}
+/* q is p with two digits swapped, one dropped, or one inserted. */
+static int is_edit(int64_t p, int64_t q, int b) {
+    int a[40], c[40];
+    int ka = digit_string(p, b, a), kc = digit_string(q, b, c);
+    if (ka == kc) {
+        int diff[40], nd = 0;
+        for (int i = 0; i < ka; i++)
+            if (a[i] != c[i]) diff[nd++] = i;
+        return nd == 2 && a[diff[0]] == c[diff[1]] && a[diff[1]] == c[diff[0]];
+    }
+    const int *longer = ka > kc ? a : c, *shorter = ka > kc ? c : a;
+    int kl = ka > kc ? ka : kc, ks = ka > kc ? kc : ka;
+    if (kl != ks + 1) { /* a dropped leading digit may take zeros with it: compare as numbers */
+        for (int i = 0; i < kl; i++) {
+            int64_t x = 0;
+            for (int j = kl - 1; j >= 0; j--)
+                if (j != i) x = x * b + longer[j];
+            if (x == (ka > kc ? q : p)) return 1;
+        }
+        return 0;
+    }
+    for (int i = 0; i < kl; i++) { /* remove digit i of the longer */
+        int ok = 1;
+        for (int j = 0, k = 0; j < kl && ok; j++) {
+            if (j == i) continue;
+            ok = longer[j] == shorter[k++];
+        }
+        if (ok) return 1;
+    }
+    return 0;
+}
+
+static void check_draws(int dims, long max_pos, int L, int C, int m) {
+    struct pelab_seqpe_reg r;
+    const int pivots = 200, sets = 20, n = dims;
+    CHECK(pelab_seqpe_reg_init(&r, dims, 10, max_pos, L, pivots, C, sets, m) == PELAB_OK, "%s", pelab_last_error());
+    pelab_seqpe_reg_draw(&r, 99);
+    int local = 0, bad = 0, no_edit = 0, far = 0;
+    long side = 1;
+    while (pow((double)side, dims) < (C + 1 > 256 ? C + 1 : 256)) side++;
+    if (side > max_pos) side = max_pos;
+    for (int i = 0; i < pivots; i++) {
+        const int32_t *row = r.delta_pos + (long)i * (1 + C) * n, *cand = row + n;
+        /* distinct, in range, not the pivot; the target is the nearest */
+        for (int a = 0; a < C; a++) {
+            for (int c = 0; c < n; c++) bad += cand[a * n + c] < 0 || cand[a * n + c] >= max_pos;
+            bad += !memcmp(cand + a * n, row, (size_t)n * sizeof *row);
+            for (int b = 0; b < a; b++) bad += !memcmp(cand + a * n, cand + b * n, (size_t)n * sizeof *row);
+        }
+        bad += r.target[i] != pelab_seqpe_nearest(row, cand, C, n);
+        double best = INFINITY, got = 0;
+        for (int a = 0; a < C; a++) {
+            double d = 0;
+            for (int c = 0; c < n; c++) d += pow((double)cand[a * n + c] - row[c], 2);
+            best = fmin(best, d);
+            if (a == r.target[i]) got = d;
+        }
+        bad += got != best;
+        /* local sets lie in one window of the side; global ones hold digit edits */
+        int in_window = 1;
+        for (int c = 0; c < n; c++) {
+            int32_t lo = row[c], hi = row[c];
+            for (int a = 0; a < C; a++) lo = cand[a * n + c] < lo ? cand[a * n + c] : lo, hi = cand[a * n + c] > hi ? cand[a * n + c] : hi;
+            in_window &= hi - lo < side;
+        }
+        if (in_window) {
+            local++;
+            continue;
+        }
+        int edits = 0;
+        for (int a = 0; a < C; a++) {
+            int differ = 0, edit = 0;
+            for (int c = 0; c < n; c++)
+                if (cand[a * n + c] != row[c]) differ++, edit = is_edit(row[c], cand[a * n + c], 10);
+            edits += differ == 1 && edit;
+        }
+        no_edit += edits == 0;
+        far += r.target[i] >= 0;
+    }
+    CHECK(bad == 0, "%d-D: every candidate set well formed, every target the nearest (%d faults)", n, bad);
+    CHECK(local > pivots / 4 && local < 3 * pivots / 4, "%d-D: about half the sets are local (%d of %d)", n, local, pivots);
+    CHECK(no_edit <= far / 10, "%d-D: global sets hold digit edits (%d of %d without)", n, no_edit, far);
+    for (int s = 0; s < sets; s++) {
+        const int32_t *t = r.ood_pos + (long)s * 2 * m * n, *st = t + (long)m * n;
+        int32_t z[8];
+        for (int c = 0; c < n; c++) z[c] = st[c] - t[c];
+        for (int i = 0; i < m; i++) {
+            for (int c = 0; c < n; c++) {
+                bad += t[i * n + c] < 0 || t[i * n + c] >= L;
+                bad += st[i * n + c] - t[i * n + c] != z[c] || z[c] < 0 || z[c] >= max_pos - L;
+            }
+            for (int j = 0; j < i; j++) bad += !memcmp(t + i * n, t + j * n, (size_t)n * sizeof *t);
+        }
+    }
+    CHECK(bad == 0, "%d-D: teachers distinct in [0, L)^n, students shifted by one z in [0, Lmax - L)", n);
+    /* a draw is a function of its key */
+    int32_t *keep = malloc((size_t)pivots * (1 + C) * n * sizeof *keep);
+    memcpy(keep, r.delta_pos, (size_t)pivots * (1 + C) * n * sizeof *keep);
+    pelab_seqpe_reg_draw(&r, 100);
+    CHECK(memcmp(keep, r.delta_pos, (size_t)pivots * (1 + C) * n * sizeof *keep) != 0, "another key, another draw");
+    pelab_seqpe_reg_draw(&r, 99);
+    CHECK(memcmp(keep, r.delta_pos, (size_t)pivots * (1 + C) * n * sizeof *keep) == 0, "the same key, the same draw");
+    free(keep);
+    pelab_seqpe_reg_free(&r);
+}
+
+/* α·L_delta + β·L_OOD through the interface: every encoder parameter. The numeric side holds the
+ * teachers' embeddings at their values before any perturbation (L_OOD's stop-gradient): it encodes
+ * the draw's positions with the same encoder, the teachers once. */
+struct aux_ctx { struct pelab_posenc pe; struct pelab_params params; struct pelab_seqpe_acts a;
+                 double *E, *teachers; int32_t *row, *list; double alpha, beta; };
+static double aux_f(void *p) {
+    struct aux_ctx *c = p;
+    const struct pelab_seqpe_reg *r = pelab_seqpe_last_draw(&c->pe);
+    const struct pelab_seqpe_encoder *e = pelab_seqpe_encoder_of(&c->pe);
+    const int D = e->out_dim, nd = r->pivots * (1 + r->cands), no = r->sets * 2 * r->ood_m, N = nd + no;
+    pelab_seqpe_encoder_forward(e, &c->a, c->list, N); /* every listed position, one row each */
+    memcpy(c->E, c->a.out, (size_t)N * D * sizeof *c->E);
+    for (int s = 0; s < r->sets; s++) /* teachers: the frozen rows */
+        memcpy(c->E + (long)(nd + s * 2 * r->ood_m) * D, c->teachers + (long)s * r->ood_m * D,
+               (size_t)r->ood_m * D * sizeof *c->E);
+    return c->alpha * pelab_seqpe_delta_loss(c->E, D, c->row, r->target, r->pivots, r->cands, NULL, 0) +
+           c->beta * pelab_seqpe_ood_loss(c->E, D, c->pe.H, c->row + nd, r->sets, r->ood_m, NULL, 0);
+}
+static void check_aux(const char *mode) {
+    static struct aux_ctx c;
+    memset(&c, 0, sizeof c);
+    struct pelab_opts o = {0};
+    const char *kv[] = {"seqpe-mode", mode, "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4",
+                        "seqpe-alpha", "0.3", "seqpe-beta", "0.7", "seqpe-delta-batch", "3",
+                        "seqpe-candidates", "4", "seqpe-ood-batch", "2", "seqpe-ood-positions", "3", NULL};
+    for (int i = 0; kv[i]; i += 2) pelab_opts_set(&o, kv[i], kv[i + 1]);
+    c.alpha = 0.3, c.beta = 0.7;
+    CHECK(pelab_posenc_init(&c.pe, "seqpe", &o, &c.params, SD, SH, SN, 8) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 5);
+    c.pe.ops->init_params(&c.pe, &rng);
+    for (size_t i = 0; i < c.params.total; i++) { /* larger than init: confident similarities */
+        seed = seed * 6364136223846793005ull + 1;
+        c.params.data[i] += 1.2 * ((double)(seed >> 11) * 0x1.0p-53 - 0.5);
+    }
+    double terms[PELAB_PE_AUX_MAX], total;
+    CHECK(c.pe.ops->aux_forward(&c.pe, 7, terms, &total) == PELAB_OK, "aux_forward");
+    CHECK(fabs(total - (0.3 * terms[0] + 0.7 * terms[1])) < 1e-14 && terms[0] > 0 && terms[1] > 0,
+          "%s: total %g = 0.3·%g + 0.7·%g", mode, total, terms[0], terms[1]);
+    const struct pelab_seqpe_reg *r = pelab_seqpe_last_draw(&c.pe);
+    CHECK(r->max_pos == 100, "Lmax 0 means min(20000, b^k) = 100 (got %lld)", (long long)r->max_pos);
+    pelab_params_zero_grad(&c.params);
+    c.pe.ops->aux_backward(&c.pe, 1);
+    double *grad = malloc(c.params.total * sizeof *grad);
+    memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
+
+    /* the numeric side: the draw's positions listed one row each, teachers encoded once */
+    const struct pelab_seqpe_encoder *e = pelab_seqpe_encoder_of(&c.pe);
+    const int D = e->out_dim, nd = r->pivots * (1 + r->cands), N = nd + r->sets * 2 * r->ood_m;
+    c.list = malloc((size_t)N * sizeof *c.list);
+    c.row = malloc((size_t)N * sizeof *c.row);
+    c.E = malloc((size_t)N * D * sizeof *c.E);
+    c.teachers = malloc((size_t)r->sets * r->ood_m * D * sizeof *c.teachers);
+    memcpy(c.list, r->delta_pos, (size_t)nd * sizeof *c.list);
+    memcpy(c.list + nd, r->ood_pos, (size_t)(N - nd) * sizeof *c.list);
+    for (int i = 0; i < N; i++) c.row[i] = i;
+    CHECK(pelab_seqpe_acts_reserve(&c.a, e, N) == PELAB_OK, "reserve");
+    pelab_seqpe_encoder_forward(e, &c.a, c.list, N);
+    for (int s = 0; s < r->sets; s++)
+        memcpy(c.teachers + (long)s * r->ood_m * D, c.a.out + (long)(nd + s * 2 * r->ood_m) * D,
+               (size_t)r->ood_m * D * sizeof *c.teachers);
+    CHECK(fabs(aux_f(&c) - total) < 1e-13, "%s: the numeric side computes the same total (%.17g, %.17g)",
+          mode, aux_f(&c), total);
+    for (int i = 0; i < c.params.count; i++) {
+        const struct pelab_param *p = &c.params.list[i];
+        char what[96];
+        snprintf(what, sizeof what, "α·L_delta + β·L_OOD (%s): %s", mode, p->name);
+        gradcheck(what, aux_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
+                  H_STEP, ATOL, RTOL);
+    }
+    /* the regularisers never reach W^p: it gets no gradient from them */
+    if (strcmp(mode, "input")) {
+        int wp = pelab_params_find(&c.params, "pe.seqpe.qk.weight");
+        double g = 0;
+        for (size_t j = 0; j < c.params.list[wp].size; j++) g = fmax(g, fabs(grad[c.params.list[wp].offset + j]));
+        CHECK(g == 0, "W^p untouched by the regularisers (%g)", g);
+    }
+    free(grad), free(c.list), free(c.row), free(c.E), free(c.teachers);
+    pelab_seqpe_acts_free(&c.a);
+    pelab_posenc_free(&c.pe);
+    pelab_params_free(&c.params);
+}
+
+/* --seqpe-shift-prob: that fraction of sequences moves, each by one z, within Lmax. */
+static void check_shift(void) {
+    struct pelab_posenc pe;
+    struct pelab_params params = {0};
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "seqpe-shift-prob", "0.3");
+    pelab_opts_set(&o, "seqpe-max-pos", "1000");
+    CHECK(pelab_posenc_init(&pe, "seqpe", &o, &params, SD, SH, SN, 10) == PELAB_OK, "%s", pelab_last_error());
+    enum { B = 400, T = 10 };
+    static int32_t pos[B * T], again[B * T];
+    for (int i = 0; i < B * T; i++) pos[i] = i % T;
+    pe.ops->train_positions(&pe, pos, B, T, 42);
+    int moved = 0, bad = 0;
+    for (int b = 0; b < B; b++) {
+        const int32_t z = pos[b * T];
+        moved += z != 0;
+        for (int t = 0; t < T; t++) bad += pos[b * T + t] != z + t;
+        bad += z < 0 || z + T > 1000;
+    }
+    CHECK(bad == 0 && moved > B / 5 && moved < 2 * B / 5, "30%% of rows shifted as a whole (%d of %d, %d faults)", moved, B, bad);
+    for (int i = 0; i < B * T; i++) again[i] = i % T;
+    pe.ops->train_positions(&pe, again, B, T, 42);
+    CHECK(memcmp(pos, again, sizeof pos) == 0, "the same key moves the same rows");
+    pelab_posenc_free(&pe);
+    pelab_params_free(&params);
+}
+
 int main(void) {
     check_digits();
     check_unique();
@@ -328,5 +597,12 @@ int main(void) {
     check_long_eval("attn-add");
     check_long_eval("attn-mul");
     check_long_eval("attn-bias");
+    printf("the regularisers\n");
+    check_losses();
+    check_draws(1, 20000, 50, 32, 32);
+    check_draws(2, 30, 6, 8, 10);
+    check_aux("input");
+    check_aux("attn-bias");
+    check_shift();
     return check_report("test_seqpe");
 }

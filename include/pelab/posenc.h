@@ -30,6 +30,8 @@ enum pelab_pe_site {
 
 struct pelab_posenc;
 
+#define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */
+
 struct pelab_posenc_ops {
     const char *name;
     const char *summary; /* one line: what it is and where it comes from */
@@ -79,6 +81,21 @@ struct pelab_posenc_ops {
      * encoder, whose embeddings feed every layer) backpropagates into that network here, once,
      * from what the site backwards gathered. */
     void (*backward_end)(struct pelab_posenc *pe);
+
+    /* Optional, training only: the training loop calls these, evaluation never does. */
+    /* Rewrites the positions (B,T) of one training micro-batch in place, as a function of `key`
+     * alone so that a resumed run repeats it (SeqPE starts some sequences at a shifted position). */
+    void (*train_positions)(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key);
+    /* Loss terms of the encoding's own, added to the task's loss (SeqPE's regularisers).
+     * aux_names: the terms' names, NULL-terminated, at most PELAB_PE_AUX_MAX; log.jsonl records
+     * each term's mean under its name. aux_forward, called once per micro-batch after the model's
+     * backward, draws whatever it needs from `key` alone, sets terms[i] to each term's value (NaN
+     * for a term its options switch off) and *total to what the objective adds (their weighted
+     * sum); PELAB_OK, or PELAB_ERR_RUNTIME (out of memory). aux_backward then adds
+     * scale·∂total/∂θ to the parameters' gradients. */
+    const char *const *aux_names;
+    int (*aux_forward)(struct pelab_posenc *pe, uint64_t key, double *terms, double *total);
+    void (*aux_backward)(struct pelab_posenc *pe, pelab_real scale);
 
     /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned.
      * backward: parameter grads += from dout (nq, nk). Entries with pos_k[j] > pos_q[i] are

@@ -28,6 +28,7 @@
  * blocks.{l}.attn.seqpe.qk.weight (per layer), rows [W_q^p; W_k^p], init N(0, 0.02); no weight
  * decay on any of them (the paper's encoder has none).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@
 #include "posenc/seqpe.h"
 
 enum { MODE_INPUT, MODE_ADD, MODE_MUL, MODE_BIAS };
+
+#define SEQPE_LMAX 20000 /* the paper's Lmax for text */
 
 static const struct pelab_optdef seqpe_options[] = {
     {"seqpe-mode", PELAB_OPT_CHOICE, "input", 0, 0, "input|attn-add|attn-mul|attn-bias",
@@ -55,6 +58,21 @@ static const struct pelab_optdef seqpe_options[] = {
     {"seqpe-heads", PELAB_OPT_INT, "0", 0, 1024, NULL, "encoder attention heads (0: heads)"},
     {"seqpe-final-norm", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "RMSNorm on the encoder's [CLS] state before the output projection"},
+    {"seqpe-alpha", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
+     "weight α of the distance-alignment loss L_delta (0: off)"},
+    {"seqpe-beta", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
+     "weight β of the distillation loss L_OOD to shifted positions (0: off)"},
+    {"seqpe-max-pos", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL,
+     "Lmax: the regularisers and the shifted starts draw positions below it (0: 20000, or b^k "
+     "when the digits hold fewer)"},
+    {"seqpe-shift-prob", PELAB_OPT_REAL, "0.1", 0, 1, NULL,
+     "fraction of training sequences that start at a random position z in [0, Lmax - T)"},
+    {"seqpe-delta-batch", PELAB_OPT_INT, "32", 1, 65536, NULL, "L_delta: pivots per micro-batch"},
+    {"seqpe-candidates", PELAB_OPT_INT, "32", 1, 4096, NULL, "L_delta: candidates |C| per pivot"},
+    {"seqpe-ood-batch", PELAB_OPT_INT, "32", 1, 65536, NULL,
+     "L_OOD: teacher sets (each with its own shift) per micro-batch"},
+    {"seqpe-ood-positions", PELAB_OPT_INT, "32", 2, 4096, NULL,
+     "L_OOD: teacher positions m per set (at most the training context's positions)"},
     {0},
 };
 
@@ -77,9 +95,51 @@ struct seqpe {
     long row_cap;         /* rows room in pqk, dE, dpqk */
     pelab_real *snap;     /* the encoding's parameter values the table was computed with */
     int have_table;
+    /* training only: shifted starts and the regularisers */
+    double shift_prob, alpha, beta;
+    struct pelab_seqpe_reg reg;   /* this micro-batch's draw */
+    struct pelab_seqpe_acts reg_acts;
+    int32_t *reg_all, *reg_uniq, *reg_row, *reg_scratch; /* (N,n), (N,n), (N,), (2N,) */
+    pelab_real *reg_dE;           /* (N,D) α·∂L_δ/∂E + β·∂L_OOD/∂E of the draw's distinct positions */
+    pelab_real *reg_dout;         /* (N,D) the same times aux_backward's scale */
 };
 
 static const struct pelab_posenc_ops seqpe_embed_ops, seqpe_qk_ops;
+
+/* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. */
+static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int max_seq, int D) {
+    s->alpha = pelab_opt_real(opts, seqpe_options, "seqpe-alpha");
+    s->beta = pelab_opt_real(opts, seqpe_options, "seqpe-beta");
+    s->shift_prob = pelab_opt_real(opts, seqpe_options, "seqpe-shift-prob");
+    long max_pos = pelab_opt_int(opts, seqpe_options, "seqpe-max-pos");
+    if (s->alpha == 0 && s->beta == 0 && s->shift_prob == 0) return PELAB_OK;
+    if (max_pos == 0) max_pos = s->enc.capacity < SEQPE_LMAX ? (long)s->enc.capacity : SEQPE_LMAX;
+    if (max_pos > s->enc.capacity)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld is beyond what --seqpe-digits %d "
+                          "in base %d hold (positions below %lld)", max_pos, s->enc.digits,
+                          s->enc.base, (long long)s->enc.capacity);
+    if (s->shift_prob > 0 && max_pos <= max_seq)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld leaves no room to shift the "
+                          "training context (%d) for --seqpe-shift-prob", max_pos, max_seq);
+    const int pivots = s->alpha > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-delta-batch") : 0;
+    const int C = (int)pelab_opt_int(opts, seqpe_options, "seqpe-candidates");
+    const int sets = s->beta > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-batch") : 0;
+    int m = (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-positions");
+    if (m > max_seq) m = max_seq; /* the training range has no more (n = 1 here) */
+    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, max_pos, max_seq, pivots, C,
+                                  sets, m);
+    if (rc) return rc;
+    const long N = (long)pivots * (1 + C) + (long)sets * 2 * m, n = s->enc.dims;
+    s->reg_all = malloc((size_t)(N * n + 1) * sizeof *s->reg_all);
+    s->reg_uniq = malloc((size_t)(N * n + 1) * sizeof *s->reg_uniq);
+    s->reg_row = malloc((size_t)(N + 1) * sizeof *s->reg_row);
+    s->reg_scratch = malloc((size_t)(2 * N + 1) * sizeof *s->reg_scratch);
+    s->reg_dE = malloc((size_t)(N * D + 1) * sizeof *s->reg_dE);
+    s->reg_dout = malloc((size_t)(N * D + 1) * sizeof *s->reg_dout);
+    if (!s->reg_all || !s->reg_uniq || !s->reg_row || !s->reg_scratch || !s->reg_dE || !s->reg_dout)
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the SeqPE regularisers");
+    return PELAB_OK;
+}
 
 static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
     struct seqpe *s = calloc(1, sizeof *s);
@@ -124,6 +184,7 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
         }
     }
     if (s->mode == MODE_BIAS) pe->qk_dim = 2 * pe->d;
+    if ((rc = regularisers_init(s, opts, pe->max_seq, pe->D))) return rc;
     pe->ops = s->mode == MODE_INPUT ? &seqpe_embed_ops : &seqpe_qk_ops;
     return PELAB_OK;
 }
@@ -141,6 +202,14 @@ static void seqpe_free(struct pelab_posenc *pe) {
     free(s->dE);
     free(s->dpqk);
     free(s->snap);
+    pelab_seqpe_reg_free(&s->reg);
+    pelab_seqpe_acts_free(&s->reg_acts);
+    free(s->reg_all);
+    free(s->reg_uniq);
+    free(s->reg_row);
+    free(s->reg_scratch);
+    free(s->reg_dE);
+    free(s->reg_dout);
     free(s);
 }
 
@@ -348,6 +417,73 @@ static void seqpe_backward_end(struct pelab_posenc *pe) {
     memset(s->dE, 0, (size_t)s->U * pe->D * sizeof *s->dE);
 }
 
+/* --- training: shifted starts and the regularisers ------------------------------------------ */
+
+/* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − T). */
+static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key) {
+    const struct seqpe *s = pe->state;
+    if (s->shift_prob == 0) return;
+    const int64_t room = s->reg.max_pos - T;
+    for (int b = 0; b < B; b++) {
+        if (pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
+        const int32_t z = (int32_t)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * (double)room);
+        for (int t = 0; t < T; t++) pos[(long)b * T + t] += z;
+    }
+}
+
+static const char *const seqpe_aux_names[] = {"loss_delta", "loss_ood", NULL};
+
+/* One draw; its distinct positions through the encoder; α·L_δ + β·L_OOD and their gradient with
+ * respect to the embeddings (reg_dE), which aux_backward takes through the encoder. */
+static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *terms, double *total) {
+    struct seqpe *s = pe->state;
+    struct pelab_seqpe_reg *r = &s->reg;
+    const int n = r->dims, D = pe->D;
+    terms[0] = terms[1] = NAN;
+    *total = 0;
+    s->reg_acts.U = 0;
+    if (!r->pivots && !r->sets) return PELAB_OK;
+    pelab_seqpe_reg_draw(r, key);
+    const long nd = (long)r->pivots * (1 + r->cands), N = nd + (long)r->sets * 2 * r->ood_m;
+    memcpy(s->reg_all, r->delta_pos, (size_t)(nd * n) * sizeof *s->reg_all);
+    memcpy(s->reg_all + nd * n, r->ood_pos, (size_t)((N - nd) * n) * sizeof *s->reg_all);
+    const int U = pelab_seqpe_unique(s->reg_uniq, s->reg_row, s->reg_all, (int)N, n, s->reg_scratch);
+    int rc = pelab_seqpe_check(&s->enc, s->reg_uniq, U);
+    if (!rc) rc = pelab_seqpe_acts_reserve(&s->reg_acts, &s->enc, U);
+    if (rc) return rc;
+    pelab_seqpe_encoder_forward(&s->enc, &s->reg_acts, s->reg_uniq, U);
+    memset(s->reg_dE, 0, (size_t)U * D * sizeof *s->reg_dE);
+    if (r->pivots) {
+        terms[0] = pelab_seqpe_delta_loss(s->reg_acts.out, D, s->reg_row, r->target, r->pivots,
+                                          r->cands, s->reg_dE, s->alpha);
+        *total += s->alpha * terms[0];
+    }
+    if (r->sets) {
+        terms[1] = pelab_seqpe_ood_loss(s->reg_acts.out, D, pe->H, s->reg_row + nd, r->sets,
+                                        r->ood_m, s->reg_dE, s->beta);
+        *total += s->beta * terms[1];
+    }
+    return PELAB_OK;
+}
+
+static void seqpe_aux_backward(struct pelab_posenc *pe, pelab_real scale) {
+    struct seqpe *s = pe->state;
+    const long n = (long)s->reg_acts.U * pe->D;
+    if (!n) return;
+    for (long i = 0; i < n; i++) s->reg_dout[i] = scale * s->reg_dE[i];
+    pelab_seqpe_encoder_backward(&s->enc, &s->reg_acts, s->reg_dout);
+}
+
+const struct pelab_seqpe_encoder *pelab_seqpe_encoder_of(const struct pelab_posenc *pe) {
+    const struct seqpe *s = pe->state;
+    return &s->enc;
+}
+
+const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *pe) {
+    const struct seqpe *s = pe->state;
+    return &s->reg;
+}
+
 /* The registered entry (both sites listed); init switches to the variant of the chosen mode. */
 const struct pelab_posenc_ops pelab_pe_seqpe = {
     .name = "seqpe",
@@ -363,6 +499,10 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .qk_forward = seqpe_qk_forward,
     .qk_backward = seqpe_qk_backward,
     .backward_end = seqpe_backward_end,
+    .train_positions = seqpe_train_positions,
+    .aux_names = seqpe_aux_names,
+    .aux_forward = seqpe_aux_forward,
+    .aux_backward = seqpe_aux_backward,
 };
 
 static const struct pelab_posenc_ops seqpe_embed_ops = {
@@ -377,6 +517,10 @@ static const struct pelab_posenc_ops seqpe_embed_ops = {
     .embed_forward = seqpe_embed_forward,
     .embed_backward = seqpe_embed_backward,
     .backward_end = seqpe_backward_end,
+    .train_positions = seqpe_train_positions,
+    .aux_names = seqpe_aux_names,
+    .aux_forward = seqpe_aux_forward,
+    .aux_backward = seqpe_aux_backward,
 };
 
 static const struct pelab_posenc_ops seqpe_qk_ops = {
@@ -391,4 +535,8 @@ static const struct pelab_posenc_ops seqpe_qk_ops = {
     .qk_forward = seqpe_qk_forward,
     .qk_backward = seqpe_qk_backward,
     .backward_end = seqpe_backward_end,
+    .train_positions = seqpe_train_positions,
+    .aux_names = seqpe_aux_names,
+    .aux_forward = seqpe_aux_forward,
+    .aux_backward = seqpe_aux_backward,
 };

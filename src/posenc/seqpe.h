@@ -119,11 +119,52 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
 int pelab_seqpe_unique(int32_t *uniq, int32_t *row, const int32_t *coords, int N, int n,
                        int32_t *scratch);
 
+/* --- the regularisers (seqpe_reg.c) ----------------------------------------------------------
+ *
+ * Formulas in seqpe_reg.c. A draw fills, from a key alone (so a resumed run repeats it):
+ *   delta_pos (pivots, 1+C, n)   each row a pivot, then its C candidates; target (pivots,) the index
+ *                                in 0..C−1 of p⁺, the candidate nearest the pivot
+ *   ood_pos   (sets, 2m, n)      each set m teachers in [0, L)^n, then the same shifted by one z
+ * The losses take the embeddings E (U,D) and each position's row in E, in the same layout. */
+#define PELAB_SEQPE_DIMS_MAX 8
+
+struct pelab_seqpe_reg {
+    int dims, base;
+    int64_t max_pos;      /* Lmax per coordinate */
+    int train_len;        /* L per coordinate: the training context */
+    int pivots, cands;    /* L_δ: pivots per step, |C| (pivots 0: no L_δ) */
+    int sets, ood_m;      /* L_OOD: teacher sets per step, m (sets 0: no L_OOD) */
+    int32_t *delta_pos, *target, *ood_pos;
+    int32_t *perm;        /* (L^n,) scratch */
+};
+
+/* PELAB_ERR_USAGE naming the option when the ranges cannot supply the draws (fewer than C + 1
+ * positions below Lmax, no room for a shift, fewer than m training positions). */
+int pelab_seqpe_reg_init(struct pelab_seqpe_reg *r, int dims, int base, int64_t max_pos,
+                         int train_len, int pivots, int cands, int sets, int m);
+void pelab_seqpe_reg_free(struct pelab_seqpe_reg *r);
+void pelab_seqpe_reg_draw(struct pelab_seqpe_reg *r, uint64_t key);
+/* The index of the position in cand (C, n) nearest p in Euclidean distance, the first of ties. */
+int pelab_seqpe_nearest(const int32_t *p, const int32_t *cand, int C, int n);
+
+/* L_δ of E (U,D); row (pivots, 1+C). With dE: dE (U,D) += scale·∂L_δ/∂E. */
+double pelab_seqpe_delta_loss(const pelab_real *E, int D, const int32_t *row,
+                              const int32_t *target, int pivots, int C, pelab_real *dE,
+                              double scale);
+/* L_OOD of E (U,D) over H heads; row (sets, 2m). With dE: dE (U,D) += scale·∂L_OOD/∂E (students
+ * only: the teachers' distribution is held constant). */
+double pelab_seqpe_ood_loss(const pelab_real *E, int D, int H, const int32_t *row, int sets, int m,
+                            pelab_real *dE, double scale);
+
 /* --- the encoding (pe_seqpe.c) ------------------------------------------------------------- */
 
 struct pelab_posenc;
 /* Rows of the position table the last prepare() left: the distinct positions it encoded, or more
  * when it reused a table computed earlier with the same parameters. For tests. */
 int pelab_seqpe_table_rows(const struct pelab_posenc *pe);
+/* The encoding's encoder (for analyses and tests: e_p of any positions through one's own acts). */
+const struct pelab_seqpe_encoder *pelab_seqpe_encoder_of(const struct pelab_posenc *pe);
+/* The regularisers' draw of the last aux_forward (for tests and the twin's fixtures). */
+const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *pe);
 
 #endif

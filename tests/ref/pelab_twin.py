@@ -102,6 +102,8 @@ DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10
                  "seqpe-dims": 1, "seqpe-layers": 2, "seqpe-width": 0, "seqpe-heads": 0,
                  "seqpe-final-norm": "off"})
 _INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-width", "seqpe-heads")
+DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1})
+_FLOATS += ("seqpe-alpha", "seqpe-beta")
 
 
 def parse_config(raw):
@@ -484,6 +486,31 @@ class SeqPE(SeqPEEncoder):
         self.mode, self.shared = cfg["seqpe-mode"], cfg["seqpe-proj"] == "shared"
         if self.mode != "input" and self.shared:
             self.qk = nn.Linear(D, 2 * D, bias=False)
+
+
+def seqpe_regularisers(model, delta_pos, target, ood_pos):
+    """SeqPE's regularisers on given draws (SPEC 2.3), -> (L_delta, L_OOD, nearest (P,)).
+    delta_pos (P, 1+C, n): a pivot, then its candidates; the target is the candidate nearest the
+    pivot in Euclidean distance (the first of ties), here recomputed as `nearest` (pelab's `target`
+    is only used to report a difference); L_delta = mean over pivots of cross-entropy of the logits
+    e_p . e_c at the target. ood_pos (S, 2m, n): m teachers, then m students; with e split into H
+    head chunks, L_OOD = mean over sets, heads, rows of KL(softmax(teacher sims) || softmax(student
+    sims)), the teachers detached."""
+    enc, H = model.pe.seqpe, model.cfg["heads"]
+    P, C1, n = delta_pos.shape
+    e = enc(delta_pos.reshape(-1, n)).view(P, C1, -1)                           # (P, 1+C, D)
+    logits = (e[:, :1] * e[:, 1:]).sum(-1)                                       # (P, C)
+    dist = ((delta_pos[:, 1:] - delta_pos[:, :1]).double() ** 2).sum(-1)         # (P, C)
+    nearest = torch.tensor([int(np.argmin(row)) for row in dist.numpy()])       # first of ties
+    l_delta = F.cross_entropy(logits, nearest)
+    S, M2, _ = ood_pos.shape
+    m = M2 // 2
+    e = enc(ood_pos.reshape(-1, n)).view(S, M2, H, -1).transpose(1, 2)           # (S, H, 2m, dh)
+    t, st = e[:, :, :m].detach(), e[:, :, m:]
+    lp = (t @ t.transpose(-1, -2)).log_softmax(-1)
+    ls = (st @ st.transpose(-1, -2)).log_softmax(-1)
+    l_ood = (lp.exp() * (lp - ls)).sum(-1).mean()
+    return l_delta, l_ood, nearest
 
 
 # --- the model -------------------------------------------------------------------------------------
