@@ -16,6 +16,8 @@
 
 #define TWO_PI 6.283185307179586
 
+int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
+
 static const struct pelab_optdef analyze_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
@@ -40,6 +42,7 @@ void pelab_cmd_analyze_help(FILE *f) {
                "      as the forward pass uses it; columns layer,head,freq,theta,delta.\n"
                "Other encodings have neither: a usage error.\n");
     pelab_args_help(f, &g, 1, NULL);
+    fprintf(f, "\nalso: pelab analyze seqpe --model DIR  (SeqPE's e_p . e_q matrix; its --help for options)\n");
 }
 
 /* bias(t, s) of every layer and head along the distances 0..maxd, one tile per (layer, head):
@@ -139,6 +142,7 @@ int pelab_cmd_analyze(int argc, char **argv) {
     }
     if (argc < 1 || strncmp(argv[0], "--", 2) == 0)
         return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias --model DIR");
+    if (strcmp(argv[0], "seqpe") == 0) return pelab_analyze_seqpe(argc - 1, argv + 1);
     if (strcmp(argv[0], "bias") != 0)
         return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias)", argv[0]);
     struct pelab_group g = {"options", analyze_options};

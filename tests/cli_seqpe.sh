@@ -55,6 +55,21 @@ same_weights "$W/full/model.safetensors" "$W/part/model.safetensors" || fail "we
 grep -q '"loss_delta"' "$W/beta/log.jsonl" && fail "--seqpe-alpha 0 still logs loss_delta"
 grep -q '"loss_ood"' "$W/beta/log.jsonl" || fail "--seqpe-alpha 0 lost loss_ood"
 
+# analyze seqpe: the similarity matrix e_p·e_q, symmetric, norms on the diagonal, to a file or -.
+R="$W/input"
+"$P" analyze seqpe --model "$R" --from 3 --to 40 --step 4 --out "$W/sim.csv" 2>"$W/err" || fail "analyze seqpe: $(cat "$W/err")"
+"$P" analyze seqpe --model "$R" --from 3 --to 40 --step 4 >"$W/sim2.csv" 2>"$W/err" || fail "analyze seqpe to -: $(cat "$W/err")"
+cmp -s "$W/sim.csv" "$W/sim2.csv" || fail "analyze seqpe: --out and standard output differ"
+/usr/bin/python3 - "$W/sim.csv" <<'PY' || fail "analyze seqpe: the matrix"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+want = [str(p) for p in range(3, 40, 4)]
+assert rows[0] == ["p"] + want and [r[0] for r in rows[1:]] == want, rows[0]
+m = [[float(x) for x in r[1:]] for r in rows[1:]]
+assert all(m[i][j] == m[j][i] for i in range(10) for j in range(10)), "not symmetric"
+assert all(m[i][i] > 0 for i in range(10)), "diagonal"
+PY
+
 expect_usage() { # PATTERN -- ARGS...
     local pattern=$1; shift 2
     "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
@@ -75,4 +90,9 @@ expect_usage "--seqpe-max-pos 2000 is beyond what --seqpe-digits 3 in base 10 ho
 expect_usage "--seqpe-max-pos 40 leaves no room to shift the training context" -- \
     train --pe seqpe --seqpe-max-pos 40 $TINY --out "$W/no"
 expect_usage "--seqpe-alpha: -1 is out of range" -- train --pe seqpe --seqpe-alpha -1 $TINY --out "$W/no"
+expect_usage "position 1000 has more than 3 digits in base 10" -- \
+    analyze seqpe --model "$W/attn-bias_--seqpe-digits_3" --from 992 --to 1010 --out "$W/no"
+"$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"
+expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
+expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
 exit 0

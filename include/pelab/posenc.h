@@ -82,6 +82,10 @@ struct pelab_posenc_ops {
      * from what the site backwards gathered. */
     void (*backward_end)(struct pelab_posenc *pe);
 
+    /* Optional, for analyses: the encoding's own vector of each position, e_p ∈ R^D (SeqPE's
+     * encoder output), out (n, D). PELAB_ERR_USAGE for a position it cannot represent. */
+    int (*position_vectors)(struct pelab_posenc *pe, const int32_t *pos, int n, pelab_real *out);
+
     /* Optional, training only: the training loop calls these, evaluation never does. */
     /* Rewrites the positions (B,T) of one training micro-batch in place, as a function of `key`
      * alone so that a resumed run repeats it (SeqPE starts some sequences at a shifted position). */

@@ -417,6 +417,16 @@ static void seqpe_backward_end(struct pelab_posenc *pe) {
     memset(s->dE, 0, (size_t)s->U * pe->D * sizeof *s->dE);
 }
 
+/* e_p of each position, through the table (so an analysis of many positions encodes each once). */
+static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, int n, pelab_real *out) {
+    struct seqpe *s = pe->state;
+    int rc = seqpe_prepare(pe, pos, 1, n);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++)
+        memcpy(out + (long)i * pe->D, s->acts.out + (long)s->row[i] * pe->D, (size_t)pe->D * sizeof *out);
+    return PELAB_OK;
+}
+
 /* --- training: shifted starts and the regularisers ------------------------------------------ */
 
 /* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − T). */
@@ -499,6 +509,7 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .qk_forward = seqpe_qk_forward,
     .qk_backward = seqpe_qk_backward,
     .backward_end = seqpe_backward_end,
+    .position_vectors = seqpe_position_vectors,
     .train_positions = seqpe_train_positions,
     .aux_names = seqpe_aux_names,
     .aux_forward = seqpe_aux_forward,
@@ -517,6 +528,7 @@ static const struct pelab_posenc_ops seqpe_embed_ops = {
     .embed_forward = seqpe_embed_forward,
     .embed_backward = seqpe_embed_backward,
     .backward_end = seqpe_backward_end,
+    .position_vectors = seqpe_position_vectors,
     .train_positions = seqpe_train_positions,
     .aux_names = seqpe_aux_names,
     .aux_forward = seqpe_aux_forward,
@@ -535,6 +547,7 @@ static const struct pelab_posenc_ops seqpe_qk_ops = {
     .qk_forward = seqpe_qk_forward,
     .qk_backward = seqpe_qk_backward,
     .backward_end = seqpe_backward_end,
+    .position_vectors = seqpe_position_vectors,
     .train_positions = seqpe_train_positions,
     .aux_names = seqpe_aux_names,
     .aux_forward = seqpe_aux_forward,
