@@ -15,6 +15,7 @@
 #include "pelab/params.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
 #include "posenc/seqpe.h"
 
 #define H_STEP 1e-6
@@ -549,6 +550,75 @@ static void check_aux(const char *mode) {
     pelab_params_free(&c.params);
 }
 
+/* The same in two dimensions, on the encoder and the losses directly (the model's positions are
+ * 1-D): a draw of 2-D pivots, candidates, teachers and students, every position its own row. */
+struct reg2_ctx { struct pelab_seqpe_encoder e; struct pelab_params params; struct pelab_seqpe_reg r;
+                  struct pelab_seqpe_acts a; int32_t *list, *row; double *E, *teachers; };
+static double reg2_f(void *p) {
+    struct reg2_ctx *c = p;
+    const struct pelab_seqpe_reg *r = &c->r;
+    const int D = c->e.out_dim, nd = r->pivots * (1 + r->cands), N = nd + r->sets * 2 * r->ood_m;
+    pelab_seqpe_encoder_forward(&c->e, &c->a, c->list, N);
+    memcpy(c->E, c->a.out, (size_t)N * D * sizeof *c->E);
+    for (int s = 0; c->teachers && s < r->sets; s++)
+        memcpy(c->E + (long)(nd + s * 2 * r->ood_m) * D, c->teachers + (long)s * r->ood_m * D,
+               (size_t)r->ood_m * D * sizeof *c->E);
+    return 0.4 * pelab_seqpe_delta_loss(c->E, D, c->row, r->target, r->pivots, r->cands, NULL, 0) +
+           0.6 * pelab_seqpe_ood_loss(c->E, D, 2, c->row + nd, r->sets, r->ood_m, NULL, 0);
+}
+static void check_reg_2d(void) {
+    static struct reg2_ctx c;
+    memset(&c, 0, sizeof c);
+    CHECK(pelab_seqpe_encoder_init(&c.e, &c.params, "pe.seqpe", 3, 3, 2, 1, 6, 2, 0, 4) == PELAB_OK, "init");
+    CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 8);
+    pelab_seqpe_encoder_init_params(&c.e, &rng);
+    for (size_t i = 0; i < c.params.total; i++) {
+        seed = seed * 6364136223846793005ull + 1;
+        c.params.data[i] += 1.2 * ((double)(seed >> 11) * 0x1.0p-53 - 0.5);
+    }
+    /* coordinates below 20 (3 base-3 digits hold 27), training range 5 × 5 */
+    CHECK(pelab_seqpe_reg_init(&c.r, 2, 3, 20, 5, 3, 6, 2, 4) == PELAB_OK, "%s", pelab_last_error());
+    pelab_seqpe_reg_draw(&c.r, 11);
+    const struct pelab_seqpe_reg *r = &c.r;
+    const int D = 4, nd = r->pivots * (1 + r->cands), N = nd + r->sets * 2 * r->ood_m;
+    c.list = malloc((size_t)N * 2 * sizeof *c.list);
+    c.row = malloc((size_t)N * sizeof *c.row);
+    c.E = malloc((size_t)N * D * sizeof *c.E);
+    memcpy(c.list, r->delta_pos, (size_t)nd * 2 * sizeof *c.list);
+    memcpy(c.list + nd * 2, r->ood_pos, (size_t)(N - nd) * 2 * sizeof *c.list);
+    for (int i = 0; i < N; i++) c.row[i] = i;
+    CHECK(pelab_seqpe_check(&c.e, c.list, N) == PELAB_OK, "2-D draws fit the digits");
+    CHECK(pelab_seqpe_acts_reserve(&c.a, &c.e, N) == PELAB_OK, "reserve");
+    /* analytic: losses with dE, then the encoder's backward */
+    pelab_seqpe_encoder_forward(&c.e, &c.a, c.list, N);
+    double *dE = calloc((size_t)N * D, sizeof *dE);
+    const double ld = pelab_seqpe_delta_loss(c.a.out, D, c.row, r->target, r->pivots, r->cands, dE, 0.4);
+    const double lo = pelab_seqpe_ood_loss(c.a.out, D, 2, c.row + nd, r->sets, r->ood_m, dE, 0.6);
+    CHECK(ld > 0 && lo > 0, "2-D: L_delta %g, L_OOD %g", ld, lo);
+    c.teachers = malloc((size_t)r->sets * r->ood_m * D * sizeof *c.teachers);
+    for (int s = 0; s < r->sets; s++)
+        memcpy(c.teachers + (long)s * r->ood_m * D, c.a.out + (long)(nd + s * 2 * r->ood_m) * D,
+               (size_t)r->ood_m * D * sizeof *c.teachers);
+    pelab_params_zero_grad(&c.params);
+    pelab_seqpe_encoder_backward(&c.e, &c.a, dE);
+    double *grad = malloc(c.params.total * sizeof *grad);
+    memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
+    for (int i = 0; i < c.params.count; i++) {
+        const struct pelab_param *p = &c.params.list[i];
+        char what[96];
+        snprintf(what, sizeof what, "2-D α·L_delta + β·L_OOD: %s", p->name);
+        gradcheck(what, reg2_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
+                  H_STEP, ATOL, RTOL);
+    }
+    free(grad), free(dE), free(c.list), free(c.row), free(c.E), free(c.teachers);
+    pelab_seqpe_acts_free(&c.a);
+    pelab_seqpe_reg_free(&c.r);
+    pelab_seqpe_encoder_free(&c.e);
+    pelab_params_free(&c.params);
+}
+
 /* --seqpe-shift-prob: that fraction of sequences moves, each by one z, within Lmax. */
 static void check_shift(void) {
     struct pelab_posenc pe;
@@ -577,6 +647,7 @@ static void check_shift(void) {
 }
 
 int main(void) {
+    pelab_threads_set(1); /* problems of a few rows: threads only cost (threading: test_attn) */
     check_digits();
     check_unique();
     printf("encoder gradients\n");
@@ -603,6 +674,7 @@ int main(void) {
     check_draws(2, 30, 6, 8, 10);
     check_aux("input");
     check_aux("attn-bias");
+    check_reg_2d();
     check_shift();
     return check_report("test_seqpe");
 }
