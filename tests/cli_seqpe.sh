@@ -70,6 +70,23 @@ assert all(m[i][j] == m[j][i] for i in range(10) for j in range(10)), "not symme
 assert all(m[i][i] > 0 for i in range(10)), "diagonal"
 PY
 
+# The regulariser ablation as one compare: variants NAME:option=value:... of one encoding.
+"$P" compare --task indirect --pe seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe:seqpe-beta=0,seqpe --seeds 1 \
+    $TINY --seqpe-delta-batch 4 --seqpe-ood-batch 2 --steps 2 --out "$W/abl" >"$W/out" 2>"$W/err" ||
+    fail "compare of variants: $(tail -2 "$W/err")"
+/usr/bin/python3 - "$W/abl" <<'PY' || fail "compare of variants: compare.json or the runs' settings"
+import json, sys
+d = sys.argv[1]
+c = json.load(open(d + "/compare.json"))
+labels = ["seqpe:seqpe-alpha=0:seqpe-beta=0", "seqpe:seqpe-beta=0", "seqpe"]
+assert [e["pe"] for e in c["encodings"]] == labels, c["encodings"]
+want = {labels[0]: (0, 0), labels[1]: (0.1, 0), labels[2]: (0.1, 0.1)}
+for l, (a, b) in want.items():
+    cfg = json.load(open("%s/%s-s1/config.json" % (d, l)))
+    assert cfg["model"]["pe"] == "seqpe" and cfg["encoding"]["seqpe-alpha"] == a and cfg["encoding"]["seqpe-beta"] == b, (l, cfg["encoding"])
+    assert cfg["encoding"]["seqpe-delta-batch"] == 4, "shared options reach every variant"
+PY
+
 expect_usage() { # PATTERN -- ARGS...
     local pattern=$1; shift 2
     "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
@@ -95,4 +112,8 @@ expect_usage "position 1000 has more than 3 digits in base 10" -- \
 "$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"
 expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
 expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
+expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
+    compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
+expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
+expect_usage "--seqpe-beta: -2 is out of range" -- compare --pe seqpe:seqpe-beta=-2 $TINY --out "$W/no"
 exit 0
