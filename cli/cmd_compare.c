@@ -403,7 +403,7 @@ int pelab_cmd_compare(int argc, char **argv) {
             snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
             r->variant = p;
             r->seed = seed0 + (uint64_t)s;
-            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, r->pe, r->seed);
+            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pes[p], r->seed);
             if ((rc = run_opts(&opts, r, &one))) return rc;
             if ((rc = pelab_train_validate(&one))) return rc;
         }

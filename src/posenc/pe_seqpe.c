@@ -24,6 +24,12 @@
  * positions). backward: the sites add into dE (U,D) (QK modes through W^p:
  * dW^p += dPᵀ·E, dE += dP·W^p), and backward_end() runs the encoder's backward once.
  *
+ * Training (the posenc.h training hooks): train_positions() starts --seqpe-shift-prob of the
+ * sequences at a random z ∈ [0, Lmax − T) (App. A.5); aux_forward() draws the regularisers'
+ * positions from its key, encodes the draw's distinct positions once (activations of their own,
+ * apart from the table) and returns α·L_δ + β·L_OOD with each term (seqpe_reg.c), keeping their
+ * gradient with respect to those embeddings; aux_backward() takes it through the encoder.
+ *
  * Parameters: the encoder's under pe.seqpe.*, and W^p as pe.seqpe.qk.weight (shared) or
  * blocks.{l}.attn.seqpe.qk.weight (per layer), rows [W_q^p; W_k^p], init N(0, 0.02); no weight
  * decay on any of them (the paper's encoder has none).
