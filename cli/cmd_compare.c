@@ -1,6 +1,7 @@
 /* pelab compare: train every encoding × seed with otherwise identical settings, each in
  * OUT/<pe>-s<seed>/, and print the paper-style table (test accuracy and loss, mean ± std over
- * seeds). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
+ * seeds). An entry of --pe may be a variant of an encoding with settings of its own,
+ * NAME:option=value:..., so one command runs an ablation (seqpe:seqpe-alpha=0,seqpe). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
  * interrupted comparison continues where it stopped. With --jobs N, N runs train at once, each in
  * a child process (cli/jobs.c) that runs what the sequential loop runs. */
 #include <inttypes.h>
@@ -22,7 +23,9 @@
 #define MAX_SEEDS 100
 
 static const struct pelab_optdef compare_options[] = {
-    {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL, "encodings to compare, comma-separated"},
+    {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
+     "encodings to compare, comma-separated; NAME:option=value:... is a variant with settings of "
+     "its own (e.g. seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe for an ablation)"},
     {"seeds", PELAB_OPT_INT, "3", 1, MAX_SEEDS, NULL,
      "runs per encoding, with seeds --seed, --seed+1, ..."},
     {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
@@ -54,7 +57,8 @@ static int fail_in(int code, const char *where) {
 }
 
 struct result {
-    char pe[32];
+    char pe[PELAB_OPT_VAL_MAX]; /* the --pe entry: an encoding, or a variant NAME:option=value:... */
+    int variant;
     uint64_t seed;
     char dir[PELAB_OPT_VAL_MAX + 64];
     double test_acc, test_loss, wall_s;
@@ -125,11 +129,46 @@ static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
     }
 }
 
-/* The options of one run: the shared ones without other encodings' options, plus pe, seed, out. */
+/* One entry of --pe: the encoding and the settings of the variant (none for a plain encoding). */
+struct variant {
+    char name[32];
+    struct pelab_opts set;
+};
+static struct variant variants[MAX_PES];
+
+/* "NAME" or "NAME:option=value:..." into v; each option must be the encoding's, its value valid. */
+static int parse_variant(const char *entry, struct variant *v) {
+    char buf[PELAB_OPT_VAL_MAX];
+    snprintf(buf, sizeof buf, "%s", entry);
+    memset(v, 0, sizeof *v);
+    char *save, *part = strtok_r(buf, ":", &save);
+    if (!part || strlen(part) >= sizeof v->name)
+        return pelab_fail(PELAB_ERR_USAGE, "--pe: '%s' does not start with an encoding", entry);
+    strcpy(v->name, part);
+    const struct pelab_posenc_ops *ops = pelab_posenc_find(v->name);
+    while ((part = strtok_r(NULL, ":", &save))) {
+        char *eq = strchr(part, '=');
+        if (!eq)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: '%s' is not option=value", entry, part);
+        *eq = '\0';
+        const struct pelab_optdef *d = ops ? pelab_optdef_find(ops->options, part) : NULL;
+        if (ops && !d)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is not an option of --pe %s", entry,
+                              part, v->name);
+        int rc = d ? pelab_optdef_check(d, eq + 1) : PELAB_OK;
+        if (!rc) rc = pelab_opts_set(&v->set, part, eq + 1);
+        if (rc) return rc;
+    }
+    return PELAB_OK;
+}
+
+/* The options of one run: the shared ones without other encodings' options, plus pe, seed, out,
+ * and its variant's own settings. */
 static int run_opts(const struct pelab_opts *shared, const struct result *r,
                     struct pelab_opts *o) {
     *o = *shared;
-    const struct pelab_posenc_ops *mine = pelab_posenc_find(r->pe);
+    const struct variant *v = &variants[r->variant];
+    const struct pelab_posenc_ops *mine = pelab_posenc_find(v->name);
     for (int i = o->count - 1; i >= 0; i--) {
         const char *k = o->kv[i].key;
         if (mine && pelab_optdef_find(mine->options, k)) continue;
@@ -141,7 +180,8 @@ static int run_opts(const struct pelab_opts *shared, const struct result *r,
     }
     char seed[32];
     snprintf(seed, sizeof seed, "%" PRIu64, r->seed);
-    int rc = pelab_opts_set(o, "pe", r->pe);
+    int rc = pelab_opts_set(o, "pe", v->name);
+    for (int i = 0; !rc && i < v->set.count; i++) rc = pelab_opts_set(o, v->set.kv[i].key, v->set.kv[i].val);
     if (!rc) rc = pelab_opts_set(o, "seed", seed);
     if (!rc) rc = pelab_opts_set(o, "out", r->dir);
     return rc;
@@ -204,7 +244,7 @@ static void print_table(const struct pe_stats *st, int n_pes) {
 }
 
 static void run_label(char *buf, size_t size, const struct result *r) {
-    snprintf(buf, size, "[%.31s s%" PRIu64 "]", r->pe, r->seed);
+    snprintf(buf, size, "[%.50s s%" PRIu64 "]", r->pe, r->seed);
 }
 
 /* Whether r has its summary.json (then it is not trained again), said on stderr. */
@@ -318,8 +358,11 @@ int pelab_cmd_compare(int argc, char **argv) {
                 return pelab_fail(PELAB_ERR_USAGE, "--pe: '%s' is listed twice", s);
         if (n_pes == MAX_PES)
             return pelab_fail(PELAB_ERR_USAGE, "--pe: at most %d encodings", MAX_PES);
+        if ((rc = parse_variant(s, &variants[n_pes]))) return rc;
         pes[n_pes++] = s;
     }
+    const char *names[MAX_PES]; /* the encodings themselves, for the check of the options */
+    for (int p = 0; p < n_pes; p++) names[p] = variants[p].name;
     if (n_pes == 0) return pelab_fail(PELAB_ERR_USAGE, "--pe: no encoding given");
     int seeds = (int)pelab_opt_int(&opts, compare_options, "seeds");
     int jobs = (int)pelab_opt_int(&opts, compare_options, "jobs");
@@ -330,7 +373,7 @@ int pelab_cmd_compare(int argc, char **argv) {
     static char task[PELAB_OPT_VAL_MAX], out[PELAB_OPT_VAL_MAX + 32], preset[PELAB_OPT_VAL_MAX];
     snprintf(task, sizeof task, "%s", pelab_opt_str(&opts, pelab_train_options, "task"));
     snprintf(preset, sizeof preset, "%s", pelab_opt_str(&opts, pelab_train_options, "preset"));
-    rc = pelab_train_check_opts(&opts, task, pes, n_pes, " (see 'pelab help compare')");
+    rc = pelab_train_check_opts(&opts, task, names, n_pes, " (see 'pelab help compare')");
     if (rc) return rc;
     const char *o = pelab_opt_str(&opts, pelab_train_options, "out");
     if (o[0])
@@ -358,8 +401,9 @@ int pelab_cmd_compare(int argc, char **argv) {
             struct result *r = &rs[n];
             memset(r, 0, sizeof *r);
             snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
+            r->variant = p;
             r->seed = seed0 + (uint64_t)s;
-            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, r->pe, r->seed);
+            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pes[p], r->seed);
             if ((rc = run_opts(&opts, r, &one))) return rc;
             if ((rc = pelab_train_validate(&one))) return rc;
         }

@@ -27,7 +27,7 @@ static const struct command commands[] = {
      pelab_cmd_sample_help},
     {"compare", "train several encodings x seeds and print a results table", pelab_cmd_compare,
      pelab_cmd_compare_help},
-    {"analyze", "what a run learned, as CSV and PNG: bias per distance, PoPE's delta, frequency usage",
+    {"analyze", "what a run learned, as CSV and PNG: bias per distance, PoPE's delta, frequency usage, SeqPE's similarity",
      pelab_cmd_analyze, pelab_cmd_analyze_help},
     {"plot", "PNG line plot of columns of a CSV file (e.g. an extrapolation sweep)", pelab_cmd_plot,
      pelab_cmd_plot_help},

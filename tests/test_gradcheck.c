@@ -1,8 +1,8 @@
 /* Gradient checks in double precision, by central differences: every layer on every input and
  * parameter, each encoding's QK transform (PoPE's δ included, RoPE's length-extension methods),
  * each BIAS encoding's parameters (T5's tables, FIRE's MLP, c and ℓ), the learned table (direct
- * and interpolated), and the whole model for each encoding, tied and untied, with and without
- * dropout. */
+ * and interpolated), and the whole model for each encoding (SeqPE in each integration; its
+ * encoder alone in test_seqpe), tied and untied, with and without dropout. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -420,5 +420,11 @@ int main(void) {
     check_model("t5 per layer", (const char *const[]){"pe", "t5", "t5-table", "per-layer", "t5-buckets", "6", "t5-max-distance", "5", NULL}, 0);
     check_model("fire dropout", (const char *const[]){"pe", "fire", "fire-width", "6", NULL}, 0.25);
     check_model("fire-shared", (const char *const[]){"pe", "fire-shared", "fire-width", "5", "fire-depth", "3", NULL}, 0);
+    /* SeqPE: its encoder (1 block, base 10, 2 digits) in each integration; the second row's
+     * positions 10..15 share no digit sequence with the first's */
+    check_model("seqpe input", (const char *const[]){"pe", "seqpe", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "1", NULL}, 0);
+    check_model("seqpe attn-add per layer", (const char *const[]){"pe", "seqpe", "seqpe-mode", "attn-add", "seqpe-proj", "per-layer", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "1", NULL}, 0);
+    check_model("seqpe attn-mul", (const char *const[]){"pe", "seqpe", "seqpe-mode", "attn-mul", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "1", NULL}, 0);
+    check_model("seqpe attn-bias dropout", (const char *const[]){"pe", "seqpe", "seqpe-mode", "attn-bias", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "2", NULL}, 0.25);
     return check_report("test_gradcheck");
 }

@@ -156,15 +156,20 @@ int main(void) {
     check_shift("rope", "rope-resonance", "on", 1);
     check_shift("learned", "ape-max-len", "2048", 0);
     check_shift("sinusoidal", NULL, NULL, 0);
+    check_shift("seqpe", NULL, NULL, 0);                   /* absolute in every integration */
+    check_shift("seqpe", "seqpe-mode", "attn-add", 0);
+    check_shift("seqpe", "seqpe-mode", "attn-bias", 0);
     check_causality("nope");
     check_causality("rope");
     check_causality("pope");
     check_causality("learned");
     check_causality("sinusoidal");
     check_causality("xpos");
+    check_causality("seqpe");
     check_padding("rope");
     check_padding("pope");
     check_padding("sinusoidal");
+    check_padding("seqpe");
     check_seed();
     return check_report("test_properties");
 }

@@ -3,7 +3,8 @@
  *   build/tests/test_twin [DIR]
  *
  * For each case (an encoding and its settings) it builds a small model through the public API
- * and writes DIR/CASE/model.safetensors (initial weights, config in metadata "pelab.config") and
+ * and writes DIR/CASE/model.safetensors (initial weights, each setting in metadata
+ * "pelab.config.<name>", as a run's model file has them) and
  * DIR/CASE/fixture.safetensors:
  *   tokens, targets, pos          (B,T) I32   one batch; positions shifted per row (t + 7b)
  *   logits (B,T,V), loss (1,)     F64         forward on that batch
@@ -11,6 +12,11 @@
  *   step{i}.tokens/targets/pos    (B,T) I32   the batches of 5 training steps, i = 0..4
  *   lrs, losses, grad_norms       (5,) F64    per step: schedule lr, loss, norm before clipping
  *   after5.<param>                F64         parameters after the 5 AdamW steps
+ * and, for a case whose encoding adds loss terms of its own (SeqPE's regularisers), the terms
+ * joining the loss and its gradients, with the positions each step drew:
+ *   reg.delta_pos (P,1+C,n), reg.target (P,), reg.ood_pos (S,2m,n)   I32   the first draw
+ *   step{i}.reg.*                                                          each step's draw
+ *   loss_delta, loss_ood (1,), losses_delta, losses_ood (5,)         F64   L_delta and L_OOD
  * Without DIR it writes into a temporary directory and removes it. It asserts only what it can
  * see on its own (the settings recorded in the metadata are the ones the model was built with,
  * finite losses and gradients, the loss is the mean of the per-position losses);
@@ -32,6 +38,7 @@
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
+#include "posenc/seqpe.h"
 
 #ifndef PELAB_DOUBLE
 #error "test_twin is built with -DPELAB_DOUBLE: the fixtures hold pelab_real as F64"
@@ -44,7 +51,7 @@
 
 struct twin_case {
     const char *name;
-    const char *opts[16]; /* key, value, ..., NULL */
+    const char *opts[24]; /* key, value, ..., NULL */
 };
 
 static const struct twin_case cases[] = {
@@ -80,6 +87,28 @@ static const struct twin_case cases[] = {
     {"t5-per-layer", {"pe", "t5", "t5-table", "per-layer", "t5-buckets", "8", "t5-max-distance", "12", NULL}},
     {"fire", {"pe", "fire", NULL}},
     {"fire-shared", {"pe", "fire-shared", "fire-width", "16", "fire-depth", "3", NULL}},
+    /* SeqPE in each integration; positions reach 36, so 5 digits, or 4 in base 3, are enough */
+    {"seqpe-input", {"pe", "seqpe", NULL}},
+    {"seqpe-input-norm-base3", {"pe", "seqpe", "seqpe-base", "3", "seqpe-digits", "4",
+                                "seqpe-final-norm", "on", "seqpe-layers", "1", NULL}},
+    {"seqpe-attn-add", {"pe", "seqpe", "seqpe-mode", "attn-add", NULL}},
+    {"seqpe-attn-mul-per-layer", {"pe", "seqpe", "seqpe-mode", "attn-mul", "seqpe-proj", "per-layer",
+                                  "seqpe-width", "16", "seqpe-heads", "2", NULL}},
+    {"seqpe-attn-bias", {"pe", "seqpe", "seqpe-mode", "attn-bias", NULL}},
+    {"seqpe-attn-bias-per-layer", {"pe", "seqpe", "seqpe-mode", "attn-bias", "seqpe-proj",
+                                   "per-layer", "seqpe-layers", "3", NULL}},
+};
+
+/* Cases whose encoding adds loss terms of its own, as training adds them: SeqPE with its
+ * regularisers, α·L_delta + β·L_OOD on the draws of pelab's keys. */
+static const struct twin_case aux_cases[] = {
+    {"seqpe-reg-input", {"pe", "seqpe", "seqpe-alpha", "0.5", "seqpe-beta", "2", "seqpe-delta-batch",
+                         "4", "seqpe-candidates", "8", "seqpe-ood-batch", "3", "seqpe-ood-positions",
+                         "5", NULL}},
+    {"seqpe-reg-attn-add-norm", {"pe", "seqpe", "seqpe-mode", "attn-add", "seqpe-final-norm", "on",
+                                 "seqpe-alpha", "0.3", "seqpe-beta", "0.7", "seqpe-delta-batch", "3",
+                                 "seqpe-candidates", "32", "seqpe-ood-batch", "2",
+                                 "seqpe-max-pos", "300", NULL}},
 };
 
 /* The tensors of one file, in order; names are copied, data is borrowed. */
@@ -122,50 +151,31 @@ static void add_param(struct tensor_list *l, const char *prefix, const struct pe
     x->nbytes = p->size * sizeof(double);
 }
 
-/* JSON's number grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
-static int is_json_number(const char *s) {
-    if (*s == '-') s++;
-    if (*s == '0') s++;
-    else if (*s >= '1' && *s <= '9') while (*s >= '0' && *s <= '9') s++;
-    else return 0;
-    if (*s == '.') {
-        s++;
-        if (!(*s >= '0' && *s <= '9')) return 0;
-        while (*s >= '0' && *s <= '9') s++;
-    }
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '+' || *s == '-') s++;
-        if (!(*s >= '0' && *s <= '9')) return 0;
-        while (*s >= '0' && *s <= '9') s++;
-    }
-    return *s == '\0';
-}
+/* One draw of the regularisers, copied out of the encoding. */
+#define DRAW_MAX 4096
+struct draw {
+    int n, pivots, cands, sets, m;
+    int32_t delta_pos[DRAW_MAX], target[DRAW_MAX], ood_pos[DRAW_MAX];
+};
 
-/* The settings as one compact JSON object; numbers unquoted. Returns 0 if it did not fit. */
-static int settings_json(const struct pelab_opts *s, char *out, size_t cap) {
-    size_t n = 0;
-    out[n++] = '{';
-    for (int i = 0; i < s->count; i++) {
-        const char *parts[2] = {s->kv[i].key, s->kv[i].val};
-        for (int j = 0; j < 2; j++) {
-            int quote = j == 0 || !is_json_number(parts[j]);
-            if (n + 2 >= cap) return 0;
-            if (quote) out[n++] = '"';
-            for (const char *c = parts[j]; *c; c++) {
-                if (n + 4 >= cap) return 0;
-                if (*c == '"' || *c == '\\') out[n++] = '\\';
-                out[n++] = *c;
-            }
-            if (quote) out[n++] = '"';
-            out[n++] = j == 0 ? ':' : ',';
-        }
-    }
-    if (n + 2 >= cap) return 0;
-    if (out[n - 1] == ',') n--;
-    out[n++] = '}';
-    out[n] = '\0';
-    return 1;
+/* The encoding's own loss terms after a backward, as the trainer adds them: aux_forward with the
+ * key, aux_backward into the gradients; the draw and the terms are kept for the fixture. */
+static void aux_step(struct pelab_model *m, uint64_t key, struct draw *d, double *terms,
+                     const char *name) {
+    double t[PELAB_PE_AUX_MAX], total;
+    CHECK(m->pe.ops->aux_forward(&m->pe, key, t, &total) == PELAB_OK, "%s: aux_forward: %s", name,
+          pelab_last_error());
+    CHECK(isfinite(t[0]) && isfinite(t[1]) && isfinite(total) && t[0] > 0 && t[1] > 0,
+          "%s: regulariser losses %g, %g", name, t[0], t[1]);
+    m->pe.ops->aux_backward(&m->pe, 1.0);
+    terms[0] = t[0], terms[1] = t[1];
+    const struct pelab_seqpe_reg *r = pelab_seqpe_last_draw(&m->pe);
+    d->n = r->dims, d->pivots = r->pivots, d->cands = r->cands, d->sets = r->sets, d->m = r->ood_m;
+    const long nd = (long)r->pivots * (1 + r->cands) * r->dims, no = (long)r->sets * 2 * r->ood_m * r->dims;
+    PELAB_ASSERT(nd <= DRAW_MAX && no <= DRAW_MAX && r->pivots <= DRAW_MAX);
+    memcpy(d->delta_pos, r->delta_pos, (size_t)nd * sizeof *d->delta_pos);
+    memcpy(d->target, r->target, (size_t)r->pivots * sizeof *d->target);
+    memcpy(d->ood_pos, r->ood_pos, (size_t)no * sizeof *d->ood_pos);
 }
 
 /* Random tokens; about a quarter of the targets are -1; pos[b][t] = t + 7b + shift. */
@@ -201,7 +211,7 @@ static double forward_checked(struct pelab_model *m, const int32_t *tokens, cons
     return loss;
 }
 
-static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
+static int run_case(const char *dir, const struct twin_case *c, uint64_t seed, int aux) {
     char path[4096];
     struct pelab_opts opts = {0};
     const char *base[] = {"d-model", "32", "heads", "4", "layers", "2", "mlp-mult", "4",
@@ -242,6 +252,16 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
             w[0] *= 1 + 0.2 * pelab_rng_normal(&rng);
     }
 
+    /* The regularisers' cases: position embeddings of order 1 (the encoder's input embeddings × 10,
+     * W_out × 30), so that both losses are far from their values for equal embeddings and their
+     * gradients weigh in the comparison. */
+    for (int i = 0; aux && i < m.params.count; i++) {
+        const char *name = m.params.list[i].name;
+        double f = strcmp(name, "pe.seqpe.out.weight") == 0 ? 30 : strstr(name, "_emb.weight") ? 10 : 1;
+        for (size_t j = 0; strncmp(name, "pe.seqpe.", 9) == 0 && j < m.params.list[i].size; j++)
+            pelab_params_data(&m.params, i)[j] *= f;
+    }
+
     snprintf(path, sizeof path, "%s/%s", dir, c->name);
     if (mkdir(path, 0777) != 0 && errno != EEXIST) {
         CHECK(0, "mkdir %s: %s", path, strerror(errno));
@@ -250,11 +270,10 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     }
 
     struct pelab_opts settings = {0}, meta = {0};
-    char json[PELAB_OPT_VAL_MAX];
     CHECK(pelab_model_settings(&m, &settings) == PELAB_OK, "%s: settings: %s", c->name,
           pelab_last_error());
     /* Which attention kernel computed it is not the twin's business (both compute the same
-     * function; this model uses the default, tiled), and the whole JSON must fit one value. */
+     * function; this model uses the default, tiled). */
     pelab_opts_unset(&settings, "attention");
     /* Evaluation-time options are not settings of the model: the twin reads them beside them. */
     for (int i = 0; c->opts[i]; i += 2)
@@ -267,15 +286,20 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
               "%s: pelab_model_settings reports %s = '%s', the model was built with '%s'", c->name,
               c->opts[i], got ? got : "(missing)", c->opts[i + 1]);
     }
-    CHECK(settings_json(&settings, json, sizeof json), "%s: the settings' JSON is over %d bytes",
-          c->name, PELAB_OPT_VAL_MAX - 1);
-    pelab_opts_set(&meta, "pelab.config", json);
+    for (int i = 0; i < settings.count; i++) {
+        char key[PELAB_OPT_KEY_MAX + 16];
+        snprintf(key, sizeof key, "pelab.config.%s", settings.kv[i].key);
+        CHECK(pelab_opts_set(&meta, key, settings.kv[i].val) == PELAB_OK, "%s: metadata: %s",
+              c->name, pelab_last_error());
+    }
     pelab_opts_set(&meta, "format", "pelab-model");
     snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, c->name);
     CHECK(pelab_params_save(path, &m.params, &meta) == PELAB_OK, "%s: %s", path, pelab_last_error());
 
     /* One forward and backward. */
     static int32_t tokens[STEPS + 1][B * T], targets[STEPS + 1][B * T], pos[STEPS + 1][B * T];
+    static struct draw draws[STEPS + 1];
+    double aux_terms[STEPS + 1][2];
     random_batch(&rng, tokens[0], targets[0], pos[0], 0);
     CHECK(pelab_model_reserve(&m, B, T) == PELAB_OK, "%s: reserve: %s", c->name, pelab_last_error());
     double loss = forward_checked(&m, tokens[0], targets[0], pos[0], c->name);
@@ -285,6 +309,7 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     memcpy(logits, pelab_model_logits(&m), sizeof(double) * B * T * V);
     pelab_params_zero_grad(&m.params);
     pelab_model_backward(&m, 1.0);
+    if (aux) aux_step(&m, 1000, &draws[0], aux_terms[0], c->name);
     memcpy(grads, m.params.grad, sizeof(double) * m.params.total);
     CHECK(all_finite(grads, m.params.total), "%s: gradients not finite", c->name);
 
@@ -298,6 +323,7 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
         pelab_params_zero_grad(&m.params);
         losses[i] = forward_checked(&m, tk, tg, ps, c->name);
         pelab_model_backward(&m, 1.0);
+        if (aux) aux_step(&m, 2000 + (uint64_t)i, &draws[i + 1], aux_terms[i + 1], c->name);
         norms[i] = pelab_clip_grad_norm(&m.params, 1.0);
         lrs[i] = pelab_schedule_lr(&sched, i);
         pelab_adamw_step(&opt, &m.params, lrs[i]);
@@ -328,6 +354,26 @@ static int run_case(const char *dir, const struct twin_case *c, uint64_t seed) {
     add(&l, "grad_norms", PELAB_DT_F64, norms, 8, 1, STEPS, 0, 0, 0);
     for (int i = 0; i < m.params.count; i++)
         add_param(&l, "after5.", &m.params.list[i], m.params.data + m.params.list[i].offset);
+    static double aux_steps[2][STEPS];
+    for (int k = 0; aux && k <= STEPS; k++) { /* the draws; "reg." for the first, "step{i}.reg." */
+        const struct draw *d = &draws[k];
+        char pre[32];
+        if (k == 0) snprintf(pre, sizeof pre, "reg.");
+        else snprintf(pre, sizeof pre, "step%d.reg.", k - 1);
+        snprintf(name, sizeof name, "%sdelta_pos", pre);
+        add(&l, name, PELAB_DT_I32, d->delta_pos, 4, 3, d->pivots, 1 + d->cands, d->n, 0);
+        snprintf(name, sizeof name, "%starget", pre);
+        add(&l, name, PELAB_DT_I32, d->target, 4, 1, d->pivots, 0, 0, 0);
+        snprintf(name, sizeof name, "%sood_pos", pre);
+        add(&l, name, PELAB_DT_I32, d->ood_pos, 4, 3, d->sets, 2 * d->m, d->n, 0);
+        if (k > 0) aux_steps[0][k - 1] = aux_terms[k][0], aux_steps[1][k - 1] = aux_terms[k][1];
+    }
+    if (aux) {
+        add(&l, "loss_delta", PELAB_DT_F64, &aux_terms[0][0], 8, 1, 1, 0, 0, 0);
+        add(&l, "loss_ood", PELAB_DT_F64, &aux_terms[0][1], 8, 1, 1, 0, 0, 0);
+        add(&l, "losses_delta", PELAB_DT_F64, aux_steps[0], 8, 1, STEPS, 0, 0, 0);
+        add(&l, "losses_ood", PELAB_DT_F64, aux_steps[1], 8, 1, STEPS, 0, 0, 0);
+    }
 
     struct pelab_opts fmeta = {0};
     pelab_opts_set(&fmeta, "format", "pelab-twin-fixture");
@@ -351,7 +397,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_twin: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dir, &cases[i], 1000 + i);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dir, &cases[i], 1000 + i, 0);
+    for (size_t i = 0; i < sizeof aux_cases / sizeof aux_cases[0]; i++)
+        run_case(dir, &aux_cases[i], 2000 + i, 1);
     if (argc <= 1) tmpdir_remove();
     return check_report("test_twin_fixtures");
 }

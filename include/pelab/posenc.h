@@ -2,7 +2,7 @@
  *
  * An encoding acts at one or more of three sites:
  *   EMBED  adds e(p) to the token embedding                    (learned, sinusoidal, seqpe input)
- *   QK     transforms each head's query and key before q·k      (rope, pope, xpos)
+ *   QK     transforms each head's query and key before q·k      (rope, pope, xpos, seqpe attn-*)
  *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)
  * Positions are always an explicit int32 array of shape (B, T), so shifted or offset positions
  * cost nothing. A QK encoding may change the per-head query/key width (PoPE makes it 2d) while
@@ -30,6 +30,8 @@ enum pelab_pe_site {
 
 struct pelab_posenc;
 
+#define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */
+
 struct pelab_posenc_ops {
     const char *name;
     const char *summary; /* one line: what it is and where it comes from */
@@ -43,7 +45,10 @@ struct pelab_posenc_ops {
 
     /* Reads its options (already checked against `options`), validates them against the model
      * shape in `pe`, sets pe->qk_dim when it acts at QK, declares its parameters in `params`
-     * (with decay 0). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. */
+     * (with decay 0). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. An encoding
+     * whose options choose its site (SeqPE's --seqpe-mode) may point pe->ops at a variant of its
+     * table (same name, options and functions) that keeps only that site's functions: callers
+     * dispatch on which functions are present. */
     int (*init)(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params);
     void (*free)(struct pelab_posenc *pe);
     /* Writes initial values of its parameters. */
@@ -70,6 +75,31 @@ struct pelab_posenc_ops {
     void (*qk_backward)(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
                         const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                         const pelab_real *k, int ld, const int32_t *pos, int B, int T);
+
+    /* Optional. Called once at the end of each backward pass of the model, after every site's
+     * backward (EMBED's last): an encoding whose sites share one network of positions (SeqPE's
+     * encoder, whose embeddings feed every layer) backpropagates into that network here, once,
+     * from what the site backwards gathered. */
+    void (*backward_end)(struct pelab_posenc *pe);
+
+    /* Optional, for analyses: the encoding's own vector of each position, e_p ∈ R^D (SeqPE's
+     * encoder output), out (n, D). PELAB_ERR_USAGE for a position it cannot represent. */
+    int (*position_vectors)(struct pelab_posenc *pe, const int32_t *pos, int n, pelab_real *out);
+
+    /* Optional, training only: the training loop calls these, evaluation never does. */
+    /* Rewrites the positions (B,T) of one training micro-batch in place, as a function of `key`
+     * alone so that a resumed run repeats it (SeqPE starts some sequences at a shifted position). */
+    void (*train_positions)(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key);
+    /* Loss terms of the encoding's own, added to the task's loss (SeqPE's regularisers).
+     * aux_names: the terms' names, NULL-terminated, at most PELAB_PE_AUX_MAX; log.jsonl records
+     * each term's mean under its name. aux_forward, called once per micro-batch after the model's
+     * backward, draws whatever it needs from `key` alone, sets terms[i] to each term's value (NaN
+     * for a term its options switch off) and *total to what the objective adds (their weighted
+     * sum); PELAB_OK, or PELAB_ERR_RUNTIME (out of memory). aux_backward then adds
+     * scale·∂total/∂θ to the parameters' gradients. */
+    const char *const *aux_names;
+    int (*aux_forward)(struct pelab_posenc *pe, uint64_t key, double *terms, double *total);
+    void (*aux_backward)(struct pelab_posenc *pe, pelab_real scale);
 
     /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned.
      * backward: parameter grads += from dout (nq, nk). Entries with pos_k[j] > pos_q[i] are

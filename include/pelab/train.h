@@ -100,6 +100,9 @@ struct pelab_train_progress {
     int64_t step, steps;    /* updates done, updates in the run */
     double lr;
     double loss, acc;       /* training loss and accuracy: mean over the log interval so far */
+    int n_aux;              /* the encoding's own loss terms (SeqPE's regularisers), not in loss */
+    const char *const *aux_names;
+    double aux[PELAB_PE_AUX_MAX]; /* their means over the log interval; NaN: switched off */
     int has_val;
     double val_loss, val_acc;
     double test_loss, test_acc; /* DONE only */

@@ -385,6 +385,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     }
 
     if (m->pe.ops->embed_backward) m->pe.ops->embed_backward(&m->pe, a->dres, a->pos, B, T);
+    if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
     pelab_embed_backward(G(m->wte), a->dres, a->tokens, (int)BT, D);
 }
 

@@ -55,6 +55,9 @@ struct pelab_trainer {
     int64_t log_n;
     int64_t log_skipped;          /* updates skipped (--on-nan skip) in the current interval */
     double last_loss, last_acc;   /* last logged interval means */
+    int n_aux;                    /* the encoding's own loss terms (its aux_names) */
+    double log_aux[PELAB_PE_AUX_MAX]; /* their sums over the current log interval */
+    int aux_on[PELAB_PE_AUX_MAX]; /* whether the last update computed each (its options may not) */
     double lr_scale;    /* learning-rate factor from rollbacks (1: none) */
     int64_t nan_rollbacks;        /* rollbacks so far in the run */
     int64_t nan_skips;  /* updates skipped in a row, up to the current step */

@@ -49,8 +49,15 @@ static void tensor(struct pelab_tensor *t, const char *prefix, const struct pela
     t->nbytes = p->size * sizeof(pelab_real);
 }
 
+/* "log-aux-sum.<name>": the log interval's sum of the encoding's own loss term i. */
+static const char *aux_key(char *buf, size_t size, const struct pelab_trainer *tr, int i) {
+    snprintf(buf, size, "log-aux-sum.%s", tr->model.pe.ops->aux_names[i]);
+    return buf;
+}
+
 int pelab_state_save(const struct pelab_trainer *tr, const char *path) {
     const struct pelab_params *P = &tr->model.params;
+    char key[96];
     struct pelab_opts *meta = calloc(1, sizeof *meta);
     struct pelab_tensor *ts = calloc((size_t)P->count * 3, sizeof *ts);
     if (!meta || !ts) {
@@ -76,6 +83,8 @@ int pelab_state_save(const struct pelab_trainer *tr, const char *path) {
     if (!rc) rc = meta_printf(meta, "log-acc-sum", "%a", tr->log_acc);
     if (!rc) rc = meta_printf(meta, "log-count", "%" PRId64, tr->log_n);
     if (!rc) rc = meta_printf(meta, "log-skipped", "%" PRId64, tr->log_skipped);
+    for (int i = 0; i < tr->n_aux && !rc; i++) /* the encoding's own loss terms */
+        rc = meta_printf(meta, aux_key(key, sizeof key, tr, i), "%a", tr->log_aux[i]);
     if (!rc) rc = meta_printf(meta, "last-loss", "%a", tr->last_loss);
     if (!rc) rc = meta_printf(meta, "last-acc", "%a", tr->last_acc);
     if (!rc) rc = meta_printf(meta, "lr-scale", "%a", tr->lr_scale);
@@ -225,9 +234,11 @@ static int check_settings(const struct pelab_st_file *f, const char *path,
 struct counters {
     int64_t step, cursor, adam_step, log_n, log_skipped, rollbacks, skips;
     double elapsed, train, log_loss, log_acc, last_loss, last_acc, lr_scale;
+    double log_aux[PELAB_PE_AUX_MAX];
 };
 
-static int read_counters(const struct pelab_st_file *f, const char *path, struct counters *c) {
+static int read_counters(const struct pelab_st_file *f, const char *path,
+                         const struct pelab_trainer *tr, struct counters *c) {
     int rc = meta_int(f, path, "step", &c->step);
     if (!rc) rc = meta_int(f, path, "adam-step", &c->adam_step);
     if (!rc) rc = meta_int(f, path, "log-count", &c->log_n);
@@ -241,6 +252,9 @@ static int read_counters(const struct pelab_st_file *f, const char *path, struct
     if (!rc) rc = meta_real(f, path, "last-loss", &c->last_loss);
     if (!rc) rc = meta_real(f, path, "last-acc", &c->last_acc);
     if (!rc) rc = meta_real(f, path, "lr-scale", &c->lr_scale);
+    char key[96];
+    for (int i = 0; i < tr->n_aux && !rc; i++)
+        rc = meta_real(f, path, aux_key(key, sizeof key, tr, i), &c->log_aux[i]);
     if (rc) return rc;
     /* The cursor is a full 64-bit count: read it unsigned. */
     const char *v;
@@ -285,7 +299,7 @@ int pelab_state_from_file(struct pelab_trainer *tr, const struct pelab_st_file *
     if (expect_step >= 0 && c.step != expect_step)
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: holds step %" PRId64 ", its name says %" PRId64,
                           path, c.step, expect_step);
-    if ((rc = read_counters(f, path, &c))) return rc;
+    if ((rc = read_counters(f, path, tr, &c))) return rc;
     if ((rc = check_settings(f, path, &tr->settings))) return rc;
     const struct pelab_params *P = &tr->model.params;
     if (f->count != 3 * P->count)
@@ -314,6 +328,7 @@ int pelab_state_from_file(struct pelab_trainer *tr, const struct pelab_st_file *
     tr->train_s = c.train;
     tr->log_loss = c.log_loss;
     tr->log_acc = c.log_acc;
+    for (int i = 0; i < tr->n_aux; i++) tr->log_aux[i] = c.log_aux[i];
     tr->log_n = c.log_n;
     tr->log_skipped = c.log_skipped;
     tr->last_loss = c.last_loss;

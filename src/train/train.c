@@ -24,6 +24,8 @@
 /* Salt for the seed-derived start of the data cursor: different seeds see the data in another
  * order. */
 #define CURSOR_SALT 0xC0A5E5DA7A5EEDull
+/* Salt for the keys of the encoding's training-time draws (train_positions, aux_forward). */
+#define PE_SALT 0x9E5A17D8A3C0FFEEull
 
 static double now_s(void) {
     struct timespec ts;
@@ -65,6 +67,9 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
     if ((rc = pelab_model_init(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len))) return rc;
     tr->have_model = 1;
+    tr->n_aux = 0;
+    for (const char *const *n = tr->model.pe.ops->aux_names; n && *n; n++) tr->n_aux++;
+    PELAB_ASSERT(tr->n_aux <= PELAB_PE_AUX_MAX);
     tr->opt = (struct pelab_adamw){c->beta1, c->beta2, c->eps, c->weight_decay, 0};
     tr->sched = (struct pelab_schedule){c->lr, c->min_lr, c->warmup, c->decay_steps};
     tr->saved_step = -1;
@@ -141,12 +146,14 @@ struct nan_event {
     int applied; /* the weights were already updated */
 };
 
-/* One optimizer update; loss and accuracy are the means over its micro-batches. UPDATE_NAN,
+/* One optimizer update; loss and accuracy are the means over its micro-batches, and so are the
+ * encoding's own loss terms, aux (tr->n_aux; NaN for a term its options switch off). UPDATE_NAN,
  * with *ev filled and the update's batches consumed, when the loss, the gradient or (with
  * --check-finite) an activation is not finite: then no weight has changed. */
-static int update(struct pelab_trainer *tr, double *loss, double *acc, double *lr,
+static int update(struct pelab_trainer *tr, double *loss, double *acc, double *aux, double *lr,
                   struct nan_event *ev) {
     struct pelab_model *m = &tr->model;
+    const struct pelab_posenc_ops *pe = m->pe.ops;
     const struct pelab_train_config *c = &tr->c;
     int64_t update_no = tr->step + 1;
     uint64_t cursor0 = tr->cursor;
@@ -154,6 +161,7 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
     pelab_params_zero_grad(&m->params);
     pelab_poison_apply(tr, PELAB_POISON_WEIGHT, update_no);
     *loss = *acc = 0;
+    for (int i = 0; i < tr->n_aux; i++) aux[i] = 0;
     for (int micro = 0; micro < c->accum; micro++) {
         tr->task.ops->fill(&tr->task, PELAB_SPLIT_TRAIN, tr->cursor, &tr->batch);
         tr->cursor += (uint64_t)c->batch;
@@ -161,6 +169,10 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
         m->dropout_key =
             pelab_hash64(c->seed ^ pelab_hash64((uint64_t)tr->step * (uint64_t)c->accum +
                                                 (uint64_t)micro));
+        /* the encoding's own random choices: keyed like the dropout masks, apart from them */
+        const uint64_t pe_key = pelab_hash64(m->dropout_key ^ PE_SALT);
+        if (pe->train_positions)
+            pe->train_positions(&m->pe, tr->batch.pos, c->batch, tr->task.seq_len, pe_key);
         double l = pelab_model_forward(m, tr->batch.tokens, tr->batch.targets, tr->batch.pos,
                                        c->batch, tr->task.seq_len);
         if (m->status) return m->status;
@@ -181,6 +193,18 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *l
         *loss += l / c->accum;
         *acc += batch_accuracy(m, &tr->batch) / c->accum;
         pelab_model_backward(m, (pelab_real)(1.0 / c->accum));
+        if (pe->aux_forward) { /* the encoding's own loss terms (SeqPE's regularisers) */
+            double terms[PELAB_PE_AUX_MAX], total;
+            int rc = pe->aux_forward(&m->pe, pelab_hash64(pe_key ^ 1), terms, &total);
+            if (rc) return rc;
+            if (!isfinite(total)) {
+                ev->what = "the encoding's own loss";
+                snprintf(ev->detail, sizeof ev->detail, "%g", pelab_printable(total));
+                goto not_finite;
+            }
+            pe->aux_backward(&m->pe, (pelab_real)(1.0 / c->accum));
+            for (int i = 0; i < tr->n_aux; i++) aux[i] += terms[i] / c->accum;
+        }
     }
     m->training = 0;
     pelab_poison_apply(tr, PELAB_POISON_GRAD, update_no);
@@ -230,6 +254,13 @@ static void log_line(struct pelab_sb *sb, const struct pelab_train_progress *p) 
     pelab_sb_json_number(sb, p->loss);
     pelab_sb_printf(sb, ", \"acc\": ");
     pelab_sb_json_number(sb, p->acc);
+    for (int i = 0; i < p->n_aux; i++) { /* the encoding's own loss terms, those switched on */
+        if (isnan(p->aux[i])) continue;
+        pelab_sb_printf(sb, ", ");
+        pelab_sb_json_string(sb, p->aux_names[i]);
+        pelab_sb_printf(sb, ": ");
+        pelab_sb_json_number(sb, p->aux[i]);
+    }
     if (p->has_val) {
         pelab_sb_printf(sb, ", \"val_loss\": ");
         pelab_sb_json_number(sb, p->val_loss);
@@ -291,10 +322,10 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     struct pelab_sb sb = {0};
     int rc = PELAB_OK;
     while (tr->step < c->steps) {
-        double loss = 0, acc = 0, lr = 0, ts = now_s();
+        double loss = 0, acc = 0, lr = 0, aux[PELAB_PE_AUX_MAX], ts = now_s();
         struct nan_event ev = {0};
         int64_t before = tr->step;
-        rc = update(tr, &loss, &acc, &lr, &ev);
+        rc = update(tr, &loss, &acc, aux, &lr, &ev);
         int skipped = rc == UPDATE_NAN;
         if (skipped && (rc = pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied)))
             break;
@@ -309,6 +340,10 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
             tr->log_loss += loss;
             tr->log_acc += acc;
             tr->log_n++;
+            for (int i = 0; i < tr->n_aux; i++) {
+                tr->aux_on[i] = !isnan(aux[i]);
+                if (tr->aux_on[i]) tr->log_aux[i] += aux[i];
+            }
         }
 
         int64_t s = tr->step;
@@ -317,6 +352,10 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
         p.lr = skipped ? pelab_schedule_lr(&tr->sched, s - 1) * tr->lr_scale : lr;
         p.loss = tr->log_n ? tr->log_loss / (double)tr->log_n : NAN; /* all skipped: null */
         p.acc = tr->log_n ? tr->log_acc / (double)tr->log_n : NAN;
+        p.n_aux = tr->n_aux;
+        p.aux_names = tr->model.pe.ops->aux_names;
+        for (int i = 0; i < tr->n_aux; i++)
+            p.aux[i] = tr->log_n && tr->aux_on[i] ? tr->log_aux[i] / (double)tr->log_n : NAN;
         p.skipped = tr->log_skipped;
         p.tokens_per_s = seg_train > 0 ? tokens_per_update * (double)seg_steps / seg_train : 0;
         p.eta_s = (double)(c->steps - s) * (seg_train / (double)seg_steps);
@@ -344,6 +383,7 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
             }
             tr->log_loss = tr->log_acc = 0;
             tr->log_n = tr->log_skipped = 0;
+            for (int i = 0; i < tr->n_aux; i++) tr->log_aux[i] = 0;
         }
         report(hooks, &p, PELAB_TRAIN_STEP);
         if ((c->save_every > 0 && s % c->save_every == 0) || last) {
@@ -385,6 +425,7 @@ void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
     tr->elapsed_s = tr->train_s = 0;
     tr->log_loss = tr->log_acc = 0;
     tr->log_n = tr->log_skipped = 0;
+    for (int i = 0; i < PELAB_PE_AUX_MAX; i++) tr->log_aux[i] = 0;
     tr->last_loss = tr->last_acc = 0;
     tr->lr_scale = 1;
     tr->nan_rollbacks = tr->nan_skips = 0;

@@ -9,7 +9,8 @@ Attention per head (d = D / H): scores = q'.k' / sqrt(d) + bias(t, s), causal (k
 index t), softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope` with
 its resonance and length-extension options, `pope`, `xpos`), bias from the bias encodings (`alibi`,
 `t5`, `fire`, `fire-shared`; 0 for the others); `learned` and `sinusoidal` add e(pos) to the token
-embedding. Positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
+embedding; `seqpe` encodes each position's digits with a small Transformer and adds the result to
+the token embedding or, projected, to / onto / beside q and k. Positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
 model.safetensors loads by name and gradients compare by name.
 
 Also here: a small safetensors reader/writer (struct + json + numpy; no safetensors package) and
@@ -95,6 +96,14 @@ _FLOATS += ("sin-base", "xpos-base", "xpos-scale-base", "xpos-gamma", "rope-scal
 DEFAULTS.update({"t5-buckets": 32, "t5-max-distance": 128, "t5-table": "shared",
                  "fire-width": 32, "fire-depth": 2})
 _INTS += ("t5-buckets", "t5-max-distance", "fire-width", "fire-depth")
+
+# SeqPE
+DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10, "seqpe-digits": 5,
+                 "seqpe-dims": 1, "seqpe-layers": 2, "seqpe-width": 0, "seqpe-heads": 0,
+                 "seqpe-final-norm": "off"})
+_INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-width", "seqpe-heads")
+DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1})
+_FLOATS += ("seqpe-alpha", "seqpe-beta")
 
 
 def parse_config(raw):
@@ -269,8 +278,8 @@ def make_posenc(cfg):
         return RoPE(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]))
     if pe == "xpos":
         return XPos(d, cfg["xpos-base"], cfg["xpos-scale-base"], cfg["xpos-gamma"])
-    if pe in ("learned", "sinusoidal"):
-        return NoPE()  # they act on the embedding: AbsolutePE below
+    if pe in ("learned", "sinusoidal", "seqpe"):
+        return NoPE()  # they act on the embedding (AbsolutePE, SeqPE below) or after q, k
     if pe == "pope":
         return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]))
     raise ValueError("the twin has no encoding '%s'" % pe)
@@ -400,6 +409,110 @@ def bias_is_shared(cfg):
     return cfg["pe"] == "fire-shared" or (cfg["pe"] == "t5" and cfg["t5-table"] == "shared")
 
 
+# --- SeqPE -----------------------------------------------------------------------------------------
+
+class SeqPEEncoder(nn.Module):
+    """Li et al. 2025. Position p (n coordinates) -> tokens: each coordinate's k digits in base b,
+    most significant first (left-padded with 0), the coordinates one after another, then [CLS] = b.
+    x_j = digit_emb[tok_j] + place_emb[j] + dim_emb[coordinate of j] (dim_emb only for n >= 2, none
+    on [CLS]); L pre-norm blocks (causal attention without positional encoding, GELU MLP 4W);
+    e_p = out(h_L[CLS]), or out(RMSNorm(h_L[CLS])) with the final norm."""
+
+    def __init__(self, base, digits, dims, layers, width, heads, final_norm, D):
+        super().__init__()
+        self.base, self.k, self.n, self.heads = base, digits, dims, heads
+        S = dims * digits + 1
+        self.digit_emb = nn.Embedding(base + 1, width)
+        self.place_emb = nn.Embedding(S, width)
+        if dims > 1:
+            self.dim_emb = nn.Embedding(dims, width)
+        self.enc = nn.ModuleList(SeqPEBlock(width, heads) for _ in range(layers))
+        if final_norm:
+            self.final_norm = RMSNorm(width)
+        self.out = nn.Linear(width, D, bias=False)
+
+    def tokens(self, coords):
+        """coords (U, n) int -> (U, S) digit ids, [CLS] last."""
+        powers = self.base ** torch.arange(self.k - 1, -1, -1)                   # (k,)
+        digits = (coords.long()[:, :, None] // powers) % self.base               # (U, n, k)
+        cls = torch.full((coords.shape[0], 1), self.base, dtype=torch.long)
+        return torch.cat((digits.reshape(coords.shape[0], -1), cls), 1)
+
+    def forward(self, coords):
+        tok = self.tokens(coords)                                                # (U, S)
+        U, S = tok.shape
+        x = self.digit_emb(tok) + self.place_emb.weight[None]
+        if self.n > 1:
+            dim = torch.arange(self.n).repeat_interleave(self.k)                # (n k,)
+            x = x + F.pad(self.dim_emb(dim), (0, 0, 0, 1))[None]                 # nothing on [CLS]
+        mask = torch.ones(S, S, dtype=torch.bool).triu(1)
+        for block in self.enc:
+            x = block(x, mask)
+        h = x[:, -1]                                                             # (U, W)
+        if hasattr(self, "final_norm"):
+            h = self.final_norm(h)
+        return self.out(h)                                                       # (U, D)
+
+
+class SeqPEBlock(nn.Module):
+    def __init__(self, W, heads):
+        super().__init__()
+        self.attn_norm, self.mlp_norm = RMSNorm(W), RMSNorm(W)
+        self.attn = nn.Module()
+        self.attn.qkv = nn.Linear(W, 3 * W, bias=False)
+        self.attn.proj = nn.Linear(W, W, bias=False)
+        self.mlp = nn.Module()
+        self.mlp.fc = nn.Linear(W, 4 * W, bias=False)
+        self.mlp.proj = nn.Linear(4 * W, W, bias=False)
+        self.H, self.d = heads, W // heads
+
+    def forward(self, x, mask):
+        U, S, W = x.shape
+        q, k, v = self.attn.qkv(self.attn_norm(x)).view(U, S, 3, self.H, self.d).permute(2, 0, 3, 1, 4)
+        att = (q @ k.transpose(-2, -1) / math.sqrt(self.d)).masked_fill(mask, float("-inf")).softmax(-1)
+        x = x + self.attn.proj((att @ v).transpose(1, 2).reshape(U, S, W))
+        return x + self.mlp.proj(F.gelu(self.mlp.fc(self.mlp_norm(x)), approximate="tanh"))
+
+
+class SeqPE(SeqPEEncoder):
+    """The encoder (its parameters directly under pe.seqpe) and, in the attn modes with
+    --seqpe-proj shared, W^p as pe.seqpe.qk, (2D, D): [pq; pk] = W^p e."""
+
+    def __init__(self, cfg):
+        D = cfg["d-model"]
+        super().__init__(cfg["seqpe-base"], cfg["seqpe-digits"], cfg["seqpe-dims"], cfg["seqpe-layers"],
+                         cfg["seqpe-width"] or D, cfg["seqpe-heads"] or cfg["heads"],
+                         on(cfg["seqpe-final-norm"]), D)
+        self.mode, self.shared = cfg["seqpe-mode"], cfg["seqpe-proj"] == "shared"
+        if self.mode != "input" and self.shared:
+            self.qk = nn.Linear(D, 2 * D, bias=False)
+
+
+def seqpe_regularisers(model, delta_pos, target, ood_pos):
+    """SeqPE's regularisers on given draws (SPEC 2.3), -> (L_delta, L_OOD, nearest (P,)).
+    delta_pos (P, 1+C, n): a pivot, then its candidates; the target is the candidate nearest the
+    pivot in Euclidean distance (the first of ties), here recomputed as `nearest` (pelab's `target`
+    is only used to report a difference); L_delta = mean over pivots of cross-entropy of the logits
+    e_p . e_c at the target. ood_pos (S, 2m, n): m teachers, then m students; with e split into H
+    head chunks, L_OOD = mean over sets, heads, rows of KL(softmax(teacher sims) || softmax(student
+    sims)), the teachers detached."""
+    enc, H = model.pe.seqpe, model.cfg["heads"]
+    P, C1, n = delta_pos.shape
+    e = enc(delta_pos.reshape(-1, n)).view(P, C1, -1)                           # (P, 1+C, D)
+    logits = (e[:, :1] * e[:, 1:]).sum(-1)                                       # (P, C)
+    dist = ((delta_pos[:, 1:] - delta_pos[:, :1]).double() ** 2).sum(-1)         # (P, C)
+    nearest = torch.tensor([int(np.argmin(row)) for row in dist.numpy()])       # first of ties
+    l_delta = F.cross_entropy(logits, nearest)
+    S, M2, _ = ood_pos.shape
+    m = M2 // 2
+    e = enc(ood_pos.reshape(-1, n)).view(S, M2, H, -1).transpose(1, 2)           # (S, H, 2m, dh)
+    t, st = e[:, :, :m].detach(), e[:, :, m:]
+    lp = (t @ t.transpose(-1, -2)).log_softmax(-1)
+    ls = (st @ st.transpose(-1, -2)).log_softmax(-1)
+    l_ood = (lp.exp() * (lp - ls)).sum(-1).mean()
+    return l_delta, l_ood, nearest
+
+
 # --- the model -------------------------------------------------------------------------------------
 
 class RMSNorm(nn.Module):
@@ -419,16 +532,28 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(D, 3 * D, bias=False)   # rows: [q; k; v], head h at rows h*d..
         self.proj = nn.Linear(D, D, bias=False)
         self.pope = make_posenc(cfg)                 # 'pope' names its parameter attn.pope.delta
+        if cfg["pe"] == "seqpe" and cfg["seqpe-mode"] != "input" and cfg["seqpe-proj"] == "per-layer":
+            self.seqpe = nn.Module()                 # blocks.{l}.attn.seqpe.qk.weight, (2D, D)
+            self.seqpe.qk = nn.Linear(D, 2 * D, bias=False)
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
             if bias is not None:
                 setattr(self, self.bias_name, bias)
 
-    def forward(self, x, pos, mask, shared_bias=None):
+    def forward(self, x, pos, mask, shared_bias=None, seqpe=None):
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
+        if seqpe is not None:                                  # (mode, e (B, T, D), shared W^p or None)
+            mode, e, qk = seqpe
+            pq, pk = (qk if qk is not None else self.seqpe.qk)(e).view(B, T, 2, self.H, self.d).permute(2, 0, 3, 1, 4)
+            if mode == "attn-add":
+                q, k = q + pq, k + pk
+            elif mode == "attn-mul":
+                q, k = q * pq, k * pk
+            else:                                              # attn-bias: q.k + pq.pk
+                q, k = torch.cat((q, pq), -1), torch.cat((k, pk), -1)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)                          # (B, H, T, T)
         att = att * getattr(self.pope, "logit_scale", 1.0)                           # YaRN
         bias = getattr(self, self.bias_name)(pos) if self.bias_name else shared_bias
@@ -459,8 +584,8 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(D)
         self.mlp = MLP(cfg)
 
-    def forward(self, h, pos, mask, shared_bias=None):
-        h = h + self.attn(self.attn_norm(h), pos, mask, shared_bias)
+    def forward(self, h, pos, mask, shared_bias=None, seqpe=None):
+        h = h + self.attn(self.attn_norm(h), pos, mask, shared_bias, seqpe)
         return h + self.mlp(self.mlp_norm(h))
 
 
@@ -477,6 +602,9 @@ class Twin(nn.Module):
             self.pos_emb = AbsolutePE(cfg)       # its table is pos_emb.weight
         elif cfg["pe"] == "sinusoidal":
             self.sin_emb = AbsolutePE(cfg)       # no parameters
+        elif cfg["pe"] == "seqpe":
+            self.pe = nn.Module()
+            self.pe.seqpe = SeqPE(cfg)           # pe.seqpe.*
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["layers"]))
         self.final_norm = RMSNorm(D)
         self.lm_head = None if on(cfg["tied"]) else nn.Linear(D, V, bias=False)
@@ -528,8 +656,16 @@ class Twin(nn.Module):
             if hasattr(self, absolute):
                 h = h + getattr(self, absolute)(pos).to(h.dtype)
         shared_bias = self.shared_bias(pos) if self.shared_bias is not None else None
+        seqpe = None
+        if self.cfg["pe"] == "seqpe":
+            sq = self.pe.seqpe
+            e = sq(pos.reshape(-1, 1)).view(B, T, -1)                        # (B, T, D)
+            if sq.mode == "input":
+                h = h + e
+            else:
+                seqpe = (sq.mode, e, sq.qk if sq.shared else None)
         for block in self.blocks:
-            h = block(h, pos, mask, shared_bias)
+            h = block(h, pos, mask, shared_bias, seqpe)
         h = self.final_norm(h)
         W = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = h @ W.t()
@@ -559,7 +695,7 @@ def decays(name, p):
     """pelab's rule: decoupled weight decay on matrices (ndim >= 2), never on gains or on the
     positional encoding's parameters (named '.pope.' etc.)."""
     return (p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
-            and not is_bias_param(name))
+            and ".seqpe." not in name and not is_bias_param(name))
 
 
 def is_bias_param(name):
@@ -577,9 +713,11 @@ def adamw(model, lr, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1, **kw):
 def from_safetensors(path, dtype=torch.float64):
     """Builds the twin from a pelab model.safetensors (config in metadata 'pelab.config')."""
     arrays, meta = read_safetensors(path)
-    if "pelab.config" not in meta:
-        raise ValueError("%s: no 'pelab.config' in the metadata" % path)
-    model = Twin(parse_config(meta["pelab.config"]), dtype)
+    prefix = "pelab.config."                     # one entry per setting, as a run's files have
+    raw = meta.get("pelab.config") or {k[len(prefix):]: v for k, v in meta.items() if k.startswith(prefix)}
+    if not raw:
+        raise ValueError("%s: no 'pelab.config' settings in the metadata" % path)
+    model = Twin(parse_config(raw), dtype)
     model.load_arrays(arrays)
     return model
 
@@ -679,6 +817,11 @@ def self_test():
         d = (l1 - l2).abs().max().item()
         out.append(("%s model %s under a shift of %d" % (pe, "unchanged" if invariant else "changed", shift),
                     d if invariant else float(d < 1e-6), 1e-10 if invariant else 0.0))
+    # SeqPE's digit sequences: 123 in 5 decimal digits; (2, 7) in 2 base-3 digits per coordinate
+    e1, e2 = SeqPEEncoder(10, 5, 1, 1, 4, 1, False, 4), SeqPEEncoder(3, 2, 2, 1, 4, 1, False, 4)
+    got = e1.tokens(torch.tensor([[123]])).tolist() + e2.tokens(torch.tensor([[2, 7]])).tolist()
+    out.append(("seqpe digits of 123 and (2, 7)",
+                0.0 if got == [[0, 0, 1, 2, 3, 10], [0, 2, 2, 1, 3]] else 1.0, 0.0))
     # safetensors round trip
     import os
     import tempfile

@@ -3,7 +3,8 @@
     /usr/bin/python3 tests/ref/twin_check.py DIR        (DIR/CASE/{model,fixture}.safetensors)
 
 Per case, in float64: logits and loss of one forward, every parameter's gradient (PoPE's delta
-included), then 5 training steps (zero grad, forward, backward, clip_grad_norm_(1.0), AdamW with
+included; with SeqPE's regularisers, each of L_delta and L_OOD on pelab's draws, and the gradient
+of the whole objective), then 5 training steps (zero grad, forward, backward, clip_grad_norm_(1.0), AdamW with
 pelab's lr of that step) compared on each step's loss and gradient norm and on every parameter
 after the 5 steps. One line per case and check; exit status 1 on any mismatch.
 
@@ -90,19 +91,38 @@ def batch(fx, prefix=""):
     return tuple(torch.from_numpy(fx[prefix + k].astype(np.int64)) for k in ("tokens", "pos", "targets"))
 
 
+def aux_terms(case, model, fx, prefix, delta_key, ood_key, i):
+    """alpha L_delta + beta L_OOD on the fixture's draw (0 for a fixture without one); each term,
+    and the twin's own choice of targets, compared with pelab's."""
+    if prefix + "delta_pos" not in fx:
+        return 0.0
+    draw = [torch.from_numpy(fx[prefix + k].astype(np.int64)) for k in ("delta_pos", "ood_pos")]
+    l_delta, l_ood, nearest = pelab_twin.seqpe_regularisers(model, draw[0], None, draw[1])
+    wrong = int((nearest != torch.from_numpy(fx[prefix + "target"].astype(np.int64))).sum())
+    step = "" if prefix == "reg." else " (step %d)" % i
+    if prefix == "reg." or i == STEPS - 1:
+        report(case, "L_delta targets" + step, float(wrong), 0.0, "(pelab's nearest candidates)")
+        report(case, "L_delta" + step, rel_err(fx[delta_key].flat[i], l_delta.item())[0], TOL_FORWARD,
+               "(pelab %.17g, twin %.17g)" % (fx[delta_key].flat[i], l_delta.item()))
+        report(case, "L_OOD" + step, rel_err(fx[ood_key].flat[i], l_ood.item())[0], TOL_FORWARD,
+               "(pelab %.17g, twin %.17g)" % (fx[ood_key].flat[i], l_ood.item()))
+    return model.cfg["seqpe-alpha"] * l_delta + model.cfg["seqpe-beta"] * l_ood
+
+
 def check_case(case_dir):
     case = os.path.basename(os.path.normpath(case_dir))
     model = pelab_twin.from_safetensors(os.path.join(case_dir, "model.safetensors"), torch.float64)
     fx, _ = pelab_twin.read_safetensors(os.path.join(case_dir, "fixture.safetensors"))
 
-    # one forward and backward
+    # one forward and backward (with the encoding's own loss terms where the fixture has them)
     tokens, pos, targets = batch(fx)
     logits, loss = model(tokens, pos, targets)
+    total = loss + aux_terms(case, model, fx, "reg.", "loss_delta", "loss_ood", 0)
     report(case, "logits", rel_err(fx["logits"], logits.detach().numpy())[0], TOL_FORWARD)
     report(case, "loss", rel_err(fx["loss"], loss.detach().numpy().reshape(1))[0], TOL_FORWARD,
            "(pelab %.17g, twin %.17g)" % (fx["loss"][0], loss.item()))
     model.zero_grad()
-    loss.backward()
+    total.backward()
     compare_params(case, "gradients", {k[5:]: v for k, v in fx.items() if k.startswith("grad.")},
                    {n: p.grad if p.grad is not None else torch.zeros_like(p)
                     for n, p in model.named_parameters()}, TOL_GRAD)
@@ -118,7 +138,7 @@ def check_case(case_dir):
         opt.zero_grad(set_to_none=False)
         tokens, pos, targets = batch(fx, "step%d." % i)
         _, loss = model(tokens, pos, targets)
-        loss.backward()
+        (loss + aux_terms(case, model, fx, "step%d.reg." % i, "losses_delta", "losses_ood", i)).backward()
         norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         step_loss.append(loss.item())

@@ -1,0 +1,115 @@
+/* pelab analyze seqpe: the similarity of a SeqPE run's position embeddings, e_p · e_q for p, q in
+ * a range, as a CSV matrix: the data of the SeqPE paper's Figure 2 (Li et al. 2025), which shows
+ * how the regulariser L_δ turns lexical similarity of digit strings ("100" near "1000") into
+ * closeness of positions.
+ *
+ *   p,<q_0>,<q_1>,...        header: the column positions
+ *   <p_i>,<e_{p_i}·e_{q_0}>,...   one row per position
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "args.h"
+#include "pelab/io.h"
+#include "pelab/status.h"
+#include "pelab/train.h"
+
+static const struct pelab_optdef seqpe_options[] = {
+    {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of a --pe seqpe run (required)"},
+    {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
+    {"from", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL, "first position"},
+    {"to", PELAB_OPT_INT, "2048", 1, 2147483647.0, NULL, "positions below it (the paper's figure: 2048)"},
+    {"step", PELAB_OPT_INT, "8", 1, 2147483647.0, NULL, "every step-th position (1: all of them)"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
+#define MAX_POINTS 8192 /* positions in one matrix: 8192² dot products, ~0.7 GB of text */
+
+static void analyze_seqpe_help(FILE *f) {
+    struct pelab_group g = {"options", seqpe_options};
+    fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n\n"
+               "Writes the dot products e_p . e_q of a SeqPE run's position embeddings (the\n"
+               "encoder's output) for p, q = from, from+step, ... below to, as a CSV matrix: a\n"
+               "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n");
+    pelab_args_help(f, &g, 1, NULL);
+}
+
+/* The matrix, one row at a time. */
+static int write_matrix(FILE *f, struct pelab_model *m, long from, long step, int n) {
+    const int D = m->cfg.d_model;
+    int32_t *pos = malloc((size_t)n * sizeof *pos);
+    pelab_real *e = malloc((size_t)n * D * sizeof *e);
+    int rc = PELAB_OK;
+    if (!pos || !e) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d position embeddings", n);
+        goto done;
+    }
+    for (int i = 0; i < n; i++) pos[i] = (int32_t)(from + step * i);
+    if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n, e))) goto done;
+    fprintf(f, "p");
+    for (int j = 0; j < n; j++) fprintf(f, ",%d", pos[j]);
+    fprintf(f, "\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(f, "%d", pos[i]);
+        for (int j = 0; j < n; j++) {
+            double dot = 0;
+            for (int c = 0; c < D; c++) dot += (double)e[(long)i * D + c] * e[(long)j * D + c];
+            fprintf(f, ",%.7g", dot);
+        }
+        fprintf(f, "\n");
+    }
+done:
+    free(pos);
+    free(e);
+    return rc;
+}
+
+int pelab_analyze_seqpe(int argc, char **argv) {
+    struct pelab_group g = {"options", seqpe_options};
+    static struct pelab_opts opts;
+    int help;
+    int rc = pelab_args_parse(argc, argv, &g, 1, &opts, &help);
+    if (!rc) rc = pelab_args_check_only(&opts, seqpe_options, "analyze seqpe");
+    if (rc) return rc;
+    if (help) {
+        analyze_seqpe_help(stdout);
+        return PELAB_OK;
+    }
+    const char *dir = pelab_opt_str(&opts, seqpe_options, "model");
+    if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
+    const long from = pelab_opt_int(&opts, seqpe_options, "from");
+    const long to = pelab_opt_int(&opts, seqpe_options, "to");
+    const long step = pelab_opt_int(&opts, seqpe_options, "step");
+    if (to <= from)
+        return pelab_fail(PELAB_ERR_USAGE, "--to %ld must be above --from %ld", to, from);
+    const long n = (to - from + step - 1) / step;
+    if (n > MAX_POINTS)
+        return pelab_fail(PELAB_ERR_USAGE, "--from %ld --to %ld --step %ld gives %ld positions, "
+                          "more than %d: take a larger --step", from, to, step, n, MAX_POINTS);
+    static struct pelab_run run;
+    if ((rc = pelab_run_open(&run, dir))) return rc;
+    struct pelab_model *m = &run.model;
+    if (!m->pe.ops->position_vectors || strcmp(m->pe.ops->name, "seqpe") != 0) {
+        rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s; analyze seqpe needs a --pe seqpe run",
+                        dir, m->pe.ops->name);
+        pelab_run_close(&run);
+        return rc;
+    }
+    const char *path = pelab_opt_str(&opts, seqpe_options, "out");
+    struct pelab_atomic_file af = {0};
+    FILE *f = stdout;
+    if (strcmp(path, "-") != 0) {
+        if ((rc = pelab_atomic_open(&af, path))) {
+            pelab_run_close(&run);
+            return rc;
+        }
+        f = af.f;
+    }
+    rc = write_matrix(f, m, from, step, (int)n);
+    if (f != stdout) {
+        if (rc) pelab_atomic_abort(&af);
+        else rc = pelab_atomic_commit(&af);
+    } else if (fflush(stdout) != 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
+    pelab_run_close(&run);
+    return rc;
+}

@@ -1,0 +1,561 @@
+/* seqpe — Sequential Position Encoding (Li et al. 2025, "SeqPE: Transformer with Sequential
+ * Position Encoding"). A small causal Transformer reads each position's digits and gives its
+ * embedding e_p ∈ R^D (seqpe_encoder.c); the embedding enters the model in one of four ways
+ * (--seqpe-mode, the paper's §3.5, Eqs. 11–14):
+ *
+ *   input      h0 = E[token] + e_p                                       site EMBED
+ *   attn-add   score(t,s) = (q + pq_t)·(k + pk_s)                        site QK, width d
+ *   attn-mul   score(t,s) = (q ⊙ pq_t)·(k ⊙ pk_s)                        site QK, width d
+ *   attn-bias  score(t,s) = q·k + pq_t·pk_s                              site QK, width 2d
+ *
+ * with [pq; pk] = W^p e_p, W^p (2D, D) per layer or shared by all layers (--seqpe-proj), split
+ * into the H heads as q and k are; scores are then scaled by 1/√d as always. attn-bias is the
+ * bias pq_t·pk_s/√d added to the logits; it is formed at the QK site by concatenation,
+ * q' = [q; pq], k' = [k; pk], which gives exactly that sum, lets either attention kernel compute
+ * it tile by tile with no T×T buffer, and sends its gradient back to pq, pk through dq', dk'
+ * (a BIAS-site function of (t, s) would need per-thread copies of gradients that are not
+ * parameters). The encoding therefore acts at EMBED or QK as the mode says: init points pe->ops at
+ * the variant with only that site (posenc.h).
+ *
+ * Per pass, prepare() encodes each distinct position of the batch once (a table of U rows, e and
+ * the projections of every layer); tokens read their row. The table is kept while the
+ * parameters stay bit-for-bit the same: an evaluation computes it once for its positions and
+ * every later batch with no new position reuses it, at any length the digits hold (b^k
+ * positions). backward: the sites add into dE (U,D) (QK modes through W^p:
+ * dW^p += dPᵀ·E, dE += dP·W^p), and backward_end() runs the encoder's backward once.
+ *
+ * Training (the posenc.h training hooks): train_positions() starts --seqpe-shift-prob of the
+ * sequences at a random z ∈ [0, Lmax − T) (App. A.5); aux_forward() draws the regularisers'
+ * positions from its key, encodes the draw's distinct positions once (activations of their own,
+ * apart from the table) and returns α·L_δ + β·L_OOD with each term (seqpe_reg.c), keeping their
+ * gradient with respect to those embeddings; aux_backward() takes it through the encoder.
+ *
+ * Parameters: the encoder's under pe.seqpe.*, and W^p as pe.seqpe.qk.weight (shared) or
+ * blocks.{l}.attn.seqpe.qk.weight (per layer), rows [W_q^p; W_k^p], init N(0, 0.02); no weight
+ * decay on any of them (the paper's encoder has none).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/parallel.h"
+#include "posenc/seqpe.h"
+
+enum { MODE_INPUT, MODE_ADD, MODE_MUL, MODE_BIAS };
+
+#define SEQPE_LMAX 20000 /* the paper's Lmax for text */
+
+static const struct pelab_optdef seqpe_options[] = {
+    {"seqpe-mode", PELAB_OPT_CHOICE, "input", 0, 0, "input|attn-add|attn-mul|attn-bias",
+     "how e_p enters: added to the input, or through W^p to queries and keys (q+pq)·(k+pk), "
+     "(q⊙pq)·(k⊙pk), q·k + pq·pk"},
+    {"seqpe-proj", PELAB_OPT_CHOICE, "shared", 0, 0, "shared|per-layer",
+     "attn modes: one W^p for all layers, or one per layer"},
+    {"seqpe-base", PELAB_OPT_INT, "10", 2, 65536, NULL, "base b of the digit sequences"},
+    {"seqpe-digits", PELAB_OPT_INT, "5", 1, 31, NULL,
+     "digits k per coordinate (left-padded with 0): positions below b^k"},
+    {"seqpe-dims", PELAB_OPT_INT, "1", 1, 8, NULL,
+     "coordinates n of a position (1 for sequences; the task must provide n-D positions)"},
+    {"seqpe-layers", PELAB_OPT_INT, "2", 1, 64, NULL, "encoder blocks"},
+    {"seqpe-width", PELAB_OPT_INT, "0", 0, 65536, NULL, "encoder width (0: d-model)"},
+    {"seqpe-heads", PELAB_OPT_INT, "0", 0, 1024, NULL, "encoder attention heads (0: heads)"},
+    {"seqpe-final-norm", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "RMSNorm on the encoder's [CLS] state before the output projection"},
+    {"seqpe-alpha", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
+     "weight α of the distance-alignment loss L_delta (0: off)"},
+    {"seqpe-beta", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
+     "weight β of the distillation loss L_OOD to shifted positions (0: off)"},
+    {"seqpe-max-pos", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL,
+     "Lmax: the regularisers and the shifted starts draw positions below it (0: 20000, or b^k "
+     "when the digits hold fewer)"},
+    {"seqpe-shift-prob", PELAB_OPT_REAL, "0.1", 0, 1, NULL,
+     "fraction of training sequences that start at a random position z in [0, Lmax - T)"},
+    {"seqpe-delta-batch", PELAB_OPT_INT, "32", 1, 65536, NULL, "L_delta: pivots per micro-batch"},
+    {"seqpe-candidates", PELAB_OPT_INT, "32", 1, 4096, NULL, "L_delta: candidates |C| per pivot"},
+    {"seqpe-ood-batch", PELAB_OPT_INT, "32", 1, 65536, NULL,
+     "L_OOD: teacher sets (each with its own shift) per micro-batch"},
+    {"seqpe-ood-positions", PELAB_OPT_INT, "32", 2, 4096, NULL,
+     "L_OOD: teacher positions m per set (at most the training context's positions)"},
+    {0},
+};
+
+struct seqpe {
+    int mode, shared;
+    struct pelab_seqpe_encoder enc;
+    int *proj;            /* (N,) parameter index of each layer's W^p (all equal when shared);
+                             NULL in input mode */
+    int n_proj;           /* distinct W^p: 1 shared, N per layer, 0 input */
+    /* the table of this pass's distinct positions */
+    struct pelab_seqpe_acts acts; /* encoder activations; acts.out (U,D) is E */
+    int32_t *upos;        /* (U,) sorted */
+    int U;
+    int32_t *row;         /* (B,T) each token's row */
+    int32_t *scratch;     /* (2·B·T) */
+    long tok_cap;         /* tokens room in upos, row, scratch */
+    pelab_real *pqk;      /* (n_proj, U, 2D) [pq; pk] of each row */
+    pelab_real *dE;       /* (U,D) backward: ∂loss/∂E, summed over sites and layers */
+    pelab_real *dpqk;     /* (U,2D) backward scratch of one layer */
+    long row_cap;         /* rows room in pqk, dE, dpqk */
+    pelab_real *snap;     /* the encoding's parameter values the table was computed with */
+    int have_table;
+    /* training only: shifted starts and the regularisers */
+    double shift_prob, alpha, beta;
+    struct pelab_seqpe_reg reg;   /* this micro-batch's draw */
+    struct pelab_seqpe_acts reg_acts;
+    int32_t *reg_all, *reg_uniq, *reg_row, *reg_scratch; /* (N,n), (N,n), (N,), (2N,) */
+    pelab_real *reg_dE;           /* (N,D) α·∂L_δ/∂E + β·∂L_OOD/∂E of the draw's distinct positions */
+    pelab_real *reg_dout;         /* (N,D) the same times aux_backward's scale */
+};
+
+static const struct pelab_posenc_ops seqpe_embed_ops, seqpe_qk_ops;
+
+/* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. */
+static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int max_seq, int D) {
+    s->alpha = pelab_opt_real(opts, seqpe_options, "seqpe-alpha");
+    s->beta = pelab_opt_real(opts, seqpe_options, "seqpe-beta");
+    s->shift_prob = pelab_opt_real(opts, seqpe_options, "seqpe-shift-prob");
+    long max_pos = pelab_opt_int(opts, seqpe_options, "seqpe-max-pos");
+    if (s->alpha == 0 && s->beta == 0 && s->shift_prob == 0) return PELAB_OK;
+    if (max_pos == 0) max_pos = s->enc.capacity < SEQPE_LMAX ? (long)s->enc.capacity : SEQPE_LMAX;
+    if (max_pos > s->enc.capacity)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld is beyond what --seqpe-digits %d "
+                          "in base %d hold (positions below %lld)", max_pos, s->enc.digits,
+                          s->enc.base, (long long)s->enc.capacity);
+    if (s->shift_prob > 0 && max_pos <= max_seq)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld leaves no room to shift the "
+                          "training context (%d) for --seqpe-shift-prob", max_pos, max_seq);
+    const int pivots = s->alpha > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-delta-batch") : 0;
+    const int C = (int)pelab_opt_int(opts, seqpe_options, "seqpe-candidates");
+    const int sets = s->beta > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-batch") : 0;
+    int m = (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-positions");
+    if (m > max_seq) m = max_seq; /* the training range has no more (n = 1 here) */
+    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, max_pos, max_seq, pivots, C,
+                                  sets, m);
+    if (rc) return rc;
+    const long N = (long)pivots * (1 + C) + (long)sets * 2 * m, n = s->enc.dims;
+    s->reg_all = malloc((size_t)(N * n + 1) * sizeof *s->reg_all);
+    s->reg_uniq = malloc((size_t)(N * n + 1) * sizeof *s->reg_uniq);
+    s->reg_row = malloc((size_t)(N + 1) * sizeof *s->reg_row);
+    s->reg_scratch = malloc((size_t)(2 * N + 1) * sizeof *s->reg_scratch);
+    s->reg_dE = malloc((size_t)(N * D + 1) * sizeof *s->reg_dE);
+    s->reg_dout = malloc((size_t)(N * D + 1) * sizeof *s->reg_dout);
+    if (!s->reg_all || !s->reg_uniq || !s->reg_row || !s->reg_scratch || !s->reg_dE || !s->reg_dout)
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the SeqPE regularisers");
+    return PELAB_OK;
+}
+
+static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
+    struct seqpe *s = calloc(1, sizeof *s);
+    if (!s) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    pe->state = s;
+    s->mode = pelab_opt_choice(opts, seqpe_options, "seqpe-mode");
+    s->shared = pelab_opt_choice(opts, seqpe_options, "seqpe-proj") == 0;
+    const int base = (int)pelab_opt_int(opts, seqpe_options, "seqpe-base");
+    const int digits = (int)pelab_opt_int(opts, seqpe_options, "seqpe-digits");
+    const int dims = (int)pelab_opt_int(opts, seqpe_options, "seqpe-dims");
+    const int layers = (int)pelab_opt_int(opts, seqpe_options, "seqpe-layers");
+    int width = (int)pelab_opt_int(opts, seqpe_options, "seqpe-width");
+    int heads = (int)pelab_opt_int(opts, seqpe_options, "seqpe-heads");
+    if (!width) width = pe->D;
+    if (!heads) heads = pe->H;
+    if (dims != 1)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-dims %d: this model's positions are 1-D (one "
+                          "integer per token); %d-D positions need a task that provides them",
+                          dims, dims);
+    const int final_norm = pelab_opt_switch(opts, seqpe_options, "seqpe-final-norm");
+    int rc = pelab_seqpe_encoder_init(&s->enc, params, "pe.seqpe", base, digits, dims, layers,
+                                      width, heads, final_norm, pe->D);
+    if (rc) return rc;
+    if (pe->max_seq > s->enc.capacity)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-digits %d in base %d hold positions below "
+                          "%lld, fewer than the training context (%d)", digits, base,
+                          (long long)s->enc.capacity, pe->max_seq);
+    if (s->mode != MODE_INPUT) {
+        s->n_proj = s->shared ? 1 : pe->n_layers;
+        s->proj = malloc((size_t)pe->n_layers * sizeof *s->proj);
+        if (!s->proj) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+        int64_t shape[2] = {2 * pe->D, pe->D};
+        for (int l = 0; l < pe->n_layers; l++) {
+            char name[PELAB_PARAM_NAME_MAX];
+            if (s->shared && l > 0) {
+                s->proj[l] = s->proj[0];
+                continue;
+            }
+            if (s->shared) snprintf(name, sizeof name, "pe.seqpe.qk.weight");
+            else snprintf(name, sizeof name, "blocks.%d.attn.seqpe.qk.weight", l);
+            s->proj[l] = pelab_params_declare(params, name, 2, shape, 0);
+        }
+    }
+    if (s->mode == MODE_BIAS) pe->qk_dim = 2 * pe->d;
+    if ((rc = regularisers_init(s, opts, pe->max_seq, pe->D))) return rc;
+    pe->ops = s->mode == MODE_INPUT ? &seqpe_embed_ops : &seqpe_qk_ops;
+    return PELAB_OK;
+}
+
+static void seqpe_free(struct pelab_posenc *pe) {
+    struct seqpe *s = pe->state;
+    if (!s) return;
+    pelab_seqpe_encoder_free(&s->enc);
+    pelab_seqpe_acts_free(&s->acts);
+    free(s->proj);
+    free(s->upos);
+    free(s->row);
+    free(s->scratch);
+    free(s->pqk);
+    free(s->dE);
+    free(s->dpqk);
+    free(s->snap);
+    pelab_seqpe_reg_free(&s->reg);
+    pelab_seqpe_acts_free(&s->reg_acts);
+    free(s->reg_all);
+    free(s->reg_uniq);
+    free(s->reg_row);
+    free(s->reg_scratch);
+    free(s->reg_dE);
+    free(s->reg_dout);
+    free(s);
+}
+
+static void seqpe_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
+    struct seqpe *s = pe->state;
+    pelab_seqpe_encoder_init_params(&s->enc, rng);
+    for (int l = 0; l < s->n_proj; l++) {
+        const struct pelab_param *p = &pe->params->list[s->proj[l]];
+        pelab_real *w = pelab_params_data(pe->params, s->proj[l]);
+        for (size_t j = 0; j < p->size; j++) w[j] = (pelab_real)(0.02 * pelab_rng_normal(rng));
+    }
+    s->have_table = 0;
+}
+
+/* --- the table of positions --------------------------------------------------------------- */
+
+/* The encoding's parameters, one contiguous range of the table (posenc.h). */
+static void param_range(const struct pelab_posenc *pe, pelab_real **data, size_t *n) {
+    const struct pelab_param *first = &pe->params->list[pe->param_first];
+    const struct pelab_param *last = &pe->params->list[pe->param_end - 1];
+    *data = pe->params->data + first->offset;
+    *n = last->offset + last->size - first->offset;
+}
+
+static int grow(void **buf, long n, size_t elem) {
+    void *p = realloc(*buf, (size_t)n * elem);
+    if (!p) return 0;
+    *buf = p;
+    return 1;
+}
+
+/* Each token's row in the current table; 0 when a position is not in it. */
+static int rows_in_table(struct seqpe *s, const int32_t *pos, long ntok) {
+    for (long i = 0; i < ntok; i++) {
+        int lo = 0, hi = s->U; /* first upos >= pos[i] */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            if (s->upos[mid] < pos[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == s->U || s->upos[lo] != pos[i]) return 0;
+        s->row[i] = lo;
+    }
+    return 1;
+}
+
+/* E and [pq; pk] for the distinct positions of this pass, unless the table already holds them
+ * all and the parameters have not changed since it was computed. */
+static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
+    struct seqpe *s = pe->state;
+    const long ntok = (long)B * T;
+    const int D = pe->D;
+    int rc = pelab_seqpe_check(&s->enc, pos, ntok);
+    if (rc) return rc;
+    if (ntok > s->tok_cap) {
+        if (!grow((void **)&s->upos, ntok, sizeof *s->upos) || !grow((void **)&s->row, ntok, sizeof *s->row) ||
+            !grow((void **)&s->scratch, 2 * ntok, sizeof *s->scratch))
+            return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %ld positions", ntok);
+        s->tok_cap = ntok;
+    }
+    pelab_real *params;
+    size_t n_params;
+    param_range(pe, &params, &n_params);
+    if (!s->snap && !(s->snap = malloc(n_params * sizeof *s->snap)))
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    int reuse = s->have_table && memcmp(s->snap, params, n_params * sizeof *params) == 0 &&
+                rows_in_table(s, pos, ntok);
+    if (!reuse) {
+        s->have_table = 0;
+        s->U = pelab_seqpe_unique(s->upos, s->row, pos, (int)ntok, 1, s->scratch);
+        if (s->U > s->row_cap) {
+            long n = s->U;
+            if (!grow((void **)&s->dE, n * D, sizeof *s->dE) ||
+                !grow((void **)&s->dpqk, n * 2 * D, sizeof *s->dpqk) ||
+                (s->n_proj && !grow((void **)&s->pqk, s->n_proj * n * 2 * D, sizeof *s->pqk)))
+                return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d position embeddings", s->U);
+            s->row_cap = n;
+        }
+        if ((rc = pelab_seqpe_acts_reserve(&s->acts, &s->enc, s->U))) return rc;
+        pelab_seqpe_encoder_forward(&s->enc, &s->acts, s->upos, s->U);
+        for (int l = 0; l < s->n_proj; l++) /* [pq; pk] = W^p e                        (U,2D) */
+            pelab_matmul_forward(s->pqk + (long)l * s->U * 2 * D, s->acts.out,
+                                 pelab_params_data(pe->params, s->proj[l]), s->U, D, 2 * D);
+        memcpy(s->snap, params, n_params * sizeof *params);
+        s->have_table = 1;
+    }
+    memset(s->dE, 0, (size_t)s->U * D * sizeof *s->dE);
+    return PELAB_OK;
+}
+
+int pelab_seqpe_table_rows(const struct pelab_posenc *pe) {
+    const struct seqpe *s = pe->state;
+    return s->have_table ? s->U : 0;
+}
+
+/* --- EMBED (input mode) ------------------------------------------------------------------- */
+
+static void seqpe_embed_forward(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos,
+                                int B, int T) {
+    const struct seqpe *s = pe->state;
+    const int D = pe->D;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < (long)B * T; i++) {
+        const pelab_real *e = s->acts.out + (long)s->row[i] * D;
+        pelab_real *o = out + i * D;
+        for (int j = 0; j < D; j++) o[j] += e[j];
+    }
+}
+
+/* dE[row] += dout: rows are shared by tokens, so threads split the columns and walk the tokens
+ * in order (fixed sums). */
+static void seqpe_embed_backward(struct pelab_posenc *pe, const pelab_real *dout,
+                                 const int32_t *pos, int B, int T) {
+    struct seqpe *s = pe->state;
+    const int D = pe->D;
+#pragma omp parallel
+    {
+        long c0, c1;
+        pelab_thread_slice(D, &c0, &c1);
+        for (long i = 0; i < (long)B * T; i++) {
+            pelab_real *d = s->dE + (long)s->row[i] * D;
+            const pelab_real *g = dout + i * D;
+            for (long j = c0; j < c1; j++) d[j] += g[j];
+        }
+    }
+}
+
+/* --- QK (attn modes) ---------------------------------------------------------------------- */
+
+static void seqpe_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
+                             const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
+                             int B, int T) {
+    const struct seqpe *s = pe->state;
+    const int H = pe->H, d = pe->d, D = pe->D, dq = pe->qk_dim, mode = s->mode;
+    const pelab_real *P = s->pqk + (long)(s->shared ? 0 : layer) * s->U * 2 * D;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const long i = (long)b * T + t;
+            const pelab_real *pr = P + (long)s->row[i] * 2 * D;
+            for (int h = 0; h < H; h++) {
+                const pelab_real *qi = q + i * ld + (long)h * d, *ki = k + i * ld + (long)h * d;
+                const pelab_real *pq = pr + (long)h * d, *pk = pr + D + (long)h * d;
+                pelab_real *qh = qo + (((long)b * H + h) * T + t) * dq;
+                pelab_real *kh = ko + (((long)b * H + h) * T + t) * dq;
+                for (int c = 0; c < d; c++) {
+                    if (mode == MODE_ADD) qh[c] = qi[c] + pq[c], kh[c] = ki[c] + pk[c];
+                    else if (mode == MODE_MUL) qh[c] = qi[c] * pq[c], kh[c] = ki[c] * pk[c];
+                    else qh[c] = qi[c], kh[c] = ki[c], qh[d + c] = pq[c], kh[d + c] = pk[c];
+                }
+            }
+        }
+}
+
+static void seqpe_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
+                              const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
+                              const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
+    struct seqpe *s = pe->state;
+    const int H = pe->H, d = pe->d, D = pe->D, dq_ = pe->qk_dim, mode = s->mode;
+    const pelab_real *P = s->pqk + (long)(s->shared ? 0 : layer) * s->U * 2 * D;
+    /* dq, dk: add passes the gradient through, mul scales it by pq, bias keeps its first half */
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const long i = (long)b * T + t;
+            const pelab_real *pr = P + (long)s->row[i] * 2 * D;
+            for (int h = 0; h < H; h++) {
+                const pelab_real *gq = dqo + (((long)b * H + h) * T + t) * dq_;
+                const pelab_real *gk = dko + (((long)b * H + h) * T + t) * dq_;
+                const pelab_real *pq = pr + (long)h * d, *pk = pr + D + (long)h * d;
+                pelab_real *dqi = dq + i * ld + (long)h * d, *dki = dk + i * ld + (long)h * d;
+                for (int c = 0; c < d; c++) {
+                    dqi[c] = mode == MODE_MUL ? gq[c] * pq[c] : gq[c];
+                    dki[c] = mode == MODE_MUL ? gk[c] * pk[c] : gk[c];
+                }
+            }
+        }
+    /* dP (U,2D) summed over the tokens of each row: threads split the 2D columns and walk the
+     * tokens in order. Column j < D is pq's (head j/d, element j mod d), j ≥ D pk's. */
+    memset(s->dpqk, 0, (size_t)s->U * 2 * D * sizeof *s->dpqk);
+#pragma omp parallel
+    {
+        long c0, c1;
+        pelab_thread_slice(2 * D, &c0, &c1);
+        for (long i = 0; i < (long)B * T; i++) {
+            const int b = (int)(i / T), t = (int)(i % T);
+            pelab_real *dp = s->dpqk + (long)s->row[i] * 2 * D;
+            for (long j = c0; j < c1; j++) {
+                const int key = j >= D, h = (int)((j - key * D) / d), c = (int)((j - key * D) % d);
+                const pelab_real *g = (key ? dko : dqo) + (((long)b * H + h) * T + t) * dq_;
+                const pelab_real *x = (key ? k : q) + i * ld + (long)h * d;
+                dp[j] += mode == MODE_ADD ? g[c] : mode == MODE_MUL ? g[c] * x[c] : g[d + c];
+            }
+        }
+    }
+    /* [pq; pk] = W^p e:  dW^p += dPᵀ·E,  dE += dP·W^p */
+    pelab_matmul_backward(s->dE, pelab_params_grad(pe->params, s->proj[layer]), s->dpqk,
+                          s->acts.out, pelab_params_data(pe->params, s->proj[layer]), s->U, D, 2 * D);
+}
+
+/* The encoder's backward, once per backward pass, from everything the sites sent to dE. */
+static void seqpe_backward_end(struct pelab_posenc *pe) {
+    struct seqpe *s = pe->state;
+    pelab_seqpe_encoder_backward(&s->enc, &s->acts, s->dE);
+    memset(s->dE, 0, (size_t)s->U * pe->D * sizeof *s->dE);
+}
+
+/* e_p of each position, through the table (so an analysis of many positions encodes each once). */
+static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, int n, pelab_real *out) {
+    struct seqpe *s = pe->state;
+    int rc = seqpe_prepare(pe, pos, 1, n);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++)
+        memcpy(out + (long)i * pe->D, s->acts.out + (long)s->row[i] * pe->D, (size_t)pe->D * sizeof *out);
+    return PELAB_OK;
+}
+
+/* --- training: shifted starts and the regularisers ------------------------------------------ */
+
+/* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − T). */
+static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key) {
+    const struct seqpe *s = pe->state;
+    if (s->shift_prob == 0) return;
+    const int64_t room = s->reg.max_pos - T;
+    for (int b = 0; b < B; b++) {
+        if (pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
+        const int32_t z = (int32_t)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * (double)room);
+        for (int t = 0; t < T; t++) pos[(long)b * T + t] += z;
+    }
+}
+
+static const char *const seqpe_aux_names[] = {"loss_delta", "loss_ood", NULL};
+
+/* One draw; its distinct positions through the encoder; α·L_δ + β·L_OOD and their gradient with
+ * respect to the embeddings (reg_dE), which aux_backward takes through the encoder. */
+static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *terms, double *total) {
+    struct seqpe *s = pe->state;
+    struct pelab_seqpe_reg *r = &s->reg;
+    const int n = r->dims, D = pe->D;
+    terms[0] = terms[1] = NAN;
+    *total = 0;
+    s->reg_acts.U = 0;
+    if (!r->pivots && !r->sets) return PELAB_OK;
+    pelab_seqpe_reg_draw(r, key);
+    const long nd = (long)r->pivots * (1 + r->cands), N = nd + (long)r->sets * 2 * r->ood_m;
+    memcpy(s->reg_all, r->delta_pos, (size_t)(nd * n) * sizeof *s->reg_all);
+    memcpy(s->reg_all + nd * n, r->ood_pos, (size_t)((N - nd) * n) * sizeof *s->reg_all);
+    const int U = pelab_seqpe_unique(s->reg_uniq, s->reg_row, s->reg_all, (int)N, n, s->reg_scratch);
+    int rc = pelab_seqpe_check(&s->enc, s->reg_uniq, U);
+    if (!rc) rc = pelab_seqpe_acts_reserve(&s->reg_acts, &s->enc, U);
+    if (rc) return rc;
+    pelab_seqpe_encoder_forward(&s->enc, &s->reg_acts, s->reg_uniq, U);
+    memset(s->reg_dE, 0, (size_t)U * D * sizeof *s->reg_dE);
+    if (r->pivots) {
+        terms[0] = pelab_seqpe_delta_loss(s->reg_acts.out, D, s->reg_row, r->target, r->pivots,
+                                          r->cands, s->reg_dE, s->alpha);
+        *total += s->alpha * terms[0];
+    }
+    if (r->sets) {
+        terms[1] = pelab_seqpe_ood_loss(s->reg_acts.out, D, pe->H, s->reg_row + nd, r->sets,
+                                        r->ood_m, s->reg_dE, s->beta);
+        *total += s->beta * terms[1];
+    }
+    return PELAB_OK;
+}
+
+static void seqpe_aux_backward(struct pelab_posenc *pe, pelab_real scale) {
+    struct seqpe *s = pe->state;
+    const long n = (long)s->reg_acts.U * pe->D;
+    if (!n) return;
+    for (long i = 0; i < n; i++) s->reg_dout[i] = scale * s->reg_dE[i];
+    pelab_seqpe_encoder_backward(&s->enc, &s->reg_acts, s->reg_dout);
+}
+
+const struct pelab_seqpe_encoder *pelab_seqpe_encoder_of(const struct pelab_posenc *pe) {
+    const struct seqpe *s = pe->state;
+    return &s->enc;
+}
+
+const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *pe) {
+    const struct seqpe *s = pe->state;
+    return &s->reg;
+}
+
+/* The registered entry (both sites listed); init switches to the variant of the chosen mode. */
+const struct pelab_posenc_ops pelab_pe_seqpe = {
+    .name = "seqpe",
+    .summary = "learned encoder of each position's digits, added at the input or to q and k (SeqPE, Li et al. 2025)",
+    .sites = PELAB_SITE_EMBED | PELAB_SITE_QK,
+    .options = seqpe_options,
+    .init = seqpe_init,
+    .free = seqpe_free,
+    .init_params = seqpe_init_params,
+    .prepare = seqpe_prepare,
+    .embed_forward = seqpe_embed_forward,
+    .embed_backward = seqpe_embed_backward,
+    .qk_forward = seqpe_qk_forward,
+    .qk_backward = seqpe_qk_backward,
+    .backward_end = seqpe_backward_end,
+    .position_vectors = seqpe_position_vectors,
+    .train_positions = seqpe_train_positions,
+    .aux_names = seqpe_aux_names,
+    .aux_forward = seqpe_aux_forward,
+    .aux_backward = seqpe_aux_backward,
+};
+
+static const struct pelab_posenc_ops seqpe_embed_ops = {
+    .name = "seqpe",
+    .summary = "SeqPE, --seqpe-mode input",
+    .sites = PELAB_SITE_EMBED,
+    .options = seqpe_options,
+    .init = seqpe_init,
+    .free = seqpe_free,
+    .init_params = seqpe_init_params,
+    .prepare = seqpe_prepare,
+    .embed_forward = seqpe_embed_forward,
+    .embed_backward = seqpe_embed_backward,
+    .backward_end = seqpe_backward_end,
+    .position_vectors = seqpe_position_vectors,
+    .train_positions = seqpe_train_positions,
+    .aux_names = seqpe_aux_names,
+    .aux_forward = seqpe_aux_forward,
+    .aux_backward = seqpe_aux_backward,
+};
+
+static const struct pelab_posenc_ops seqpe_qk_ops = {
+    .name = "seqpe",
+    .summary = "SeqPE, --seqpe-mode attn-add|attn-mul|attn-bias",
+    .sites = PELAB_SITE_QK,
+    .options = seqpe_options,
+    .init = seqpe_init,
+    .free = seqpe_free,
+    .init_params = seqpe_init_params,
+    .prepare = seqpe_prepare,
+    .qk_forward = seqpe_qk_forward,
+    .qk_backward = seqpe_qk_backward,
+    .backward_end = seqpe_backward_end,
+    .position_vectors = seqpe_position_vectors,
+    .train_positions = seqpe_train_positions,
+    .aux_names = seqpe_aux_names,
+    .aux_forward = seqpe_aux_forward,
+    .aux_backward = seqpe_aux_backward,
+};

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SeqPE from the command line: each integration trains, evaluates and samples; its options land
+# in config.json and its parameters in model.safetensors; its regularisers are logged and resume
+# exactly; bad settings are one-line usage errors.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16
+      --seqpe-layers 1 --seqpe-width 8"
+
+for case in "input" "attn-add --seqpe-proj per-layer" "attn-mul" "attn-bias --seqpe-digits 3"; do
+    R="$W/$(tr ' ' '_' <<<"$case")"
+    "$P" train --task indirect --pe seqpe --seqpe-mode $case $TINY --steps 6 --eval-every 3 \
+        --eval-batches 1 --out "$R" >/dev/null 2>"$W/err" || fail "train --seqpe-mode $case exited $?: $(tail -3 "$W/err")"
+    /usr/bin/python3 - "$R" $case <<'PY' || fail "$case: config.json or model.safetensors"
+import json, struct, sys
+d, case = sys.argv[1], sys.argv[2:]
+cfg = json.load(open(d + "/config.json"))
+enc = cfg["encoding"]
+assert cfg["model"]["pe"] == "seqpe" and enc["seqpe-mode"] == case[0], enc
+for k, v in zip(case[1::2], case[2::2]):
+    assert str(enc[k[2:]]) == v, (k, v, enc)
+b = open(d + "/model.safetensors", "rb").read()
+names = set(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])) - {"__metadata__"}
+assert "pe.seqpe.digit_emb.weight" in names and "pe.seqpe.out.weight" in names, names
+proj = {n for n in names if n.endswith("seqpe.qk.weight")}
+want = set() if case[0] == "input" else (
+    {"blocks.0.attn.seqpe.qk.weight"} if "per-layer" in case else {"pe.seqpe.qk.weight"})
+assert proj == want, (proj, want)
+PY
+    "$P" eval --model "$R" --json >"$W/out" 2>"$W/err" || fail "$case: eval exited $?: $(cat "$W/err")"
+    "$P" sample --model "$R" --count 1 >"$W/out" 2>"$W/err" || fail "$case: sample exited $?"
+done
+
+# The regularisers and shifted starts: log.jsonl has loss_delta and loss_ood (only the terms
+# switched on); a run checkpointed at 4 and one resumed from 4 to 8 log the same values and end
+# with the same weights (the draws are keyed by step), with accumulation.
+REG="$TINY --seqpe-delta-batch 4 --seqpe-candidates 8 --seqpe-ood-batch 2 --seqpe-ood-positions 6
+     --seqpe-shift-prob 0.5 --warmup 2 --decay-steps 8 --log-every 1 --eval-every 4 --eval-batches 1 --accum 2"
+logged() { /usr/bin/python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print(r["step"], repr(r["loss"]), repr(r.get("loss_delta")), repr(r.get("loss_ood")), repr(r.get("val_loss")))' "$1/log.jsonl"; }
+"$P" train --pe seqpe --seqpe-mode attn-bias $REG --steps 8 --save-every 4 --out "$W/full" >/dev/null 2>"$W/err" ||
+    fail "train with the regularisers: $(tail -2 "$W/err")"
+"$P" train --pe seqpe --seqpe-mode attn-bias $REG --steps 4 --out "$W/part" >/dev/null 2>"$W/err" || fail "$(tail -2 "$W/err")"
+"$P" train --resume "$W/part" --steps 8 >/dev/null 2>"$W/err" || fail "resume: $(tail -2 "$W/err")"
+logged "$W/full" >"$W/a"
+logged "$W/part" >"$W/b"
+[ "$(grep -c '"loss_delta": [0-9]' "$W/full/log.jsonl")" -eq 8 ] && [ "$(grep -c '"loss_ood": [0-9]' "$W/full/log.jsonl")" -eq 8 ] ||
+    fail "a term missing from log.jsonl: $(head -2 "$W/full/log.jsonl")"
+[ "$(wc -l <"$W/a")" -eq 8 ] && diff "$W/a" "$W/b" >/dev/null || fail "resumed run logs differently: $(diff "$W/a" "$W/b" | head -4)"
+same_weights "$W/full/model.safetensors" "$W/part/model.safetensors" || fail "weights differ after resume"
+"$P" train --pe seqpe $REG --seqpe-alpha 0 --steps 2 --out "$W/beta" >/dev/null 2>"$W/err" || fail "$(tail -2 "$W/err")"
+grep -q '"loss_delta"' "$W/beta/log.jsonl" && fail "--seqpe-alpha 0 still logs loss_delta"
+grep -q '"loss_ood"' "$W/beta/log.jsonl" || fail "--seqpe-alpha 0 lost loss_ood"
+
+# analyze seqpe: the similarity matrix e_p·e_q, symmetric, norms on the diagonal, to a file or -.
+R="$W/input"
+"$P" analyze seqpe --model "$R" --from 3 --to 40 --step 4 --out "$W/sim.csv" 2>"$W/err" || fail "analyze seqpe: $(cat "$W/err")"
+"$P" analyze seqpe --model "$R" --from 3 --to 40 --step 4 >"$W/sim2.csv" 2>"$W/err" || fail "analyze seqpe to -: $(cat "$W/err")"
+cmp -s "$W/sim.csv" "$W/sim2.csv" || fail "analyze seqpe: --out and standard output differ"
+/usr/bin/python3 - "$W/sim.csv" <<'PY' || fail "analyze seqpe: the matrix"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+want = [str(p) for p in range(3, 40, 4)]
+assert rows[0] == ["p"] + want and [r[0] for r in rows[1:]] == want, rows[0]
+m = [[float(x) for x in r[1:]] for r in rows[1:]]
+assert all(m[i][j] == m[j][i] for i in range(10) for j in range(10)), "not symmetric"
+assert all(m[i][i] > 0 for i in range(10)), "diagonal"
+PY
+
+# The regulariser ablation as one compare: variants NAME:option=value:... of one encoding.
+"$P" compare --task indirect --pe seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe:seqpe-beta=0,seqpe --seeds 1 \
+    $TINY --seqpe-delta-batch 4 --seqpe-ood-batch 2 --steps 2 --out "$W/abl" >"$W/out" 2>"$W/err" ||
+    fail "compare of variants: $(tail -2 "$W/err")"
+/usr/bin/python3 - "$W/abl" <<'PY' || fail "compare of variants: compare.json or the runs' settings"
+import json, sys
+d = sys.argv[1]
+c = json.load(open(d + "/compare.json"))
+labels = ["seqpe:seqpe-alpha=0:seqpe-beta=0", "seqpe:seqpe-beta=0", "seqpe"]
+assert [e["pe"] for e in c["encodings"]] == labels, c["encodings"]
+want = {labels[0]: (0, 0), labels[1]: (0.1, 0), labels[2]: (0.1, 0.1)}
+for l, (a, b) in want.items():
+    cfg = json.load(open("%s/%s-s1/config.json" % (d, l)))
+    assert cfg["model"]["pe"] == "seqpe" and cfg["encoding"]["seqpe-alpha"] == a and cfg["encoding"]["seqpe-beta"] == b, (l, cfg["encoding"])
+    assert cfg["encoding"]["seqpe-delta-batch"] == 4, "shared options reach every variant"
+PY
+
+expect_usage() { # PATTERN -- ARGS...
+    local pattern=$1; shift 2
+    "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
+    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
+    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
+        fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
+    [ -e "$W/no" ] && fail "pelab $*: left $W/no behind"
+}
+expect_usage "--seqpe-base: 1 is out of range [2, 65536]" -- train --pe seqpe --seqpe-base 1 $TINY --out "$W/no"
+expect_usage "--seqpe-digits 1 in base 10 hold positions below 10, fewer than the training context" -- \
+    train --pe seqpe --seqpe-digits 1 $TINY --out "$W/no"
+expect_usage "--seqpe-dims 2: this model's positions are 1-D" -- train --pe seqpe --seqpe-dims 2 $TINY --out "$W/no"
+expect_usage "--seqpe-mode: 'attn-scalar' is not one of" -- train --pe seqpe --seqpe-mode attn-scalar $TINY --out "$W/no"
+expect_usage "--seqpe-heads 3 does not divide the encoder width 8" -- train --pe seqpe --seqpe-heads 3 $TINY --out "$W/no"
+expect_usage "--seqpe-mode does not apply to --pe rope" -- train --pe rope --seqpe-mode input --out "$W/no"
+expect_usage "--seqpe-max-pos 2000 is beyond what --seqpe-digits 3 in base 10 hold" -- \
+    train --pe seqpe --seqpe-digits 3 --seqpe-max-pos 2000 $TINY --out "$W/no"
+expect_usage "--seqpe-max-pos 40 leaves no room to shift the training context" -- \
+    train --pe seqpe --seqpe-max-pos 40 $TINY --out "$W/no"
+expect_usage "--seqpe-alpha: -1 is out of range" -- train --pe seqpe --seqpe-alpha -1 $TINY --out "$W/no"
+expect_usage "position 1000 has more than 3 digits in base 10" -- \
+    analyze seqpe --model "$W/attn-bias_--seqpe-digits_3" --from 992 --to 1010 --out "$W/no"
+"$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"
+expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
+expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
+expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
+    compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
+expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
+expect_usage "--seqpe-beta: -2 is out of range" -- compare --pe seqpe:seqpe-beta=-2 $TINY --out "$W/no"
+exit 0
