@@ -15,7 +15,8 @@
 
 static const struct pelab_optdef sample_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
-    {"split", PELAB_OPT_CHOICE, "test", 0, 0, "val|test|train", "split to draw examples from"},
+    {"split", PELAB_OPT_CHOICE, "test", 0, 0, "val|test|train|long",
+     "split to draw examples from (long: text, dna, music)"},
     {"count", PELAB_OPT_INT, "5", 1, 1000, NULL, "examples to show"},
     {"first", PELAB_OPT_INT, "0", 0, 1e15, NULL, "index of the first example"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
@@ -206,7 +207,8 @@ int pelab_cmd_sample(int argc, char **argv) {
     }
     const char *dir = pelab_opt_str(&opts, sample_options, "model");
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
-    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
+    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN,
+                                              PELAB_SPLIT_LONG};
     enum pelab_split split = splits[pelab_opt_choice(&opts, sample_options, "split")];
     pelab_threads_set((int)pelab_opt_int(&opts, sample_options, "threads"));
     static struct pelab_run run;
@@ -215,6 +217,9 @@ int pelab_cmd_sample(int argc, char **argv) {
     int count = (int)pelab_opt_int(&opts, sample_options, "count");
     if (run.task.ops->decode) {
         rc = generate(&run, split, first, count, &opts);
+    } else if (split == PELAB_SPLIT_LONG) {
+        rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
+                        "documents: text, dna, music)", run.task.ops->name);
     } else {
         for (size_t i = 0; i < sizeof generation_options / sizeof *generation_options; i++)
             if (pelab_opts_get(&opts, generation_options[i])) {
