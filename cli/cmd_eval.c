@@ -20,7 +20,8 @@ static const struct pelab_optdef eval_options[] = {
     {"examples", PELAB_OPT_INT, "0", 0, 1e15, NULL,
      "evaluate the first N examples (windows) of the split (0: all)"},
     {"batch", PELAB_OPT_INT, "64", 1, 65536, NULL,
-     "examples per forward pass (with --lengths: batch x T tokens per pass at every length)"},
+     "examples per forward pass (with --lengths: batch x T tokens per pass at every length; "
+     "when not given, passes of 8192 tokens, or one window where that is longer)"},
     {"lengths", PELAB_OPT_STR, "", 0, 0, NULL,
      "length-extrapolation sweep: evaluate at these lengths, multiples of the training length "
      "or token counts (1x,2x,4x,8x,10x or 512,1024), on the long documents (or --split)"},
@@ -38,7 +39,7 @@ void pelab_cmd_eval_help(FILE *f) {
                "positions of the split, mean loss and accuracy (indirect) or NLL per token,\n"
                "perplexity and, for text, bits per byte (text, dna, music). --lengths evaluates\n"
                "the unchanged model at other lengths on the long documents, one row per length\n"
-               "(docs/DATA.md, 'Length-extrapolation sweep'). The task and encoding groups below\n"
+               "(docs/DATA.md, 'Tasks: windows of documents'). The task and encoding groups below\n"
                "are evaluation-time options: they apply to runs of that task or encoding (e.g.\n"
                "RoPE's length extension, --rope-scaling yarn --rope-scale 4) and change only this\n"
                "evaluation.\n");
@@ -102,6 +103,7 @@ static void sweep_progress(void *ctx, const struct pelab_sweep_row *row) {
             row->seconds);
 }
 
+/* batch: windows of T per pass as --batch gave it, 0 when not given. */
 static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
                  const char *spec, int batch, int json, const struct pelab_opts *enc) {
     const struct pelab_task *t = &run->task;
@@ -114,7 +116,11 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     int rc = pelab_sweep_parse(spec, T, lengths, &n);
     if (rc) return rc;
     int tty = !json && isatty(fileno(stderr));
-    rc = pelab_sweep(&run->model, t, split, lengths, n, (long)batch * T, rows, sweep_progress, &tty);
+    /* Each position of a pass holds its logits and probabilities, 2·V floats (gpt2: 400 kB): a
+     * pass of 64 windows of 10T would not fit a workstation, so by default passes hold 8192
+     * tokens (at least one window). */
+    long tokens = batch > 0 ? (long)batch * T : 8192;
+    rc = pelab_sweep(&run->model, t, split, lengths, n, tokens, rows, sweep_progress, &tty);
     if (rc) return rc;
     struct pelab_sb sb = {0};
     if (json) {
@@ -178,6 +184,7 @@ int pelab_cmd_eval(int argc, char **argv) {
         return pelab_fail(PELAB_ERR_USAGE, "--examples does not apply with --lengths (a sweep "
                           "evaluates every window of the documents that reach each length)");
     int batch = (int)pelab_opt_int(&opts, eval_options, "batch");
+    int sweep_batch = pelab_opts_get(&opts, "batch") ? batch : 0; /* 0: the sweep's default */
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
     pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
@@ -188,7 +195,7 @@ int pelab_cmd_eval(int argc, char **argv) {
         rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
                         "documents: text, dna, music)", run.task.ops->name);
     else if (lengths[0])
-        rc = sweep(dir, &run, split, lengths, batch, json, &enc);
+        rc = sweep(dir, &run, split, lengths, sweep_batch, json, &enc);
     else {
         struct pelab_eval_result r;
         rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);

@@ -81,7 +81,8 @@ fi
 same_weights "$W/t/model.safetensors" "$W/t3/model.safetensors" || fail "a resumed text run differs"
 
 # ---- the sweep ----
-"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --json >"$W/sw" 2>"$W/e" || fail "sweep: $(cat "$W/e")"
+# (--batch 64: the passes of eval --split long, so that the 1x row is the same computation)
+"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --batch 64 --json >"$W/sw" 2>"$W/e" || fail "sweep: $(cat "$W/e")"
 [ "$(json "$W/sw" '[r["length"] for r in j["rows"]]')" = "[32, 64, 128]" ] || fail "sweep rows: $(cat "$W/sw")"
 [ "$(json "$W/sw" 'j["split"], j["train_length"], j["attention"]')" = "('long', 32, 'tiled')" ] || fail "sweep: $(cat "$W/sw")"
 "$P" eval --threads 1 --model "$W/t" --split long --json >"$W/ev" || fail "eval --split long"
@@ -93,6 +94,11 @@ expect 2 "--lengths 1000x: a window of 32000 tokens needs a document of 32001; t
     eval --threads 1 --model "$W/t" --lengths 1x,1000x
 expect 2 "--lengths: 'x2' is neither" -- eval --threads 1 --model "$W/t" --lengths 1x,x2
 expect 2 "--examples does not apply with --lengths" -- eval --threads 1 --model "$W/t" --lengths 1x --examples 3
+# a run trained with the reference kernel is swept on the tiled one (same function, linear memory)
+"$P" train $T --attention ref --steps 2 --out "$W/r" >/dev/null 2>&1 || fail "train --attention ref"
+"$P" eval --threads 1 --model "$W/r" --split long --json >"$W/ev" || fail "eval ref run"
+"$P" eval --threads 1 --model "$W/r" --lengths 1x --json >"$W/y" || fail "sweep ref run"
+close "$(json "$W/y" 'j["rows"][0]["loss"]')" "$(json "$W/ev" 'j["loss"]')" 1e-6 || fail "tiled sweep of a ref run differs"
 # RoPE's length extension applies at every length; a learned table stops at its length
 "$P" eval --threads 1 --model "$W/t" --lengths 4x --rope-scaling yarn --rope-scale 4 --json >"$W/y" || fail "sweep with yarn"
 [ "$(json "$W/y" 'j["rows"][0]["loss"]')" != "$(json "$W/sw" 'j["rows"][2]["loss"]')" ] || fail "yarn changed nothing at 4x"

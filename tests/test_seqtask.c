@@ -351,7 +351,7 @@ static void test_eval_nll(void) {
     int nl;
     CHECK(pelab_sweep_parse("1x,3x", T, len, &nl) == PELAB_OK && nl == 2, "parse");
     struct pelab_sweep_row rows[2];
-    CHECK(pelab_sweep(&m, &t, PELAB_SPLIT_LONG, len, nl, 64, rows, NULL, NULL) == PELAB_OK,
+    CHECK(pelab_sweep(&m, &t, PELAB_SPLIT_LONG, len, nl, 4 * T, rows, NULL, NULL) == PELAB_OK,
           "sweep: %s", pelab_last_error());
     CHECK(rows[0].loss == lr.loss && rows[0].tokens == lr.targets && rows[0].length == T,
           "1x row %.17g, eval of the long split %.17g", rows[0].loss, lr.loss);

@@ -19,7 +19,7 @@ static const struct pelab_optdef options[] = {
     {"seq-len", PELAB_OPT_INT, "2048", 1, 1048576, NULL,
      "training context T: each chorale cropped to T+1 tokens, T of them scored"},
     {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (default: $PELAB_DATA, else data/)"},
+     "where the datasets are installed (empty: $PELAB_DATA, else data/)"},
     {"data-seed", PELAB_OPT_INT, "0", 0, 9007199254740991.0, NULL,
      "mixed into the draw of training windows: another order of the same data"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
@@ -27,7 +27,7 @@ static const struct pelab_optdef options[] = {
 
 static const struct pelab_optdef eval_options[] = {
     {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (default: the run's --data-dir, else $PELAB_DATA, else "
+     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else "
      "data/)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
