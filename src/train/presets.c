@@ -39,7 +39,7 @@ static const struct pelab_preset presets[] = {
     /* A 2-core machine: bytes (a 258-row softmax instead of GPT-2's 50,257, which would cost ~25x
      * the rest of a model this small), T 256, the 4x128 model, lr 2e-3. Measured here: ~11k
      * tokens per CPU-second; 300 updates reach 1.89 nats/byte on moby-dick's val split; 1200
-     * updates (4.9M tokens) take about 4 minutes on 2 uncontended cores (README). */
+     * updates (4.9M tokens) should take about 4 minutes on 2 free cores (estimated; README). */
     {"text", "cpu", "a 2-core machine: bytes, T 256, D 128, 4 heads, 4 layers, 1200 steps",
      "d-model=128 heads=4 layers=4 dropout=0 tokenizer=byte seq-len=256 batch=16 lr=2e-3 "
      "min-lr=2e-4 warmup=100 steps=1200 weight-decay=0.01 clip=1.0 beta2=0.99 eval-every=200 "
@@ -66,7 +66,7 @@ static const struct pelab_preset presets[] = {
     /* A 2-core machine: the 4x128 model at T 256 (64 time steps; the sweep then reaches 8x on
      * the test chorales), dropout 0.2 as in the paper (229 chorales are 222k tokens). Measured
      * here: ~6k tokens per CPU-second; val NLL 0.77 after 300 updates; 600 updates take about
-     * 4 minutes on 2 uncontended cores. */
+     * 4 minutes on 2 free cores (estimated). */
     {"music", "cpu", "a 2-core machine: T 256, D 128, 4 heads, 4 layers, dropout 0.2, 600 steps",
      "d-model=128 heads=4 layers=4 dropout=0.2 seq-len=256 batch=16 lr=1e-3 min-lr=1e-4 "
      "warmup=30 steps=600 weight-decay=0.01 clip=1.0 beta2=0.99 eval-every=100 eval-batches=5 "
