@@ -39,6 +39,11 @@ int pelab_args_eval_groups(struct pelab_group *g, const char *title,
     int n = 0;
     snprintf(g[n].title, sizeof g[n].title, "%s", title);
     g[n++].table = table;
+    for (const struct pelab_task_ops *const *t = pelab_task_all(); *t && n < PELAB_GROUPS_MAX; t++)
+        if ((*t)->eval_options && (*t)->eval_options->name) {
+            snprintf(g[n].title, sizeof g[n].title, "task %s (evaluation)", (*t)->name);
+            g[n++].table = (*t)->eval_options;
+        }
     for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p && n < PELAB_GROUPS_MAX;
          p++)
         if ((*p)->eval_options && (*p)->eval_options->name) {
@@ -55,11 +60,15 @@ int pelab_args_split_eval(const struct pelab_opts *opts, const struct pelab_optd
     for (int i = 0; i < opts->count; i++) {
         const char *key = opts->kv[i].key, *val = opts->kv[i].val;
         const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+        const struct pelab_task_ops *task_owner = pelab_task_eval_option_owner(key);
         int rc;
         if (pelab_optdef_find(table, key))
             rc = pelab_opts_set(own, key, val);
         else if (owner)
             rc = pelab_optdef_check(pelab_optdef_find(owner->eval_options, key), val) ||
+                 pelab_opts_set(enc, key, val) ? PELAB_ERR_USAGE : PELAB_OK;
+        else if (task_owner)
+            rc = pelab_optdef_check(pelab_optdef_find(task_owner->eval_options, key), val) ||
                  pelab_opts_set(enc, key, val) ? PELAB_ERR_USAGE : PELAB_OK;
         else
             rc = pelab_fail(PELAB_ERR_USAGE, "unknown option --%s (see 'pelab help %s')", key, command);

@@ -17,14 +17,15 @@ struct pelab_group {
 int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
                             const struct pelab_optdef *extra);
 
-/* eval and sample: the command's own table, then one group per encoding with evaluation-time
- * options ("encoding rope (evaluation)"). Returns the count. */
+/* eval and sample: the command's own table, then one group per task and per encoding with
+ * evaluation-time options ("task dna (evaluation)", "encoding rope (evaluation)"). Returns the
+ * count. */
 int pelab_args_eval_groups(struct pelab_group *g, const char *title,
                            const struct pelab_optdef *table);
 
 /* eval and sample: splits parsed options into the command's own (`own`, checked against
- * `table`) and the encodings' evaluation-time options (`enc`, checked when the run is opened,
- * against the run's encoding). Anything else is an unknown option. */
+ * `table`) and the tasks' and encodings' evaluation-time options (`enc`, checked when the run is
+ * opened, against the run's task and encoding). Anything else is an unknown option. */
 int pelab_args_split_eval(const struct pelab_opts *opts, const struct pelab_optdef *table,
                           const char *command, struct pelab_opts *own, struct pelab_opts *enc);
 

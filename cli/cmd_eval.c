@@ -1,20 +1,31 @@
-/* pelab eval: loss and accuracy of a run's model on a split (the whole split by default). */
+/* pelab eval: loss and accuracy (indirect) or NLL, perplexity and bits per byte (text, dna,
+ * music) of a run's model on a split (the whole split by default); with --lengths, the
+ * length-extrapolation sweep (pelab/sweep.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "args.h"
 #include "pelab/json.h"
 #include "pelab/status.h"
+#include "pelab/sweep.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
 
 static const struct pelab_optdef eval_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory to evaluate (required)"},
-    {"split", PELAB_OPT_CHOICE, "test", 0, 0, "val|test|train", "split to evaluate"},
+    {"split", PELAB_OPT_CHOICE, "test", 0, 0, "val|test|train|long",
+     "split to evaluate (long: the documents held out for length extrapolation; text, dna and "
+     "music only)"},
     {"examples", PELAB_OPT_INT, "0", 0, 1e15, NULL,
-     "evaluate the first N examples of the split (0: all)"},
-    {"batch", PELAB_OPT_INT, "64", 1, 65536, NULL, "examples per forward pass"},
-    {"json", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "print one JSON object instead of a line"},
+     "evaluate the first N examples (windows) of the split (0: all)"},
+    {"batch", PELAB_OPT_INT, "64", 1, 65536, NULL,
+     "examples per forward pass (with --lengths: batch x T tokens per pass at every length; "
+     "when not given, passes of 8192 tokens, or one window where that is longer)"},
+    {"lengths", PELAB_OPT_STR, "", 0, 0, NULL,
+     "length-extrapolation sweep: evaluate at these lengths, multiples of the training length "
+     "or token counts (1x,2x,4x,8x,10x or 512,1024), on the long documents (or --split)"},
+    {"json", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "print one JSON object instead of text"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
@@ -22,15 +33,131 @@ static const struct pelab_optdef eval_options[] = {
 void pelab_cmd_eval_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_eval_groups(g, "options", eval_options);
-    fprintf(f, "usage: pelab eval --model DIR [--split val|test] [--json] [--batch N]\n\n"
-               "Loads DIR/config.json and DIR/model.safetensors and reports mean loss and\n"
-               "accuracy over the target positions of the split. The encoding groups below are\n"
-               "evaluation-time options: they apply to runs of that encoding (e.g. RoPE's length\n"
-               "extension, --rope-scaling yarn --rope-scale 4) and change only this evaluation.\n");
+    fprintf(f, "usage: pelab eval --model DIR [--split val|test|train|long] [--json] [--batch N]\n"
+               "       pelab eval --model DIR --lengths 1x,2x,4x,8x,10x [--json]\n\n"
+               "Loads DIR/config.json and DIR/model.safetensors and reports, over the target\n"
+               "positions of the split, mean loss and accuracy (indirect) or NLL per token,\n"
+               "perplexity and, for text, bits per byte (text, dna, music). --lengths evaluates\n"
+               "the unchanged model at other lengths on the long documents, one row per length\n"
+               "(docs/DATA.md, 'Tasks: windows of documents'). The task and encoding groups below\n"
+               "are evaluation-time options: they apply to runs of that task or encoding (e.g.\n"
+               "RoPE's length extension, --rope-scaling yarn --rope-scale 4) and change only this\n"
+               "evaluation.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
-static const char *const split_names[] = {"train", "val", "test"};
+/* The evaluation-time options given, as a JSON object. */
+static void json_options(struct pelab_sb *sb, const struct pelab_opts *enc) {
+    pelab_sb_printf(sb, "{");
+    for (int i = 0; i < enc->count; i++) {
+        pelab_sb_printf(sb, "%s", i ? ", " : "");
+        pelab_sb_json_string(sb, enc->kv[i].key);
+        pelab_sb_printf(sb, ": ");
+        pelab_sb_json_string(sb, enc->kv[i].val);
+    }
+    pelab_sb_printf(sb, "}");
+}
+
+static void print_result(const char *dir, const struct pelab_run *run, enum pelab_split split,
+                         const struct pelab_eval_result *r, int json) {
+    const char *name = pelab_split_name(split);
+    if (json) {
+        struct pelab_sb sb = {0};
+        pelab_sb_printf(&sb, "{\"model\": ");
+        pelab_sb_json_string(&sb, dir);
+        pelab_sb_printf(&sb, ", \"task\": ");
+        pelab_sb_json_string(&sb, run->task.ops->name);
+        pelab_sb_printf(&sb, ", \"split\": \"%s\", \"step\": %" PRId64 ", \"examples\": %" PRIu64
+                        ", \"targets\": %" PRIu64 ", \"loss\": ",
+                        name, run->step, r->examples, r->targets);
+        pelab_sb_json_number(&sb, r->loss);
+        if (run->task.lm) {
+            pelab_sb_printf(&sb, ", \"perplexity\": ");
+            pelab_sb_json_number(&sb, r->ppl);
+            if (r->bytes) {
+                pelab_sb_printf(&sb, ", \"bytes\": %" PRIu64 ", \"bits_per_byte\": ", r->bytes);
+                pelab_sb_json_number(&sb, r->bpb);
+            }
+        }
+        pelab_sb_printf(&sb, ", \"accuracy\": ");
+        pelab_sb_json_number(&sb, r->acc);
+        pelab_sb_printf(&sb, "}\n");
+        fputs(sb.data, stdout);
+        pelab_sb_free(&sb);
+    } else if (run->task.lm) {
+        printf("%s: NLL %.4f per token  perplexity %.3f", name, r->loss, r->ppl);
+        if (r->bytes) printf("  bits/byte %.4f", r->bpb);
+        printf("  [%s, step %" PRId64 ", %" PRIu64 " tokens in %" PRIu64 " windows]\n", dir,
+               run->step, r->targets, r->examples);
+    } else {
+        printf("%s: accuracy %.2f%% (%" PRIu64 "/%" PRIu64 ")  loss %.4f  [%s, step %" PRId64
+               ", %" PRIu64 " examples]\n",
+               name, 100 * r->acc, r->correct, r->targets, r->loss, dir, run->step, r->examples);
+    }
+}
+
+/* A finished length, on a terminal: the sweep of a big model at 10x can take a while. */
+static void sweep_progress(void *ctx, const struct pelab_sweep_row *row) {
+    if (!*(int *)ctx) return;
+    fprintf(stderr, "  %s (%d tokens): NLL %.4f, %.1f s\n", row->label, row->length, row->loss,
+            row->seconds);
+}
+
+/* batch: windows of T per pass as --batch gave it, 0 when not given. */
+static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
+                 const char *spec, int batch, int json, const struct pelab_opts *enc) {
+    const struct pelab_task *t = &run->task;
+    if (!t->ops->windows)
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: task %s has no documents to evaluate at "
+                          "other lengths (tasks of documents: text, dna, music)", t->ops->name);
+    static struct pelab_sweep_length lengths[PELAB_SWEEP_MAX];
+    static struct pelab_sweep_row rows[PELAB_SWEEP_MAX];
+    int n, T = t->seq_len;
+    int rc = pelab_sweep_parse(spec, T, lengths, &n);
+    if (rc) return rc;
+    int tty = !json && isatty(fileno(stderr));
+    /* Each position of a pass holds its logits and probabilities, 2·V floats (gpt2: 400 kB): a
+     * pass of 64 windows of 10T would not fit a workstation, so by default passes hold 8192
+     * tokens (at least one window). */
+    long tokens = batch > 0 ? (long)batch * T : 8192;
+    rc = pelab_sweep(&run->model, t, split, lengths, n, tokens, rows, sweep_progress, &tty);
+    if (rc) return rc;
+    struct pelab_sb sb = {0};
+    if (json) {
+        pelab_sb_printf(&sb, "{\"model\": ");
+        pelab_sb_json_string(&sb, dir);
+        pelab_sb_printf(&sb, ", \"task\": ");
+        pelab_sb_json_string(&sb, t->ops->name);
+        pelab_sb_printf(&sb, ", \"pe\": ");
+        pelab_sb_json_string(&sb, run->model.cfg.pe);
+        pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"%s\", \"train_length\": %d, "
+                        "\"attention\": \"tiled\", \"eval_options\": ",
+                        run->step, pelab_split_name(split), T);
+        json_options(&sb, enc);
+        pelab_sb_printf(&sb, ", \"rows\": ");
+        pelab_sweep_json(&sb, rows, n);
+        pelab_sb_printf(&sb, "}\n");
+    } else {
+        int bpb = rows[0].bpb > 0;
+        pelab_sb_printf(&sb, "length extrapolation: %s (task %s, pe %s, step %" PRId64
+                        "), trained at T = %d, %s documents\n",
+                        dir, t->ops->name, run->model.cfg.pe, run->step, T,
+                        pelab_split_name(split));
+        pelab_sb_printf(&sb, "%-8s %8s %7s %5s %8s %10s %9s %10s%s\n", "length", "tokens", "x T",
+                        "docs", "windows", "scored", "NLL", "ppl", bpb ? "  bits/byte" : "");
+        for (int i = 0; i < n; i++) {
+            const struct pelab_sweep_row *r = &rows[i];
+            pelab_sb_printf(&sb, "%-8s %8d %7.2f %5" PRIu64 " %8" PRIu64 " %10" PRIu64
+                            " %9.4f %10.3f", r->label, r->length, r->multiple, r->documents,
+                            r->windows, r->tokens, r->loss, r->ppl);
+            if (bpb) pelab_sb_printf(&sb, " %10.4f", r->bpb);
+            pelab_sb_printf(&sb, "\n");
+        }
+    }
+    fputs(sb.data, stdout);
+    pelab_sb_free(&sb);
+    return PELAB_OK;
+}
 
 int pelab_cmd_eval(int argc, char **argv) {
     struct pelab_group g[PELAB_GROUPS_MAX];
@@ -46,37 +173,33 @@ int pelab_cmd_eval(int argc, char **argv) {
     }
     const char *dir = pelab_opt_str(&opts, eval_options, "model");
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
-    /* Choice index follows "val|test|train"; the task's split ids are train 0, val 1, test 2. */
-    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
+    const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
+    /* Choice index follows "val|test|train|long"; the task's split ids are train 0, val 1,
+     * test 2, long 3. A sweep reads the long documents unless --split says otherwise. */
+    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN,
+                                              PELAB_SPLIT_LONG};
     enum pelab_split split = splits[pelab_opt_choice(&opts, eval_options, "split")];
+    if (lengths[0] && !pelab_opts_get(&opts, "split")) split = PELAB_SPLIT_LONG;
+    if (lengths[0] && pelab_opts_get(&opts, "examples"))
+        return pelab_fail(PELAB_ERR_USAGE, "--examples does not apply with --lengths (a sweep "
+                          "evaluates every window of the documents that reach each length)");
     int batch = (int)pelab_opt_int(&opts, eval_options, "batch");
+    int sweep_batch = pelab_opts_get(&opts, "batch") ? batch : 0; /* 0: the sweep's default */
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
+    int json = pelab_opt_switch(&opts, eval_options, "json");
     pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
 
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
-    struct pelab_eval_result r;
-    rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);
-    if (!rc) {
-        if (pelab_opt_switch(&opts, eval_options, "json")) {
-            struct pelab_sb sb = {0};
-            pelab_sb_printf(&sb, "{\"model\": ");
-            pelab_sb_json_string(&sb, dir);
-            pelab_sb_printf(&sb, ", \"split\": \"%s\", \"step\": %" PRId64
-                            ", \"examples\": %" PRIu64 ", \"targets\": %" PRIu64 ", \"loss\": ",
-                            split_names[split], run.step, r.examples, r.targets);
-            pelab_sb_json_number(&sb, r.loss);
-            pelab_sb_printf(&sb, ", \"accuracy\": ");
-            pelab_sb_json_number(&sb, r.acc);
-            pelab_sb_printf(&sb, "}\n");
-            fputs(sb.data, stdout);
-            pelab_sb_free(&sb);
-        } else {
-            printf("%s: accuracy %.2f%% (%" PRIu64 "/%" PRIu64 ")  loss %.4f  [%s, step %" PRId64
-                   ", %" PRIu64 " examples]\n",
-                   split_names[split], 100 * r.acc, r.correct, r.targets, r.loss, dir, run.step,
-                   r.examples);
-        }
+    if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])
+        rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
+                        "documents: text, dna, music)", run.task.ops->name);
+    else if (lengths[0])
+        rc = sweep(dir, &run, split, lengths, sweep_batch, json, &enc);
+    else {
+        struct pelab_eval_result r;
+        rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);
+        if (!rc) print_result(dir, &run, split, &r, json);
     }
     pelab_run_close(&run);
     return rc;

@@ -21,9 +21,11 @@ struct command {
 static const struct command commands[] = {
     {"train", "train a model on a task; writes a run directory", pelab_cmd_train,
      pelab_cmd_train_help},
-    {"eval", "accuracy and loss of a trained run on a whole split", pelab_cmd_eval,
+    {"eval", "loss and accuracy, or NLL and perplexity, of a trained run on a split; --lengths: "
+             "a length-extrapolation sweep", pelab_cmd_eval,
      pelab_cmd_eval_help},
-    {"sample", "a few examples with the model's prediction and the truth", pelab_cmd_sample,
+    {"sample", "a few examples with the model's prediction and the truth, or continued "
+               "documents", pelab_cmd_sample,
      pelab_cmd_sample_help},
     {"compare", "train several encodings x seeds and print a results table", pelab_cmd_compare,
      pelab_cmd_compare_help},

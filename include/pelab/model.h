@@ -77,6 +77,10 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out);
  * encoding's own. */
 void pelab_model_init_weights(struct pelab_model *m, uint64_t seed);
 
+/* Switches the attention kernel (the function is the same; what is saved differs): long
+ * evaluations take the tiled one, whose memory is linear in T. Frees the activations. */
+void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel kernel);
+
 /* Allocates activations for up to B×T (reuses them when large enough). */
 int pelab_model_reserve(struct pelab_model *m, int B, int T);
 

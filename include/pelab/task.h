@@ -3,6 +3,12 @@
  * A task turns (split, example index) into token sequences deterministically, so the data-loader
  * state of a run is just a cursor. Batches are padded to a fixed T; targets are -1 wherever no
  * loss is taken (padding, and for `indirect` every position but the answer).
+ *
+ * Two kinds: generated tasks (`indirect`: final-token accuracy) and tasks of documents (`text`,
+ * `dna`, `music`: next-token prediction on every real position, reported as NLL, perplexity and,
+ * for text, bits per byte). The latter read installed token caches (pelab/dataset.h) and can cut
+ * their documents into evaluation windows of any length (`windows`, `fill_windows`), which the
+ * length-extrapolation sweep (pelab/sweep.h) uses.
  */
 #ifndef PELAB_TASK_H
 #define PELAB_TASK_H
@@ -10,8 +16,22 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pelab/options.h"
+#include "pelab/tokenizer.h"
 
-enum pelab_split { PELAB_SPLIT_TRAIN = 0, PELAB_SPLIT_VAL = 1, PELAB_SPLIT_TEST = 2 };
+/* PELAB_SPLIT_LONG exists only for tasks of documents (those with `windows`): the long documents
+ * held out for length extrapolation (docs/DATA.md), or the test documents of a dataset that
+ * reserves none. */
+enum pelab_split { PELAB_SPLIT_TRAIN = 0, PELAB_SPLIT_VAL = 1, PELAB_SPLIT_TEST = 2,
+                   PELAB_SPLIT_LONG = 3 };
+const char *pelab_split_name(enum pelab_split split); /* "train", "val", "test", "long" */
+
+/* What an evaluation cut of a split holds (see `windows`). */
+struct pelab_window_count {
+    uint64_t windows;   /* rows of the cut */
+    uint64_t documents; /* documents taking part */
+    uint64_t scored;    /* positions with a target, over all windows */
+    uint64_t longest;   /* tokens of the split's longest document (taking part or not) */
+};
 
 struct pelab_batch {
     int B, T;
@@ -40,6 +60,26 @@ struct pelab_task_ops {
                  struct pelab_batch *b);
     /* Text of one token, for printing ("" for padding). */
     const char *(*token_text)(const struct pelab_task *t, int32_t token);
+
+    /* Optional: options that change what an evaluation reads, not what the model learns (where
+     * the data lives, dna's out-of-distribution test genome). `eval` and `sample` accept them for
+     * a run of this task; training refuses those not also in `options`; config.json never
+     * records them. init reads them from the same opts as `options`. */
+    const struct pelab_optdef *eval_options;
+    /* Optional (tasks of documents): the evaluation cut of `split` at length L (any L >= 1; the
+     * val/test examples of split_size/fill are this cut at L = seq_len). Each window holds up to
+     * L+1 tokens of one document and scores up to L positions; together the windows score each
+     * document's tokens as the task's cut says (task files). With `full`, only documents of at
+     * least L+1 tokens take part, so every window has L inputs. Fills *c; returns c->windows. */
+    uint64_t (*windows)(const struct pelab_task *t, enum pelab_split split, int L, int full,
+                        struct pelab_window_count *c);
+    /* Fills b->B windows first, first+1, … (mod the cut's size) of that cut, padded to b->T >= L,
+     * positions 0..b->T-1. */
+    void (*fill_windows)(const struct pelab_task *t, enum pelab_split split, int L, int full,
+                         uint64_t first, struct pelab_batch *b);
+    /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
+    int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
+                  struct pelab_bytes *out);
 };
 
 struct pelab_task {
@@ -51,6 +91,12 @@ struct pelab_task {
      * example's cursor minus the origin is how many examples came before it in the run, which
      * schedules such as a curriculum are functions of. */
     uint64_t train_origin;
+    /* Set by tasks of documents: every real position is scored and the loss is reported as NLL
+     * per token and perplexity (accuracy otherwise). */
+    int lm;
+    /* Text tasks: bytes of text each token id stands for (vocab entries), so that an evaluation
+     * can report bits per byte; NULL for other tasks. */
+    const uint16_t *token_bytes;
     void *state;
 };
 
@@ -59,5 +105,7 @@ const struct pelab_task_ops *const *pelab_task_all(void);
 /* PELAB_ERR_USAGE for an unknown task (the message lists the known ones) or bad options. */
 int pelab_task_init(struct pelab_task *t, const char *name, const struct pelab_opts *opts);
 void pelab_task_free(struct pelab_task *t);
+/* The task, if any, whose evaluation-time table defines option `name`, else NULL. */
+const struct pelab_task_ops *pelab_task_eval_option_owner(const char *name);
 
 #endif

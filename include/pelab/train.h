@@ -166,10 +166,12 @@ struct pelab_run {
 /* PELAB_ERR_RUNTIME, with one line naming the file, for a missing or foreign directory or a
  * damaged file. */
 int pelab_run_open(struct pelab_run *r, const char *dir);
-/* The same, with evaluation-time options of the run's encoding (its `eval_options`: RoPE's
- * length extension, the learned table's interpolation), added to `settings` before the model is
- * built. PELAB_ERR_USAGE naming the option when one belongs to another encoding or has a value
- * the encoding refuses. eval_opts may be NULL. */
+/* The same, with evaluation-time options of the run's task and encoding (their `eval_options`:
+ * where the data is, dna's test genome, RoPE's length extension, the learned table's
+ * interpolation), added to `settings` before the task and the model are built. PELAB_ERR_USAGE
+ * naming the option when one belongs to another task or encoding or has a value it refuses.
+ * eval_opts may be NULL. A task that cannot read its data fails with its own message (which
+ * names the file, or the command that installs the dataset). */
 int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts);
 void pelab_run_close(struct pelab_run *r);
 
@@ -185,9 +187,20 @@ int pelab_config_parse(const char *path, const char *text, size_t size,
 struct pelab_eval_result {
     double loss, acc;
     uint64_t examples, targets, correct;
+    double ppl;     /* exp(loss): perplexity per token */
+    uint64_t bytes; /* text tasks: bytes of text of the scored targets (0 otherwise) */
+    double bpb;     /* bits per byte, loss·targets / (ln 2 · bytes); 0 without bytes */
 };
+/* For a task of documents (one with `windows`) the examples are the windows of its evaluation
+ * cut at the training length (pelab/task.h), on every split, train included. */
 int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
                    uint64_t first, uint64_t count, int batch, struct pelab_eval_result *r);
+/* The same over the whole evaluation cut of a task of documents at length L (`full`: only the
+ * documents of at least L+1 tokens), `batch` windows per forward pass. The model's training
+ * context is unchanged: positions run 0..L-1. */
+int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
+                           enum pelab_split split, int L, int full, int batch,
+                           struct pelab_eval_result *r);
 
 /* Argmax over the vocabulary of logits row (V,): first maximum. */
 int pelab_argmax(const pelab_real *row, int V);

@@ -7,13 +7,25 @@
 #include "data/tasks/tasks.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
+#include "pelab/tokcache.h"
 
 static const struct pelab_task_ops *const tasks[] = {
     &pelab_task_indirect,
+    &pelab_task_text,
+    &pelab_task_dna,
+    &pelab_task_music,
     NULL,
 };
 
 const struct pelab_task_ops *const *pelab_task_all(void) { return tasks; }
+
+const char *pelab_split_name(enum pelab_split split) { return pelab_doc_split_name((int)split); }
+
+const struct pelab_task_ops *pelab_task_eval_option_owner(const char *name) {
+    for (int i = 0; tasks[i]; i++)
+        if (pelab_optdef_find(tasks[i]->eval_options, name)) return tasks[i];
+    return NULL;
+}
 
 const struct pelab_task_ops *pelab_task_find(const char *name) {
     for (int i = 0; tasks[i]; i++)
@@ -43,6 +55,7 @@ int pelab_task_init(struct pelab_task *t, const char *name, const struct pelab_o
     /* The opts list is shared by every module: keys this task does not define are not ours. */
     if (opts) {
         int rc = pelab_opts_check(opts, ops->options);
+        if (!rc) rc = pelab_opts_check(opts, ops->eval_options);
         if (rc) return rc;
     }
     t->ops = ops;

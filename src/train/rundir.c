@@ -8,6 +8,7 @@
 #include "pelab/posenc.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
+#include "pelab/task.h"
 #include "pelab/train.h"
 #include "train/run.h"
 
@@ -100,26 +101,49 @@ static int probe_encoding(const struct pelab_opts *opts, const char *pe, int max
     return rc;
 }
 
-/* Adds the evaluation-time options to the run's settings: each must be one of the run's
- * encoding, with a value that encoding accepts; anything else is a usage error naming it. */
+/* The task's evaluation-time options (where the data is, dna's test genome) into the settings
+ * the task is built from: each must be one of the run's task. */
+static int add_task_eval_opts(struct pelab_opts *settings, const char *dir, const char *task,
+                              const struct pelab_opts *eval_opts) {
+    const struct pelab_task_ops *ops = pelab_task_find(task);
+    for (int i = 0; eval_opts && i < eval_opts->count; i++) {
+        const char *key = eval_opts->kv[i].key;
+        const struct pelab_task_ops *owner = pelab_task_eval_option_owner(key);
+        if (!owner) continue; /* an encoding's: add_eval_opts */
+        if (!ops || !pelab_optdef_find(ops->eval_options, key))
+            return pelab_fail(PELAB_ERR_USAGE, "--%s applies to runs of --task %s; %s was trained "
+                              "with --task %s", key, owner->name, dir, task);
+        if (pelab_opts_set(settings, key, eval_opts->kv[i].val)) return PELAB_ERR_USAGE;
+    }
+    return PELAB_OK;
+}
+
+/* Adds the encoding's evaluation-time options to the run's settings: each must be one of the
+ * run's encoding, with a value that encoding accepts; anything else is a usage error naming it.
+ * (The task's were added before the task was built.) */
 static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
                          const struct pelab_opts *eval_opts) {
     if (!eval_opts || !eval_opts->count) return PELAB_OK;
     const struct pelab_posenc_ops *ops = pelab_posenc_find(pe);
+    int any = 0;
     for (int i = 0; i < eval_opts->count; i++) {
         const char *key = eval_opts->kv[i].key;
         const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+        if (!owner && pelab_task_eval_option_owner(key)) continue;
         if (!owner) return pelab_fail(PELAB_ERR_USAGE, "unknown option --%s", key);
         if (owner != ops)
             return pelab_fail(PELAB_ERR_USAGE, "--%s applies to runs of --pe %s; %s was trained with --pe %s",
                               key, owner->name, dir, pe);
+        any = 1;
     }
+    if (!any) return PELAB_OK;
     char cfg_path[PELAB_PATH_MAX];
     pelab_path(cfg_path, dir, "config.json");
     if (probe_encoding(&r->settings, pe, r->task.seq_len))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
     for (int i = 0; i < eval_opts->count; i++)
-        if (pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))
+        if (pelab_posenc_eval_option_owner(eval_opts->kv[i].key) &&
+            pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))
             return PELAB_ERR_USAGE;
     return probe_encoding(&r->settings, pe, r->task.seq_len);
 }
@@ -138,8 +162,11 @@ int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: no %s setting", cfg_path, task ? "pe" : "task");
     if (pelab_train_check_opts(&r->settings, task, &pe, 1, NULL))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
-    if (pelab_task_init(&r->task, task, &r->settings))
-        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    if ((rc = add_task_eval_opts(&r->settings, dir, task, eval_opts))) return rc;
+    /* A task that cannot read its data (a dataset not installed, a damaged cache) says which
+     * file and what to run; only a setting it refuses is config.json's fault. */
+    if ((rc = pelab_task_init(&r->task, task, &r->settings)))
+        return rc == PELAB_ERR_RUNTIME ? rc : fail_in(PELAB_ERR_RUNTIME, cfg_path);
     if ((rc = add_eval_opts(r, dir, pe, eval_opts))) {
         pelab_run_close(r);
         return rc;

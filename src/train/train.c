@@ -294,6 +294,17 @@ static int write_summary(struct pelab_trainer *tr, const struct pelab_eval_resul
         pelab_sb_printf(&sb, ",\n  \"%s\": ", f[i].key);
         pelab_sb_json_number(&sb, f[i].x);
     }
+    if (tr->task.lm) { /* sequence modelling: the losses are NLL per token */
+        struct { const char *key; double x; int on; } g[] = {
+            {"val_ppl", val->ppl, 1},          {"test_ppl", test->ppl, 1},
+            {"val_bpb", val->bpb, val->bytes > 0}, {"test_bpb", test->bpb, test->bytes > 0},
+        };
+        for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+            if (!g[i].on) continue;
+            pelab_sb_printf(&sb, ",\n  \"%s\": ", g[i].key);
+            pelab_sb_json_number(&sb, g[i].x);
+        }
+    }
     pelab_sb_printf(&sb, ",\n  \"val_examples\": %" PRIu64 ",\n  \"test_examples\": %" PRIu64
                     ",\n  \"parameters\": %zu\n}\n",
                     val->examples, test->examples, tr->model.params.total);

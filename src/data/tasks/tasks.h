@@ -7,5 +7,8 @@
 #include "pelab/task.h"
 
 extern const struct pelab_task_ops pelab_task_indirect;
+extern const struct pelab_task_ops pelab_task_text;
+extern const struct pelab_task_ops pelab_task_dna;
+extern const struct pelab_task_ops pelab_task_music;
 
 #endif

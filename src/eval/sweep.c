@@ -1,0 +1,153 @@
+/* The length-extrapolation sweep (pelab/sweep.h): parse the lengths, check them all, then one
+ * evaluation of the task's cut per length. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+#include "pelab/sweep.h"
+#include "pelab/train.h"
+
+#define LENGTH_MAX (1 << 24) /* tokens; far beyond what fits a machine's memory */
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One item: "2x", "1.5x" (times T) or "512". */
+static int parse_item(const char *item, int T, struct pelab_sweep_length *out) {
+    size_t len = strlen(item);
+    char *end;
+    errno = 0;
+    double v;
+    if (len > 1 && (item[len - 1] == 'x' || item[len - 1] == 'X')) {
+        v = strtod(item, &end);
+        if (end != item + len - 1 || errno || !isfinite(v) || v <= 0) goto bad;
+        v = floor(v * T + 0.5);
+    } else {
+        long n = strtol(item, &end, 10);
+        if (end == item || *end || errno) goto bad;
+        v = (double)n;
+    }
+    if (v < 1 || v > LENGTH_MAX)
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%s' is %.0f tokens; lengths run from 1 "
+                          "to %d", item, v, LENGTH_MAX);
+    out->tokens = (int)v;
+    snprintf(out->label, sizeof out->label, "%s", item);
+    return PELAB_OK;
+bad:
+    return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%.40s' is neither a multiple of the "
+                      "training length (2x, 1.5x) nor a token count (512)", item);
+}
+
+int pelab_sweep_parse(const char *spec, int T, struct pelab_sweep_length *out, int *n) {
+    *n = 0;
+    for (const char *s = spec;;) {
+        while (*s == ' ') s++;
+        size_t len = strcspn(s, ",");
+        char item[32];
+        while (len > 0 && s[len - 1] == ' ') len--;
+        if (len == 0 || len >= sizeof item)
+            return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%.40s' is not a list like 1x,2x,4x "
+                              "or 512,1024", spec);
+        if (*n == PELAB_SWEEP_MAX)
+            return pelab_fail(PELAB_ERR_USAGE, "--lengths: more than %d lengths", PELAB_SWEEP_MAX);
+        memcpy(item, s, len);
+        item[len] = '\0';
+        int rc = parse_item(item, T, &out[*n]);
+        if (rc) return rc;
+        (*n)++;
+        s += strcspn(s, ",");
+        if (!*s) break;
+        s++;
+    }
+    return PELAB_OK;
+}
+
+/* Whether the encoding accepts positions 0..L-1 (its prepare step refuses what it cannot
+ * represent, naming the option that would allow it). */
+static int check_positions(struct pelab_model *m, int L) {
+    int32_t *pos = malloc((size_t)L * sizeof *pos);
+    if (!pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d positions", L);
+    for (int p = 0; p < L; p++) pos[p] = p;
+    int rc = pelab_posenc_prepare(&m->pe, pos, 1, L);
+    free(pos);
+    return rc;
+}
+
+int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
+                const struct pelab_sweep_length *lengths, int n, long batch_tokens,
+                struct pelab_sweep_row *rows,
+                void (*progress)(void *ctx, const struct pelab_sweep_row *row), void *ctx) {
+    if (!t->ops->windows)
+        return pelab_fail(PELAB_ERR_USAGE, "task %s has no documents to evaluate at other "
+                          "lengths (tasks of documents: text, dna, music)", t->ops->name);
+    int longest = 0;
+    for (int i = 0; i < n; i++) {
+        struct pelab_window_count c;
+        int L = lengths[i].tokens;
+        if (t->ops->windows(t, split, L, 1, &c) == 0)
+            return pelab_fail(PELAB_ERR_USAGE, "--lengths %s: a window of %d tokens needs a "
+                              "document of %d; the longest %s document of task %s has %llu",
+                              lengths[i].label, L, L + 1, pelab_split_name(split), t->ops->name,
+                              (unsigned long long)c.longest);
+        if (L > longest) longest = L;
+    }
+    int rc = check_positions(m, longest);
+    if (rc) return rc;
+    pelab_model_set_attention(m, PELAB_ATTN_KERNEL_TILED);
+    for (int i = 0; i < n; i++) {
+        int L = lengths[i].tokens;
+        long b = batch_tokens / L;
+        int batch = b < 1 ? 1 : b > 65536 ? 65536 : (int)b;
+        double t0 = now_s();
+        struct pelab_eval_result r;
+        if ((rc = pelab_evaluate_windows(m, t, split, L, 1, batch, &r))) return rc;
+        struct pelab_window_count c;
+        t->ops->windows(t, split, L, 1, &c);
+        struct pelab_sweep_row *row = &rows[i];
+        memset(row, 0, sizeof *row);
+        row->length = L;
+        snprintf(row->label, sizeof row->label, "%s", lengths[i].label);
+        row->multiple = (double)L / t->seq_len;
+        row->documents = c.documents;
+        row->windows = r.examples;
+        row->tokens = r.targets;
+        row->loss = r.loss;
+        row->ppl = r.ppl;
+        row->bpb = r.bpb;
+        row->seconds = now_s() - t0;
+        if (progress) progress(ctx, row);
+    }
+    return PELAB_OK;
+}
+
+void pelab_sweep_json(struct pelab_sb *sb, const struct pelab_sweep_row *rows, int n) {
+    pelab_sb_printf(sb, "[");
+    for (int i = 0; i < n; i++) {
+        const struct pelab_sweep_row *r = &rows[i];
+        pelab_sb_printf(sb, "%s{\"label\": ", i ? ", " : "");
+        pelab_sb_json_string(sb, r->label);
+        pelab_sb_printf(sb, ", \"length\": %d, \"multiple\": ", r->length);
+        pelab_sb_json_number(sb, r->multiple);
+        pelab_sb_printf(sb, ", \"documents\": %llu, \"windows\": %llu, \"tokens\": %llu, "
+                        "\"loss\": ", (unsigned long long)r->documents,
+                        (unsigned long long)r->windows, (unsigned long long)r->tokens);
+        pelab_sb_json_number(sb, r->loss);
+        pelab_sb_printf(sb, ", \"perplexity\": ");
+        pelab_sb_json_number(sb, r->ppl);
+        if (r->bpb > 0) {
+            pelab_sb_printf(sb, ", \"bits_per_byte\": ");
+            pelab_sb_json_number(sb, r->bpb);
+        }
+        pelab_sb_printf(sb, ", \"seconds\": ");
+        pelab_sb_json_number(sb, r->seconds);
+        pelab_sb_printf(sb, "}");
+    }
+    pelab_sb_printf(sb, "]");
+}

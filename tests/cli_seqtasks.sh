@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The tasks of documents from the command line, on small datasets installed here from sources made
+# by the test (no network, no installed data needed): text, music and dna train, evaluate and
+# sample; eval's NLL equals an independent computation (windows cut in Python from the cache, the
+# PyTorch twin); a resumed text run equals an uninterrupted one; `eval --lengths` gives one row
+# per length, its 1x row equal to `eval --split long`, and works with RoPE's length extension;
+# bad input (a dataset not installed, a damaged cache, a length no document reaches, a learned
+# table too short, options of another task) is one line with exit status 1 or 2.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+D=$W/data
+S=$D/sources
+export PELAB_FETCH=/bin/false # the sources are all here: any fetch is a bug
+export PELAB_DATA=$W/nowhere  # every command names --data-dir (or reads the run's)
+
+# ---- sources: 16 speeches (the 8 longest are the long split; speech 3 is val, 8 test), chorales,
+# 23 stretches of "chromosome X" of which 4 are kept (0 train, 11 and 21 val, 22 test), P. falciparum
+mkdir -p "$S/sotu/data" "$S/jsb" "$S/dna-human" "$S/dna-pfal"
+for i in $(seq 1 16); do
+    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
+        >"$S/sotu/data/$((1900 + i))_speech_$i.txt"
+done
+/usr/bin/python3 - "$S/jsb/Jsb16thSeparated.json" <<'PY'
+import json, random, sys
+random.seed(5)
+def chorale(steps):
+    return [[random.choice([-1] + list(range(40, 82))) for _ in range(4)] for _ in range(steps)]
+data = {"train": [chorale(random.randint(10, 60)) for _ in range(12)],
+        "valid": [chorale(random.randint(10, 60)) for _ in range(3)],
+        "test": [chorale(s) for s in (20, 40, 70)]}
+json.dump(data, open(sys.argv[1], "w"))
+PY
+awk 'BEGIN { srand(3); print ">X  chrX"; s = ""
+             for (d = 0; d < 23; d++) for (i = 0; i < 120000; i++) {
+                 s = s ((d == 0 || d == 11 || d >= 21) ? substr("ACGT", int(rand() * 4) + 1, 1) : "N")
+                 if (length(s) == 60) { print s; s = "" } }
+             print s }' >"$S/dna-human/hs37chrXtrunc.fa"
+awk 'BEGIN { srand(4); print ">MAL1"; s = ""
+             for (i = 0; i < 30000; i++) { s = s substr("AATTTACG", int(rand() * 8) + 1, 1); if (length(s) == 60) { print s; s = "" } }
+             print s }' >"$S/dna-pfal/genome_1.fa"
+"$P" data install sotu jsb dna-human dna-pfal --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
+
+expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
+    local code=$1 pattern=$2; shift 3
+    "$P" "$@" >"$W/o" 2>"$W/e"; local rc=$?
+    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/e"))"
+    [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
+        fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
+}
+json() { # FILE EXPR: a field of a JSON file, full precision
+    /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
+}
+TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --data-dir $D"
+
+# ---- text: train, evaluate, compare with the independent computation ----
+T="$TINY --task text --tokenizer byte --seq-len 32"
+"$P" train $T --steps 6 --save-every 3 --out "$W/t" >/dev/null 2>"$W/e" || fail "train text: $(cat "$W/e")"
+for k in test_ppl test_bpb; do grep -q "\"$k\"" "$W/t/summary.json" || fail "summary.json lacks $k"; done
+"$P" eval --threads 1 --model "$W/t" --json >"$W/ev" 2>"$W/e" || fail "eval text: $(cat "$W/e")"
+close() { /usr/bin/python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(abs(a - b) > float(sys.argv[3]) * abs(b))' "$@"; }
+# (another batch size: float sums in another order inside the forward pass)
+close "$(json "$W/ev" 'j["loss"]')" "$(json "$W/t/summary.json" 'j["test_loss"]')" 1e-6 ||
+    fail "eval's test loss differs from summary.json's"
+"$P" eval --threads 1 --model "$W/t" >"$W/o" || fail "eval text (table)"
+grep -q "^test: NLL [0-9.]* per token  perplexity [0-9.]*  bits/byte" "$W/o" || fail "eval line: $(cat "$W/o")"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then # the independent computation
+    /usr/bin/python3 tests/lib/seq_nll.py "$W/t" "$D/sotu/byte.ptok" test,long 32 tile 0 >"$W/nll" ||
+        fail "seq_nll.py failed"
+    for split in test long; do
+        "$P" eval --threads 1 --model "$W/t" --split $split --json >"$W/ev" || fail "eval --split $split"
+        read -r nll scored _ < <(if [ $split = test ]; then head -1 "$W/nll"; else tail -1 "$W/nll"; fi)
+        close "$(json "$W/ev" 'j["loss"]')" "$nll" 1e-5 || fail "$split: pelab's NLL $(json "$W/ev" 'j["loss"]') vs independent $nll"
+        [ "$(json "$W/ev" 'j["targets"]')" = "$scored" ] || fail "$split: scored tokens differ"
+    done
+else
+    echo "notice: python3-torch is not installed; the independent NLL check is skipped"
+fi
+# a resumed run reads the same windows: the same weights as an uninterrupted one
+"$P" train $T --steps 3 --save-every 3 --out "$W/t3" >/dev/null 2>&1 || fail "train 3 steps"
+"$P" train --resume "$W/t3" --steps 6 >/dev/null 2>&1 || fail "resume"
+same_weights "$W/t/model.safetensors" "$W/t3/model.safetensors" || fail "a resumed text run differs"
+
+# ---- the sweep ----
+# (--batch 64: the passes of eval --split long, so that the 1x row is the same computation)
+"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --batch 64 --json >"$W/sw" 2>"$W/e" || fail "sweep: $(cat "$W/e")"
+[ "$(json "$W/sw" '[r["length"] for r in j["rows"]]')" = "[32, 64, 128]" ] || fail "sweep rows: $(cat "$W/sw")"
+[ "$(json "$W/sw" 'j["split"], j["train_length"], j["attention"]')" = "('long', 32, 'tiled')" ] || fail "sweep: $(cat "$W/sw")"
+"$P" eval --threads 1 --model "$W/t" --split long --json >"$W/ev" || fail "eval --split long"
+[ "$(json "$W/sw" 'j["rows"][0]["loss"]')" = "$(json "$W/ev" 'j["loss"]')" ] || fail "the 1x row differs from eval --split long"
+[ "$(json "$W/sw" 'j["rows"][0]["tokens"]')" = "$(json "$W/ev" 'j["targets"]')" ] || fail "1x: tokens differ"
+"$P" eval --threads 1 --model "$W/t" --lengths 1x,4x >"$W/o" || fail "sweep table"
+[ "$(grep -c '^[14]x ' "$W/o")" -eq 2 ] && grep -q "bits/byte" "$W/o" || fail "sweep table: $(cat "$W/o")"
+expect 2 "--lengths 1000x: a window of 32000 tokens needs a document of 32001; the longest long document of task text has" -- \
+    eval --threads 1 --model "$W/t" --lengths 1x,1000x
+expect 2 "--lengths: 'x2' is neither" -- eval --threads 1 --model "$W/t" --lengths 1x,x2
+expect 2 "--examples does not apply with --lengths" -- eval --threads 1 --model "$W/t" --lengths 1x --examples 3
+# a run trained with the reference kernel is swept on the tiled one (same function, linear memory)
+"$P" train $T --attention ref --steps 2 --out "$W/r" >/dev/null 2>&1 || fail "train --attention ref"
+"$P" eval --threads 1 --model "$W/r" --split long --json >"$W/ev" || fail "eval ref run"
+"$P" eval --threads 1 --model "$W/r" --lengths 1x --json >"$W/y" || fail "sweep ref run"
+close "$(json "$W/y" 'j["rows"][0]["loss"]')" "$(json "$W/ev" 'j["loss"]')" 1e-6 || fail "tiled sweep of a ref run differs"
+# RoPE's length extension applies at every length; a learned table stops at its length
+"$P" eval --threads 1 --model "$W/t" --lengths 4x --rope-scaling yarn --rope-scale 4 --json >"$W/y" || fail "sweep with yarn"
+[ "$(json "$W/y" 'j["rows"][0]["loss"]')" != "$(json "$W/sw" 'j["rows"][2]["loss"]')" ] || fail "yarn changed nothing at 4x"
+[ "$(json "$W/y" 'j["eval_options"]["rope-scaling"]')" = "'yarn'" ] || fail "the sweep JSON lacks its options"
+"$P" train $T --pe learned --steps 2 --out "$W/l" >/dev/null 2>&1 || fail "train learned"
+expect 2 "evaluate with --ape-extend interpolate" -- eval --threads 1 --model "$W/l" --lengths 1x,2x
+"$P" eval --threads 1 --model "$W/l" --lengths 1x,2x --ape-extend interpolate >/dev/null 2>"$W/e" || fail "learned, interpolated: $(cat "$W/e")"
+
+# ---- sample: a prompt from the test documents, continued; seeded ----
+"$P" sample --threads 1 --model "$W/t" --count 2 --tokens 20 --prompt 10 >"$W/s1" 2>"$W/e" || fail "sample: $(cat "$W/e")"
+[ "$(grep -c '^--- model (20 tokens)' "$W/s1")" -eq 2 ] && grep -q '^--- prompt (10 tokens)' "$W/s1" &&
+    grep -q '^Speech 8,' "$W/s1" || fail "sample output: $(cat "$W/s1")"
+"$P" sample --threads 1 --model "$W/t" --count 2 --tokens 20 --prompt 10 >"$W/s2" && cmp -s "$W/s1" "$W/s2" || fail "sample is not deterministic"
+"$P" sample --threads 1 --model "$W/t" --count 2 --tokens 20 --prompt 10 --seed 2 >"$W/s2" && ! cmp -s "$W/s1" "$W/s2" || fail "--seed changed nothing"
+"$P" sample --threads 1 --model "$W/t" --count 1 --tokens 5 --temperature 0 --split long >/dev/null || fail "greedy sample of the long split"
+
+# ---- music and dna ----
+"$P" train $TINY --task music --seq-len 64 --steps 3 --out "$W/m" >/dev/null 2>"$W/e" || fail "train music: $(cat "$W/e")"
+"$P" eval --threads 1 --model "$W/m" --lengths 1x,2x,4x --json >"$W/ev" 2>"$W/e" || fail "music sweep: $(cat "$W/e")"
+# the long split is the test chorales (80, 160, 280 tokens): 3, 2 and 1 of them reach 65, 129, 257
+[ "$(json "$W/ev" '[r["documents"] for r in j["rows"]]')" = "[3, 2, 1]" ] || fail "music sweep: $(cat "$W/ev")"
+"$P" sample --threads 1 --model "$W/m" --count 1 --prompt 8 --tokens 8 >"$W/o" || fail "sample music"
+[ "$(sed -n '/^--- model/,/^---/p' "$W/o" | grep -c '^[0-9-]* [0-9-]* [0-9-]* [0-9-]*$')" -eq 2 ] || fail "music sample: $(cat "$W/o")"
+"$P" train $TINY --task dna --seq-len 64 --steps 2 --out "$W/d" >/dev/null 2>"$W/e" || fail "train dna: $(cat "$W/e")"
+"$P" eval --threads 1 --model "$W/d" --json >"$W/h" || fail "eval dna"
+"$P" eval --threads 1 --model "$W/d" --test-genome pfal --json >"$W/pf" 2>"$W/e" || fail "eval dna on pfal: $(cat "$W/e")"
+[ "$(json "$W/h" 'j["targets"]')" = 19999 ] && [ "$(json "$W/pf" 'j["targets"]')" = 4999 ] ||
+    fail "dna: $(cat "$W/h" "$W/pf")"
+"$P" eval --threads 1 --model "$W/d" --lengths 1x,10x >/dev/null 2>"$W/e" || fail "dna sweep: $(cat "$W/e")"
+
+# ---- bad input ----
+expect 1 "dataset 'bible' is not installed in $D (run: pelab data install bible --data-dir $D)" -- \
+    train $T --dataset bible --steps 1 --out "$W/no"
+[ -e "$W/no" ] && fail "a run without data left $W/no behind"
+mkdir -p "$W/empty"
+expect 1 "pelab data install sotu" -- eval --threads 1 --model "$W/t" --data-dir "$W/empty"
+expect 2 "--test-genome applies to runs of --task dna; $W/t was trained with --task text" -- \
+    eval --threads 1 --model "$W/t" --test-genome pfal
+expect 2 "--test-genome is an option of eval and sample (for --task dna runs), not of training" -- \
+    train $TINY --task dna --test-genome pfal --out "$W/no"
+expect 2 "--tokenizer does not apply to --task music" -- train $TINY --task music --tokenizer byte --out "$W/no"
+cp -r "$D" "$W/bad" && printf '\377' | dd of="$W/bad/sotu/byte.ptok" bs=1 seek=200 conv=notrunc 2>/dev/null
+expect 1 "$W/bad/sotu/byte.ptok" -- eval --threads 1 --model "$W/t" --data-dir "$W/bad"
+"$P" train --task indirect --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --eval-every 0 \
+    --indirect-val-size 8 --indirect-test-size 8 --out "$W/i" >/dev/null 2>&1 || fail "train indirect"
+expect 2 "--lengths: task indirect has no documents" -- eval --threads 1 --model "$W/i" --lengths 2x
+expect 2 "--split long: task indirect has no long documents" -- eval --threads 1 --model "$W/i" --split long
+expect 2 "--temperature applies to the tasks of documents" -- sample --threads 1 --model "$W/i" --temperature 0
+echo "ok"
