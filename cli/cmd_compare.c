@@ -1,6 +1,7 @@
 /* pelab compare: train every encoding × seed with otherwise identical settings, each in
  * OUT/<pe>-s<seed>/, and print the paper-style table (test accuracy and loss, mean ± std over
- * seeds). An entry of --pe may be a variant of an encoding with settings of its own,
+ * seeds; on tasks of documents test NLL and perplexity, and perplexity at the --lengths of the
+ * extrapolation sweep, cli/compare_sweep.c). An entry of --pe may be a variant of an encoding with settings of its own,
  * NAME:option=value:..., so one command runs an ablation (seqpe:seqpe-alpha=0,seqpe). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
  * interrupted comparison continues where it stopped. With --jobs N, N runs train at once, each in
  * a child process (cli/jobs.c) that runs what the sequential loop runs. */
@@ -11,12 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 #include "args.h"
+#include "compare_sweep.h"
 #include "jobs.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/model.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "pelab/sweep.h"
+#include "pelab/task.h"
 #include "pelab/train.h"
 
 #define MAX_PES 16
@@ -31,6 +35,9 @@ static const struct pelab_optdef compare_options[] = {
     {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
      "runs trained at once, each in its own process on max(1, threads/N) threads (1: one after "
      "another in this process, on all --threads)"},
+    {"lengths", PELAB_OPT_STR, "1x,2x,4x,8x,10x", 0, 0, NULL,
+     "tasks of documents: columns of perplexity at these lengths on the long documents (the "
+     "extrapolation sweep of 'pelab eval --lengths'); none: no such columns"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -41,7 +48,10 @@ void pelab_cmd_compare_help(FILE *f) {
                "                     [--out DIR] [training, model, task and encoding options]\n\n"
                "Trains each encoding x seed in DIR/<pe>-s<seed>/ (default DIR runs/compare-<task>),\n"
                "evaluates test accuracy and loss, prints a Markdown table and writes\n"
-               "DIR/compare.json. Runs with a summary.json are not retrained; interrupted ones\n"
+               "DIR/compare.json. On tasks of documents (text, dna, music) the table has test\n"
+               "NLL and perplexity, and perplexity at each --lengths entry on the long documents\n"
+               "(each run's sweep is kept in its DIR/<pe>-s<seed>/sweep.json and reused).\n"
+               "Runs with a summary.json are not retrained; interrupted ones\n"
                "continue where they stopped. An encoding option applies to the runs of its\n"
                "encoding only. With --jobs N > 1 the runs print a line when they start and end\n"
                "and one about every 30 s; the results equal --jobs 1 at the same threads per run.\n");
@@ -61,8 +71,13 @@ struct result {
     int variant;
     uint64_t seed;
     char dir[PELAB_OPT_VAL_MAX + 64];
-    double test_acc, test_loss, wall_s;
+    double test_acc, test_loss, test_ppl, wall_s;
+    double ppl[PELAB_SWEEP_MAX]; /* perplexity at each --lengths entry (tasks of documents) */
 };
+
+/* The --lengths columns: their labels, and how many (0: none, or not a task of documents). */
+static struct pelab_sweep_length sweep_lengths[PELAB_SWEEP_MAX];
+static int n_lengths;
 
 static int read_summary(struct result *r) {
     char path[sizeof r->dir + 16];
@@ -84,6 +99,8 @@ static int read_summary(struct result *r) {
         else
             *dst[i] = v->number;
     }
+    const struct pelab_json *ppl = pelab_json_get(j, "test_ppl"); /* tasks of documents */
+    r->test_ppl = ppl && ppl->type == PELAB_JSON_NUMBER ? ppl->number : 0;
     pelab_json_free(j);
     return rc;
 }
@@ -104,19 +121,23 @@ struct pe_stats {
     const char *pe;
     int seeds;
     double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
+    double ppl_mean, ppl_std, len_mean[PELAB_SWEEP_MAX], len_std[PELAB_SWEEP_MAX];
 };
 
 /* st[p]: the runs in rs (n) of the encoding pes[p], p < n_pes. */
 static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
                           const char *const *pes, int n_pes) {
     for (int p = 0; p < n_pes; p++) {
-        double acc[MAX_SEEDS], pct[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS];
+        double acc[MAX_SEEDS], pct[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS], ppl[MAX_SEEDS];
+        const struct result *mine[MAX_SEEDS];
         int m = 0;
         for (int k = 0; k < n; k++)
             if (strcmp(rs[k].pe, pes[p]) == 0) {
+                mine[m] = &rs[k];
                 acc[m] = rs[k].test_acc;
                 pct[m] = 100 * rs[k].test_acc;
                 loss[m] = rs[k].test_loss;
+                ppl[m] = rs[k].test_ppl;
                 wall[m++] = rs[k].wall_s;
             }
         struct pe_stats *e = &st[p];
@@ -126,7 +147,23 @@ static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
         mean_std(pct, m, &e->acc_pct_mean, &e->acc_pct_std);
         mean_std(loss, m, &e->loss_mean, &e->loss_std);
         mean_std(wall, m, &e->wall_mean, &e->wall_std);
+        mean_std(ppl, m, &e->ppl_mean, &e->ppl_std);
+        for (int l = 0; l < n_lengths; l++) {
+            double x[MAX_SEEDS];
+            for (int k = 0; k < m; k++) x[k] = mine[k]->ppl[l];
+            mean_std(x, m, &e->len_mean[l], &e->len_std[l]);
+        }
     }
+}
+
+/* ", "key": [x0, x1, ...]" of the n_lengths values x (one per --lengths entry). */
+static void json_lengths(struct pelab_sb *sb, const char *key, const double *x) {
+    pelab_sb_printf(sb, ", \"%s\": [", key);
+    for (int l = 0; l < n_lengths; l++) {
+        pelab_sb_printf(sb, "%s", l ? ", " : "");
+        pelab_sb_json_number(sb, x[l]);
+    }
+    pelab_sb_printf(sb, "]");
 }
 
 /* One entry of --pe: the encoding and the settings of the variant (none for a plain encoding). */
@@ -194,6 +231,14 @@ static int write_json(const char *dir, const char *task, const char *preset, con
     pelab_sb_json_string(&sb, task);
     pelab_sb_printf(&sb, ",\n  \"preset\": ");
     pelab_sb_json_string(&sb, preset);
+    if (n_lengths) {
+        pelab_sb_printf(&sb, ",\n  \"lengths\": [");
+        for (int l = 0; l < n_lengths; l++) {
+            pelab_sb_printf(&sb, "%s", l ? ", " : "");
+            pelab_sb_json_string(&sb, sweep_lengths[l].label);
+        }
+        pelab_sb_printf(&sb, "]");
+    }
     pelab_sb_printf(&sb, ",\n  \"runs\": [");
     for (int i = 0; i < n; i++) {
         pelab_sb_printf(&sb, "%s\n    {\"pe\": ", i ? "," : "");
@@ -206,6 +251,11 @@ static int write_json(const char *dir, const char *task, const char *preset, con
         pelab_sb_json_number(&sb, rs[i].test_loss);
         pelab_sb_printf(&sb, ", \"wall_s\": ");
         pelab_sb_json_number(&sb, rs[i].wall_s);
+        if (n_lengths) {
+            pelab_sb_printf(&sb, ", \"test_ppl\": ");
+            pelab_sb_json_number(&sb, rs[i].test_ppl);
+            json_lengths(&sb, "sweep_ppl", rs[i].ppl);
+        }
         pelab_sb_printf(&sb, "}");
     }
     pelab_sb_printf(&sb, "\n  ],\n  \"encodings\": [");
@@ -221,6 +271,14 @@ static int write_json(const char *dir, const char *task, const char *preset, con
             pelab_sb_printf(&sb, ", \"%s\": ", keys[k]);
             pelab_sb_json_number(&sb, vals[k]);
         }
+        if (n_lengths) {
+            pelab_sb_printf(&sb, ", \"test_ppl_mean\": ");
+            pelab_sb_json_number(&sb, e->ppl_mean);
+            pelab_sb_printf(&sb, ", \"test_ppl_std\": ");
+            pelab_sb_json_number(&sb, e->ppl_std);
+            json_lengths(&sb, "sweep_ppl_mean", e->len_mean);
+            json_lengths(&sb, "sweep_ppl_std", e->len_std);
+        }
         pelab_sb_printf(&sb, "}");
     }
     pelab_sb_printf(&sb, "\n  ]\n}\n");
@@ -229,6 +287,24 @@ static int write_json(const char *dir, const char *task, const char *preset, con
     int rc = pelab_write_file_atomic(path, sb.data, sb.len);
     pelab_sb_free(&sb);
     return rc;
+}
+
+/* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. */
+static void print_lm_table(const struct pe_stats *st, int n_pes) {
+    printf("\n| encoding | test NLL | test ppl |");
+    for (int l = 0; l < n_lengths; l++) printf(" ppl %s (%d) |", sweep_lengths[l].label, sweep_lengths[l].tokens);
+    printf(" time per run |\n|---|---|---|");
+    for (int l = 0; l < n_lengths; l++) printf("---|");
+    printf("---|\n");
+    for (int p = 0; p < n_pes; p++) {
+        const struct pe_stats *e = &st[p];
+        char t[32];
+        pelab_format_duration(t, sizeof t, e->wall_mean);
+        printf("| %s | %.4f ± %.4f | %.3f ± %.3f |", e->pe, e->loss_mean, e->loss_std, e->ppl_mean,
+               e->ppl_std);
+        for (int l = 0; l < n_lengths; l++) printf(" %.3f ± %.3f |", e->len_mean[l], e->len_std[l]);
+        printf(" %s |\n", t);
+    }
 }
 
 static void print_table(const struct pe_stats *st, int n_pes) {
@@ -366,6 +442,9 @@ int pelab_cmd_compare(int argc, char **argv) {
     if (n_pes == 0) return pelab_fail(PELAB_ERR_USAGE, "--pe: no encoding given");
     int seeds = (int)pelab_opt_int(&opts, compare_options, "seeds");
     int jobs = (int)pelab_opt_int(&opts, compare_options, "jobs");
+    static char lengths[PELAB_OPT_VAL_MAX];
+    snprintf(lengths, sizeof lengths, "%s", pelab_opt_str(&opts, compare_options, "lengths"));
+    pelab_opts_unset(&opts, "lengths");
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");
     pelab_opts_unset(&opts, "jobs");
@@ -420,9 +499,17 @@ int pelab_cmd_compare(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             if ((rc = read_summary(&rs[i]))) return rc;
     }
+    /* Tasks of documents: each run's sweep (kept in its directory), one column per length. */
+    const struct pelab_task_ops *tops = pelab_task_find(task);
+    if (tops && tops->windows && strcmp(lengths, "none") != 0) {
+        for (int i = 0; i < n; i++)
+            if ((rc = pelab_compare_sweep(rs[i].dir, lengths, sweep_lengths, &n_lengths, rs[i].ppl)))
+                return fail_in(rc, rs[i].dir);
+    }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);
-    print_table(st, n_pes);
+    if (n_lengths || (tops && tops->windows)) print_lm_table(st, n_pes);
+    else print_table(st, n_pes);
     if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
     printf("\n%d runs in %s; results in %s/compare.json\n", n, out, out);
     return PELAB_OK;

@@ -5,7 +5,8 @@
 # PyTorch twin); a resumed text run equals an uninterrupted one; `eval --lengths` gives one row
 # per length, its 1x row equal to `eval --split long`, and works with RoPE's length extension;
 # bad input (a dataset not installed, a damaged cache, a length no document reaches, a learned
-# table too short, options of another task) is one line with exit status 1 or 2.
+# table too short, options of another task) is one line with exit status 1 or 2; `compare` adds
+# the extrapolation columns and reuses each run's sweep.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -106,6 +107,20 @@ close "$(json "$W/y" 'j["rows"][0]["loss"]')" "$(json "$W/ev" 'j["loss"]')" 1e-6
 "$P" train $T --pe learned --steps 2 --out "$W/l" >/dev/null 2>&1 || fail "train learned"
 expect 2 "evaluate with --ape-extend interpolate" -- eval --threads 1 --model "$W/l" --lengths 1x,2x
 "$P" eval --threads 1 --model "$W/l" --lengths 1x,2x --ape-extend interpolate >/dev/null 2>"$W/e" || fail "learned, interpolated: $(cat "$W/e")"
+
+# ---- compare: the extrapolation columns, each run's sweep kept in its directory and reused ----
+"$P" compare $T --pe rope,pope --seeds 2 --steps 3 --lengths 1x,2x --out "$W/c" >"$W/o" 2>"$W/e" ||
+    fail "compare text: $(cat "$W/e")"
+grep -q "| ppl 1x (32) | ppl 2x (64) |" "$W/o" || fail "compare table lacks the length columns: $(cat "$W/o")"
+[ "$(json "$W/c/compare.json" 'j["lengths"], len(j["encodings"][1]["sweep_ppl_mean"])')" = "(['1x', '2x'], 2)" ] ||
+    fail "compare.json lengths: $(cat "$W/c/compare.json")"
+"$P" eval --threads 1 --model "$W/c/pope-s2" --lengths 1x,2x --json >"$W/y" || fail "eval of a compared run"
+[ "$(json "$W/c/compare.json" '[r for r in j["runs"] if r["dir"].endswith("pope-s2")][0]["sweep_ppl"]')" = \
+  "$(json "$W/y" '[r["perplexity"] for r in j["rows"]]')" ] || fail "compare's sweep differs from eval --lengths"
+touch -d '2001-01-01' "$W/c/rope-s1/sweep.json"
+"$P" compare $T --pe rope,pope --seeds 2 --steps 3 --lengths 1x,2x --out "$W/c" >"$W/o2" 2>/dev/null || fail "compare again"
+[ "$(stat -c %Y "$W/c/rope-s1/sweep.json")" = "$(date -d 2001-01-01 +%s)" ] || fail "compare evaluated a finished sweep again"
+cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: another table"
 
 # ---- sample: a prompt from the test documents, continued; seeded ----
 "$P" sample --threads 1 --model "$W/t" --count 2 --tokens 20 --prompt 10 >"$W/s1" 2>"$W/e" || fail "sample: $(cat "$W/e")"

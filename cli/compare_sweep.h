@@ -1,0 +1,13 @@
+/* cli/compare_sweep.h — the extrapolation columns of `pelab compare` (cli/compare_sweep.c). */
+#ifndef PELAB_CLI_COMPARE_SWEEP_H
+#define PELAB_CLI_COMPARE_SWEEP_H
+
+#include "pelab/sweep.h"
+
+/* Perplexity of the run in run_dir at each length of spec ("1x,2x,...", parsed against the run's
+ * training length into lengths[0..*n)), on the long documents: read from run_dir/sweep.json when
+ * it was made for spec, else evaluated and written there (atomically). */
+int pelab_compare_sweep(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
+                        int *n, double *ppl);
+
+#endif
