@@ -80,6 +80,13 @@ static int collect(struct seq_split *s, const struct pelab_tokcache *c, int whic
     return PELAB_OK;
 }
 
+const struct pelab_optdef seqdocs_eval_options[] = {
+    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
+     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else "
+     "data/)"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
 void seqdocs_free(struct pelab_task *t) {
     struct seqdocs *s = t->state;
     if (!s) return;

@@ -34,6 +34,9 @@ struct seqdocs_config {
 int seqdocs_init(struct pelab_task *t, const struct seqdocs_config *c);
 
 void seqdocs_free(struct pelab_task *t);
+/* The evaluation-time options of text and music (--data-dir: evaluating a run on another machine,
+ * where the data may live elsewhere); dna adds its own. */
+extern const struct pelab_optdef seqdocs_eval_options[];
 uint64_t seqdocs_split_size(const struct pelab_task *t, enum pelab_split split);
 void seqdocs_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first,
                   struct pelab_batch *b);

@@ -27,13 +27,6 @@ static const struct pelab_optdef options[] = {
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
-/* Evaluating a run on another machine: the data may live elsewhere. */
-static const struct pelab_optdef eval_options[] = {
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else "
-     "data/)"},
-    {NULL, 0, NULL, 0, 0, NULL, NULL},
-};
 
 static int text_init(struct pelab_task *t, const struct pelab_opts *opts) {
     int rc = pelab_opts_check(opts, options);
@@ -61,7 +54,7 @@ const struct pelab_task_ops pelab_task_text = {
     .split_size = seqdocs_split_size,
     .fill = seqdocs_fill,
     .token_text = seqdocs_token_text,
-    .eval_options = eval_options,
+    .eval_options = seqdocs_eval_options,
     .windows = seqdocs_windows,
     .fill_windows = seqdocs_fill_windows,
     .decode = seqdocs_decode,
