@@ -8,6 +8,7 @@
 #   make fuzz       each libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) with clang
 #   make demo       RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
+#   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
 #   make install PREFIX=/usr/local
 #
@@ -110,9 +111,14 @@ $(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
 
-build/bench/%: bench/%.c libpelab.a
+$(BUILD)/bench/%: bench/%.c $(PELAB_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< libpelab.a $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(PELAB_LIB) $(LDLIBS)
+
+# bench_train with the phase timers of src/core/prof.h compiled in, in build/prof.
+profile:
+	@CFLAGS="-O3 -march=native -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
+	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
 tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)
@@ -148,7 +154,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo bench deps data install clean test-asan test-valgrind fuzz
+.PHONY: all test tests demo bench profile deps data install clean test-asan test-valgrind fuzz
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

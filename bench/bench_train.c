@@ -7,7 +7,8 @@
  * every position with a target, pos = t, after `warmup` untimed steps. Prints one JSON line:
  *   {"config":"A","pe":"rope","tokens_per_s":...,"step_ms":...,"steps":...,"threads":...}
  * bench/twin_bench.py prints the same line for the PyTorch twin; bench/run.sh puts them side
- * by side.
+ * by side. Built by `make profile` (build/prof/bench/bench_train, with -DPELAB_PROFILE), it also
+ * prints to stderr a table of where a step's time went, per phase (src/core/prof.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "pelab/rng.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "core/prof.h"
 
 struct bench_config {
     const char *name;
@@ -120,7 +122,7 @@ int main(int argc, char **argv) {
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
     double t0 = 0, loss = 0;
     for (int s = 0; s < warmup + steps; s++) {
-        if (s == warmup) t0 = now_s();
+        if (s == warmup) t0 = now_s(), pelab_prof_reset();
         pelab_params_zero_grad(&m.params);
         loss = pelab_model_forward(&m, tokens, targets, pos, c->B, c->T);
         pelab_model_backward(&m, 1);
@@ -132,6 +134,8 @@ int main(int argc, char **argv) {
            "\"threads\":%d,\"loss\":%.4f}\n",
            c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
            pelab_threads_get(), loss);
+    /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */
+    pelab_prof_report(stderr, steps, elapsed / steps);
     free(tokens);
     free(targets);
     free(pos);

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "core/prof.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 #include "pelab/status.h"
@@ -237,6 +238,7 @@ static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const
 
 int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+    PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
     int failed = 0;
 #pragma omp parallel
@@ -257,6 +259,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
                         forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
         free(buf);
     }
+    PELAB_PROF_STOP(PELAB_PROF_ATTN_FWD, 1.0 * B * H * s->T * (s->T + 1) * (s->dq + s->dv));
     if (failed)
         return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
     return PELAB_OK;
@@ -376,6 +379,7 @@ static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *
 int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                               const pelab_real *out, const pelab_real *lse, const pelab_real *q,
                               const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+    PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nthreads = max_threads();
     const int has_bias_grad = s->pe && s->pe->ops->bias_tile_backward;
     struct bias_grads *g = has_bias_grad ? calloc((size_t)nthreads, sizeof *g) : NULL;
@@ -412,6 +416,8 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
         }
         free(g);
     }
+    /* scores recomputed, dP, dV, dQ, dK: 2 products of width dq and 2 of width dv */
+    PELAB_PROF_STOP(PELAB_PROF_ATTN_BWD, 2.0 * B * H * s->T * (s->T + 1) * (s->dq + s->dv));
     if (failed)
         return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
     return PELAB_OK;

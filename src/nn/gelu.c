@@ -3,21 +3,25 @@
  *   GELU(x)  = x·σ(2u),  u = √(2/π)·(x + 0.044715·x³)
  *   GELU'(x) = σ(2u) + 2x·σ(2u)·(1 − σ(2u))·u'
  * so the loops are one vectorisable exp each. */
+#include "core/prof.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 
 void pelab_gelu_forward(pelab_real *out, const pelab_real *x, long n) {
+    PELAB_PROF_START();
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) {
         pelab_real v = x[i];
         pelab_real u = (pelab_real)GELU_K * (v + (pelab_real)0.044715 * v * v * v);
         out[i] = v * pelab_vsigmoid(2 * u);
     }
+    PELAB_PROF_STOP(PELAB_PROF_GELU_FWD, 0);
 }
 
 void pelab_gelu_backward(pelab_real *dx, const pelab_real *dout, const pelab_real *x, long n) {
+    PELAB_PROF_START();
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; i++) {
         pelab_real v = x[i];
@@ -26,4 +30,5 @@ void pelab_gelu_backward(pelab_real *dx, const pelab_real *dout, const pelab_rea
         pelab_real s = pelab_vsigmoid(2 * u);
         dx[i] = dout[i] * (s + 2 * v * s * (1 - s) * du);
     }
+    PELAB_PROF_STOP(PELAB_PROF_GELU_BWD, 0);
 }

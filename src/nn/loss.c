@@ -1,10 +1,12 @@
 /* Softmax cross-entropy over the vocabulary, on the positions that carry a target. */
 #include <math.h>
 #include <string.h>
+#include "core/prof.h"
 #include "nn/layers.h"
 
 int pelab_crossentropy_forward(pelab_real *probs, pelab_real *losses, double *sum,
                                const pelab_real *logits, const int32_t *targets, int N, int V) {
+    PELAB_PROF_START();
     int count = 0;
     double total = 0;
 #pragma omp parallel for schedule(static) reduction(+ : count)
@@ -31,11 +33,13 @@ int pelab_crossentropy_forward(pelab_real *probs, pelab_real *losses, double *su
     }
     for (int i = 0; i < N; i++) total += losses[i]; /* fixed order: same bits for any threads */
     *sum = total;
+    PELAB_PROF_STOP(PELAB_PROF_LOSS_FWD, 0);
     return count;
 }
 
 void pelab_crossentropy_backward(pelab_real *dlogits, const pelab_real *probs,
                                  const int32_t *targets, pelab_real scale, int N, int V) {
+    PELAB_PROF_START();
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         pelab_real *d = dlogits + (long)i * V;
@@ -47,4 +51,5 @@ void pelab_crossentropy_backward(pelab_real *dlogits, const pelab_real *probs,
         for (int v = 0; v < V; v++) d[v] = scale * p[v];
         d[targets[i]] -= scale;
     }
+    PELAB_PROF_STOP(PELAB_PROF_LOSS_BWD, 0);
 }

@@ -1,5 +1,6 @@
 /* RMSNorm (Zhang & Sennrich 2019) with a learnable gain, eps 1e-5. */
 #include <math.h>
+#include "core/prof.h"
 #include "kernels/cpu/parallel.h"
 #include "nn/layers.h"
 
@@ -7,6 +8,7 @@
 
 void pelab_rmsnorm_forward(pelab_real *out, pelab_real *rstd, const pelab_real *x,
                            const pelab_real *g, int N, int C) {
+    PELAB_PROF_START();
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < N; i++) {
         const pelab_real *xi = x + (long)i * C;
@@ -17,11 +19,13 @@ void pelab_rmsnorm_forward(pelab_real *out, pelab_real *rstd, const pelab_real *
         rstd[i] = r;
         for (int c = 0; c < C; c++) oi[c] = xi[c] * r * g[c];
     }
+    PELAB_PROF_STOP(PELAB_PROF_NORM_FWD, 0);
 }
 
 void pelab_rmsnorm_backward(pelab_real *dx, pelab_real *dg, const pelab_real *dout,
                             const pelab_real *x, const pelab_real *g, const pelab_real *rstd,
                             int N, int C) {
+    PELAB_PROF_START();
 #pragma omp parallel
     {
 #pragma omp for schedule(static)
@@ -42,4 +46,5 @@ void pelab_rmsnorm_backward(pelab_real *dx, pelab_real *dg, const pelab_real *do
             for (long c = c0; c < c1; c++) dg[c] += di[c] * xi[c] * rstd[i];
         }
     }
+    PELAB_PROF_STOP(PELAB_PROF_NORM_BWD, 0);
 }

@@ -5,8 +5,10 @@
  * and global-norm clipping as torch.nn.utils.clip_grad_norm_. */
 #include <math.h>
 #include "pelab/optim.h"
+#include "core/prof.h"
 
 void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr) {
+    PELAB_PROF_START();
     opt->step++;
     const double bc1 = 1 - pow(opt->beta1, (double)opt->step);
     const double bc2_sqrt = sqrt(1 - pow(opt->beta2, (double)opt->step));
@@ -27,6 +29,7 @@ void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr
             w[j] -= step_size * m[j] / (pelab_sqrt(v[j]) / bc2s + eps);
         }
     }
+    PELAB_PROF_STOP(PELAB_PROF_OPTIM, 0);
 }
 
 double pelab_grad_norm(const struct pelab_params *p) {
@@ -36,12 +39,12 @@ double pelab_grad_norm(const struct pelab_params *p) {
 }
 
 double pelab_clip_grad_norm(struct pelab_params *p, double max_norm) {
+    PELAB_PROF_START();
     double norm = pelab_grad_norm(p);
-    if (max_norm <= 0 || !isfinite(norm)) return norm;
-    double coef = max_norm / (norm + 1e-6);
-    if (coef < 1) {
-        const pelab_real c = (pelab_real)coef;
+    if (max_norm > 0 && isfinite(norm) && max_norm / (norm + 1e-6) < 1) {
+        const pelab_real c = (pelab_real)(max_norm / (norm + 1e-6));
         for (size_t i = 0; i < p->total; i++) p->grad[i] *= c;
     }
+    PELAB_PROF_STOP(PELAB_PROF_OPTIM, 0);
     return norm;
 }

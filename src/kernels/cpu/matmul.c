@@ -1,5 +1,6 @@
 /* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
 #include "kernels/cpu/matmul.h"
+#include "core/prof.h"
 
 #ifdef PELAB_BLAS
 #include <cblas.h>
@@ -48,11 +49,15 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
 
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
                           int C, int OC) {
+    PELAB_PROF_START();
     pelab_gemm(0, 1, N, OC, C, 1, inp, C, w, C, 0, out, OC);
+    PELAB_PROF_STOP(PELAB_PROF_MATMUL_FWD, 2.0 * N * C * OC);
 }
 
 void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
                            const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
+    PELAB_PROF_START();
     pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, 1, dinp, C);
     pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+    PELAB_PROF_STOP(PELAB_PROF_MATMUL_BWD, 4.0 * N * C * OC);
 }
