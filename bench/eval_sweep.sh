@@ -6,6 +6,8 @@
 #   EVAL_TS="1024 2048 4096 8192"   context lengths
 #   EVAL_KERNELS="tiled ref"        kernels
 #   EVAL_PE=rope                    encoding
+#   EVAL_FORWARD=eval               eval: the evaluation-only forward; train: the training
+#                                   forward, which keeps every activation for a backward pass
 #   EVAL_THREADS=N                  threads (default: all cores)
 #   EVAL_MEM_GIB=16                 address-space cap of each run, so a reference run that cannot
 #                                   fit fails with a message instead of pushing the machine into
@@ -20,6 +22,7 @@ bin=build/bench/bench_eval
 ts=${EVAL_TS:-1024 2048 4096 8192}
 kernels=${EVAL_KERNELS:-tiled ref}
 pe=${EVAL_PE:-rope}
+forward=${EVAL_FORWARD:-eval}
 threads=${EVAL_THREADS:-$(nproc 2>/dev/null || echo 1)}
 cap_gib=${EVAL_MEM_GIB:-16}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -30,7 +33,7 @@ for T in $ts; do
     for k in $kernels; do
         if [ "$T" -le 2048 ]; then reps=2; else reps=1; fi
         out=$( (ulimit -v $((cap_gib * 1024 * 1024)); "$bin" --T "$T" --attention "$k" --pe "$pe" \
-                 --reps $reps --warmup 1 --threads "$threads") 2>&1 )
+                 --reps $reps --warmup 1 --threads "$threads" --forward "$forward") 2>&1 )
         if printf '%s' "$out" | grep -q tokens_per_s; then
             printf '| %s | %s | %s | %s | %s |\n' "$T" "$k" "$(printf '%s' "$out" | field tokens_per_s)" \
                 "$(printf '%s' "$out" | field forward_s)" "$(printf '%s' "$out" | field peak_rss_mib)"

@@ -135,6 +135,7 @@ static void acts_free(struct pelab_acts *a) {
 
 void pelab_model_free(struct pelab_model *m) {
     acts_free(m->acts);
+    pelab_model_eval_release(m);
     pelab_posenc_free(&m->pe);
     pelab_params_free(&m->params);
     free(m->layer);

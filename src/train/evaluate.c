@@ -17,9 +17,7 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
     uint64_t size = t->ops->split_size(t, split);
     if (count == 0 || count > size) count = size;
     if (batch <= 0) return pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive");
-    int T = t->seq_len, V = m->cfg.vocab;
-    int rc = pelab_model_reserve(m, batch, T);
-    if (rc) return rc;
+    int T = t->seq_len, rc;
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
     int was_training = m->training;
@@ -31,15 +29,16 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
         int n = count - done < (uint64_t)batch ? (int)(count - done) : batch;
         b.B = n;
         t->ops->fill(t, split, first + done, &b);
-        pelab_model_forward(m, b.tokens, b.targets, b.pos, n, T);
+        /* forward only: memory for one layer, not the activations a backward pass would read */
+        pelab_model_forward_eval(m, b.tokens, b.targets, b.pos, n, T);
         if ((rc = m->status)) break;
-        const pelab_real *logits = pelab_model_logits(m);  /* (n,T,V) */
-        const pelab_real *losses = pelab_model_losses(m);  /* (n,T) */
+        const pelab_real *losses = pelab_model_eval_losses(m);  /* (n,T) */
+        const int32_t *pred = pelab_model_eval_pred(m);         /* (n,T) argmax of the logits */
         for (size_t i = 0; i < (size_t)n * (size_t)T; i++) {
             if (b.targets[i] < 0) continue;
             loss_sum += losses[i];
             r->targets++;
-            if (pelab_argmax(logits + i * (size_t)V, V) == b.targets[i]) r->correct++;
+            if (pred[i] == b.targets[i]) r->correct++;
         }
         done += (uint64_t)n;
     }
