@@ -100,7 +100,8 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale);
  * or 0 when all are finite. */
 int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t size);
 
-/* Views into the last forward: logits (B,T,V) and per-position losses (B,T) (0 without target). */
+/* Views into the last forward: logits (B,T,V), until a backward pass writes their gradient over
+ * them, and per-position losses (B,T) (0 without target). */
 const pelab_real *pelab_model_logits(const struct pelab_model *m);
 const pelab_real *pelab_model_losses(const struct pelab_model *m);
 /* Layer l's projections of the last forward, (B,T,3D): per token the query (D), key (D) and

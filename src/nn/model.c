@@ -43,7 +43,8 @@ struct pelab_acts {
     pelab_real *ln2, *ln2_rstd;    /* (N, B,T,D), (N, B,T) */
     pelab_real *fch, *fch_gelu;    /* (N, B,T,M·D) */
     pelab_real *lnf, *lnf_rstd;    /* (B,T,D), (B,T) */
-    pelab_real *logits, *probs;    /* (B,T,V); probs becomes dlogits in the backward pass */
+    pelab_real *logits;            /* (B,T,V); becomes dlogits in the backward pass */
+    pelab_real *ce_stats;          /* (B,T,2) each row's max logit and 1/Σ e^(z − max) */
     pelab_real *losses;            /* (B,T) */
     int32_t *tokens, *targets, *pos; /* (B,T) copies of the last forward's inputs */
     /* backward scratch, one layer */
@@ -123,7 +124,7 @@ static void acts_free(struct pelab_acts *a) {
     if (!a) return;
     pelab_real **bufs[] = {&a->x, &a->ln1, &a->ln1_rstd, &a->qkv, &a->qo, &a->ko, &a->att, &a->lse,
                            &a->atty, &a->xmid, &a->ln2, &a->ln2_rstd, &a->fch, &a->fch_gelu,
-                           &a->lnf, &a->lnf_rstd, &a->logits, &a->probs, &a->losses, &a->dres,
+                           &a->lnf, &a->lnf_rstd, &a->logits, &a->ce_stats, &a->losses, &a->dres,
                            &a->dbranch, &a->dln, &a->datty, &a->dqkv, &a->dqo, &a->dko, &a->datt,
                            &a->dfch, &a->dfch_gelu};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(*bufs[i]);
@@ -171,7 +172,7 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->lnf, BT * D);
     ALLOC(a->lnf_rstd, BT);
     ALLOC(a->logits, BT * V);
-    ALLOC(a->probs, BT * V);
+    ALLOC(a->ce_stats, BT * 2);
     ALLOC(a->losses, BT);
     ALLOC(a->tokens, BT);
     ALLOC(a->targets, BT);
@@ -327,7 +328,7 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
     pelab_rmsnorm_forward(a->lnf, a->lnf_rstd, a->x + N * BT * D, W(m->lnf), (int)BT, D);
     pelab_matmul_forward(a->logits, a->lnf, W(m->lm_head >= 0 ? m->lm_head : m->wte), (int)BT, D, V);
     double sum;
-    m->n_targets = pelab_crossentropy_forward(a->probs, a->losses, &sum, a->logits, a->targets, (int)BT, V);
+    m->n_targets = pelab_crossentropy_forward(a->ce_stats, a->losses, &sum, a->logits, a->targets, (int)BT, V);
     m->loss = m->n_targets ? (pelab_real)(sum / m->n_targets) : (targets ? 0 : -1);
     return m->loss;
 }
@@ -342,8 +343,8 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     PELAB_ASSERT(a != NULL && m->n_targets > 0);
 
     /* loss → logits → final norm; dres then carries d(residual stream) down the layers */
-    pelab_real *dlogits = a->probs;
-    pelab_crossentropy_backward(dlogits, a->probs, a->targets, loss_scale / m->n_targets, (int)BT, V);
+    pelab_real *dlogits = a->logits; /* written over the logits */
+    pelab_crossentropy_backward(dlogits, a->logits, a->ce_stats, a->targets, loss_scale / m->n_targets, (int)BT, V);
     int out_w = m->lm_head >= 0 ? m->lm_head : m->wte;
     memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
     pelab_matmul_backward(a->dln, G(out_w), dlogits, a->lnf, W(out_w), (int)BT, D, V);

@@ -1,10 +1,10 @@
 /* The evaluation-only forward pass: the loss of pelab_model_forward (model.c) without keeping
  * what a backward pass reads, for eval, sample and long-context sweeps.
  *
- * The training forward keeps every layer's activations, (N·(8 + 2M)·D + 2·H·qk)·B·T reals, and
- * the (B,T,V) logits and probabilities. Here the layers share one set of buffers, overwritten
- * layer after layer, and the position-wise parts (the MLP, the final norm, the output layer and
- * the loss) run over chunks of `rows` positions, so what grows with B·T is
+ * The training forward keeps every layer's activations, N·((7 + 2M)·D + 2·H·qk_dim)·B·T reals,
+ * and the (B,T,V) logits. Here the layers share one set of buffers, overwritten layer after
+ * layer, and the position-wise parts (the MLP, the final norm, the output layer and the loss)
+ * run over chunks of `rows` positions, so what grows with B·T is
  *   x (D), ln (D), qkv (3D), qo and ko (H·qk_dim each), atty (D)     per position
  * plus the attention's log-sum-exps, and the chunks are (rows, M·D) and (rows, V).
  *
@@ -39,7 +39,7 @@ struct pelab_eval_acts {
     pelab_real *att;            /* (B,H,T,T) reference kernel only */
     pelab_real *atty;           /* (B,T,D) */
     pelab_real *hidden;         /* (rows, M·D) */
-    pelab_real *logits, *probs; /* (rows, V) */
+    pelab_real *logits;         /* (rows, V) */
     pelab_real *losses;         /* (B,T) outputs */
     int32_t *pred;              /* (B,T) */
     pelab_real *pred_prob;      /* (B,T) */
@@ -63,7 +63,7 @@ void pelab_model_eval_release(struct pelab_model *m) {
     struct pelab_eval_acts *e = m->eval;
     if (!e) return;
     pelab_real *bufs[] = {e->x, e->ln, e->rstd, e->qkv, e->qo, e->ko, e->lse, e->att, e->atty,
-                          e->hidden, e->logits, e->probs, e->losses, e->pred_prob};
+                          e->hidden, e->logits, e->losses, e->pred_prob};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e->pred);
     free(e->targets);
@@ -95,7 +95,6 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(e->atty, BT * D);
     ALLOC(e->hidden, rows * MD);
     ALLOC(e->logits, rows * V);
-    ALLOC(e->probs, rows * V);
     ALLOC(e->losses, BT);
     ALLOC(e->pred, BT);
     ALLOC(e->pred_prob, BT);
@@ -162,16 +161,8 @@ pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens
         pelab_rmsnorm_forward(ln, e->rstd + r0, e->x + r0 * D, W(m->lnf), n, D);
         pelab_matmul_forward(e->logits, ln, wout, n, D, V);
         double sum;
-        m->n_targets += pelab_crossentropy_forward(e->probs, e->losses + r0, &sum, e->logits,
-                                                   e->targets + r0, n, V);
-        for (int i = 0; i < n; i++) {
-            const pelab_real *z = e->logits + (long)i * V;
-            int best = 0;
-            for (int v = 1; v < V; v++) /* pelab_argmax's rule: the first of equal maxima */
-                if (z[v] > z[best]) best = v;
-            e->pred[r0 + i] = best;
-            e->pred_prob[r0 + i] = e->probs[(long)i * V + best];
-        }
+        m->n_targets += pelab_crossentropy_eval(e->losses + r0, e->pred + r0, e->pred_prob + r0, &sum,
+                                                e->logits, e->targets + r0, n, V);
     }
     /* the per-position losses summed in order, as the training forward's loss does */
     for (long i = 0; i < BT; i++) total += e->losses[i];
