@@ -105,6 +105,10 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
 
+# test_alloc counts the library's allocations: its calls are rerouted through the test's counters.
+$(BUILD)/tests/test_alloc: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+  -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
+
 $(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)

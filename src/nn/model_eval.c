@@ -44,6 +44,7 @@ struct pelab_eval_acts {
     int32_t *pred;              /* (B,T) */
     pelab_real *pred_prob;      /* (B,T) */
     int32_t *targets;           /* (B,T) the targets, -1 where none */
+    struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
 };
 
 /* Chunk length: chunks of about 4M reals (16 MiB in float) at most, whole sequences when small.
@@ -67,6 +68,7 @@ void pelab_model_eval_release(struct pelab_model *m) {
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(e->pred);
     free(e->targets);
+    pelab_attn_scratch_free(&e->attn);
     free(e);
     m->eval = NULL;
 }
@@ -135,7 +137,8 @@ pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens
         pelab_posenc_qk_forward(&m->pe, l, e->qo, e->ko, e->qkv, e->qkv + D, 3 * D, pos, B, T);
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
-            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos};
+            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
+            .scratch = &e->attn};
         if (e->att) pelab_attn_ref_forward(e->atty, e->att, e->qo, e->ko, e->qkv + 2 * D, &s);
         else if ((m->status = pelab_attn_tiled_forward(e->atty, e->lse, e->qo, e->ko, e->qkv + 2 * D, &s)))
             return m->loss = (pelab_real)NAN;

@@ -54,10 +54,20 @@ void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_re
     PELAB_PROF_STOP(PELAB_PROF_MATMUL_FWD, 2.0 * N * C * OC);
 }
 
-void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
-                           const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
+static void backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
+                     const pelab_real *w, int N, int C, int OC, pelab_real beta) {
     PELAB_PROF_START();
-    pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, 1, dinp, C);
+    pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
     pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
     PELAB_PROF_STOP(PELAB_PROF_MATMUL_BWD, 4.0 * N * C * OC);
+}
+
+void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                           const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
+    backward(dinp, dw, dout, inp, w, N, C, OC, 1);
+}
+
+void pelab_matmul_backward_assign(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                                  const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
+    backward(dinp, dw, dout, inp, w, N, C, OC, 0);
 }
