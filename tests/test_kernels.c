@@ -1,7 +1,7 @@
 /* The vectorised kernels against plain references written here in double precision, at every
  * SIMD level this CPU runs (simd.h: portable, AVX2, AVX-512): RMSNorm, GELU and cross-entropy
  * forward and backward, the cross-entropy's evaluation variant, PoPE's and RoPE's transforms and
- * their gradients, and AdamW. Odd sizes, so vector remainders run too. Built twice: in double
+ * their gradients, and AdamW; and the tiled attention kernel against the reference one. Odd sizes, so vector remainders run too. Built twice: in double
  * (build/tests/test_kernels, tolerance 1e-12) and in float, what users run
  * (build/tests/test_kernels_f32, tolerance about 100 float ulps, the error of vmath.h's exp and
  * log1p and of float sums). */
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
+#include "attn/attention.h"
 #include "kernels/cpu/simd.h"
 #include "nn/layers.h"
 #include "pelab/optim.h"
@@ -270,6 +271,41 @@ static void check_rope(int half) {
     qk_case_free(&c);
 }
 
+/* --- tiled attention against the reference ---------------------------------------------------------- */
+
+/* The tiled kernel's register blocks are 64 bytes wide, 16 floats or 8 doubles, and on diagonal
+ * tiles it skips the blocks the causal mask empties: so it is checked in the float build too
+ * (test_attn.c checks it in double, with every encoding). Three tiles, the last partial, widths
+ * past one block. Forward and backward, the reference's results converted to double. */
+static void check_attention(void) {
+    const int B = 1, H = 2, T = 150, dq = 40, dv = 24, D = H * dv;
+    const long BT = (long)B * T, nq = BT * H * dq;
+    pelab_real *q = rvec(nq, -1, 1), *k = rvec(nq, -1, 1), *qkv = rvec(BT * 3 * D, -1, 1);
+    pelab_real *dout = rvec(BT * D, -1, 1), *out[2], *dq_[2], *dk_[2], *dqkv[2];
+    pelab_real *lse = rvec(BT * H, 0, 0), *att = rvec(BT * H * T, 0, 0), *datt = rvec(BT * H * T, 0, 0);
+    const struct pelab_attn_shape s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = 3 * D,
+                                       .ldo = D, .scale = (pelab_real)0.3};
+    for (int i = 0; i < 2; i++) {
+        out[i] = rvec(BT * D, 0, 0), dq_[i] = rvec(nq, 0, 0), dk_[i] = rvec(nq, 0, 0);
+        dqkv[i] = calloc((size_t)BT * 3 * D, sizeof **dqkv);
+    }
+    pelab_attn_ref_forward(out[0], att, q, k, qkv + 2 * D, &s);
+    pelab_attn_ref_backward(dq_[0], dk_[0], dqkv[0] + 2 * D, datt, dout, att, q, k, qkv + 2 * D, &s);
+    CHECK(pelab_attn_tiled_forward(out[1], lse, q, k, qkv + 2 * D, &s) == PELAB_OK, "tiled forward");
+    CHECK(pelab_attn_tiled_backward(dq_[1], dk_[1], dqkv[1] + 2 * D, dout, out[1], lse, q, k, qkv + 2 * D,
+                                    &s) == PELAB_OK, "tiled backward");
+    double *want = dvec(BT * 3 * D);
+    const struct { const char *what; pelab_real *ref, *got; long n; } parts[] = {
+        {"attention out", out[0], out[1], BT * D}, {"attention dq", dq_[0], dq_[1], nq},
+        {"attention dk", dk_[0], dk_[1], nq}, {"attention dv", dqkv[0], dqkv[1], BT * 3 * D}};
+    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
+        for (long i = 0; i < parts[p].n; i++) want[i] = parts[p].ref[i];
+        compare(parts[p].what, parts[p].got, want, parts[p].n);
+    }
+    for (int i = 0; i < 2; i++) free(out[i]), free(dq_[i]), free(dk_[i]), free(dqkv[i]);
+    free(q), free(k), free(qkv), free(dout), free(lse), free(att), free(datt), free(want);
+}
+
 /* --- AdamW --------------------------------------------------------------------------------------- */
 static void check_adamw(void) {
     struct pelab_params p = {0};
@@ -316,6 +352,7 @@ int main(void) {
         check_rope(0);
         check_rope(1);
         check_adamw();
+        if (l == 0) check_attention(); /* compiled for the build's target only */
         printf("  %-8s %s\n", level_name, check_failures == before ? "all kernels agree" : "FAILED");
         levels++;
     }

@@ -12,10 +12,12 @@
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
-/* *max and s of one row (V,). The maximum as sixteen running maxima, an elementwise maximum that
- * every compiler vectorises (a max-reduction it would not, unless NaNs were ruled out). */
+/* *max and s of one row (V,), both over sixteen lanes so that every compiler vectorises them:
+ * the maximum as sixteen running maxima (an elementwise maximum; a max-reduction it would not
+ * vectorise unless NaNs were ruled out), the sum as sixteen partial sums of 16·16 terms each in
+ * the real type, added into sixteen double sums. */
 static PELAB_ALWAYS_INLINE double row_sum_exp(const pelab_real *z, int V, pelab_real *max) {
-    enum { L = 16 };
+    enum { L = 16, BLOCK = 16 * L };
     pelab_real part[L], mx = z[0];
     for (int i = 0; i < L; i++) part[i] = mx;
     int v = 0;
@@ -24,9 +26,16 @@ static PELAB_ALWAYS_INLINE double row_sum_exp(const pelab_real *z, int V, pelab_
         for (int i = 0; i < L; i++) part[i] = z[v + i] > part[i] ? z[v + i] : part[i];
     for (; v < V; v++) mx = z[v] > mx ? z[v] : mx;
     for (int i = 0; i < L; i++) mx = part[i] > mx ? part[i] : mx;
-    double s = 0;
-    PELAB_VMATH_SIMD
-    for (int c = 0; c < V; c++) s += (double)pelab_vexp(z[c] - mx);
+    double acc[L] = {0}, s = 0;
+    for (v = 0; v + BLOCK <= V; v += BLOCK) {
+        for (int i = 0; i < L; i++) part[i] = 0;
+        for (int b = 0; b < BLOCK; b += L)
+            PELAB_VMATH_SIMD
+            for (int i = 0; i < L; i++) part[i] += pelab_vexp(z[v + b + i] - mx);
+        for (int i = 0; i < L; i++) acc[i] += part[i];
+    }
+    for (; v < V; v++) s += (double)pelab_vexp(z[v] - mx);
+    for (int i = 0; i < L; i++) s += acc[i];
     *max = mx;
     return s;
 }
