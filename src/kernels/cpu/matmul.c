@@ -1,13 +1,14 @@
 /* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
 #include "kernels/cpu/matmul.h"
 #include "core/prof.h"
+#include "kernels/cpu/parallel.h"
 
 #ifdef PELAB_BLAS
 #include <cblas.h>
 
-void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                pelab_real *C, int ldc) {
+static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                      pelab_real *C, int ldc) {
 #ifdef PELAB_DOUBLE
     cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -15,6 +16,32 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
+}
+
+/* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
+ * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
+ * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
+ * computes, and on 2 cores that made 2 threads slower than 1. */
+void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                pelab_real *C, int ldc) {
+    enum { ROWS = 16 };
+#ifdef _OPENMP
+    if (M >= 2 * ROWS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+#pragma omp parallel
+        {
+            long lo, hi;
+            pelab_thread_slice((M + ROWS - 1) / ROWS, &lo, &hi);
+            lo *= ROWS, hi = hi * ROWS < M ? hi * ROWS : M;
+            /* rows lo.. of op(A): rows of A, or its columns when transposed */
+            if (hi > lo)
+                blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha, trans_a ? A + lo : A + lo * lda,
+                          lda, B, ldb, beta, C + lo * ldc, ldc);
+        }
+        return;
+    }
+#endif
+    blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else
