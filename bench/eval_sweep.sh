@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long-context evaluation, tiled attention against the reference (and, where asked, the PyTorch twin):
+# Long-context evaluation, tiled attention against the reference (and the PyTorch twin if asked):
 # configuration C (V 8192, D 384, 6 layers, 6 heads), batch 1, one process per (kernel, T) so
 # ru_maxrss is that run's alone. Prints a Markdown table (bench/RESULTS.md holds a measured one).
 #
