@@ -8,6 +8,7 @@
 #   make fuzz       each libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) with clang
 #   make demo       RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
+#   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
 #   make install PREFIX=/usr/local
 #
@@ -25,7 +26,9 @@ VERSION := 0.1.0
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS  ?= -O3 -march=native -g
-CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC $(WARN) -Iinclude -Isrc -DPELAB_VERSION=\"$(VERSION)\"
+# -fno-math-errno: no libm call here is followed by a look at errno, and without it sqrt does not
+# vectorise (clang)
+CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC -fno-math-errno $(WARN) -Iinclude -Isrc -DPELAB_VERSION=\"$(VERSION)\"
 LDLIBS  := -lm
 
 # --- optional dependencies: used when present, a visible notice when not -----------------------
@@ -66,6 +69,8 @@ OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/f64/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+# The kernels' test also runs in the float build, the one users run.
+TEST_BIN += $(BUILD)/tests/test_kernels_f32
 # Each fuzz target also builds as a test that replays its corpus and the crash regressions.
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%)
@@ -100,6 +105,14 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
 
+# test_alloc counts the library's allocations: its calls are rerouted through the test's counters.
+$(BUILD)/tests/test_alloc: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+  -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
+
+$(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
+
 # fuzz/fuzz_NAME.c with fuzz/replay.c's main (and the target's extra sources, FUZZ_EXTRA_NAME).
 FUZZ_EXTRA_options := cli/args.c
 $(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64/libpelab.a
@@ -110,9 +123,14 @@ $(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
 
-build/bench/%: bench/%.c libpelab.a
+$(BUILD)/bench/%: bench/%.c $(PELAB_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< libpelab.a $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(PELAB_LIB) $(LDLIBS)
+
+# bench_train with the phase timers of src/core/prof.h compiled in, in build/prof.
+profile:
+	@CFLAGS="-O3 -march=native -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
+	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
 tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)
@@ -148,7 +166,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo bench deps data install clean test-asan test-valgrind fuzz
+.PHONY: all test tests demo bench profile deps data install clean test-asan test-valgrind fuzz
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

@@ -1,12 +1,14 @@
 /* bench_eval — evaluation (forward-only) throughput and peak memory at long contexts (float build).
  *
  *   build/bench/bench_eval --T N [--attention tiled|ref] [--pe NAME] [--reps N] [--warmup N]
- *                          [--threads N]
+ *                          [--threads N] [--forward eval|train]
  *
  * Configuration C of the benchmarks (V 8192, D 384, 6 layers, 6 heads), batch 1, random tokens,
  * every position with a target, pos = t. Times `reps` forward passes after `warmup` untimed ones
- * and prints one JSON line:
- *   {"T":...,"attention":"tiled","pe":"rope","tokens_per_s":...,"forward_s":...,"peak_rss_mib":...}
+ * (the evaluation-only forward, or with --forward train the training forward, which keeps every
+ * activation for a backward pass) and prints one JSON line:
+ *   {"T":...,"attention":"tiled","pe":"rope","forward":"eval","tokens_per_s":...,"forward_s":...,
+ *    "peak_rss_mib":...}
  * Peak RSS is the process's (getrusage ru_maxrss): run one kernel and length per process. A
  * length whose activations cannot be allocated exits 1 with the message.
  */
@@ -33,17 +35,19 @@ static double now_s(void) {
 static int usage(void) {
     fprintf(stderr,
             "usage: bench_eval --T N [--attention tiled|ref] [--pe NAME] [--reps N] [--warmup N] [--threads N]\n"
+            "                  [--forward eval|train]\n"
             "  --T          context length (batch 1)\n"
             "  --attention  attention kernel (default tiled)\n"
             "  --pe         positional encoding (default rope)\n"
             "  --reps       timed forward passes (default 1)\n"
             "  --warmup     untimed forward passes first (default 0)\n"
-            "  --threads    threads for OpenMP and BLAS (default 0: all cores)\n");
+            "  --threads    threads for OpenMP and BLAS (default 0: all cores)\n"
+            "  --forward    eval: the evaluation-only forward (default); train: the training forward\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *attention = "tiled", *pe = "rope";
+    const char *attention = "tiled", *pe = "rope", *forward = "eval";
     int T = 0, reps = 1, warmup = 0, threads = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -54,9 +58,11 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--reps") == 0) reps = atoi(v);
         else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
+        else if (strcmp(a, "--forward") == 0) forward = v;
         else return usage();
     }
-    if (T < 1 || reps < 1 || warmup < 0) return usage();
+    const int train = strcmp(forward, "train") == 0;
+    if (T < 1 || reps < 1 || warmup < 0 || (!train && strcmp(forward, "eval"))) return usage();
     pelab_threads_set(threads);
 
     struct pelab_opts opts = {0};
@@ -67,7 +73,7 @@ int main(int argc, char **argv) {
     pelab_opts_set(&opts, "attention", attention);
     struct pelab_model m;
     memset(&m, 0, sizeof m);
-    if (pelab_model_init(&m, &opts, V, T) != PELAB_OK || pelab_model_reserve(&m, 1, T) != PELAB_OK) {
+    if (pelab_model_init(&m, &opts, V, T) != PELAB_OK || (train && pelab_model_reserve(&m, 1, T) != PELAB_OK)) {
         fprintf(stderr, "bench_eval: T %d, %s: %s\n", T, attention, pelab_last_error());
         return 1;
     }
@@ -90,7 +96,8 @@ int main(int argc, char **argv) {
     double t0 = 0, loss = 0;
     for (int r = 0; r < warmup + reps; r++) {
         if (r == warmup) t0 = now_s();
-        loss = pelab_model_forward(&m, tokens, targets, pos, 1, T);
+        loss = train ? pelab_model_forward(&m, tokens, targets, pos, 1, T)
+                     : pelab_model_forward_eval(&m, tokens, targets, pos, 1, T);
         if (m.status) {
             fprintf(stderr, "bench_eval: %s\n", pelab_last_error());
             return 1;
@@ -99,9 +106,9 @@ int main(int argc, char **argv) {
     double per = (now_s() - t0) / reps;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"T\":%d,\"attention\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"forward_s\":%.3f,"
-           "\"peak_rss_mib\":%.1f,\"threads\":%d,\"loss\":%.4f}\n",
-           T, attention, pe, T / per, per, ru.ru_maxrss / 1024.0, pelab_threads_get(), loss);
+    printf("{\"T\":%d,\"attention\":\"%s\",\"pe\":\"%s\",\"forward\":\"%s\",\"tokens_per_s\":%.1f,"
+           "\"forward_s\":%.3f,\"peak_rss_mib\":%.1f,\"threads\":%d,\"loss\":%.4f}\n",
+           T, attention, pe, forward, T / per, per, ru.ru_maxrss / 1024.0, pelab_threads_get(), loss);
     free(tokens);
     free(targets);
     free(pos);

@@ -5,9 +5,17 @@
  *
  * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
  * every position with a target, pos = t, after `warmup` untimed steps. Prints one JSON line:
- *   {"config":"A","pe":"rope","tokens_per_s":...,"step_ms":...,"steps":...,"threads":...}
+ *   {"config":"A","pe":"rope","tokens_per_s":...,"step_ms":...,"steps":...,"threads":...,
+ *    "gflop_per_step":...,"gflops":...}
+ * A step's floating-point operations are counted as the model's arithmetic, not the kernels':
+ *   matrix products  6·B·T·(12·N·D² + D·V)         (forward 2·, backward 4· per weight and token)
+ *   attention        3·N·B·H·T·(T+1)·(dq + dv)     (the causal half of Q·Kᵀ and P·V, forward
+ *                                                  once, backward twice; recomputation not counted)
+ * with dq the query/key width per head (d, 2d for PoPE) and dv = d; the norms, GELU, loss and
+ * optimizer are left out. bench/run.sh compares the GFLOP/s with bench_sgemm's rate.
  * bench/twin_bench.py prints the same line for the PyTorch twin; bench/run.sh puts them side
- * by side.
+ * by side. Built by `make profile` (build/prof/bench/bench_train, with -DPELAB_PROFILE), it also
+ * prints to stderr a table of where a step's time went, per phase (src/core/prof.h).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +28,7 @@
 #include "pelab/rng.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "core/prof.h"
 
 struct bench_config {
     const char *name;
@@ -120,7 +129,7 @@ int main(int argc, char **argv) {
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
     double t0 = 0, loss = 0;
     for (int s = 0; s < warmup + steps; s++) {
-        if (s == warmup) t0 = now_s();
+        if (s == warmup) t0 = now_s(), pelab_prof_reset();
         pelab_params_zero_grad(&m.params);
         loss = pelab_model_forward(&m, tokens, targets, pos, c->B, c->T);
         pelab_model_backward(&m, 1);
@@ -128,10 +137,15 @@ int main(int argc, char **argv) {
         pelab_adamw_step(&opt, &m.params, 1e-3);
     }
     double elapsed = now_s() - t0;
+    const double D = c->D, BT = (double)n, d = (double)c->D / c->heads, dq = m.pe.qk_dim;
+    const double flops = 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
+                         3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
     printf("{\"config\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"step_ms\":%.3f,\"steps\":%d,"
-           "\"threads\":%d,\"loss\":%.4f}\n",
+           "\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,\"gflops\":%.1f}\n",
            c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
-           pelab_threads_get(), loss);
+           pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9);
+    /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */
+    pelab_prof_report(stderr, steps, elapsed / steps);
     free(tokens);
     free(targets);
     free(pos);

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Long-context evaluation, tiled attention against the reference: tokens/s and peak RSS of
+# Long-context evaluation, tiled attention against the reference (and the PyTorch twin if asked):
 # configuration C (V 8192, D 384, 6 layers, 6 heads), batch 1, one process per (kernel, T) so
 # ru_maxrss is that run's alone. Prints a Markdown table (bench/RESULTS.md holds a measured one).
 #
 #   EVAL_TS="1024 2048 4096 8192"   context lengths
 #   EVAL_KERNELS="tiled ref"        kernels
 #   EVAL_PE=rope                    encoding
+#   EVAL_FORWARD=eval               eval: the evaluation-only forward; train: the training
+#                                   forward, which keeps every activation for a backward pass
 #   EVAL_THREADS=N                  threads (default: all cores)
+#   EVAL_TWIN_TS=""                 lengths at which the PyTorch twin's forward is timed too
+#                                   (bench/twin_bench.py --eval-T; it materialises (H,T,T)
+#                                   scores per layer: about 5 GiB at 8192)
 #   EVAL_MEM_GIB=16                 address-space cap of each run, so a reference run that cannot
 #                                   fit fails with a message instead of pushing the machine into
 #                                   swap or the OOM killer
@@ -20,6 +25,8 @@ bin=build/bench/bench_eval
 ts=${EVAL_TS:-1024 2048 4096 8192}
 kernels=${EVAL_KERNELS:-tiled ref}
 pe=${EVAL_PE:-rope}
+forward=${EVAL_FORWARD:-eval}
+twin_ts=${EVAL_TWIN_TS:-}
 threads=${EVAL_THREADS:-$(nproc 2>/dev/null || echo 1)}
 cap_gib=${EVAL_MEM_GIB:-16}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -30,7 +37,7 @@ for T in $ts; do
     for k in $kernels; do
         if [ "$T" -le 2048 ]; then reps=2; else reps=1; fi
         out=$( (ulimit -v $((cap_gib * 1024 * 1024)); "$bin" --T "$T" --attention "$k" --pe "$pe" \
-                 --reps $reps --warmup 1 --threads "$threads") 2>&1 )
+                 --reps $reps --warmup 1 --threads "$threads" --forward "$forward") 2>&1 )
         if printf '%s' "$out" | grep -q tokens_per_s; then
             printf '| %s | %s | %s | %s | %s |\n' "$T" "$k" "$(printf '%s' "$out" | field tokens_per_s)" \
                 "$(printf '%s' "$out" | field forward_s)" "$(printf '%s' "$out" | field peak_rss_mib)"
@@ -39,4 +46,13 @@ for T in $ts; do
                 "$(printf '%s' "$out" | tail -n 1 | sed 's/^bench_eval: //')"
         fi
     done
+done
+for T in $twin_ts; do
+    out=$(/usr/bin/python3 bench/twin_bench.py --config C --pe "$pe" --eval-T "$T" --threads "$threads" 2>&1)
+    if printf '%s' "$out" | grep -q tokens_per_s; then
+        printf '| %s | PyTorch twin | %s | %s | %s |\n' "$T" "$(printf '%s' "$out" | field tokens_per_s)" \
+            "$(printf '%s' "$out" | field forward_s)" "$(printf '%s' "$out" | field peak_rss_mib)"
+    else
+        printf '| %s | PyTorch twin | — | — | failed: %s |\n' "$T" "$(printf '%s' "$out" | tail -n 1)"
+    fi
 done

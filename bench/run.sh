@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: training tokens/s of pelab and of the PyTorch twin on the same configurations,
 # run back to back (pelab, twin, pelab, twin, ...), medians of BENCH_REPS repetitions, printed as a
-# table with the ratio pelab / twin and written to bench/last.json (a list of objects).
+# table with the ratio pelab / twin, pelab's GFLOP/s (bench_train counts a step's arithmetic) and
+# their fraction of the sgemm rate measured first with as many threads (bench_sgemm), and written
+# to bench/last.json (a list of objects).
 #
 #   BENCH_CONFIGS="A B C D"   configurations to run (see bench/bench_train.c)
 #   BENCH_PES="rope pope"     encodings to run
@@ -15,9 +17,10 @@ reps=${BENCH_REPS:-3}
 threads=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}
 py=/usr/bin/python3
 pelab_bin=build/bench/bench_train
+sgemm_bin=build/bench/bench_sgemm
 
-if [ ! -x "$pelab_bin" ]; then
-    echo "bench: $pelab_bin is missing; run 'make bench'" >&2
+if [ ! -x "$pelab_bin" ] || [ ! -x "$sgemm_bin" ]; then
+    echo "bench: $pelab_bin or $sgemm_bin is missing; run 'make bench'" >&2
     exit 1
 fi
 have_twin=1
@@ -26,24 +29,28 @@ if ! "$py" -c 'import torch' >/dev/null 2>&1; then
     echo "notice: python3-torch is not installed (run 'make deps'); reporting pelab alone, without the PyTorch twin"
 fi
 
-# tokens_per_s from one JSON line, or nothing
-tps() { sed -n 's/.*"tokens_per_s":\([0-9.eE+-]*\).*/\1/p' | tail -n 1; }
+# field $1 of one JSON line, or nothing
+field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
+tps() { field tokens_per_s; }
 # median of numbers on stdin, or "null" when there are none
 median() { sort -g | awk '{ x[NR] = $1 } END { if (NR == 0) print "null";
     else if (NR % 2) print x[(NR + 1) / 2]; else printf "%.1f\n", (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
 
 echo "pelab: $pelab_bin, twin: PyTorch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)," \
      "$threads threads, $reps repetitions (medians)"
+sgemm=$("$sgemm_bin" --threads "$threads" | field gflops)
+echo "sgemm (2048³, $threads threads): $sgemm GFLOP/s"
 status=0
 rows=()
 json="["
 for c in $configs; do
     for pe in $pes; do
-        p_runs="" t_runs=""
+        p_runs="" t_runs="" g_runs=""
         for ((r = 1; r <= reps; r++)); do
             out=$("$pelab_bin" --config "$c" --pe "$pe" --threads "$threads") || {
                 echo "bench: pelab failed on config $c, pe $pe" >&2; status=1; }
             x=$(printf '%s\n' "$out" | tps); [ -n "$x" ] && p_runs+="$x"$'\n'
+            x=$(printf '%s\n' "$out" | field gflops); [ -n "$x" ] && g_runs+="$x"$'\n'
             if [ $have_twin = 1 ]; then
                 out=$("$py" bench/twin_bench.py --config "$c" --pe "$pe" --threads "$threads") || {
                     echo "bench: the twin failed on config $c, pe $pe" >&2; status=1; }
@@ -52,19 +59,21 @@ for c in $configs; do
         done
         p=$(printf '%s' "$p_runs" | median)
         t=$(printf '%s' "$t_runs" | median)
-        ratio=null
+        g=$(printf '%s' "$g_runs" | median)
+        ratio=null frac=null
         [ "$p" != null ] && [ "$t" != null ] && ratio=$(awk -v a="$p" -v b="$t" 'BEGIN { printf "%.3f", a / b }')
-        rows+=("$(printf '%-6s %-5s %14s %14s %7s' "$c" "$pe" "$p" "$t" "$ratio")")
-        echo "  $c $pe: pelab $p tok/s, twin $t tok/s, ratio $ratio" >&2
+        [ "$g" != null ] && [ -n "$sgemm" ] && frac=$(awk -v a="$g" -v b="$sgemm" 'BEGIN { printf "%.2f", a / b }')
+        rows+=("$(printf '%-6s %-5s %14s %14s %7s %8s %6s' "$c" "$pe" "$p" "$t" "$ratio" "$g" "$frac")")
+        echo "  $c $pe: pelab $p tok/s ($g GFLOP/s, $frac of sgemm), twin $t tok/s, ratio $ratio" >&2
         [ "$json" != "[" ] && json+=","
-        json+=$(printf '\n  {"config": "%s", "pe": "%s", "pelab_tokens_per_s": %s, "twin_tokens_per_s": %s, "ratio": %s, "threads": %s}' \
-                "$c" "$pe" "$p" "$t" "$ratio" "$threads")
+        json+=$(printf '\n  {"config": "%s", "pe": "%s", "pelab_tokens_per_s": %s, "twin_tokens_per_s": %s, "ratio": %s, "pelab_gflops": %s, "sgemm_gflops": %s, "sgemm_fraction": %s, "threads": %s}' \
+                "$c" "$pe" "$p" "$t" "$ratio" "$g" "${sgemm:-null}" "$frac" "$threads")
     done
 done
 json+=$'\n]\n'
 
 echo
-printf '%-6s %-5s %14s %14s %7s\n' config pe "pelab tok/s" "twin tok/s" ratio
+printf '%-6s %-5s %14s %14s %7s %8s %6s\n' config pe "pelab tok/s" "twin tok/s" ratio GFLOP/s sgemm
 printf '%s\n' "${rows[@]}"
 tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp" bench/last.json &&
     echo "wrote bench/last.json"

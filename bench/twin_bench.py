@@ -1,14 +1,18 @@
 """twin_bench — training throughput of the PyTorch twin (float32), as bench/bench_train does it.
 
     /usr/bin/python3 bench/twin_bench.py --config A|B|C|D --pe rope|pope [--steps N] [--warmup N]
-                                         [--threads N]
+                                         [--threads N] [--eval-T N]
 
 Same configuration table, same step (zero_grad, forward, backward, clip_grad_norm_(1.0), AdamW),
 random tokens with a target at every position, pos = t; prints one JSON line like bench_train.
+With --eval-T N it times instead what build/bench/bench_eval does: forward passes of the
+configuration at batch 1 and length N under torch.no_grad() (one untimed, then --steps, default
+1), and prints tokens/s, seconds per forward and the peak RSS, like bench_eval.
 """
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -33,7 +37,10 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default per configuration)")
     ap.add_argument("--warmup", type=int, default=-1, help="untimed steps first")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    ap.add_argument("--eval-T", type=int, default=0, help="time evaluation forwards at batch 1, this length")
     a = ap.parse_args()
+    if a.eval_T > 0:
+        return evaluate(a)
     V, D, layers, heads, T, B, steps, warmup = CONFIGS[a.config]
     steps = a.steps if a.steps > 0 else steps
     warmup = a.warmup if a.warmup >= 0 else warmup
@@ -63,6 +70,32 @@ def main():
     elapsed = time.perf_counter() - t0
     print(json.dumps({"config": a.config, "pe": a.pe, "tokens_per_s": round(B * T * steps / elapsed, 1),
                       "step_ms": round(1e3 * elapsed / steps, 3), "steps": steps,
+                      "threads": torch.get_num_threads(), "loss": round(loss.item(), 4)},
+                     separators=(",", ":")))
+
+
+def evaluate(a):
+    V, D, layers, heads, _, _, _, _ = CONFIGS[a.config]
+    T = a.eval_T
+    steps = a.steps if a.steps > 0 else 1
+    torch.set_num_threads(a.threads if a.threads > 0 else os.cpu_count())
+    cfg = {"vocab": V, "max-seq": T, "d-model": D, "heads": heads, "layers": layers, "pe": a.pe,
+           "pope-softplus": "on", "pope-delta": "on"}
+    model = pelab_twin.Twin(cfg, torch.float32)
+    model.eval()
+    g = torch.Generator().manual_seed(42)
+    tokens = torch.randint(0, V, (1, T), generator=g)
+    targets = torch.randint(0, V, (1, T), generator=g)
+    pos = torch.arange(T).unsqueeze(0)
+    with torch.no_grad():
+        for s in range(1 + steps):
+            if s == 1:
+                t0 = time.perf_counter()
+            _, loss = model(tokens, pos, targets)
+    per = (time.perf_counter() - t0) / steps
+    print(json.dumps({"T": T, "config": a.config, "pe": a.pe, "forward": "twin",
+                      "tokens_per_s": round(T / per, 1), "forward_s": round(per, 3),
+                      "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                       "threads": torch.get_num_threads(), "loss": round(loss.item(), 4)},
                      separators=(",", ":")))
 

@@ -3,7 +3,6 @@
  * from a window of the split continued by the model, greedily or at a temperature, seeded, shown
  * as text beside the document's own continuation. */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,33 +47,21 @@ void pelab_cmd_sample_help(FILE *f) {
     pelab_args_help(f, g, n, NULL);
 }
 
-/* Softmax probability of entry k of a logits row (V,). */
-static double prob(const pelab_real *row, int V, int k) {
-    double mx = row[0], sum = 0;
-    for (int v = 1; v < V; v++)
-        if (row[v] > mx) mx = row[v];
-    for (int v = 0; v < V; v++) sum += exp((double)row[v] - mx);
-    return exp((double)row[k] - mx) / sum;
-}
-
 static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, int count) {
     const struct pelab_task *t = &run->task;
-    int T = t->seq_len, V = run->model.cfg.vocab;
+    int T = t->seq_len;
     struct pelab_batch b;
     int rc = pelab_batch_alloc(&b, count, T);
-    if (!rc) rc = pelab_model_reserve(&run->model, count, T);
-    if (rc) {
-        pelab_batch_free(&b);
-        return rc;
-    }
+    if (rc) return rc;
     t->ops->fill(t, split, first, &b);
     run->model.training = 0;
-    pelab_model_forward(&run->model, b.tokens, b.targets, b.pos, count, T);
+    pelab_model_forward_eval(&run->model, b.tokens, b.targets, b.pos, count, T);
     if (run->model.status) {
         pelab_batch_free(&b);
         return run->model.status;
     }
-    const pelab_real *logits = pelab_model_logits(&run->model);
+    const int32_t *preds = pelab_model_eval_pred(&run->model);          /* (count,T) */
+    const pelab_real *probs = pelab_model_eval_pred_prob(&run->model);  /* (count,T) */
     int right = 0, shown = 0;
     for (int i = 0; i < count; i++) {
         const int32_t *tok = b.tokens + (size_t)i * T, *tgt = b.targets + (size_t)i * T;
@@ -87,10 +74,10 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
         putchar('\n');
         for (int p = 0; p <= last; p++) { /* every answer position of the row */
             if (tgt[p] < 0) continue;
-            const pelab_real *row = logits + ((size_t)i * T + (size_t)p) * (size_t)V;
-            int pred = pelab_argmax(row, V);
+            const size_t at = (size_t)i * T + (size_t)p;
+            int pred = preds[at];
             printf("        at %-3d predicted '%s' (p %.3f)  truth '%s'  %s\n", p,
-                   t->ops->token_text(t, pred), prob(row, V, pred), t->ops->token_text(t, tgt[p]),
+                   t->ops->token_text(t, pred), (double)probs[at], t->ops->token_text(t, tgt[p]),
                    pred == tgt[p] ? "right" : "WRONG");
             right += pred == tgt[p];
             shown++;

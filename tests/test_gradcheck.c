@@ -86,23 +86,23 @@ static void check_linear(void) {
 }
 
 /* --- cross-entropy ---------------------------------------------------------------------------- */
-struct ce_ctx { int N, V; double *logits, *probs, *losses; int32_t *targets; };
+struct ce_ctx { int N, V; double *logits, *stats, *losses; int32_t *targets; };
 static double ce_f(void *p) {
     struct ce_ctx *c = p;
     double sum;
-    pelab_crossentropy_forward(c->probs, c->losses, &sum, c->logits, c->targets, c->N, c->V);
+    pelab_crossentropy_forward(c->stats, c->losses, &sum, c->logits, c->targets, c->N, c->V);
     return sum;
 }
 static void check_crossentropy(void) {
     int32_t targets[6] = {3, -1, 0, 8, -1, 2};
     struct ce_ctx c = {6, 9, NULL, NULL, NULL, targets};
     long n = (long)c.N * c.V;
-    c.logits = vec(n, -3, 3), c.probs = vec(n, 0, 0), c.losses = vec(c.N, 0, 0);
+    c.logits = vec(n, -3, 3), c.stats = vec(2 * c.N, 0, 0), c.losses = vec(c.N, 0, 0);
     double *d = vec(n, 0, 0);
     ce_f(&c);
-    pelab_crossentropy_backward(d, c.probs, targets, 1, c.N, c.V);
+    pelab_crossentropy_backward(d, c.logits, c.stats, targets, 1, c.N, c.V);
     gradcheck("cross-entropy logits", ce_f, &c, c.logits, d, n, H_STEP, ATOL, RTOL);
-    free(c.logits), free(c.probs), free(c.losses), free(d);
+    free(c.logits), free(c.stats), free(c.losses), free(d);
 }
 
 /* --- reference attention ---------------------------------------------------------------------- */

@@ -42,6 +42,7 @@ struct pelab_layer_params { /* indices into the parameter table */
 };
 
 struct pelab_acts; /* activations, private to the model */
+struct pelab_eval_acts; /* the evaluation-only forward's buffers, private too */
 
 struct pelab_model {
     struct pelab_model_config cfg;
@@ -52,6 +53,7 @@ struct pelab_model {
     struct pelab_layer_params *layer; /* (N,) */
 
     struct pelab_acts *acts;
+    struct pelab_eval_acts *eval;     /* of pelab_model_forward_eval, allocated by it */
     int B, T;                         /* shape the activations were reserved for */
     int cur_B, cur_T;                 /* shape of the last forward */
 
@@ -102,12 +104,31 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale);
  * or 0 when all are finite. */
 int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t size);
 
-/* Views into the last forward: logits (B,T,V) and per-position losses (B,T) (0 without target). */
+/* Views into the last forward: logits (B,T,V), until a backward pass writes their gradient over
+ * them, and per-position losses (B,T) (0 without target). */
 const pelab_real *pelab_model_logits(const struct pelab_model *m);
 const pelab_real *pelab_model_losses(const struct pelab_model *m);
 /* Layer l's projections of the last forward, (B,T,3D): per token the query (D), key (D) and
  * value (D), each H heads of width d, before the positional encoding. Read-only: the backward
  * pass uses it. */
 const pelab_real *pelab_model_qkv(const struct pelab_model *m, int layer);
+
+/* Evaluation-only forward (eval, sample, long-context sweeps): the loss of pelab_model_forward
+ * with dropout off, without keeping what a backward pass reads. The layers share one set of
+ * buffers and the MLP, output layer and loss run over chunks of positions, so memory per
+ * position is about 6D + 2·H·qk_dim reals (no (B,T,V) logits): configuration C evaluates 16384
+ * tokens in a few hundred MiB. Same return value, m->loss, m->n_targets and m->status as
+ * pelab_model_forward; it leaves the training activations (and pelab_model_logits) alone, and no
+ * backward pass may follow it. It allocates its own buffers, kept while large enough. */
+pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                                    const int32_t *pos, int B, int T);
+/* Views into the last evaluation-only forward, (B,T) each: the loss at each position (0 without
+ * target), the predicted token (argmax of the logits, the first of equal maxima, as pelab_argmax)
+ * and its probability. */
+const pelab_real *pelab_model_eval_losses(const struct pelab_model *m);
+const int32_t *pelab_model_eval_pred(const struct pelab_model *m);
+const pelab_real *pelab_model_eval_pred_prob(const struct pelab_model *m);
+/* Frees the evaluation-only forward's buffers (pelab_model_free does too). */
+void pelab_model_eval_release(struct pelab_model *m);
 
 #endif

@@ -2,8 +2,8 @@
 #ifndef PELAB_THREADS_H
 #define PELAB_THREADS_H
 
-/* n <= 0: all cores. Sets OpenMP's and OpenBLAS's thread counts together, so the two pools do
- * not oversubscribe the machine. */
+/* n <= 0: all cores. One pool of n threads runs everything: OpenMP's, with OpenBLAS called
+ * single-threaded inside them (without OpenMP, OpenBLAS's own n threads run the products). */
 void pelab_threads_set(int n);
 int pelab_threads_get(void);
 /* How the build does matrix products and threads, e.g. "OpenBLAS, OpenMP". */

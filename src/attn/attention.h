@@ -11,6 +11,8 @@
 #include "pelab/posenc.h"
 #include "pelab/real.h"
 
+struct pelab_attn_scratch;
+
 struct pelab_attn_shape {
     int B, T, H;
     int dq;            /* query/key width per head (d, or 2d for PoPE) */
@@ -25,7 +27,22 @@ struct pelab_attn_shape {
     double dropout;
     uint64_t key, site;
     int tile;          /* tiled kernel: rows per query and key tile; 0 for PELAB_ATTN_TILE */
+    /* tiled kernel: the caller's scratch, grown by the kernel when too small (more threads), or
+     * NULL to allocate per call */
+    struct pelab_attn_scratch *scratch;
 };
+
+/* Per-thread tiles (and bias-gradient copies) of the tiled kernel, kept by the caller so that a
+ * training step allocates nothing. Zero-initialised means empty. */
+struct pelab_attn_scratch {
+    unsigned char *mem;
+    size_t size; /* bytes */
+};
+
+/* Sizes w for shape s (tile, widths, the BIAS encoding's parameters) and the current thread
+ * count; keeps it when large enough. PELAB_OK or PELAB_ERR_RUNTIME (message set). */
+int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s);
+void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 
 #define PELAB_ATTN_TILE 64
 

@@ -24,12 +24,15 @@
  * count, and the encodings' tile backward (FIRE's is an MLP backward per distance) runs on every
  * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
  * keep them, which is the T×T memory this kernel exists to avoid.
- * Per thread: 3 tiles² + tile·(dq + 2 dv + 3) reals, plus the encoding's parameter count.
+ * Per thread: 3 tiles² + tile·(dq + 2 dv + 3) reals, plus the encoding's parameter count, in
+ * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
+ * allocates nothing here; without one (scratch NULL) each call allocates its own.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "core/prof.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 #include "pelab/status.h"
@@ -66,13 +69,26 @@ static int min_int(int a, int b) { return a < b ? a : b; }
  * forward, 4 × 64 bytes 80, 4 × 128 bytes 63, 2 × 64 bytes 51. */
 enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
 
+/* What a product on a diagonal tile (query i0 = key j0, so local row r and local key r are the
+ * same position) may leave out, the causal mask being known:
+ *   TILE_FULL        nothing (tiles below the diagonal);
+ *   TILE_OUT_CAUSAL  C(r, j) is read only for j ≤ r: blocks wholly above the diagonal are skipped;
+ *   TILE_IN_LOWER    A(r, x) = 0 for x > r: row r sums over x ≤ r;
+ *   TILE_IN_UPPER    A(r, x) = 0 for x < r: row r sums over x ≥ r.
+ * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
+enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
+
 static void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A, long lda,
-                      const pelab_real *restrict B, long ldb, int m, int n, int kd, pelab_real alpha) {
+                      const pelab_real *restrict B, long ldb, int m, int n, int kd, pelab_real alpha,
+                      enum tile_mask mask) {
     const int m_full = m - m % GEMM_MR, n_full = n - n % GEMM_NR;
-    for (int r0 = 0; r0 < m_full; r0 += GEMM_MR)
-        for (int j0 = 0; j0 < n_full; j0 += GEMM_NR) {
+    for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
+        const int x0 = mask == TILE_IN_UPPER ? min_int(r0, kd) : 0;
+        const int x1 = mask == TILE_IN_LOWER ? min_int(r0 + GEMM_MR, kd) : kd;
+        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r0 + GEMM_MR, n_full) : n_full;
+        for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
             pelab_real acc[GEMM_MR][GEMM_NR] = {{0}};
-            for (int x = 0; x < kd; x++) {
+            for (int x = x0; x < x1; x++) {
                 const pelab_real *restrict b = B + x * ldb + j0;
                 for (int i = 0; i < GEMM_MR; i++) {
                     const pelab_real a = A[(r0 + i) * lda + x];
@@ -84,15 +100,19 @@ static void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restri
 #pragma omp simd
                 for (int j = 0; j < GEMM_NR; j++) C[(r0 + i) * ldc + j0 + j] += alpha * acc[i][j];
         }
+    }
     /* the edges: rows past m_full (all columns), columns past n_full (rows before m_full) */
     for (int r = 0; r < m; r++) {
         const int j_from = r < m_full ? n_full : 0;
+        const int n_to = mask == TILE_OUT_CAUSAL ? min_int(n, r + 1) : n;
+        const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
+        const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
         pelab_real *restrict c = C + r * ldc;
-        for (int x = 0; x < kd; x++) {
+        for (int x = x0; x < x1; x++) {
             const pelab_real a = alpha * A[r * lda + x];
             const pelab_real *restrict b = B + x * ldb;
 #pragma omp simd
-            for (int j = j_from; j < n; j++) c[j] += a * b[j];
+            for (int j = j_from; j < n_to; j++) c[j] += a * b[j];
         }
     }
 }
@@ -123,10 +143,11 @@ struct work {
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
 };
 
-static pelab_real *work_alloc(struct work *w, int tile, int dq, int dv) {
+static long work_reals(int tile, int dq, int dv) { return 3L * tile * tile + (long)tile * (dq + 2 * dv + 3); }
+
+/* Lays w out over buf (work_reals of it). */
+static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv) {
     const long t2 = (long)tile * tile;
-    pelab_real *buf = malloc((size_t)(3 * t2 + (long)tile * (dq + 2 * dv + 3)) * sizeof *buf);
-    if (!buf) return NULL;
     w->S = buf;
     w->dP = w->S + t2;
     w->X = w->dP + t2;
@@ -136,7 +157,92 @@ static pelab_real *work_alloc(struct work *w, int tile, int dq, int dv) {
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
-    return buf;
+}
+
+/* Each thread's copy of the BIAS encoding's parameter gradients: a view of the parameter table
+ * whose entries for the encoding's parameters point into `grad` (values still read from the
+ * shared table), and an encoding that reads and writes through it. */
+struct bias_grads {
+    struct pelab_params params;
+    struct pelab_posenc pe;
+    pelab_real *grad;   /* (n,) sums of this thread's tiles */
+};
+
+/* Offsets of the encoding's parameters: [*lo, *lo + *n). */
+static void bias_range(const struct pelab_posenc *pe, size_t *lo, size_t *n) {
+    const struct pelab_params *p = pe->params;
+    *lo = *n = 0;
+    if (pe->param_end <= pe->param_first) return;
+    const struct pelab_param *first = &p->list[pe->param_first], *last = &p->list[pe->param_end - 1];
+    *lo = first->offset;
+    *n = last->offset + last->size - first->offset;
+}
+
+/* --- the caller's scratch: per thread, [bias_grads, its parameter list, its gradients] when the
+ * encoding has bias gradients, then the tiles; each part 64-byte aligned -------------------------- */
+
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static int has_bias_grad(const struct pelab_attn_shape *s) { return s->pe && s->pe->ops->bias_tile_backward; }
+
+static size_t bias_bytes(const struct pelab_attn_shape *s) {
+    if (!has_bias_grad(s)) return 0;
+    size_t lo, n;
+    bias_range(s->pe, &lo, &n);
+    return align64(sizeof(struct bias_grads)) +
+           align64((size_t)s->pe->params->count * sizeof(struct pelab_param)) +
+           align64((n ? n : 1) * sizeof(pelab_real));
+}
+
+static size_t thread_bytes(const struct pelab_attn_shape *s) {
+    return bias_bytes(s) + align64((size_t)work_reals(tile_of(s), s->dq, s->dv) * sizeof(pelab_real));
+}
+
+int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s) {
+    const size_t need = (size_t)max_threads() * thread_bytes(s);
+    if (need <= w->size) return PELAB_OK;
+    free(w->mem);
+    w->mem = aligned_alloc(64, need);
+    w->size = w->mem ? need : 0;
+    return w->mem ? PELAB_OK
+                  : pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)",
+                               tile_of(s), s->dq);
+}
+
+void pelab_attn_scratch_free(struct pelab_attn_scratch *w) {
+    free(w->mem);
+    w->mem = NULL;
+    w->size = 0;
+}
+
+/* Thread `id`'s block of the scratch. */
+static unsigned char *thread_block(const struct pelab_attn_scratch *w, const struct pelab_attn_shape *s, int id) {
+    return w->mem + (size_t)id * thread_bytes(s);
+}
+
+/* The tiles of a thread's block. */
+static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_shape *s) {
+    work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
+}
+
+/* The gradient copy of a thread's block, zeroed, with the view reading through it. */
+static struct bias_grads *bias_grads_init(unsigned char *block, struct pelab_posenc *pe) {
+    size_t lo, n;
+    bias_range(pe, &lo, &n);
+    struct bias_grads *g = (struct bias_grads *)block;
+    const size_t list_bytes = (size_t)pe->params->count * sizeof *g->params.list;
+    g->params = *pe->params;
+    g->params.list = (struct pelab_param *)(block + align64(sizeof *g));
+    g->grad = (pelab_real *)((unsigned char *)g->params.list + align64(list_bytes));
+    memcpy(g->params.list, pe->params->list, list_bytes);
+    memset(g->grad, 0, n * sizeof *g->grad);
+    for (int i = pe->param_first; i < pe->param_end; i++) g->params.list[i].offset -= lo;
+    g->params.data = pe->params->data + lo;
+    g->params.grad = g->grad;
+    g->params.m = g->params.v = NULL;
+    g->pe = *pe;
+    g->pe.params = &g->params;
+    return g;
 }
 
 /* keep (n,) = dropout keep-scales of the entries idx .. idx+n−1 (all 1 without dropout). */
@@ -158,7 +264,8 @@ static void scores(struct work *w, const pelab_real *q, const pelab_real *k,
         memset(w->S, 0, (size_t)nq * nk * sizeof *w->S);
     }
     tile_transpose(w->kt, k + (bh * s->T + j0) * dq, dq, nk, dq);
-    tile_gemm(w->S, nk, q + (bh * s->T + i0) * dq, dq, w->kt, nk, nq, nk, dq, s->scale);
+    tile_gemm(w->S, nk, q + (bh * s->T + i0) * dq, dq, w->kt, nk, nq, nk, dq, s->scale,
+              i0 == j0 ? TILE_OUT_CAUSAL : TILE_FULL);
 }
 
 /* --- forward ------------------------------------------------------------------------------------- */
@@ -224,7 +331,7 @@ static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const
         }
         /* acc (nq, dv) += P̃ (nq, nk) · V_J (nk, dv) */
         tile_gemm(w->acc, dv, w->S, nk, v + ((long)b * T + j0) * s->ldv + (long)h * dv, s->ldv,
-                  nq, dv, nk, 1);
+                  nq, dv, nk, 1, j0 == i0 ? TILE_IN_LOWER : TILE_FULL);
     }
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r;
@@ -237,73 +344,28 @@ static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const
 
 int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+    PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
-    int failed = 0;
+    struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
+    if (pelab_attn_scratch_reserve(scratch, s)) return PELAB_ERR_RUNTIME;
 #pragma omp parallel
     {
         struct work w;
-        pelab_real *buf = work_alloc(&w, tile, s->dq, s->dv);
-        if (!buf) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        thread_work(&w, thread_block(scratch, s, thread_id()), s);
         /* later query tiles visit more key tiles: dynamic scheduling balances them, and the rows
          * of a tile do not depend on which thread computes them */
 #pragma omp for collapse(3) schedule(dynamic)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
                 for (int it = nt - 1; it >= 0; it--)
-                    if (buf)
-                        forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
-        free(buf);
+                    forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
     }
-    if (failed)
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
+    pelab_attn_scratch_free(&own);
+    PELAB_PROF_STOP(PELAB_PROF_ATTN_FWD, 1.0 * B * H * s->T * (s->T + 1) * (s->dq + s->dv));
     return PELAB_OK;
 }
 
 /* --- backward ------------------------------------------------------------------------------------ */
-
-/* Each thread's copy of the BIAS encoding's parameter gradients: a view of the parameter table
- * whose entries for the encoding's parameters point into `grad` (values still read from the
- * shared table), and an encoding that reads and writes through it. */
-struct bias_grads {
-    struct pelab_params params;
-    struct pelab_posenc pe;
-    pelab_real *grad;   /* (n,) sums of this thread's tiles */
-};
-
-/* Offsets of the encoding's parameters: [*lo, *lo + *n). */
-static void bias_range(const struct pelab_posenc *pe, size_t *lo, size_t *n) {
-    const struct pelab_params *p = pe->params;
-    *lo = *n = 0;
-    if (pe->param_end <= pe->param_first) return;
-    const struct pelab_param *first = &p->list[pe->param_first], *last = &p->list[pe->param_end - 1];
-    *lo = first->offset;
-    *n = last->offset + last->size - first->offset;
-}
-
-static int bias_grads_init(struct bias_grads *g, struct pelab_posenc *pe) {
-    size_t lo, n;
-    bias_range(pe, &lo, &n);
-    g->params = *pe->params;
-    g->params.list = malloc((size_t)pe->params->count * sizeof *g->params.list);
-    g->grad = calloc(n ? n : 1, sizeof *g->grad);
-    if (!g->params.list || !g->grad) return PELAB_ERR_RUNTIME;
-    memcpy(g->params.list, pe->params->list, (size_t)pe->params->count * sizeof *g->params.list);
-    for (int i = pe->param_first; i < pe->param_end; i++) g->params.list[i].offset -= lo;
-    g->params.data = pe->params->data + lo;
-    g->params.grad = g->grad;
-    g->params.m = g->params.v = NULL;
-    g->pe = *pe;
-    g->pe.params = &g->params;
-    return PELAB_OK;
-}
-
-static void bias_grads_free(struct bias_grads *g) {
-    free(g->params.list);
-    free(g->grad);
-}
 
 /* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into gpe's), given
  * w->l = D_I and w->m = lse_I. */
@@ -323,7 +385,8 @@ static void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *
     /* dP (nq, nk) = dO_I · V_J^T */
     tile_transpose(w->vt, VJ, s->ldv, nk, dvw);
     memset(w->dP, 0, (size_t)nq * nk * sizeof *w->dP);
-    tile_gemm(w->dP, nk, dO, s->ldo, w->vt, nk, nq, nk, dvw, 1);
+    const int diag = i0 == j0;
+    tile_gemm(w->dP, nk, dO, s->ldo, w->vt, nk, nq, nk, dvw, 1, diag ? TILE_OUT_CAUSAL : TILE_FULL);
     /* S → P ⊙ keep,  dP → dS = P ⊙ (keep ⊙ dP − D); both 0 on masked entries */
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r, n = min_int(nk, t - j0 + 1);
@@ -339,11 +402,11 @@ static void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *
     }
     /* dV_J (nk, dv) += (P ⊙ keep)^T (nk, nq) · dO_I (nq, dv) */
     tile_transpose(w->X, w->S, nk, nq, nk);
-    tile_gemm(dVJ, s->ldv, w->X, nq, dO, s->ldo, nk, dvw, nq, 1);
+    tile_gemm(dVJ, s->ldv, w->X, nq, dO, s->ldo, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
     /* dQ_I (nq, dq) += scale · dS · K_J;  dK_J (nk, dq) += scale · dS^T · Q_I */
-    tile_gemm(dQI, dqw, w->dP, nk, KJ, dqw, nq, dqw, nk, s->scale);
+    tile_gemm(dQI, dqw, w->dP, nk, KJ, dqw, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
     tile_transpose(w->X, w->dP, nk, nq, nk);
-    tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale);
+    tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
     if (gpe) {
         const int32_t *pos = s->pos + (long)b * T;
         gpe->ops->bias_tile_backward(gpe, s->layer, h, w->dP, pos + i0, nq, pos + j0, nk);
@@ -376,43 +439,38 @@ static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *
 int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                               const pelab_real *out, const pelab_real *lse, const pelab_real *q,
                               const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
-    const int B = s->B, H = s->H, tile = tile_of(s), nthreads = max_threads();
-    const int has_bias_grad = s->pe && s->pe->ops->bias_tile_backward;
-    struct bias_grads *g = has_bias_grad ? calloc((size_t)nthreads, sizeof *g) : NULL;
-    if (has_bias_grad && !g)
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention bias gradients");
-    int failed = 0;
+    PELAB_PROF_START();
+    const int B = s->B, H = s->H, bias = has_bias_grad(s);
+    struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
+    if (pelab_attn_scratch_reserve(scratch, s)) return PELAB_ERR_RUNTIME;
+    int team = 1;
 #pragma omp parallel
     {
         const int id = thread_id();
+        unsigned char *block = thread_block(scratch, s, id);
         struct work w;
-        pelab_real *buf = work_alloc(&w, tile, s->dq, s->dv);
-        struct pelab_posenc *gpe = NULL;
-        if (has_bias_grad && id < nthreads && bias_grads_init(&g[id], s->pe) == PELAB_OK) gpe = &g[id].pe;
-        if (!buf || (has_bias_grad && !gpe)) {
-#pragma omp atomic write
-            failed = 1;
-        }
+        thread_work(&w, block, s);
+        struct pelab_posenc *gpe = bias ? &bias_grads_init(block, s->pe)->pe : NULL;
+#ifdef _OPENMP
+        if (id == 0) team = omp_get_num_threads();
+#endif
         /* static: each thread's slice of (b, h), hence its bias sums, depends only on the count */
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
-                if (buf && (gpe || !has_bias_grad))
-                    backward_head(&w, gpe, dq, dk, dv, dout, out, lse, q, k, v, s, b, h);
-        free(buf);
+                backward_head(&w, gpe, dq, dk, dv, dout, out, lse, q, k, v, s, b, h);
     }
-    if (g) {
+    if (bias) {
         size_t lo, n;
         bias_range(s->pe, &lo, &n);
         pelab_real *grad = s->pe->params->grad + lo;
-        for (int t = 0; t < nthreads; t++) { /* in thread order: the same bits every run */
-            if (!failed && g[t].grad)
-                for (size_t i = 0; i < n; i++) grad[i] += g[t].grad[i];
-            bias_grads_free(&g[t]);
+        for (int t = 0; t < team; t++) { /* in thread order: the same bits every run */
+            const struct bias_grads *g = (const struct bias_grads *)thread_block(scratch, s, t);
+            for (size_t i = 0; i < n; i++) grad[i] += g->grad[i];
         }
-        free(g);
     }
-    if (failed)
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)", tile, s->dq);
+    pelab_attn_scratch_free(&own);
+    /* scores recomputed, dP, dV, dQ, dK: 2 products of width dq and 2 of width dv */
+    PELAB_PROF_STOP(PELAB_PROF_ATTN_BWD, 2.0 * B * H * s->T * (s->T + 1) * (s->dq + s->dv));
     return PELAB_OK;
 }

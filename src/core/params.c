@@ -3,6 +3,7 @@
 #include <string.h>
 #include "pelab/params.h"
 #include "pelab/status.h"
+#include "core/prof.h"
 
 int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, const int64_t *shape,
                          int decay) {
@@ -64,5 +65,7 @@ int pelab_params_find(const struct pelab_params *p, const char *name) {
 }
 
 void pelab_params_zero_grad(struct pelab_params *p) {
+    PELAB_PROF_START();
     memset(p->grad, 0, p->total * sizeof(pelab_real));
+    PELAB_PROF_STOP(PELAB_PROF_OPTIM, 0);
 }

@@ -31,13 +31,19 @@ void pelab_dropout(pelab_real *x, long n, double p, uint64_t key, uint64_t site)
 /* Keep-scale of element i: 0 or 1/(1−p). */
 pelab_real pelab_dropout_scale(double p, uint64_t key, uint64_t site, uint64_t i);
 
-/* Softmax cross-entropy per row. logits (N,V) → probs (N,V); losses (N,) = −log p[target] for
- * rows with target >= 0, else 0. Returns the number of rows with a target; *sum = Σ losses. */
-int pelab_crossentropy_forward(pelab_real *probs, pelab_real *losses, double *sum,
+/* Softmax cross-entropy per row, without storing probabilities. logits (N,V); losses (N,) =
+ * −log p[target] for rows with target >= 0, else 0; stats (N,2) saved for the backward: each
+ * row's maximum and 1/Σ e^(z − max). Returns the number of rows with a target; *sum = Σ losses
+ * in row order. */
+int pelab_crossentropy_forward(pelab_real *stats, pelab_real *losses, double *sum,
                                const pelab_real *logits, const int32_t *targets, int N, int V);
-/* dlogits (N,V) = scale·(probs − onehot(target)) for rows with a target, 0 otherwise;
- * may alias probs. */
-void pelab_crossentropy_backward(pelab_real *dlogits, const pelab_real *probs,
+/* Evaluation: losses and *sum as the forward; pred (N,) each row's argmax (the first of equal
+ * maxima, as pelab_argmax) and pred_prob (N,) its probability. */
+int pelab_crossentropy_eval(pelab_real *losses, int32_t *pred, pelab_real *pred_prob, double *sum,
+                            const pelab_real *logits, const int32_t *targets, int N, int V);
+/* dlogits (N,V) = scale·(softmax(logits) − onehot(target)) for rows with a target, 0 otherwise,
+ * from the logits and the forward's stats; may alias logits (the model writes it over them). */
+void pelab_crossentropy_backward(pelab_real *dlogits, const pelab_real *logits, const pelab_real *stats,
                                  const int32_t *targets, pelab_real scale, int N, int V);
 
 #endif

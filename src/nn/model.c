@@ -43,7 +43,8 @@ struct pelab_acts {
     pelab_real *ln2, *ln2_rstd;    /* (N, B,T,D), (N, B,T) */
     pelab_real *fch, *fch_gelu;    /* (N, B,T,M·D) */
     pelab_real *lnf, *lnf_rstd;    /* (B,T,D), (B,T) */
-    pelab_real *logits, *probs;    /* (B,T,V); probs becomes dlogits in the backward pass */
+    pelab_real *logits;            /* (B,T,V); becomes dlogits in the backward pass */
+    pelab_real *ce_stats;          /* (B,T,2) each row's max logit and 1/Σ e^(z − max) */
     pelab_real *losses;            /* (B,T) */
     int32_t *tokens, *targets, *pos; /* (B,T) copies of the last forward's inputs */
     /* backward scratch, one layer */
@@ -52,6 +53,7 @@ struct pelab_acts {
     pelab_real *dqo, *dko;         /* (B,H,T,dq) */
     pelab_real *datt;              /* (B,H,T,T) reference kernel only */
     pelab_real *dfch, *dfch_gelu;  /* (B,T,M·D) */
+    struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
 };
 
 /* Dropout sites, one per (layer, place): masks differ between places and layers. */
@@ -123,18 +125,20 @@ static void acts_free(struct pelab_acts *a) {
     if (!a) return;
     pelab_real **bufs[] = {&a->x, &a->ln1, &a->ln1_rstd, &a->qkv, &a->qo, &a->ko, &a->att, &a->lse,
                            &a->atty, &a->xmid, &a->ln2, &a->ln2_rstd, &a->fch, &a->fch_gelu,
-                           &a->lnf, &a->lnf_rstd, &a->logits, &a->probs, &a->losses, &a->dres,
+                           &a->lnf, &a->lnf_rstd, &a->logits, &a->ce_stats, &a->losses, &a->dres,
                            &a->dbranch, &a->dln, &a->datty, &a->dqkv, &a->dqo, &a->dko, &a->datt,
                            &a->dfch, &a->dfch_gelu};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(*bufs[i]);
     free(a->tokens);
     free(a->targets);
     free(a->pos);
+    pelab_attn_scratch_free(&a->attn);
     free(a);
 }
 
 void pelab_model_free(struct pelab_model *m) {
     acts_free(m->acts);
+    pelab_model_eval_release(m);
     pelab_posenc_free(&m->pe);
     pelab_params_free(&m->params);
     free(m->layer);
@@ -178,7 +182,7 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->lnf, BT * D);
     ALLOC(a->lnf_rstd, BT);
     ALLOC(a->logits, BT * V);
-    ALLOC(a->probs, BT * V);
+    ALLOC(a->ce_stats, BT * 2);
     ALLOC(a->losses, BT);
     ALLOC(a->tokens, BT);
     ALLOC(a->targets, BT);
@@ -194,6 +198,8 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->dfch, BT * MD);
     ALLOC(a->dfch_gelu, BT * MD);
 #undef ALLOC
+    const struct pelab_attn_shape s = {.B = B, .T = T, .H = (int)H, .dq = (int)dq, .dv = (int)(D / H), .pe = &m->pe};
+    if (ok && m->cfg.attention == PELAB_ATTN_KERNEL_TILED) ok = pelab_attn_scratch_reserve(&a->attn, &s) == PELAB_OK;
     if (!ok) {
         acts_free(a);
         return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for activations of batch %d × length %d", B, T);
@@ -269,7 +275,8 @@ static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pe
                                 ko, v, s);
         return;
     }
-    /* it fails only when a few tiles of per-thread scratch cannot be allocated */
+    /* it fails only when its per-thread scratch must grow (more threads than at the forward) and
+     * cannot */
     int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, atty, a->lse + l * BHT, qo, ko, v, s);
     PELAB_ASSERT(rc == PELAB_OK);
 }
@@ -312,7 +319,8 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
-            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS)};
+            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
+            .scratch = &a->attn};
         m->status = attn_forward(m, l, atty, qo, ko, qkv + 2 * D, &s);
         if (m->status) { /* out of memory for its scratch; the message says so */
             m->n_targets = 0;
@@ -334,7 +342,7 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
     pelab_rmsnorm_forward(a->lnf, a->lnf_rstd, a->x + N * BT * D, W(m->lnf), (int)BT, D);
     pelab_matmul_forward(a->logits, a->lnf, W(m->lm_head >= 0 ? m->lm_head : m->wte), (int)BT, D, V);
     double sum;
-    m->n_targets = pelab_crossentropy_forward(a->probs, a->losses, &sum, a->logits, a->targets, (int)BT, V);
+    m->n_targets = pelab_crossentropy_forward(a->ce_stats, a->losses, &sum, a->logits, a->targets, (int)BT, V);
     m->loss = m->n_targets ? (pelab_real)(sum / m->n_targets) : (targets ? 0 : -1);
     return m->loss;
 }
@@ -349,11 +357,10 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     PELAB_ASSERT(a != NULL && m->n_targets > 0);
 
     /* loss → logits → final norm; dres then carries d(residual stream) down the layers */
-    pelab_real *dlogits = a->probs;
-    pelab_crossentropy_backward(dlogits, a->probs, a->targets, loss_scale / m->n_targets, (int)BT, V);
+    pelab_real *dlogits = a->logits; /* written over the logits */
+    pelab_crossentropy_backward(dlogits, a->logits, a->ce_stats, a->targets, loss_scale / m->n_targets, (int)BT, V);
     int out_w = m->lm_head >= 0 ? m->lm_head : m->wte;
-    memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
-    pelab_matmul_backward(a->dln, G(out_w), dlogits, a->lnf, W(out_w), (int)BT, D, V);
+    pelab_matmul_backward_assign(a->dln, G(out_w), dlogits, a->lnf, W(out_w), (int)BT, D, V);
     memset(a->dres, 0, (size_t)BT * D * sizeof *a->dres);
     pelab_rmsnorm_backward(a->dres, G(m->lnf), a->dln, a->x + N * BT * D, W(m->lnf), a->lnf_rstd, (int)BT, D);
 
@@ -368,27 +375,24 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         /* MLP branch: x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T) */
         memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
         pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
-        memset(a->dfch_gelu, 0, (size_t)BT * MD * sizeof *a->dfch_gelu);
-        pelab_matmul_backward(a->dfch_gelu, G(L->fcproj), a->dbranch, fch_gelu, W(L->fcproj), (int)BT, MD, D);
+        pelab_matmul_backward_assign(a->dfch_gelu, G(L->fcproj), a->dbranch, fch_gelu, W(L->fcproj), (int)BT, MD, D);
         pelab_gelu_backward(a->dfch, a->dfch_gelu, fch, BT * MD);
-        memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
-        pelab_matmul_backward(a->dln, G(L->fc), a->dfch, ln2, W(L->fc), (int)BT, D, MD);
+        pelab_matmul_backward_assign(a->dln, G(L->fc), a->dfch, ln2, W(L->fc), (int)BT, D, MD);
         pelab_rmsnorm_backward(a->dres, G(L->ln2), a->dln, xmid, W(L->ln2), a->ln2_rstd + l * BT, (int)BT, D);
 
         /* attention branch: m = x_l + drop(Attn(PE(RMSNorm(x_l)·Wqkv^T))·Wo^T) */
         memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
         pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
-        memset(a->datty, 0, (size_t)BT * D * sizeof *a->datty);
-        pelab_matmul_backward(a->datty, G(L->proj), a->dbranch, atty, W(L->proj), (int)BT, D, D);
+        pelab_matmul_backward_assign(a->datty, G(L->proj), a->dbranch, atty, W(L->proj), (int)BT, D, D);
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = a->pos,
-            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS)};
+            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
+            .scratch = &a->attn};
         attn_backward(m, l, a->dqkv + 2 * D, atty, qo, ko, qkv + 2 * D, &s);
         pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, qkv, qkv + D,
                                  3 * D, a->pos, B, T);
-        memset(a->dln, 0, (size_t)BT * D * sizeof *a->dln);
-        pelab_matmul_backward(a->dln, G(L->qkv), a->dqkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
+        pelab_matmul_backward_assign(a->dln, G(L->qkv), a->dqkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
         pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, x, W(L->ln1), a->ln1_rstd + l * BT, (int)BT, D);
     }
 

@@ -24,7 +24,10 @@
  * Tiles. Rows with t < L share the normaliser ψ(L), so their biases depend only on n = |t − s|:
  * f is evaluated once per distance of the tile's range (when that range is no larger than
  * nq + nk, as for any contiguous or shifted positions) and looked up; rows with t ≥ L, and ranges
- * too wide to tabulate, evaluate f per entry. Nothing outlives a call, so bias_tile is safe to
+ * too wide to tabulate, evaluate f per entry. The table lives on the stack up to FIRE_TAB_STACK
+ * distances (any tile of the tiled kernel), so a training step allocates nothing; the reference
+ * kernel's whole-sequence tiles past that length allocate it. Nothing outlives a call, so
+ * bias_tile is safe to
  * call from parallel threads; bias_tile_backward accumulates into the gradients it finds through
  * pe->params, which attention kernels keep private to a thread or call serially (posenc.h).
  *
@@ -39,6 +42,7 @@
 #include <stdlib.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "attn/attention.h"
 
 #define FIRE_DEPTH_MAX 8
 #define FIRE_WIDTH_MAX 256 /* hidden activations of one input live on the stack */
@@ -271,14 +275,20 @@ static void short_range(const struct view *v, const int32_t *pos_q, int nq, cons
     *R = mn >= 0 && mx - mn + 1 <= (int64_t)nq + nk ? mx - mn + 1 : 0;
 }
 
+/* Distances a tile's table holds on the stack: 2·PELAB_ATTN_TILE at least, so every tile of the
+ * tiled kernel (nq + nk ≤ 2 tiles) is tabulated without an allocation. */
+#define FIRE_TAB_STACK 512
+_Static_assert(FIRE_TAB_STACK >= 2 * PELAB_ATTN_TILE, "a tiled kernel's tile must fit the stack table");
+
 static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                            const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
     struct view v;
     load_view(pe, layer, &v);
-    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX];
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], stack_tab[FIRE_TAB_STACK];
     int64_t lo, R;
     short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
-    pelab_real *tab = R ? malloc((size_t)R * sizeof *tab) : NULL; /* without it: per entry */
+    /* without a table (none fits in memory): per entry */
+    pelab_real *tab = !R ? NULL : R <= FIRE_TAB_STACK ? stack_tab : malloc((size_t)R * sizeof *tab);
     for (int64_t n = 0; tab && n < R; n++) tab[n] = mlp_forward(&v, h, (pelab_real)input_of(&v, (double)(lo + n), v.L), act);
     for (int i = 0; i < nq; i++) {
         const int is_short = pos_q[i] < v.L;
@@ -289,7 +299,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
             row[j] = is_short && tab ? tab[n - lo] : mlp_forward(&v, h, (pelab_real)input_of(&v, (double)n, m), act);
         }
     }
-    free(tab);
+    if (tab != stack_tab) free(tab);
 }
 
 static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
@@ -298,10 +308,12 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
     const struct fire_net *net = &f->net[f->shared ? 0 : layer];
     struct view v;
     load_view(pe, layer, &v);
-    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX];
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX], stack_g[FIRE_TAB_STACK];
     int64_t lo, R;
     short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
-    pelab_real *g = R ? calloc((size_t)R, sizeof *g) : NULL; /* summed dout per distance */
+    /* summed dout per distance */
+    pelab_real *g = !R ? NULL : R <= FIRE_TAB_STACK ? stack_g : malloc((size_t)R * sizeof *g);
+    for (int64_t n = 0; g && n < R; n++) g[n] = 0;
     for (int i = 0; i < nq; i++) {
         const int is_short = pos_q[i] < v.L;
         const double m = is_short ? v.L : pos_q[i];
@@ -315,7 +327,7 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
     }
     for (int64_t n = 0; g && n < R; n++)
         if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz);
-    free(g);
+    if (g != stack_g) free(g);
     pelab_params_grad(pe->params, net->c)[0] += (pelab_real)v.dc;
     pelab_params_grad(pe->params, net->ell)[0] += (pelab_real)v.dell;
 }

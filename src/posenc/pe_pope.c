@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 
 #define TWO_PI 6.283185307179586
@@ -41,6 +43,8 @@ struct pope {
     long table_cap;
     pelab_real *dphase;        /* (B,T,H,d) backward scratch: ∂loss/∂φ_k before the sum into dδ */
     long dphase_cap;
+    pelab_real *dtrig;         /* (N,2,H,d) cos δ and sin δ of each layer, formed by its forward */
+    pelab_real *dsum;          /* (H,d) backward scratch: one layer's dδ */
 };
 
 static int pope_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
@@ -52,7 +56,9 @@ static int pope_init(struct pelab_posenc *pe, const struct pelab_opts *opts, str
     p->delta_init_uniform = pelab_opt_choice(opts, pope_options, "pope-delta-init") == 1;
     double base = pelab_opt_real(opts, pope_options, "pope-base");
     p->theta = malloc((size_t)pe->d * sizeof *p->theta);
-    if (!p->theta) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    p->dtrig = malloc((size_t)pe->n_layers * 2 * pe->H * pe->d * sizeof *p->dtrig);
+    p->dsum = malloc((size_t)pe->H * pe->d * sizeof *p->dsum);
+    if (!p->theta || !p->dtrig || !p->dsum) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int c = 0; c < pe->d; c++) p->theta[c] = pow(base, -(double)c / pe->d);
     if (pelab_opt_switch(opts, pope_options, "pope-delta")) {
         p->delta = malloc((size_t)pe->n_layers * sizeof *p->delta);
@@ -75,6 +81,8 @@ static void pope_free(struct pelab_posenc *pe) {
     free(p->cos);
     free(p->sin);
     free(p->dphase);
+    free(p->dtrig);
+    free(p->dsum);
     free(p);
 }
 
@@ -110,92 +118,167 @@ static inline pelab_real clamp_delta(pelab_real x) {
     return x < (pelab_real)-TWO_PI ? (pelab_real)-TWO_PI : x > 0 ? 0 : x;
 }
 
-/* cos and sin of clamp(δ) for one layer, (H,d) each; δ = 0 when off. */
-static void delta_trig(const struct pelab_posenc *pe, int layer, pelab_real *dc, pelab_real *ds) {
+/* cos and sin of clamp(δ) for one layer into p->dtrig, (2,H,d); δ = 0 when off. The forward pass
+ * forms them and the backward pass of the same layer reads them: δ does not change between. */
+static void delta_trig(const struct pelab_posenc *pe, int layer) {
     const struct pope *p = pe->state;
     const pelab_real *delta = p->delta ? pelab_params_data(pe->params, p->delta[layer]) : NULL;
-    for (int i = 0; i < pe->H * pe->d; i++) {
+    const int n = pe->H * pe->d;
+    pelab_real *dc = p->dtrig + (long)layer * 2 * n, *ds = dc + n;
+    for (int i = 0; i < n; i++) {
         double a = delta ? clamp_delta(delta[i]) : 0;
         dc[i] = (pelab_real)cos(a);
         ds[i] = (pelab_real)sin(a);
     }
 }
 
-static void pope_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
-                            const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
-                            int B, int T) {
-    const struct pope *p = pe->state;
-    const int H = pe->H, d = pe->d, sp = p->softplus;
-    pelab_real dc[H * d], ds[H * d];
-    delta_trig(pe, layer, dc, ds);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            long i = (long)b * T + t;
-            const pelab_real *cs = p->cos + i * d, *sn = p->sin + i * d;
-            for (int h = 0; h < H; h++) {
-                const pelab_real *qi = q + i * ld + (long)h * d, *ki = k + i * ld + (long)h * d;
-                pelab_real *qh = qo + (((long)b * H + h) * T + t) * 2 * d;
-                pelab_real *kh = ko + (((long)b * H + h) * T + t) * 2 * d;
-                const pelab_real *hc = dc + h * d, *hs = ds + h * d;
+/* What the per-token kernels read: one layer's operands. */
+struct pope_args {
+    pelab_real *qo, *ko;                 /* forward out (B,H,T,2d);  backward: dq, dk (B,T,H,d) */
+    const pelab_real *gq, *gk;           /* backward: dqo, dko (B,H,T,2d) */
+    const pelab_real *q, *k;             /* (B,T,H,d), rows ld apart */
+    const pelab_real *cos, *sin;         /* (B,T,d) cos φ, sin φ of the pass */
+    const pelab_real *dc, *ds;           /* (H,d) cos δ, sin δ of the layer */
+    pelab_real *dphase;                  /* backward: (B,T,H,d) or NULL without δ */
+    int ld, T, H, d, softplus;
+};
+
+/* Tokens [i0, i1) of the flattened (B,T): each head's q' = [μ_q cos φ; μ_q sin φ] and
+ * k' = [μ_k cos(φ + δ); μ_k sin(φ + δ)], cos(φ + δ) = cos φ cos δ − sin φ sin δ. */
+static PELAB_ALWAYS_INLINE void pope_fwd_body(const struct pope_args *a, long i0, long i1) {
+    const int d = a->d, H = a->H;
+    for (long i = i0; i < i1; i++) {
+        const long b = i / a->T, t = i % a->T;
+        const pelab_real *restrict cs = a->cos + i * d, *restrict sn = a->sin + i * d;
+        for (int h = 0; h < H; h++) {
+            const pelab_real *restrict qi = a->q + i * a->ld + (long)h * d;
+            const pelab_real *restrict ki = a->k + i * a->ld + (long)h * d;
+            pelab_real *restrict qh = a->qo + ((b * H + h) * a->T + t) * 2 * d;
+            pelab_real *restrict kh = a->ko + ((b * H + h) * a->T + t) * 2 * d;
+            const pelab_real *restrict hc = a->dc + (long)h * d, *restrict hs = a->ds + (long)h * d;
+            if (a->softplus) {
+                PELAB_VMATH_SIMD
                 for (int c = 0; c < d; c++) {
-                    pelab_real mq = sp ? pelab_vsoftplus(qi[c]) : qi[c];
-                    pelab_real mk = sp ? pelab_vsoftplus(ki[c]) : ki[c];
-                    pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c]; /* cos(φ + δ) */
-                    pelab_real sk = sn[c] * hc[c] + cs[c] * hs[c]; /* sin(φ + δ) */
+                    const pelab_real mq = pelab_vsoftplus(qi[c]), mk = pelab_vsoftplus(ki[c]);
                     qh[c] = mq * cs[c];
                     qh[d + c] = mq * sn[c];
-                    kh[c] = mk * ck;
-                    kh[d + c] = mk * sk;
+                    kh[c] = mk * (cs[c] * hc[c] - sn[c] * hs[c]);
+                    kh[d + c] = mk * (sn[c] * hc[c] + cs[c] * hs[c]);
+                }
+            } else {
+#pragma omp simd
+                for (int c = 0; c < d; c++) {
+                    qh[c] = qi[c] * cs[c];
+                    qh[d + c] = qi[c] * sn[c];
+                    kh[c] = ki[c] * (cs[c] * hc[c] - sn[c] * hs[c]);
+                    kh[d + c] = ki[c] * (sn[c] * hc[c] + cs[c] * hs[c]);
                 }
             }
         }
+    }
+}
+PELAB_SIMD_KERNEL(pope_fwd, (const struct pope_args *a, long i0, long i1), (a, i0, i1))
+
+/* Tokens [i0, i1): dq, dk and, with δ, ∂loss/∂φ_k per element (summed into dδ afterwards).
+ *   dμ_q = dq'_c cos φ + dq'_{d+c} sin φ,  dq = dμ_q σ(q)   (σ = softplus', from one exp)
+ *   dμ_k likewise with φ + δ;  dφ_k = μ_k (dk'_{d+c} cos(φ + δ) − dk'_c sin(φ + δ)) */
+static PELAB_ALWAYS_INLINE void pope_bwd_body(const struct pope_args *a, long i0, long i1) {
+    const int d = a->d, H = a->H;
+    for (long i = i0; i < i1; i++) {
+        const long b = i / a->T, t = i % a->T;
+        const pelab_real *restrict cs = a->cos + i * d, *restrict sn = a->sin + i * d;
+        for (int h = 0; h < H; h++) {
+            const pelab_real *restrict qi = a->q + i * a->ld + (long)h * d;
+            const pelab_real *restrict ki = a->k + i * a->ld + (long)h * d;
+            pelab_real *restrict dqi = a->qo + i * a->ld + (long)h * d;
+            pelab_real *restrict dki = a->ko + i * a->ld + (long)h * d;
+            const pelab_real *restrict gq = a->gq + ((b * H + h) * a->T + t) * 2 * d;
+            const pelab_real *restrict gk = a->gk + ((b * H + h) * a->T + t) * 2 * d;
+            const pelab_real *restrict hc = a->dc + (long)h * d, *restrict hs = a->ds + (long)h * d;
+            pelab_real *restrict dph = a->dphase ? a->dphase + (i * H + h) * d : NULL;
+            if (a->softplus) {
+                PELAB_VMATH_SIMD
+                for (int c = 0; c < d; c++) {
+                    const pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c], sk = sn[c] * hc[c] + cs[c] * hs[c];
+                    pelab_real mq, sq, mk, sgk;
+                    pelab_vsoftplus_sigmoid(qi[c], &mq, &sq);
+                    pelab_vsoftplus_sigmoid(ki[c], &mk, &sgk);
+                    dqi[c] = (gq[c] * cs[c] + gq[d + c] * sn[c]) * sq;
+                    dki[c] = (gk[c] * ck + gk[d + c] * sk) * sgk;
+                    if (dph) dph[c] = mk * (gk[d + c] * ck - gk[c] * sk);
+                }
+            } else {
+#pragma omp simd
+                for (int c = 0; c < d; c++) {
+                    const pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c], sk = sn[c] * hc[c] + cs[c] * hs[c];
+                    dqi[c] = gq[c] * cs[c] + gq[d + c] * sn[c];
+                    dki[c] = gk[c] * ck + gk[d + c] * sk;
+                    if (dph) dph[c] = ki[c] * (gk[d + c] * ck - gk[c] * sk);
+                }
+            }
+        }
+    }
+}
+PELAB_SIMD_KERNEL(pope_bwd, (const struct pope_args *a, long i0, long i1), (a, i0, i1))
+
+/* dsum columns [j0, j1) = Σ over tokens, in token order, of dphase (ntok, n) */
+static PELAB_ALWAYS_INLINE void pope_dsum_body(pelab_real *dsum, const pelab_real *dphase, long ntok,
+                                               long n, long j0, long j1) {
+    for (long j = j0; j < j1; j++) dsum[j] = 0;
+    for (long i = 0; i < ntok; i++) {
+        const pelab_real *restrict row = dphase + i * n;
+#pragma omp simd
+        for (long j = j0; j < j1; j++) dsum[j] += row[j];
+    }
+}
+PELAB_SIMD_KERNEL(pope_dsum, (pelab_real *dsum, const pelab_real *dphase, long ntok, long n, long j0, long j1),
+                  (dsum, dphase, ntok, n, j0, j1))
+
+static void pope_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
+                            const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
+                            int B, int T) {
+    struct pope *p = pe->state;
+    delta_trig(pe, layer);
+    const long n = (long)pe->H * pe->d;
+    const struct pope_args a = {.qo = qo, .ko = ko, .q = q, .k = k, .cos = p->cos, .sin = p->sin,
+                                .dc = p->dtrig + layer * 2 * n, .ds = p->dtrig + layer * 2 * n + n,
+                                .ld = ld, .T = T, .H = pe->H, .d = pe->d, .softplus = p->softplus};
+    void (*const f)(const struct pope_args *, long, long) = pelab_simd_fn(pope_fwd);
+#pragma omp parallel
+    {
+        long i0, i1;
+        pelab_thread_slice((long)B * T, &i0, &i1);
+        f(&a, i0, i1);
+    }
 }
 
 static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
                              const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                              const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
     struct pope *p = pe->state;
-    const int H = pe->H, d = pe->d, sp = p->softplus;
-    pelab_real dc[H * d], ds[H * d];
-    delta_trig(pe, layer, dc, ds);
-    const long ntok = (long)B * T;
-    pelab_real *dphase = p->delta ? p->dphase : NULL; /* sized by prepare() */
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            long i = (long)b * T + t;
-            const pelab_real *cs = p->cos + i * d, *sn = p->sin + i * d;
-            for (int h = 0; h < H; h++) {
-                const pelab_real *qi = q + i * ld + (long)h * d, *ki = k + i * ld + (long)h * d;
-                pelab_real *dqi = dq + i * ld + (long)h * d, *dki = dk + i * ld + (long)h * d;
-                const pelab_real *gq = dqo + (((long)b * H + h) * T + t) * 2 * d;
-                const pelab_real *gk = dko + (((long)b * H + h) * T + t) * 2 * d;
-                const pelab_real *hc = dc + h * d, *hs = ds + h * d;
-                for (int c = 0; c < d; c++) {
-                    pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c];
-                    pelab_real sk = sn[c] * hc[c] + cs[c] * hs[c];
-                    pelab_real dmq = gq[c] * cs[c] + gq[d + c] * sn[c];
-                    pelab_real dmk = gk[c] * ck + gk[d + c] * sk;
-                    dqi[c] = sp ? dmq * pelab_vsigmoid(qi[c]) : dmq;
-                    dki[c] = sp ? dmk * pelab_vsigmoid(ki[c]) : dmk;
-                    if (dphase) {
-                        pelab_real mk = sp ? pelab_vsoftplus(ki[c]) : ki[c];
-                        dphase[(i * H + h) * d + c] = mk * (gk[d + c] * ck - gk[c] * sk);
-                    }
-                }
-            }
+    const long ntok = (long)B * T, n = (long)pe->H * pe->d;
+    const struct pope_args a = {.qo = dq, .ko = dk, .gq = dqo, .gk = dko, .q = q, .k = k,
+                                .cos = p->cos, .sin = p->sin, .dc = p->dtrig + layer * 2 * n,
+                                .ds = p->dtrig + layer * 2 * n + n,
+                                .dphase = p->delta ? p->dphase : NULL, /* sized by prepare() */
+                                .ld = ld, .T = T, .H = pe->H, .d = pe->d, .softplus = p->softplus};
+    void (*const f)(const struct pope_args *, long, long) = pelab_simd_fn(pope_bwd);
+    void (*const fsum)(pelab_real *, const pelab_real *, long, long, long, long) = pelab_simd_fn(pope_dsum);
+    const pelab_real *delta = p->delta ? pelab_params_data(pe->params, p->delta[layer]) : NULL;
+    pelab_real *ddelta = p->delta ? pelab_params_grad(pe->params, p->delta[layer]) : NULL;
+#pragma omp parallel
+    {
+        long lo, hi;
+        pelab_thread_slice(ntok, &lo, &hi);
+        f(&a, lo, hi);
+        if (delta) {
+            /* dδ[h,c] += Σ over tokens in token order; threads own slices of the (h,c) columns */
+#pragma omp barrier
+            pelab_thread_slice(n, &lo, &hi);
+            fsum(p->dsum, p->dphase, ntok, n, lo, hi);
+            for (long j = lo; j < hi; j++) /* clamped: no gradient */
+                if (!(delta[j] < (pelab_real)-TWO_PI || delta[j] > 0)) ddelta[j] += p->dsum[j];
         }
-    if (!dphase) return;
-    /* dδ[h,c] = Σ over tokens, in token order; (h,c) columns split across threads. */
-    const pelab_real *delta = pelab_params_data(pe->params, p->delta[layer]);
-    pelab_real *ddelta = pelab_params_grad(pe->params, p->delta[layer]);
-#pragma omp parallel for schedule(static)
-    for (int j = 0; j < H * d; j++) {
-        if (delta[j] < (pelab_real)-TWO_PI || delta[j] > 0) continue; /* clamped: no gradient */
-        pelab_real sum = 0;
-        for (long i = 0; i < ntok; i++) sum += dphase[i * H * d + j];
-        ddelta[j] += sum;
     }
 }
 

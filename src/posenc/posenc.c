@@ -5,6 +5,7 @@
 #include <string.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "core/prof.h"
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
@@ -73,7 +74,10 @@ void pelab_posenc_free(struct pelab_posenc *pe) {
 }
 
 int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
-    return pe->ops->prepare ? pe->ops->prepare(pe, pos, B, T) : PELAB_OK;
+    PELAB_PROF_START();
+    int rc = pe->ops->prepare ? pe->ops->prepare(pe, pos, B, T) : PELAB_OK;
+    PELAB_PROF_STOP(PELAB_PROF_PE_PREPARE, 0);
+    return rc;
 }
 
 int pelab_posenc_angles(pelab_real **cos_out, pelab_real **sin_out, long *cap, const int32_t *pos,
@@ -120,13 +124,17 @@ static void permute(pelab_real *a, pelab_real *b, const pelab_real *a_src, const
 void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                              const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
                              int B, int T) {
+    PELAB_PROF_START();
     if (pe->ops->qk_forward) pe->ops->qk_forward(pe, layer, qo, ko, q, k, ld, pos, B, T);
     else permute(qo, ko, q, k, ld, B, T, pe->H, pe->d, 1);
+    PELAB_PROF_STOP(PELAB_PROF_PE_FWD, 0);
 }
 
 void pelab_posenc_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
                               const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                               const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
+    PELAB_PROF_START();
     if (pe->ops->qk_backward) pe->ops->qk_backward(pe, layer, dq, dk, dqo, dko, q, k, ld, pos, B, T);
     else permute(dq, dk, dqo, dko, ld, B, T, pe->H, pe->d, 0);
+    PELAB_PROF_STOP(PELAB_PROF_PE_BWD, 0);
 }

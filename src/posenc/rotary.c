@@ -63,15 +63,26 @@ void pelab_rotary_free(struct pelab_rotary *r) {
     r->cap = r->cap_k = 0;
 }
 
-/* Rotates one head vector x (d,) by one token's tables; sign −1 applies the transpose. */
-static inline void rotate(pelab_real *out, const pelab_real *x, const pelab_real *cs,
-                          const pelab_real *sn, int half, int d, pelab_real sign) {
+/* Rotates one head vector x (d,) by one token's tables; sign −1 applies the transpose. One loop
+ * per layout, so that each vectorises (the interleaved one with even/odd shuffles). */
+static inline void rotate(pelab_real *restrict out, const pelab_real *restrict x,
+                          const pelab_real *restrict cs, const pelab_real *restrict sn, int half,
+                          int d, pelab_real sign) {
     const int P = d / 2;
-    for (int c = 0; c < P; c++) {
-        int i0 = half ? c : 2 * c, i1 = half ? c + P : 2 * c + 1;
-        pelab_real a = x[i0], b = x[i1], s = sign * sn[c];
-        out[i0] = a * cs[c] - b * s;
-        out[i1] = a * s + b * cs[c];
+    if (half) {
+#pragma omp simd
+        for (int c = 0; c < P; c++) {
+            const pelab_real a = x[c], b = x[c + P], s = sign * sn[c];
+            out[c] = a * cs[c] - b * s;
+            out[c + P] = a * s + b * cs[c];
+        }
+    } else {
+#pragma omp simd
+        for (int c = 0; c < P; c++) {
+            const pelab_real a = x[2 * c], b = x[2 * c + 1], s = sign * sn[c];
+            out[2 * c] = a * cs[c] - b * s;
+            out[2 * c + 1] = a * s + b * cs[c];
+        }
     }
 }
 

@@ -28,10 +28,8 @@ static void source_fill(const struct source *s, uint64_t first, struct pelab_bat
 static int run(struct pelab_model *m, const struct source *s, uint64_t first, uint64_t count,
                int batch, struct pelab_eval_result *r) {
     if (batch <= 0) return pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive");
-    int T = s->L, V = m->cfg.vocab;
+    int T = s->L, rc;
     if ((uint64_t)batch > count && count > 0) batch = (int)count; /* no larger than needed */
-    int rc = pelab_model_reserve(m, batch, T);
-    if (rc) return rc;
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
     int was_training = m->training;
@@ -44,16 +42,17 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         int n = count - done < (uint64_t)batch ? (int)(count - done) : batch;
         b.B = n;
         source_fill(s, first + done, &b);
-        pelab_model_forward(m, b.tokens, b.targets, b.pos, n, T);
+        /* forward only: memory for one layer, not the activations a backward pass would read */
+        pelab_model_forward_eval(m, b.tokens, b.targets, b.pos, n, T);
         if ((rc = m->status)) break;
-        const pelab_real *logits = pelab_model_logits(m);  /* (n,T,V) */
-        const pelab_real *losses = pelab_model_losses(m);  /* (n,T) */
+        const pelab_real *losses = pelab_model_eval_losses(m);  /* (n,T) */
+        const int32_t *pred = pelab_model_eval_pred(m);         /* (n,T) argmax of the logits */
         for (size_t i = 0; i < (size_t)n * (size_t)T; i++) {
             if (b.targets[i] < 0) continue;
             loss_sum += losses[i];
             r->targets++;
             if (nbytes) r->bytes += nbytes[b.targets[i]];
-            if (pelab_argmax(logits + i * (size_t)V, V) == b.targets[i]) r->correct++;
+            if (pred[i] == b.targets[i]) r->correct++;
         }
         done += (uint64_t)n;
     }

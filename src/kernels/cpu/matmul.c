@@ -1,12 +1,14 @@
 /* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
 #include "kernels/cpu/matmul.h"
+#include "core/prof.h"
+#include "kernels/cpu/parallel.h"
 
 #ifdef PELAB_BLAS
 #include <cblas.h>
 
-void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                pelab_real *C, int ldc) {
+static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                      pelab_real *C, int ldc) {
 #ifdef PELAB_DOUBLE
     cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -14,6 +16,32 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
+}
+
+/* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
+ * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
+ * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
+ * computes, and on 2 cores that made 2 threads slower than 1. */
+void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                pelab_real *C, int ldc) {
+    enum { ROWS = 16 };
+#ifdef _OPENMP
+    if (M >= 2 * ROWS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+#pragma omp parallel
+        {
+            long lo, hi;
+            pelab_thread_slice((M + ROWS - 1) / ROWS, &lo, &hi);
+            lo *= ROWS, hi = hi * ROWS < M ? hi * ROWS : M;
+            /* rows lo.. of op(A): rows of A, or its columns when transposed */
+            if (hi > lo)
+                blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha, trans_a ? A + lo : A + lo * lda,
+                          lda, B, ldb, beta, C + lo * ldc, ldc);
+        }
+        return;
+    }
+#endif
+    blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else
@@ -48,11 +76,25 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
 
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
                           int C, int OC) {
+    PELAB_PROF_START();
     pelab_gemm(0, 1, N, OC, C, 1, inp, C, w, C, 0, out, OC);
+    PELAB_PROF_STOP(PELAB_PROF_MATMUL_FWD, 2.0 * N * C * OC);
+}
+
+static void backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
+                     const pelab_real *w, int N, int C, int OC, pelab_real beta) {
+    PELAB_PROF_START();
+    pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
+    pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+    PELAB_PROF_STOP(PELAB_PROF_MATMUL_BWD, 4.0 * N * C * OC);
 }
 
 void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
                            const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
-    pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, 1, dinp, C);
-    pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+    backward(dinp, dw, dout, inp, w, N, C, OC, 1);
+}
+
+void pelab_matmul_backward_assign(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                                  const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
+    backward(dinp, dw, dout, inp, w, N, C, OC, 0);
 }

@@ -17,5 +17,8 @@ void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_re
 /* dinp (N,C) += dout (N,OC) · w;  dw (OC,C) += dout^T · inp. */
 void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
                            const pelab_real *inp, const pelab_real *w, int N, int C, int OC);
+/* The same with dinp assigned (=), not added to: no zeroing pass, no read of the old dinp. */
+void pelab_matmul_backward_assign(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                                  const pelab_real *inp, const pelab_real *w, int N, int C, int OC);
 
 #endif

@@ -1,4 +1,5 @@
-/* Thread count shared by OpenMP and OpenBLAS. */
+/* Thread count shared by OpenMP and OpenBLAS: with OpenMP, OpenBLAS is single-threaded and runs
+ * inside OpenMP's threads (matmul.c), so one pool of threads does all the work. */
 #include <unistd.h>
 #include "pelab/threads.h"
 #ifdef _OPENMP
@@ -19,7 +20,9 @@ void pelab_threads_set(int n) {
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif
-#ifdef PELAB_BLAS
+#if defined(PELAB_BLAS) && defined(_OPENMP)
+    openblas_set_num_threads(1); /* BLAS runs inside OpenMP's threads (matmul.c) */
+#elif defined(PELAB_BLAS)
     openblas_set_num_threads(n);
 #endif
 }

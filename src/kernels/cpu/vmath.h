@@ -61,10 +61,26 @@ static inline float pelab_vlog1p_unit(float y) {
 
 #endif
 
+/* `omp simd` for a loop that calls the functions here: they vectorise in the float build, but the
+ * double build's libm calls do not, and a pragma the compiler cannot honour is a warning. */
+#ifdef PELAB_DOUBLE
+#define PELAB_VMATH_SIMD
+#else
+#define PELAB_VMATH_SIMD _Pragma("omp simd")
+#endif
+
 /* softplus(x) = log(1 + e^x) = max(x, 0) + log(1 + e^−|x|) */
 static inline pelab_real pelab_vsoftplus(pelab_real x) {
     return (x > 0 ? x : 0) + pelab_vlog1p_unit(pelab_vexp(x > 0 ? -x : x));
 }
 static inline pelab_real pelab_vsigmoid(pelab_real x) { return 1 / (1 + pelab_vexp(-x)); }
+
+/* softplus(x) and its derivative sigmoid(x) from one exponential e = e^−|x|:
+ * softplus = max(x, 0) + log(1 + e);  sigmoid = 1/(1 + e) for x > 0, e/(1 + e) otherwise. */
+static inline void pelab_vsoftplus_sigmoid(pelab_real x, pelab_real *sp, pelab_real *sg) {
+    const pelab_real e = pelab_vexp(x > 0 ? -x : x), r = 1 / (1 + e);
+    *sp = (x > 0 ? x : 0) + pelab_vlog1p_unit(e);
+    *sg = x > 0 ? r : e * r;
+}
 
 #endif
