@@ -50,7 +50,8 @@ void pelab_cmd_compare_help(FILE *f) {
                "evaluates test accuracy and loss, prints a Markdown table and writes\n"
                "DIR/compare.json. On tasks of documents (text, dna, music) the table has test\n"
                "NLL and perplexity, and perplexity at each --lengths entry on the long documents\n"
-               "(each run's sweep is kept in its DIR/<pe>-s<seed>/sweep.json and reused).\n"
+               "(each run's sweep is kept in its DIR/<pe>-s<seed>/sweep.json and reused; the\n"
+               "means go to DIR/sweep.csv for 'pelab plot lines').\n"
                "Runs with a summary.json are not retrained; interrupted ones\n"
                "continue where they stopped. An encoding option applies to the runs of its\n"
                "encoding only. With --jobs N > 1 the runs print a line when they start and end\n"
@@ -289,6 +290,22 @@ static int write_json(const char *dir, const char *task, const char *preset, con
     return rc;
 }
 
+/* DIR/sweep.csv, one row per (encoding, length) with the mean and std of the perplexity over the
+ * seeds: what `pelab plot lines --x length --y ppl_mean --group pe --logx` draws. */
+static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes) {
+    struct pelab_sb sb = {0};
+    pelab_sb_printf(&sb, "pe,label,length,ppl_mean,ppl_std\n");
+    for (int p = 0; p < n_pes; p++)
+        for (int l = 0; l < n_lengths; l++)
+            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g\n", st[p].pe, sweep_lengths[l].label,
+                            sweep_lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
+    char path[PELAB_OPT_VAL_MAX + 64];
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    int rc = pelab_write_file_atomic(path, sb.data, sb.len);
+    pelab_sb_free(&sb);
+    return rc;
+}
+
 /* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. */
 static void print_lm_table(const struct pe_stats *st, int n_pes) {
     printf("\n| encoding | test NLL | test ppl |");
@@ -511,6 +528,7 @@ int pelab_cmd_compare(int argc, char **argv) {
     if (n_lengths || (tops && tops->windows)) print_lm_table(st, n_pes);
     else print_table(st, n_pes);
     if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
+    if (n_lengths && (rc = write_sweep_csv(out, st, n_pes))) return rc;
     printf("\n%d runs in %s; results in %s/compare.json\n", n, out, out);
     return PELAB_OK;
 }

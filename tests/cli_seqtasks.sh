@@ -117,6 +117,10 @@ grep -q "| ppl 1x (32) | ppl 2x (64) |" "$W/o" || fail "compare table lacks the 
 "$P" eval --threads 1 --model "$W/c/pope-s2" --lengths 1x,2x --json >"$W/y" || fail "eval of a compared run"
 [ "$(json "$W/c/compare.json" '[r for r in j["runs"] if r["dir"].endswith("pope-s2")][0]["sweep_ppl"]')" = \
   "$(json "$W/y" '[r["perplexity"] for r in j["rows"]]')" ] || fail "compare's sweep differs from eval --lengths"
+[ "$(head -1 "$W/c/sweep.csv")" = "pe,label,length,ppl_mean,ppl_std" ] && [ "$(grep -c '^pope,2x,64,' "$W/c/sweep.csv")" = 1 ] ||
+    fail "compare's sweep.csv: $(cat "$W/c/sweep.csv")"
+[ "$(grep '^pope,2x,' "$W/c/sweep.csv" | cut -d, -f4)" = "$(json "$W/c/compare.json" '"%.9g" % j["encodings"][1]["sweep_ppl_mean"][1]' | tr -d "'")" ] ||
+    fail "sweep.csv differs from compare.json"
 touch -d '2001-01-01' "$W/c/rope-s1/sweep.json"
 "$P" compare $T --pe rope,pope --seeds 2 --steps 3 --lengths 1x,2x --out "$W/c" >"$W/o2" 2>/dev/null || fail "compare again"
 [ "$(stat -c %Y "$W/c/rope-s1/sweep.json")" = "$(date -d 2001-01-01 +%s)" ] || fail "compare evaluated a finished sweep again"
