@@ -4,6 +4,7 @@
 # sample; eval's NLL equals an independent computation (windows cut in Python from the cache, the
 # PyTorch twin); a resumed text run equals an uninterrupted one; `eval --lengths` gives one row
 # per length, its 1x row equal to `eval --split long`, and works with RoPE's length extension;
+# `eval --lengths --csv` writes the same rows as CSV that `plot lines` draws;
 # bad input (a dataset not installed, a damaged cache, a length no document reaches, a learned
 # table too short, options of another task) is one line with exit status 1 or 2; `compare` adds
 # the extrapolation columns and reuses each run's sweep.
@@ -83,7 +84,24 @@ same_weights "$W/t/model.safetensors" "$W/t3/model.safetensors" || fail "a resum
 
 # ---- the sweep ----
 # (--batch 64: the passes of eval --split long, so that the 1x row is the same computation)
-"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --batch 64 --json >"$W/sw" 2>"$W/e" || fail "sweep: $(cat "$W/e")"
+"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --batch 64 --json --csv "$W/sw.csv" >"$W/sw" 2>"$W/e" ||
+    fail "sweep: $(cat "$W/e")"
+/usr/bin/python3 - "$W/sw" "$W/sw.csv" <<'PY' || fail "eval --csv: the CSV differs from the JSON: $(cat "$W/sw.csv")"
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+rows = list(csv.reader(open(sys.argv[2])))
+assert rows[0] == "pe,label,length,multiple,documents,windows,tokens,nll,ppl,bpb".split(","), rows[0]
+assert len(rows) == 1 + len(j["rows"]) == 4, len(rows)
+for r, o in zip(rows[1:], j["rows"]):
+    assert r[:3] == [j["pe"], o["label"], str(o["length"])], r
+    assert [int(x) for x in r[4:7]] == [o["documents"], o["windows"], o["tokens"]], r
+    for x, k in zip([r[3]] + r[7:], ("multiple", "loss", "perplexity", "bits_per_byte")):
+        assert abs(float(x) - o[k]) <= 1e-8 * abs(o[k]), (r, k, o[k])
+PY
+if "$P" --version | grep -q ", cairo)"; then
+    "$P" plot lines --csv "$W/sw.csv" --x length --y ppl --logx --png "$W/sw.png" 2>"$W/e" && [ -s "$W/sw.png" ] ||
+        fail "plot lines of eval's CSV: $(cat "$W/e")"
+fi
 [ "$(json "$W/sw" '[r["length"] for r in j["rows"]]')" = "[32, 64, 128]" ] || fail "sweep rows: $(cat "$W/sw")"
 [ "$(json "$W/sw" 'j["split"], j["train_length"], j["attention"]')" = "('long', 32, 'tiled')" ] || fail "sweep: $(cat "$W/sw")"
 "$P" eval --threads 1 --model "$W/t" --split long --json >"$W/ev" || fail "eval --split long"
@@ -92,7 +110,9 @@ same_weights "$W/t/model.safetensors" "$W/t3/model.safetensors" || fail "a resum
 "$P" eval --threads 1 --model "$W/t" --lengths 1x,4x >"$W/o" || fail "sweep table"
 [ "$(grep -c '^[14]x ' "$W/o")" -eq 2 ] && grep -q "bits/byte" "$W/o" || fail "sweep table: $(cat "$W/o")"
 expect 2 "--lengths 1000x: a window of 32000 tokens needs a document of 32001; the longest long document of task text has" -- \
-    eval --threads 1 --model "$W/t" --lengths 1x,1000x
+    eval --threads 1 --model "$W/t" --lengths 1x,1000x --csv "$W/no.csv"
+expect 2 "--csv writes the rows of a length sweep: give --lengths too" -- eval --threads 1 --model "$W/t" --csv "$W/no.csv"
+[ -e "$W/no.csv" ] && fail "a refused eval --csv left $W/no.csv behind"
 expect 2 "--lengths: 'x2' is neither" -- eval --threads 1 --model "$W/t" --lengths 1x,x2
 expect 2 "--examples does not apply with --lengths" -- eval --threads 1 --model "$W/t" --lengths 1x --examples 3
 # a run trained with the reference kernel is swept on the tiled one (same function, linear memory)
@@ -136,7 +156,9 @@ cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: anothe
 
 # ---- music and dna ----
 "$P" train $TINY --task music --seq-len 64 --steps 3 --out "$W/m" >/dev/null 2>"$W/e" || fail "train music: $(cat "$W/e")"
-"$P" eval --threads 1 --model "$W/m" --lengths 1x,2x,4x --json >"$W/ev" 2>"$W/e" || fail "music sweep: $(cat "$W/e")"
+"$P" eval --threads 1 --model "$W/m" --lengths 1x,2x,4x --json --csv "$W/m.csv" >"$W/ev" 2>"$W/e" || fail "music sweep: $(cat "$W/e")"
+[ "$(head -1 "$W/m.csv")" = "pe,label,length,multiple,documents,windows,tokens,nll,ppl" ] && [ "$(wc -l <"$W/m.csv")" -eq 4 ] ||
+    fail "music sweep CSV (no bpb column): $(cat "$W/m.csv")"
 # the long split is the test chorales (80, 160, 280 tokens): 3, 2 and 1 of them reach 65, 129, 257
 [ "$(json "$W/ev" '[r["documents"] for r in j["rows"]]')" = "[3, 2, 1]" ] || fail "music sweep: $(cat "$W/ev")"
 "$P" sample --threads 1 --model "$W/m" --count 1 --prompt 8 --tokens 8 >"$W/o" || fail "sample music"
