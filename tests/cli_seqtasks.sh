@@ -4,7 +4,8 @@
 # sample; eval's NLL equals an independent computation (windows cut in Python from the cache, the
 # PyTorch twin); a resumed text run equals an uninterrupted one; `eval --lengths` gives one row
 # per length, its 1x row equal to `eval --split long`, and works with RoPE's length extension;
-# `eval --lengths --csv` writes the same rows as CSV that `plot lines` draws;
+# `eval --lengths --csv` writes the same rows as CSV that `plot lines` draws; `analyze bias` and
+# `analyze seqpe` work on a run whose dataset is not installed (freq, which reads it, says so);
 # bad input (a dataset not installed, a damaged cache, a length no document reaches, a learned
 # table too short, options of another task) is one line with exit status 1 or 2; `compare` adds
 # the extrapolation columns and reuses each run's sweep.
@@ -52,7 +53,8 @@ expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr co
 json() { # FILE EXPR: a field of a JSON file, full precision
     /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
 }
-TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --data-dir $D"
+TINY0="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0"
+TINY="$TINY0 --data-dir $D"
 
 # ---- text: train, evaluate, compare with the independent computation ----
 T="$TINY --task text --tokenizer byte --seq-len 32"
@@ -170,11 +172,26 @@ cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: anothe
     fail "dna: $(cat "$W/h" "$W/pf")"
 "$P" eval --threads 1 --model "$W/d" --lengths 1x,10x >/dev/null 2>"$W/e" || fail "dna sweep: $(cat "$W/e")"
 
+# ---- the analyses that read no data open a run whose dataset is not installed ----
+# (trained with $PELAB_DATA, so config.json names no data directory; then $PELAB_DATA is empty)
+mkdir -p "$W/empty"
+for pe in alibi seqpe; do
+    PELAB_DATA=$D "$P" train $TINY0 --task text --tokenizer byte --seq-len 32 --pe $pe --steps 1 \
+        --out "$W/nd-$pe" >/dev/null 2>"$W/e" || fail "train --pe $pe with \$PELAB_DATA: $(cat "$W/e")"
+done
+export PELAB_DATA=$W/empty
+"$P" analyze bias --model "$W/nd-alibi" --out "$W/nd.csv" 2>"$W/e" || fail "analyze bias without the dataset: $(cat "$W/e")"
+[ "$(head -1 "$W/nd.csv")" = "layer,head,distance,bias" ] && [ "$(wc -l <"$W/nd.csv")" -eq $((1 + 2 * 33)) ] ||
+    fail "analyze bias without the dataset: $(head -3 "$W/nd.csv")"
+"$P" analyze seqpe --model "$W/nd-seqpe" --to 16 --step 4 --out "$W/nd.csv" 2>"$W/e" || fail "analyze seqpe without the dataset: $(cat "$W/e")"
+[ "$(head -1 "$W/nd.csv")" = "p,0,4,8,12" ] || fail "analyze seqpe without the dataset: $(head -1 "$W/nd.csv")"
+expect 1 "pelab data install sotu" -- analyze freq --threads 1 --model "$W/nd-alibi"
+export PELAB_DATA=$W/nowhere
+
 # ---- bad input ----
 expect 1 "dataset 'bible' is not installed in $D (run: pelab data install bible --data-dir $D)" -- \
     train $T --dataset bible --steps 1 --out "$W/no"
 [ -e "$W/no" ] && fail "a run without data left $W/no behind"
-mkdir -p "$W/empty"
 expect 1 "pelab data install sotu" -- eval --threads 1 --model "$W/t" --data-dir "$W/empty"
 expect 2 "--test-genome applies to runs of --task dna; $W/t was trained with --task text" -- \
     eval --threads 1 --model "$W/t" --test-genome pfal
