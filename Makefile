@@ -113,8 +113,12 @@ $(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/che
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
 
-# fuzz/fuzz_NAME.c with fuzz/replay.c's main (and the target's extra sources, FUZZ_EXTRA_NAME).
+# fuzz/fuzz_NAME.c with fuzz/replay.c's main (and the target's extra sources, FUZZ_EXTRA_NAME,
+# which are prerequisites too: a change to them rebuilds the replay test and the fuzzer).
 FUZZ_EXTRA_options := cli/args.c
+FUZZ_EXTRA_csv := cli/csv.c
+$(BUILD)/tests/test_fuzz_options $(BUILD)/fuzz_options: $(FUZZ_EXTRA_options) cli/args.h
+$(BUILD)/tests/test_fuzz_csv $(BUILD)/fuzz_csv: $(FUZZ_EXTRA_csv) cli/csv.h
 $(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -DFUZZ_NAME=\"$*\" -Ifuzz -o $@ $< fuzz/replay.c $(FUZZ_EXTRA_$*) \

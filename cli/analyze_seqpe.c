@@ -5,6 +5,8 @@
  *
  *   p,<q_0>,<q_1>,...        header: the column positions
  *   <p_i>,<e_{p_i}·e_{q_0}>,...   one row per position
+ *
+ * It reads the weights alone: the run opens without its task (no dataset needed).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,7 +89,7 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         return pelab_fail(PELAB_ERR_USAGE, "--from %ld --to %ld --step %ld gives %ld positions, "
                           "more than %d: take a larger --step", from, to, step, n, MAX_POINTS);
     static struct pelab_run run;
-    if ((rc = pelab_run_open(&run, dir))) return rc;
+    if ((rc = pelab_run_open_model(&run, dir))) return rc;
     struct pelab_model *m = &run.model;
     if (!m->pe.ops->position_vectors || strcmp(m->pe.ops->name, "seqpe") != 0) {
         rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s; analyze seqpe needs a --pe seqpe run",

@@ -9,6 +9,9 @@
  *          magnitude of the query and key components over tokens and heads (pelab/freq.h),
  *          columns layer,freq,theta,query_norm,key_norm.
  *          PNG: two heatmaps (queries, keys), layers × frequencies, one colour scale.
+ *
+ * Only freq runs the model on the task's examples; bias reads the weights alone, so it opens the
+ * run without its task (pelab_run_open_model) and works where the dataset is not installed.
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,7 +59,8 @@ static const struct pelab_optdef freq_options[] = {
 static const struct {
     const char *name;
     const struct pelab_optdef *table;
-} analyses[] = {{"bias", bias_options}, {"freq", freq_options}};
+    int reads_data; /* runs the model on the task's examples: the task (its dataset) is opened */
+} analyses[] = {{"bias", bias_options, 0}, {"freq", freq_options, 1}};
 
 void pelab_cmd_analyze_help(FILE *f) {
     struct pelab_group g[] = {{"options of every analysis", common_options},
@@ -358,7 +362,8 @@ int pelab_cmd_analyze(int argc, char **argv) {
         return pelab_plot_unavailable("--png");
     if (which == 1) pelab_threads_set((int)pelab_opt_int(&opts, freq_options, "threads"));
     static struct pelab_run run;
-    if ((rc = pelab_run_open(&run, dir))) return rc;
+    rc = analyses[which].reads_data ? pelab_run_open(&run, dir) : pelab_run_open_model(&run, dir);
+    if (rc) return rc;
     struct view v = {.dir = dir, .pe = run.model.pe.ops->name, .N = run.model.cfg.n_layers,
                      .H = run.model.cfg.n_heads};
     rc = which == 0 ? analyze_bias(&opts, &run, &v) : analyze_freq(&opts, &run, &v);

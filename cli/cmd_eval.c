@@ -1,11 +1,12 @@
 /* pelab eval: loss and accuracy (indirect) or NLL, perplexity and bits per byte (text, dna,
  * music) of a run's model on a split (the whole split by default); with --lengths, the
- * length-extrapolation sweep (pelab/sweep.h). */
+ * length-extrapolation sweep (pelab/sweep.h), also written as CSV with --csv. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include "args.h"
+#include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
@@ -26,6 +27,10 @@ static const struct pelab_optdef eval_options[] = {
      "length-extrapolation sweep: evaluate at these lengths, multiples of the training length "
      "or token counts (1x,2x,4x,8x,10x or 512,1024), on the long documents (or --split)"},
     {"json", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "print one JSON object instead of text"},
+    {"csv", PELAB_OPT_STR, "", 0, 0, NULL,
+     "with --lengths: also write the sweep to this CSV file (replaced atomically), columns "
+     "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb; for "
+     "'pelab plot lines --x length --y ppl'"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
@@ -34,15 +39,16 @@ void pelab_cmd_eval_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_eval_groups(g, "options", eval_options);
     fprintf(f, "usage: pelab eval --model DIR [--split val|test|train|long] [--json] [--batch N]\n"
-               "       pelab eval --model DIR --lengths 1x,2x,4x,8x,10x [--json]\n\n"
+               "       pelab eval --model DIR --lengths 1x,2x,4x,8x,10x [--json] [--csv FILE]\n\n"
                "Loads DIR/config.json and DIR/model.safetensors and reports, over the target\n"
                "positions of the split, mean loss and accuracy (indirect) or NLL per token,\n"
                "perplexity and, for text, bits per byte (text, dna, music). --lengths evaluates\n"
                "the unchanged model at other lengths on the long documents, one row per length\n"
-               "(docs/DATA.md, 'Tasks: windows of documents'). The task and encoding groups below\n"
-               "are evaluation-time options: they apply to runs of that task or encoding (e.g.\n"
-               "RoPE's length extension, --rope-scaling yarn --rope-scale 4) and change only this\n"
-               "evaluation.\n");
+               "(docs/DATA.md, 'Tasks: windows of documents'); --csv FILE also writes the rows\n"
+               "as CSV for 'pelab plot lines --csv FILE --x length --y ppl --logx'. The task and\n"
+               "encoding groups below are evaluation-time options: they apply to runs of that task\n"
+               "or encoding (e.g. RoPE's length extension, --rope-scaling yarn --rope-scale 4) and\n"
+               "change only this evaluation.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
@@ -103,9 +109,12 @@ static void sweep_progress(void *ctx, const struct pelab_sweep_row *row) {
             row->seconds);
 }
 
-/* batch: windows of T per pass as --batch gave it, 0 when not given. */
+/* batch: windows of T per pass as --batch gave it, 0 when not given; csv: the --csv file, or "".
+ * The CSV file is written after the rows are printed, so a path that cannot be written still
+ * leaves the sweep's results on standard output. */
 static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
-                 const char *spec, int batch, int json, const struct pelab_opts *enc) {
+                 const char *spec, int batch, int json, const char *csv,
+                 const struct pelab_opts *enc) {
     const struct pelab_task *t = &run->task;
     if (!t->ops->windows)
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: task %s has no documents to evaluate at "
@@ -156,7 +165,12 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     }
     fputs(sb.data, stdout);
     pelab_sb_free(&sb);
-    return PELAB_OK;
+    if (!csv[0]) return PELAB_OK;
+    struct pelab_sb text = {0};
+    pelab_sweep_csv(&text, run->model.cfg.pe, rows, n);
+    rc = pelab_write_file_atomic(csv, text.data, text.len);
+    pelab_sb_free(&text);
+    return rc;
 }
 
 int pelab_cmd_eval(int argc, char **argv) {
@@ -174,6 +188,13 @@ int pelab_cmd_eval(int argc, char **argv) {
     const char *dir = pelab_opt_str(&opts, eval_options, "model");
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
+    const char *csv = pelab_opt_str(&opts, eval_options, "csv");
+    if (csv[0] && !lengths[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
+                          "too (e.g. --lengths 1x,2x,4x)");
+    if (strcmp(csv, "-") == 0)
+        return pelab_fail(PELAB_ERR_USAGE, "--csv -: standard output holds the table (or the "
+                          "JSON); name a file");
     /* Choice index follows "val|test|train|long"; the task's split ids are train 0, val 1,
      * test 2, long 3. A sweep reads the long documents unless --split says otherwise. */
     static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN,
@@ -195,7 +216,7 @@ int pelab_cmd_eval(int argc, char **argv) {
         rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
                         "documents: text, dna, music)", run.task.ops->name);
     else if (lengths[0])
-        rc = sweep(dir, &run, split, lengths, sweep_batch, json, &enc);
+        rc = sweep(dir, &run, split, lengths, sweep_batch, json, csv, &enc);
     else {
         struct pelab_eval_result r;
         rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);

@@ -55,10 +55,18 @@ static long split_lines(char *buf, size_t size, char ***starts) {
 
 int pelab_csv_read(struct pelab_csv *c, const char *path) {
     memset(c, 0, sizeof *c);
-    c->path = strcmp(path, "-") == 0 ? "standard input" : path;
+    int in = strcmp(path, "-") == 0;
+    char *buf;
     size_t size;
-    int rc = pelab_read_file(strcmp(path, "-") == 0 ? "/dev/stdin" : path, &c->buf, &size);
-    if (rc) return rc;
+    int rc = pelab_read_file(in ? "/dev/stdin" : path, &buf, &size);
+    return rc ? rc : pelab_csv_parse(c, in ? "standard input" : path, buf, size);
+}
+
+int pelab_csv_parse(struct pelab_csv *c, const char *name, char *buf, size_t size) {
+    memset(c, 0, sizeof *c);
+    c->path = name;
+    c->buf = buf;
+    int rc = PELAB_OK;
     if (memchr(c->buf, '\0', size)) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", c->path);
         pelab_csv_free(c);
@@ -68,7 +76,7 @@ int pelab_csv_read(struct pelab_csv *c, const char *path) {
     long n = split_lines(c->buf, size, &lines);
     if (n < 0) {
         pelab_csv_free(c);
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory reading %s", c->path);
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", name);
     }
     while (n > 0 && lines[n - 1][0] == '\0') n--; /* empty lines at the end */
     if (n == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", c->path);
@@ -78,12 +86,18 @@ int pelab_csv_read(struct pelab_csv *c, const char *path) {
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: quoted fields are not supported", c->path, i + 1);
     if (!rc && count_fields(lines[0]) > PELAB_CSV_MAX_COLS)
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: more than %d columns", c->path, PELAB_CSV_MAX_COLS);
+    /* Rows that fit the file: a row of cols fields takes at least cols bytes (cols - 1 commas and
+     * a newline; the last row cols - 1), as the header does, so there are at most size / cols of
+     * them. Sizing cells by the line count instead would let a file of short lines under a wide
+     * header ask for cols pointers per byte. */
+    long cap = 0;
     if (!rc) {
         int cols = count_fields(lines[0]);
+        cap = (long)(size / (size_t)cols) < n - 1 ? (long)(size / (size_t)cols) : n - 1;
         c->names = malloc((size_t)cols * sizeof *c->names);
-        c->cells = malloc((size_t)(n - 1) * cols * sizeof *c->cells + 1);
-        c->lines = malloc((size_t)(n - 1) * sizeof *c->lines + 1);
-        if (!c->names || !c->cells || !c->lines) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory reading %s", c->path);
+        c->cells = malloc((size_t)cap * cols * sizeof *c->cells + 1);
+        c->lines = malloc((size_t)cap * sizeof *c->lines + 1);
+        if (!c->names || !c->cells || !c->lines) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", c->path);
         else c->cols = split_fields(lines[0], c->names, cols);
     }
     for (int j = 0; !rc && j < c->cols; j++) {
@@ -98,6 +112,7 @@ int pelab_csv_read(struct pelab_csv *c, const char *path) {
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: empty line inside the table", c->path, i + 1);
             break;
         }
+        PELAB_ASSERT(c->rows < cap); /* the bound above: rows before this one were whole */
         int got = split_fields(lines[i], c->cells + (long)c->rows * c->cols, c->cols);
         if (got != c->cols)
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: %s%d fields, but the header has %d", c->path, i + 1,

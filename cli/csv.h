@@ -7,6 +7,8 @@
 #ifndef PELAB_CLI_CSV_H
 #define PELAB_CLI_CSV_H
 
+#include <stddef.h>
+
 #define PELAB_CSV_MAX_COLS 4096
 
 struct pelab_csv {
@@ -21,6 +23,10 @@ struct pelab_csv {
 /* Reads `path` ("-": standard input). PELAB_ERR_RUNTIME with "PATH:LINE: …" for a malformed
  * file or one without rows. */
 int pelab_csv_read(struct pelab_csv *c, const char *path);
+/* The same from memory: buf (malloc'ed, size bytes and a NUL after them, as pelab_read_file
+ * gives) becomes c->buf, freed by pelab_csv_free or on failure; `name` (kept, not copied) names
+ * it in messages. */
+int pelab_csv_parse(struct pelab_csv *c, const char *name, char *buf, size_t size);
 void pelab_csv_free(struct pelab_csv *c);
 
 /* Index of column `name`, or -1. */

@@ -9,8 +9,8 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 ./pelab train $run --steps 2 --threads 1 --out "$W/run" >/dev/null 2>&1
 C=fuzz/corpus
-mkdir -p $C/tokcache $C/bpe
-rm -f $C/safetensors/* $C/state/* $C/config/* $C/options/* $C/tokcache/* $C/bpe/*
+mkdir -p $C/tokcache $C/bpe $C/csv
+rm -f $C/safetensors/* $C/state/* $C/config/* $C/options/* $C/tokcache/* $C/bpe/* $C/csv/*
 
 cp "$W/run/checkpoints/state-0000000002.safetensors" $C/state/tiny-step2
 cp "$W/run/model.safetensors" $C/safetensors/tiny-model
@@ -101,4 +101,17 @@ print(json.dumps(v, ensure_ascii=False))')" $'#version: 0.2\nĠ t\nh e\nĠt he\n
 bpe bad-id '{"a": 0, "b": 5}' $'#version: 0.2\na b\n'
 bpe bad-merge '{"a": 0, "b": 1}' $'#version: 0.2\na b c\n'
 printf '{"a": 0}' >$C/bpe/no-separator
+
+# CSV tables for fuzz_csv, as pelab writes them (eval --lengths --csv, compare's sweep.csv, analyze
+# bias with CRLF line ends) and as the reader refuses them.
+printf 'pe,label,length,multiple,documents,windows,tokens,nll,ppl,bpb\nrope,1x,32,1,8,40,1271,2.71,15.03,3.91\nrope,2x,64,2,6,18,1140,3.05,21.1,4.4\n' >$C/csv/eval-sweep
+printf 'pe,label,length,ppl_mean,ppl_std\nrope,1x,32,14.5,0.25\npope,1x,32,nan,inf\npope,2x,64,-inf,1e-320' >$C/csv/compare-sweep
+printf 'layer,head,distance,bias\r\n0,0,0,0\r\n0,0,1,-0.5\r\n0,1,0x1p3, 2 \r\n\r\n\n' >$C/csv/crlf
+printf 'a,b\n1,"2"\n' >$C/csv/quoted
+printf 'a,b,a\n1,2,3\n' >$C/csv/twice
+printf 'a,,c\n1,2,3\n' >$C/csv/unnamed
+printf 'x,y\n1,2\n\n3,4\n' >$C/csv/empty-line
+printf 'x,y\n1,2,3\n4\n' >$C/csv/ragged
+printf 'x,y\n1e999,abc\n' >$C/csv/not-numbers
+printf 'length\n' >$C/csv/header-only
 ls -l $C/*

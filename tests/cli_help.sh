@@ -44,6 +44,7 @@ for c in eval sample compare; do
     h=$("$P" help $c) || fail "pelab help $c exited $?"
     grep -q -- "--model\|--pe" <<<"$h" || fail "pelab help $c lists no options"
 done
+"$P" help eval | grep -qE -- "^  --csv " || fail "--csv missing from 'pelab help eval'"
 "$P" help encodings | grep -q pope || fail "pelab help encodings does not list pope"
 "$P" train --help | grep -q -- "--steps" || fail "pelab train --help does not list --steps"
 

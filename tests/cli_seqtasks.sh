@@ -4,6 +4,8 @@
 # sample; eval's NLL equals an independent computation (windows cut in Python from the cache, the
 # PyTorch twin); a resumed text run equals an uninterrupted one; `eval --lengths` gives one row
 # per length, its 1x row equal to `eval --split long`, and works with RoPE's length extension;
+# `eval --lengths --csv` writes the same rows as CSV that `plot lines` draws; `analyze bias` and
+# `analyze seqpe` work on a run whose dataset is not installed (freq, which reads it, says so);
 # bad input (a dataset not installed, a damaged cache, a length no document reaches, a learned
 # table too short, options of another task) is one line with exit status 1 or 2; `compare` adds
 # the extrapolation columns and reuses each run's sweep.
@@ -51,7 +53,8 @@ expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr co
 json() { # FILE EXPR: a field of a JSON file, full precision
     /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
 }
-TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --data-dir $D"
+TINY0="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0"
+TINY="$TINY0 --data-dir $D"
 
 # ---- text: train, evaluate, compare with the independent computation ----
 T="$TINY --task text --tokenizer byte --seq-len 32"
@@ -83,7 +86,24 @@ same_weights "$W/t/model.safetensors" "$W/t3/model.safetensors" || fail "a resum
 
 # ---- the sweep ----
 # (--batch 64: the passes of eval --split long, so that the 1x row is the same computation)
-"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --batch 64 --json >"$W/sw" 2>"$W/e" || fail "sweep: $(cat "$W/e")"
+"$P" eval --threads 1 --model "$W/t" --lengths 1x,2x,128 --batch 64 --json --csv "$W/sw.csv" >"$W/sw" 2>"$W/e" ||
+    fail "sweep: $(cat "$W/e")"
+/usr/bin/python3 - "$W/sw" "$W/sw.csv" <<'PY' || fail "eval --csv: the CSV differs from the JSON: $(cat "$W/sw.csv")"
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+rows = list(csv.reader(open(sys.argv[2])))
+assert rows[0] == "pe,label,length,multiple,documents,windows,tokens,nll,ppl,bpb".split(","), rows[0]
+assert len(rows) == 1 + len(j["rows"]) == 4, len(rows)
+for r, o in zip(rows[1:], j["rows"]):
+    assert r[:3] == [j["pe"], o["label"], str(o["length"])], r
+    assert [int(x) for x in r[4:7]] == [o["documents"], o["windows"], o["tokens"]], r
+    for x, k in zip([r[3]] + r[7:], ("multiple", "loss", "perplexity", "bits_per_byte")):
+        assert abs(float(x) - o[k]) <= 1e-8 * abs(o[k]), (r, k, o[k])
+PY
+if "$P" --version | grep -q ", cairo)"; then
+    "$P" plot lines --csv "$W/sw.csv" --x length --y ppl --logx --png "$W/sw.png" 2>"$W/e" && [ -s "$W/sw.png" ] ||
+        fail "plot lines of eval's CSV: $(cat "$W/e")"
+fi
 [ "$(json "$W/sw" '[r["length"] for r in j["rows"]]')" = "[32, 64, 128]" ] || fail "sweep rows: $(cat "$W/sw")"
 [ "$(json "$W/sw" 'j["split"], j["train_length"], j["attention"]')" = "('long', 32, 'tiled')" ] || fail "sweep: $(cat "$W/sw")"
 "$P" eval --threads 1 --model "$W/t" --split long --json >"$W/ev" || fail "eval --split long"
@@ -92,7 +112,9 @@ same_weights "$W/t/model.safetensors" "$W/t3/model.safetensors" || fail "a resum
 "$P" eval --threads 1 --model "$W/t" --lengths 1x,4x >"$W/o" || fail "sweep table"
 [ "$(grep -c '^[14]x ' "$W/o")" -eq 2 ] && grep -q "bits/byte" "$W/o" || fail "sweep table: $(cat "$W/o")"
 expect 2 "--lengths 1000x: a window of 32000 tokens needs a document of 32001; the longest long document of task text has" -- \
-    eval --threads 1 --model "$W/t" --lengths 1x,1000x
+    eval --threads 1 --model "$W/t" --lengths 1x,1000x --csv "$W/no.csv"
+expect 2 "--csv writes the rows of a length sweep: give --lengths too" -- eval --threads 1 --model "$W/t" --csv "$W/no.csv"
+[ -e "$W/no.csv" ] && fail "a refused eval --csv left $W/no.csv behind"
 expect 2 "--lengths: 'x2' is neither" -- eval --threads 1 --model "$W/t" --lengths 1x,x2
 expect 2 "--examples does not apply with --lengths" -- eval --threads 1 --model "$W/t" --lengths 1x --examples 3
 # a run trained with the reference kernel is swept on the tiled one (same function, linear memory)
@@ -136,7 +158,9 @@ cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: anothe
 
 # ---- music and dna ----
 "$P" train $TINY --task music --seq-len 64 --steps 3 --out "$W/m" >/dev/null 2>"$W/e" || fail "train music: $(cat "$W/e")"
-"$P" eval --threads 1 --model "$W/m" --lengths 1x,2x,4x --json >"$W/ev" 2>"$W/e" || fail "music sweep: $(cat "$W/e")"
+"$P" eval --threads 1 --model "$W/m" --lengths 1x,2x,4x --json --csv "$W/m.csv" >"$W/ev" 2>"$W/e" || fail "music sweep: $(cat "$W/e")"
+[ "$(head -1 "$W/m.csv")" = "pe,label,length,multiple,documents,windows,tokens,nll,ppl" ] && [ "$(wc -l <"$W/m.csv")" -eq 4 ] ||
+    fail "music sweep CSV (no bpb column): $(cat "$W/m.csv")"
 # the long split is the test chorales (80, 160, 280 tokens): 3, 2 and 1 of them reach 65, 129, 257
 [ "$(json "$W/ev" '[r["documents"] for r in j["rows"]]')" = "[3, 2, 1]" ] || fail "music sweep: $(cat "$W/ev")"
 "$P" sample --threads 1 --model "$W/m" --count 1 --prompt 8 --tokens 8 >"$W/o" || fail "sample music"
@@ -148,11 +172,26 @@ cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: anothe
     fail "dna: $(cat "$W/h" "$W/pf")"
 "$P" eval --threads 1 --model "$W/d" --lengths 1x,10x >/dev/null 2>"$W/e" || fail "dna sweep: $(cat "$W/e")"
 
+# ---- the analyses that read no data open a run whose dataset is not installed ----
+# (trained with $PELAB_DATA, so config.json names no data directory; then $PELAB_DATA is empty)
+mkdir -p "$W/empty"
+for pe in alibi seqpe; do
+    PELAB_DATA=$D "$P" train $TINY0 --task text --tokenizer byte --seq-len 32 --pe $pe --steps 1 \
+        --out "$W/nd-$pe" >/dev/null 2>"$W/e" || fail "train --pe $pe with \$PELAB_DATA: $(cat "$W/e")"
+done
+export PELAB_DATA=$W/empty
+"$P" analyze bias --model "$W/nd-alibi" --out "$W/nd.csv" 2>"$W/e" || fail "analyze bias without the dataset: $(cat "$W/e")"
+[ "$(head -1 "$W/nd.csv")" = "layer,head,distance,bias" ] && [ "$(wc -l <"$W/nd.csv")" -eq $((1 + 2 * 33)) ] ||
+    fail "analyze bias without the dataset: $(head -3 "$W/nd.csv")"
+"$P" analyze seqpe --model "$W/nd-seqpe" --to 16 --step 4 --out "$W/nd.csv" 2>"$W/e" || fail "analyze seqpe without the dataset: $(cat "$W/e")"
+[ "$(head -1 "$W/nd.csv")" = "p,0,4,8,12" ] || fail "analyze seqpe without the dataset: $(head -1 "$W/nd.csv")"
+expect 1 "pelab data install sotu" -- analyze freq --threads 1 --model "$W/nd-alibi"
+export PELAB_DATA=$W/nowhere
+
 # ---- bad input ----
 expect 1 "dataset 'bible' is not installed in $D (run: pelab data install bible --data-dir $D)" -- \
     train $T --dataset bible --steps 1 --out "$W/no"
 [ -e "$W/no" ] && fail "a run without data left $W/no behind"
-mkdir -p "$W/empty"
 expect 1 "pelab data install sotu" -- eval --threads 1 --model "$W/t" --data-dir "$W/empty"
 expect 2 "--test-genome applies to runs of --task dna; $W/t was trained with --task text" -- \
     eval --threads 1 --model "$W/t" --test-genome pfal

@@ -27,7 +27,9 @@ struct pelab_optdef {
 };
 /* Tables end with an entry whose name is NULL. */
 
-#define PELAB_OPTS_MAX 96
+/* Entries of one list: every setting of a run fits, and so does a checkpoint's metadata, which
+ * holds them all plus its own counters (a SeqPE run's state file on the indirect task: 83). */
+#define PELAB_OPTS_MAX 128
 #define PELAB_OPT_KEY_MAX 40
 #define PELAB_OPT_VAL_MAX 256
 

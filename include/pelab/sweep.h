@@ -56,5 +56,11 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
 
 /* The rows as a JSON array of objects (docs/FORMATS.md, "Length sweep"). */
 void pelab_sweep_json(struct pelab_sb *sb, const struct pelab_sweep_row *rows, int n);
+/* The rows as CSV for `pelab plot lines` (docs/FORMATS.md, "Length sweep"): the header
+ * pe,label,length,multiple,documents,windows,tokens,nll,ppl (and bpb when the rows carry bits per
+ * byte), then one line per row; `pe` is the encoding's name, the same on every line, so the files
+ * of several runs concatenate into one table with a group column. */
+void pelab_sweep_csv(struct pelab_sb *sb, const char *pe, const struct pelab_sweep_row *rows,
+                     int n);
 
 #endif

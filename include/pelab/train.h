@@ -173,6 +173,12 @@ int pelab_run_open(struct pelab_run *r, const char *dir);
  * eval_opts may be NULL. A task that cannot read its data fails with its own message (which
  * names the file, or the command that installs the dataset). */
 int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts);
+/* The settings and the model with its weights, without the task: nothing of the task's data is
+ * read, so a run of text, dna or music opens where its dataset is not installed. The model's
+ * vocabulary and context come from config.json's "derived" group (r->task stays empty, its ops
+ * NULL); a config.json without that group opens the task as pelab_run_open does. For what reads
+ * only the weights: analyze bias and seqpe. */
+int pelab_run_open_model(struct pelab_run *r, const char *dir);
 void pelab_run_close(struct pelab_run *r);
 
 /* Reads dir/config.json into `settings` (the options of every table, as text). */

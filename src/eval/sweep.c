@@ -151,3 +151,19 @@ void pelab_sweep_json(struct pelab_sb *sb, const struct pelab_sweep_row *rows, i
     }
     pelab_sb_printf(sb, "]");
 }
+
+void pelab_sweep_csv(struct pelab_sb *sb, const char *pe, const struct pelab_sweep_row *rows,
+                     int n) {
+    const int bpb = n > 0 && rows[0].bpb > 0;
+    pelab_sb_printf(sb, "pe,label,length,multiple,documents,windows,tokens,nll,ppl%s\n",
+                    bpb ? ",bpb" : "");
+    for (int i = 0; i < n; i++) {
+        const struct pelab_sweep_row *r = &rows[i];
+        pelab_sb_printf(sb, "%s,%s,%d,%.9g,%llu,%llu,%llu,%.9g,%.9g", pe, r->label, r->length,
+                        r->multiple, (unsigned long long)r->documents,
+                        (unsigned long long)r->windows, (unsigned long long)r->tokens, r->loss,
+                        r->ppl);
+        if (bpb) pelab_sb_printf(sb, ",%.9g", r->bpb);
+        pelab_sb_printf(sb, "\n");
+    }
+}

@@ -1,4 +1,6 @@
-/* Reading a run directory: config.json back into options, and a run opened for evaluation. */
+/* Reading a run directory: config.json back into options, and a run opened for evaluation (or,
+ * for the analyses that read no data, its model alone). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,9 +150,40 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
     return probe_encoding(&r->settings, pe, r->task.seq_len);
 }
 
-int pelab_run_open(struct pelab_run *r, const char *dir) { return pelab_run_open_with(r, dir, NULL); }
+/* The model's V and T as config.json's "derived" group records them (the task's, when the run was
+ * made). *found is 0 when there is no such group (then only the task can say). */
+static int read_derived(const char *cfg_path, int *vocab, int *max_seq, int *found) {
+    *found = 0;
+    char *text;
+    size_t size;
+    int rc = pelab_read_file(cfg_path, &text, &size);
+    if (rc) return rc;
+    struct pelab_json *j = NULL;
+    rc = pelab_json_parse(text, size, &j);
+    free(text);
+    if (rc) return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    const struct pelab_json *d = pelab_json_get(j, "derived");
+    const struct pelab_json *v = pelab_json_get(d, "vocab"), *t = pelab_json_get(d, "max-seq");
+    const double most = 1 << 24; /* beyond any task's vocabulary and --seq-len */
+    if (!d) {
+        rc = PELAB_OK;
+    } else if (!v || !t || v->type != PELAB_JSON_NUMBER || t->type != PELAB_JSON_NUMBER ||
+               !(v->number >= 1 && v->number <= most && v->number == floor(v->number)) ||
+               !(t->number >= 1 && t->number <= most && t->number == floor(t->number))) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: \"derived\" needs \"vocab\" and \"max-seq\", "
+                        "whole numbers from 1 to %.0f", cfg_path, most);
+    } else {
+        *vocab = (int)v->number;
+        *max_seq = (int)t->number;
+        *found = 1;
+    }
+    pelab_json_free(j);
+    return rc;
+}
 
-int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts) {
+/* with_task 0: the task is not built (no data read) when config.json records V and T. */
+static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts,
+                    int with_task) {
     memset(r, 0, sizeof *r);
     int rc = pelab_run_read_config(dir, &r->settings);
     if (rc) return rc;
@@ -163,16 +196,22 @@ int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab
     if (pelab_train_check_opts(&r->settings, task, &pe, 1, NULL))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
     if ((rc = add_task_eval_opts(&r->settings, dir, task, eval_opts))) return rc;
-    /* A task that cannot read its data (a dataset not installed, a damaged cache) says which
-     * file and what to run; only a setting it refuses is config.json's fault. */
-    if ((rc = pelab_task_init(&r->task, task, &r->settings)))
-        return rc == PELAB_ERR_RUNTIME ? rc : fail_in(PELAB_ERR_RUNTIME, cfg_path);
-    if ((rc = add_eval_opts(r, dir, pe, eval_opts))) {
-        pelab_run_close(r);
-        return rc;
+    int vocab = 0, max_seq = 0, found = 0;
+    if (!with_task && (rc = read_derived(cfg_path, &vocab, &max_seq, &found))) return rc;
+    if (!found) {
+        /* A task that cannot read its data (a dataset not installed, a damaged cache) says which
+         * file and what to run; only a setting it refuses is config.json's fault. */
+        if ((rc = pelab_task_init(&r->task, task, &r->settings)))
+            return rc == PELAB_ERR_RUNTIME ? rc : fail_in(PELAB_ERR_RUNTIME, cfg_path);
+        if ((rc = add_eval_opts(r, dir, pe, eval_opts))) {
+            pelab_run_close(r);
+            return rc;
+        }
+        vocab = r->task.vocab;
+        max_seq = r->task.seq_len;
     }
-    if (pelab_model_init(&r->model, &r->settings, r->task.vocab, r->task.seq_len)) {
-        pelab_task_free(&r->task);
+    if (pelab_model_init(&r->model, &r->settings, vocab, max_seq)) {
+        if (r->task.ops) pelab_task_free(&r->task);
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
     }
     char path[PELAB_PATH_MAX];
@@ -199,6 +238,14 @@ fail:
     pelab_run_close(r);
     return rc;
 }
+
+int pelab_run_open(struct pelab_run *r, const char *dir) { return run_open(r, dir, NULL, 1); }
+
+int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts) {
+    return run_open(r, dir, eval_opts, 1);
+}
+
+int pelab_run_open_model(struct pelab_run *r, const char *dir) { return run_open(r, dir, NULL, 0); }
 
 void pelab_run_close(struct pelab_run *r) {
     if (r->model.params.data || r->model.layer) pelab_model_free(&r->model);
