@@ -373,7 +373,8 @@ static void test_parse(void) {
           !strcmp(l[2].label, "4x"), "multiples");
     CHECK(pelab_sweep_parse("512,1.5x", 100, l, &n) == PELAB_OK && n == 2 && l[0].tokens == 512 &&
           l[1].tokens == 150, "counts and a fraction");
-    const char *bad[] = {"", "abc", "0x", "-3", "2x,", "1y", "5e", "0"};
+    const char *bad[] = {"", "abc", "0x", "-3", "2x,", "1y", "5e", "0",
+                         "000000000000000000000000512" /* longer than a label holds */};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         CHECK(pelab_sweep_parse(bad[i], 100, l, &n) == PELAB_ERR_USAGE, "'%s' refused", bad[i]);
 }

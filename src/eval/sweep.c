@@ -22,6 +22,7 @@ static double now_s(void) {
 /* One item: "2x", "1.5x" (times T) or "512". */
 static int parse_item(const char *item, int T, struct pelab_sweep_length *out) {
     size_t len = strlen(item);
+    if (len >= sizeof out->label) goto bad; /* no length needs that many characters */
     char *end;
     errno = 0;
     double v;
