@@ -25,6 +25,7 @@
 
 #define MAX_PES 16
 #define MAX_SEEDS 100
+#define AUTO_LENGTHS "1x,2x,4x,8x,10x" /* --lengths auto: those of these the task can evaluate */
 
 static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
@@ -35,11 +36,42 @@ static const struct pelab_optdef compare_options[] = {
     {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
      "runs trained at once, each in its own process on max(1, threads/N) threads (1: one after "
      "another in this process, on all --threads)"},
-    {"lengths", PELAB_OPT_STR, "1x,2x,4x,8x,10x", 0, 0, NULL,
+    {"lengths", PELAB_OPT_STR, "auto", 0, 0, NULL,
      "tasks of documents: columns of perplexity at these lengths on the long documents (the "
-     "extrapolation sweep of 'pelab eval --lengths'); none: no such columns"},
+     "extrapolation sweep of 'pelab eval --lengths'), checked before any run trains; auto: "
+     "those of " AUTO_LENGTHS " that the long documents hold; none: no such columns"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
+
+/* --lengths (text of PELAB_OPT_VAL_MAX bytes) on a run's task and fresh model, before it
+ * trains: each length must fit a long document and the encoding must accept its positions.
+ * "auto" becomes the entries of AUTO_LENGTHS that fit (none: "none"), with a notice naming the
+ * ones left out. */
+static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
+    char *spec = ctx;
+    struct pelab_sweep_length l[PELAB_SWEEP_MAX];
+    int n, rc;
+    if (strcmp(spec, "auto") == 0) {
+        if ((rc = pelab_sweep_parse(AUTO_LENGTHS, t->seq_len, l, &n))) return rc;
+        char kept[PELAB_OPT_VAL_MAX] = "", left[PELAB_OPT_VAL_MAX] = "";
+        unsigned long long longest = 0;
+        for (int i = 0; i < n; i++) {
+            struct pelab_window_count c;
+            int fits = t->ops->windows(t, PELAB_SPLIT_LONG, l[i].tokens, 1, &c) != 0;
+            char *to = fits ? kept : left;
+            size_t used = strlen(to);
+            snprintf(to + used, sizeof kept - used, "%s%s", used ? "," : "", l[i].label);
+            longest = c.longest;
+        }
+        if (left[0])
+            fprintf(stderr, "notice: --lengths auto leaves out %s: the longest long document of "
+                    "task %s has %llu tokens\n", left, t->ops->name, longest);
+        snprintf(spec, PELAB_OPT_VAL_MAX, "%s", kept[0] ? kept : "none");
+    }
+    if (strcmp(spec, "none") == 0) return PELAB_OK;
+    if ((rc = pelab_sweep_parse(spec, t->seq_len, l, &n))) return rc;
+    return pelab_sweep_check(m, t, PELAB_SPLIT_LONG, l, n);
+}
 
 void pelab_cmd_compare_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
@@ -489,7 +521,10 @@ int pelab_cmd_compare(int argc, char **argv) {
         if ((rc = pelab_opts_set(&opts, "threads", "1"))) return rc;
     }
 
-    /* Every run's settings are checked before the first one starts. */
+    /* Every run's settings, and its sweep on the task and a fresh model, are checked before
+     * the first one starts. */
+    const struct pelab_task_ops *tops = pelab_task_find(task);
+    const int sweeps = tops && tops->windows && strcmp(lengths, "none") != 0;
     static struct result rs[MAX_PES * MAX_SEEDS];
     int n = 0;
     for (int p = 0; p < n_pes; p++)
@@ -501,7 +536,7 @@ int pelab_cmd_compare(int argc, char **argv) {
             r->seed = seed0 + (uint64_t)s;
             snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pes[p], r->seed);
             if ((rc = run_opts(&opts, r, &one))) return rc;
-            if ((rc = pelab_train_validate(&one))) return rc;
+            if ((rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, lengths))) return rc;
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
@@ -517,8 +552,7 @@ int pelab_cmd_compare(int argc, char **argv) {
             if ((rc = read_summary(&rs[i]))) return rc;
     }
     /* Tasks of documents: each run's sweep (kept in its directory), one column per length. */
-    const struct pelab_task_ops *tops = pelab_task_find(task);
-    if (tops && tops->windows && strcmp(lengths, "none") != 0) {
+    if (sweeps && strcmp(lengths, "none") != 0) {
         for (int i = 0; i < n; i++)
             if ((rc = pelab_compare_sweep(rs[i].dir, lengths, sweep_lengths, &n_lengths, rs[i].ppl)))
                 return fail_in(rc, rs[i].dir);

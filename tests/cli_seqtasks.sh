@@ -8,7 +8,7 @@
 # `analyze seqpe` work on a run whose dataset is not installed (freq, which reads it, says so);
 # bad input (a dataset not installed, a damaged cache, a length no document reaches, a learned
 # table too short, options of another task) is one line with exit status 1 or 2; `compare` adds
-# the extrapolation columns and reuses each run's sweep.
+# the extrapolation columns, checks its lengths before training and reuses each run's sweep.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -163,6 +163,15 @@ cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: anothe
     fail "music sweep CSV (no bpb column): $(cat "$W/m.csv")"
 # the long split is the test chorales (80, 160, 280 tokens): 3, 2 and 1 of them reach 65, 129, 257
 [ "$(json "$W/ev" '[r["documents"] for r in j["rows"]]')" = "[3, 2, 1]" ] || fail "music sweep: $(cat "$W/ev")"
+# compare checks its lengths before training: auto keeps those the long documents hold, a
+# length none holds is refused before any run starts
+"$P" compare $TINY --task music --seq-len 64 --pe rope --seeds 1 --steps 2 --out "$W/cm" >"$W/o" 2>"$W/e" ||
+    fail "compare music: $(cat "$W/e")"
+grep -q "^notice: --lengths auto leaves out 8x,10x: the longest long document of task music has 280 tokens" "$W/e" &&
+    grep -q "| ppl 4x (256) | time per run |" "$W/o" || fail "compare music, auto lengths: $(cat "$W/e" "$W/o")"
+expect 2 "--lengths 8x: a window of 512 tokens needs a document of 513; the longest long document of task music has 280" -- \
+    compare $TINY --task music --seq-len 64 --pe rope --seeds 1 --steps 2 --lengths 1x,8x --out "$W/cm2"
+[ ! -e "$W/cm2/rope-s1" ] || fail "compare trained before refusing its lengths"
 "$P" sample --threads 1 --model "$W/m" --count 1 --prompt 8 --tokens 8 >"$W/o" || fail "sample music"
 [ "$(sed -n '/^--- model/,/^---/p' "$W/o" | grep -c '^[0-9-]* [0-9-]* [0-9-]* [0-9-]*$')" -eq 2 ] || fail "music sample: $(cat "$W/o")"
 "$P" train $TINY --task dna --seq-len 64 --steps 2 --out "$W/d" >/dev/null 2>"$W/e" || fail "train dna: $(cat "$W/e")"

@@ -54,6 +54,11 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
                 struct pelab_sweep_row *rows,
                 void (*progress)(void *ctx, const struct pelab_sweep_row *row), void *ctx);
 
+/* pelab_sweep's checks alone: every length fits some document of `split`, and the encoding
+ * accepts positions 0..L-1 of the longest. */
+int pelab_sweep_check(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
+                      const struct pelab_sweep_length *lengths, int n);
+
 /* The rows as a JSON array of objects (docs/FORMATS.md, "Length sweep"). */
 void pelab_sweep_json(struct pelab_sb *sb, const struct pelab_sweep_row *rows, int n);
 /* The rows as CSV for `pelab plot lines` (docs/FORMATS.md, "Length sweep"): the header

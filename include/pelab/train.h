@@ -128,6 +128,11 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
 /* Everything pelab_train() checks before it writes anything (preset, options, task and model
  * construction), without training: compare validates all its runs up front with it. */
 int pelab_train_validate(const struct pelab_opts *opts);
+/* The same, then check(model, task, ctx) on the model and task the run would train (fresh
+ * weights): lets a caller refuse what it would do with the trained run before training it. */
+int pelab_train_validate_with(const struct pelab_opts *opts,
+                              int (*check)(struct pelab_model *m, const struct pelab_task *t, void *ctx),
+                              void *ctx);
 
 /* Continues the run in `dir` from its newest valid checkpoint (from step 0 when it saved none
  * yet) with the settings of dir/config.json; a damaged checkpoint is passed over for the one

@@ -81,10 +81,8 @@ static int check_positions(struct pelab_model *m, int L) {
     return rc;
 }
 
-int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
-                const struct pelab_sweep_length *lengths, int n, long batch_tokens,
-                struct pelab_sweep_row *rows,
-                void (*progress)(void *ctx, const struct pelab_sweep_row *row), void *ctx) {
+int pelab_sweep_check(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
+                      const struct pelab_sweep_length *lengths, int n) {
     if (!t->ops->windows)
         return pelab_fail(PELAB_ERR_USAGE, "task %s has no documents to evaluate at other "
                           "lengths (tasks of documents: text, dna, music)", t->ops->name);
@@ -99,7 +97,14 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
                               (unsigned long long)c.longest);
         if (L > longest) longest = L;
     }
-    int rc = check_positions(m, longest);
+    return check_positions(m, longest);
+}
+
+int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
+                const struct pelab_sweep_length *lengths, int n, long batch_tokens,
+                struct pelab_sweep_row *rows,
+                void (*progress)(void *ctx, const struct pelab_sweep_row *row), void *ctx) {
+    int rc = pelab_sweep_check(m, t, split, lengths, n);
     if (rc) return rc;
     pelab_model_set_attention(m, PELAB_ATTN_KERNEL_TILED);
     for (int i = 0; i < n; i++) {

@@ -467,12 +467,19 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
     return trainer_setup(tr, NULL);
 }
 
-int pelab_train_validate(const struct pelab_opts *opts) {
+int pelab_train_validate_with(const struct pelab_opts *opts,
+                              int (*check)(struct pelab_model *m, const struct pelab_task *t, void *ctx),
+                              void *ctx) {
     struct pelab_trainer *tr = trainer_new(NULL);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     int rc = trainer_prepare(tr, opts);
+    if (!rc && check) rc = check(&tr->model, &tr->task, ctx);
     trainer_free(tr);
     return rc;
+}
+
+int pelab_train_validate(const struct pelab_opts *opts) {
+    return pelab_train_validate_with(opts, NULL, NULL);
 }
 
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
