@@ -58,12 +58,6 @@ const struct pelab_task_ops pelab_task_dna = {
                "out-of-distribution test): NLL, perplexity",
     .options = options,
     .init = dna_init,
-    .free = seqdocs_free,
-    .split_size = seqdocs_split_size,
-    .fill = seqdocs_fill,
-    .token_text = seqdocs_token_text,
     .eval_options = eval_options,
-    .windows = seqdocs_windows,
-    .fill_windows = seqdocs_fill_windows,
-    .decode = seqdocs_decode,
+    SEQDOCS_TASK_OPS,
 };

@@ -48,12 +48,6 @@ const struct pelab_task_ops pelab_task_music = {
                "sequence): NLL, perplexity",
     .options = options,
     .init = music_init,
-    .free = seqdocs_free,
-    .split_size = seqdocs_split_size,
-    .fill = seqdocs_fill,
-    .token_text = seqdocs_token_text,
     .eval_options = seqdocs_eval_options,
-    .windows = seqdocs_windows,
-    .fill_windows = seqdocs_fill_windows,
-    .decode = seqdocs_decode,
+    SEQDOCS_TASK_OPS,
 };

@@ -48,6 +48,13 @@ void seqdocs_fill_windows(const struct pelab_task *t, enum pelab_split split, in
 int seqdocs_decode(const struct pelab_task *t, const int32_t *ids, size_t n,
                    struct pelab_bytes *out);
 
+/* The members of struct pelab_task_ops every task of documents fills with the functions above;
+ * each task adds its name, summary, options, init and eval_options. */
+#define SEQDOCS_TASK_OPS                                                                           \
+    .free = seqdocs_free, .split_size = seqdocs_split_size, .fill = seqdocs_fill,                  \
+    .token_text = seqdocs_token_text, .windows = seqdocs_windows,                                  \
+    .fill_windows = seqdocs_fill_windows, .decode = seqdocs_decode
+
 /* Training examples per run "epoch": each index is its own draw, so the split never repeats
  * within any realistic run (the cursor wraps after 2^48 examples). */
 #define SEQDOCS_TRAIN_SIZE ((uint64_t)1 << 48)
