@@ -1,12 +1,16 @@
 # pelab — build, test, install.
 #
 #   make            libpelab.a, libpelab.so, pelab, pelab.pc
-#   make test       every test; ends with one "N passed, N failed" line
+#   make test       installs what is missing (make setup), builds and runs every test; ends with
+#                   one "N passed, N failed" line
 #   make test-asan  the C tests and the hostile-input CLI tests built with AddressSanitizer and
 #                   UndefinedBehaviorSanitizer (build/asan)
 #   make test-valgrind  a tiny training job, its resume, eval and sample under valgrind
 #   make fuzz       each libFuzzer target (fuzz/) for FUZZ_SECONDS (default 30) with clang
-#   make demo       RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
+#   make demo       installs what is missing (make setup), then RoPE, PoPE, ALiBi and NoPE on text
+#                   at the demo preset: perplexity at 1x..10x the training length, and its figure
+#   make demo-indirect  RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
+#   make setup      the packages of make deps and the test data (.ci/deps, .ci/deps-data)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -24,6 +28,12 @@ PELAB_LIB ?= libpelab.a
 PELAB_BIN ?= pelab
 VERSION := 0.1.0
 
+# `make demo` and `make test` install missing packages first and then build in a second make, which
+# looks for the packages again: the first one keeps its notices to itself. (No comma in a
+# notice: it would end the argument.)
+SETUP_GOALS := $(filter demo test,$(MAKECMDGOALS))
+notice = $(if $(SETUP_GOALS),,$(info notice: $(1)))
+
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 CFLAGS  ?= -O3 -march=native -g
 # -fno-math-errno: no libm call here is followed by a look at errno, and without it sqrt does not
@@ -39,7 +49,7 @@ ifneq ($(BLAS_LIBS),)
   LDLIBS += $(BLAS_LIBS)
   PC_REQUIRES := openblas
 else
-  $(info notice: OpenBLAS not found (pkg-config openblas); using the portable matmul, which is much slower. Install it with 'make deps'.)
+  $(call notice,OpenBLAS not found (pkg-config openblas): using the portable matmul (much slower). Install it with 'make deps'.)
 endif
 
 # cairo draws the PNG figures of `analyze --png` and `plot` (with fontconfig, which Debian's
@@ -47,7 +57,7 @@ endif
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
 CAIRO_LIBS   := $(shell pkg-config --libs cairo fontconfig 2>/dev/null)
 ifeq ($(CAIRO_LIBS),)
-  $(info notice: cairo not found (pkg-config cairo fontconfig); pelab will draw no PNG figures (--png). Install libcairo2-dev with 'make deps'.)
+  $(call notice,cairo not found (pkg-config cairo fontconfig); pelab will draw no PNG figures (--png). Install libcairo2-dev with 'make deps'.)
 endif
 
 HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
@@ -55,7 +65,7 @@ ifeq ($(HAVE_OPENMP),yes)
   CFLAGS += -fopenmp
   LDLIBS += -fopenmp
 else
-  $(info notice: $(CC) cannot build OpenMP programs; pelab will run on one thread. Install it with 'make deps'.)
+  $(call notice,$(CC) cannot build OpenMP programs; pelab will run on one thread. Install it with 'make deps'.)
 endif
 
 # --- sources --------------------------------------------------------------------------------
@@ -143,11 +153,20 @@ pelab.pc: Makefile
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: pelab\nDescription: decoder-only Transformers with pluggable positional encodings\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lpelab\nLibs.private: %s\nCflags: -I$${includedir}\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(PC_REQUIRES)' '$(filter-out $(BLAS_LIBS),$(LDLIBS))' > $@
 
-test: tests
+test: setup
+	@$(MAKE) --no-print-directory tests
 	@bash tests/run.sh
 
-demo: pelab
-	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --seeds 1 --jobs 2 --out runs/demo
+demo: setup
+	@echo "demo: building pelab" && $(MAKE) --no-print-directory -s pelab
+	@bash scripts/demo.sh
+
+demo-indirect: pelab
+	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --seeds 1 --jobs 2 --out runs/demo-indirect
+
+setup:
+	@bash .ci/deps
+	@bash .ci/deps-data
 
 bench: pelab $(BENCH_BIN)
 	@bash bench/run.sh
@@ -170,7 +189,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo bench profile deps data install clean test-asan test-valgrind fuzz
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

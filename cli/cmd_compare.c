@@ -111,6 +111,8 @@ struct result {
 /* The --lengths columns: their labels, and how many (0: none, or not a task of documents). */
 static struct pelab_sweep_length sweep_lengths[PELAB_SWEEP_MAX];
 static int n_lengths;
+/* The checked --lengths text each run sweeps after training ("": no sweep). */
+static char sweep_spec[PELAB_OPT_VAL_MAX];
 
 static int read_summary(struct result *r) {
     char path[sizeof r->dir + 16];
@@ -427,7 +429,37 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
         rc = pelab_train(&one, &hooks);
     }
     pelab_progress_printer_end(&cp.pp);
-    return rc ? fail_in(rc, r->dir) : PELAB_OK;
+    if (rc) return fail_in(rc, r->dir);
+    /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
+     * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
+    if (sweep_spec[0] && (rc = pelab_compare_sweep(r->dir, sweep_spec, sweep_lengths, &n_lengths,
+                                                   (double[PELAB_SWEEP_MAX]){0})))
+        return fail_in(rc, r->dir);
+    return PELAB_OK;
+}
+
+/* The line after each run: how many of this invocation's runs are done and about how long the
+ * rest take: each run still to go is taken to last the mean of the finished ones (w), a running
+ * one what it has left of w, and `parallel` of them run at once. */
+static double started_s;
+static void overall_progress(const struct pelab_job *js, int total, int parallel) {
+    double now = pelab_jobs_now(), w = 0, work = 0;
+    int done = 0;
+    for (int i = 0; i < total; i++)
+        if (js[i].end_s > 0) {
+            w += js[i].end_s - js[i].start_s;
+            done++;
+        }
+    w /= done;
+    for (int i = 0; i < total; i++)
+        if (js[i].end_s == 0) work += js[i].start_s > 0 ? fmax(0, w - (now - js[i].start_s)) : w;
+    char el[32], left[32];
+    pelab_format_duration(el, sizeof el, now - started_s);
+    pelab_format_duration(left, sizeof left, work / parallel);
+    if (done < total)
+        fprintf(stderr, "compare: %d of %d runs done in %s; about %s left\n", done, total, el, left);
+    else
+        fprintf(stderr, "compare: %d of %d runs done in %s\n", done, total, el);
 }
 
 /* --jobs: the unfinished runs, `jobs` at a time, each trained by train_one in a child. */
@@ -435,11 +467,18 @@ struct batch {
     const struct pelab_opts *opts;
     const struct result *rs;
     const int *todo; /* job → index in rs */
+    const struct pelab_job *js;
+    int total, parallel;
 };
 
 static int train_job(void *ctx, int i) {
     const struct batch *b = ctx;
     return train_one(b->opts, &b->rs[b->todo[i]], 1);
+}
+
+static void job_ended(void *ctx, int i, int done) {
+    const struct batch *b = ctx;
+    overall_progress(b->js, b->total, b->parallel);
 }
 
 static int train_parallel(const struct pelab_opts *opts, const struct result *rs, int n, int jobs) {
@@ -451,8 +490,9 @@ static int train_parallel(const struct pelab_opts *opts, const struct result *rs
             run_label(js[m].name, sizeof js[m].name, &rs[i]);
             todo[m++] = i;
         }
-    struct batch b = {opts, rs, todo};
-    int failed = pelab_jobs_run(js, m, jobs, train_job, &b);
+    struct batch b = {opts, rs, todo, js, m, jobs};
+    started_s = pelab_jobs_now();
+    int failed = pelab_jobs_run(js, m, jobs, train_job, job_ended, &b);
     for (int i = 0; i < m; i++)
         if (js[i].status) fprintf(stderr, "%s  failed: %s\n", js[i].name, js[i].error);
     if (failed)
@@ -540,9 +580,21 @@ int pelab_cmd_compare(int argc, char **argv) {
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
+    if (sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
     if (jobs == 1) {
+        static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
+        int todo = 0, done = 0;
+        for (int i = 0; i < n; i++) todo += !finished_earlier(&rs[i]);
+        started_s = pelab_jobs_now();
         for (int i = 0; i < n; i++) {
-            if (!finished_earlier(&rs[i]) && (rc = train_one(&opts, &rs[i], 0))) return rc;
+            char path[sizeof rs[i].dir + 16];
+            snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
+            if (!pelab_file_exists(path)) {
+                js[done].start_s = pelab_jobs_now();
+                if ((rc = train_one(&opts, &rs[i], 0))) return rc;
+                js[done++].end_s = pelab_jobs_now();
+                if (todo > 1) overall_progress(js, todo, 1);
+            }
             if ((rc = read_summary(&rs[i]))) return rc;
         }
     } else {

@@ -6,9 +6,16 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include "jobs.h"
 #include "pelab/status.h"
+
+double pelab_jobs_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 #define N_FORWARDED (int)(sizeof forwarded / sizeof forwarded[0])
@@ -73,6 +80,7 @@ static int start(struct pool *pl, struct pelab_job *job, int i, int k, int (*wor
         pl->job_of[k] = i;
         pl->fd_of[k] = fd[0];
         job->started = 1;
+        job->start_s = pelab_jobs_now();
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid > 0) return 1;
@@ -108,7 +116,7 @@ static void finish(struct pelab_job *job, int wstatus, int fd) {
 }
 
 int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void *ctx, int i),
-                   void *ctx) {
+                   void (*ended)(void *ctx, int i, int done), void *ctx) {
     PELAB_ASSERT(parallel >= 1 && parallel <= PELAB_JOBS_MAX);
     static struct pool pl;
     memset(&pl, 0, sizeof pl);
@@ -127,10 +135,11 @@ int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void
     }
     for (int i = 0; i < n; i++) {
         jobs[i].started = jobs[i].status = 0;
+        jobs[i].start_s = jobs[i].end_s = 0;
         jobs[i].error[0] = '\0';
     }
 
-    int next = 0, running = 0, failed = 0;
+    int next = 0, running = 0, failed = 0, done = 0;
     for (;;) {
         while (!caught && running < parallel && next < n) {
             int k = 0;
@@ -159,8 +168,10 @@ int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void
         if (k == PELAB_JOBS_MAX) continue; /* not one of ours */
         running--;
         struct pelab_job *job = &jobs[pl.job_of[k]];
+        job->end_s = pelab_jobs_now();
         finish(job, wstatus, pl.fd_of[k]);
         if (job->status) failed++;
+        if (ended) ended(ctx, pl.job_of[k], ++done);
     }
 
     for (int s = 0; s < N_FORWARDED; s++) sigaction(forwarded[s], &pl.saved[s], NULL);

@@ -5,12 +5,16 @@
 
 #define PELAB_JOBS_MAX 64 /* children at once */
 
+/* Seconds on the monotonic clock (what pelab_job's times are in). */
+double pelab_jobs_now(void);
+
 /* One piece of work and, once run, how it ended. */
 struct pelab_job {
     char name[64];     /* in messages */
     int started;       /* out: a child was started for it */
     int status;        /* out: 0 done; else the child's exit status, or 128 + the killing signal */
     char error[1024];  /* out: on failure, the child's last error (one line) or what killed it */
+    double start_s, end_s; /* out: when its child started and was reaped (monotonic clock, s) */
 };
 
 /* Calls work(ctx, i) for each of the n jobs in a child process, at most `parallel` (1 ..
@@ -20,8 +24,10 @@ struct pelab_job {
  *
  * SIGINT, SIGTERM and SIGHUP to the parent go on to the running children, no new child starts,
  * and once the children have exited the parent dies of the same signal (after a line on stderr):
- * an interrupted pelab leaves no process behind. Returns the number of jobs that failed. */
+ * an interrupted pelab leaves no process behind. `ended` (may be NULL) is called in the parent
+ * after each job's child has been reaped, with the job's index and how many have ended so far:
+ * where a caller reports overall progress. Returns the number of jobs that failed. */
 int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void *ctx, int i),
-                   void *ctx);
+                   void (*ended)(void *ctx, int i, int done), void *ctx);
 
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # compare: every encoding × seed trained in OUT/<pe>-s<seed>/ with otherwise identical settings,
 # a Markdown table and OUT/compare.json; a second call reuses the finished runs; --jobs 2 trains
-# two runs at a time in child processes, with the results of --jobs 1.
+# two runs at a time in child processes, with the results of --jobs 1; a line after each run says
+# how many are done and about how long the rest take.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
@@ -47,7 +48,12 @@ J="--task indirect --pe rope,nope --seeds 2 --steps 6 --d-model 32 --heads 2 --l
     || fail "--jobs 2 exited $?: $(tail -3 "$W/perr")"
 "$P" compare $J --threads 1 --jobs 1 --out "$W/seq" >"$W/sout" 2>"$W/serr" \
     || fail "--jobs 1 exited $?: $(tail -3 "$W/serr")"
-[ "$(grep -c ' done ' "$W/perr")" -eq 4 ] || fail "--jobs 2: not 4 runs done: $(cat "$W/perr")"
+[ "$(grep -c '\]  done ' "$W/perr")" -eq 4 ] || fail "--jobs 2: not 4 runs done: $(cat "$W/perr")"
+# After each run a line says how many are done and about how long the rest take.
+for f in "$W/perr" "$W/serr"; do
+    [ "$(grep -c '^compare: [1-3] of 4 runs done in [0-9hms]*; about [0-9hms]* left$' "$f")" -eq 3 ] &&
+        grep -q '^compare: 4 of 4 runs done in [0-9hms]*$' "$f" || fail "progress lines: $(cat "$f")"
+done
 /usr/bin/python3 - "$W/par" "$W/seq" <<'PY' || fail "--jobs 2 differs from --jobs 1"
 import json, sys
 par, seq = (json.load(open(d + "/compare.json")) for d in sys.argv[1:])

@@ -145,6 +145,19 @@ grep -q "| ppl 1x (32) | ppl 2x (64) |" "$W/o" || fail "compare table lacks the 
     fail "sweep.csv differs from compare.json"
 touch -d '2001-01-01' "$W/c/rope-s1/sweep.json"
 "$P" compare $T --pe rope,pope --seeds 2 --steps 3 --lengths 1x,2x --out "$W/c" >"$W/o2" 2>/dev/null || fail "compare again"
+# --jobs 2: each child sweeps its own run after training; the same perplexities as --jobs 1, and
+# the progress line after each run.
+"$P" compare $T --pe rope,pope --seeds 2 --steps 3 --lengths 1x,2x --jobs 2 --threads 2 --out "$W/cj" \
+    >"$W/oj" 2>"$W/e" || fail "compare --jobs 2: $(cat "$W/e")"
+[ "$(json "$W/cj/compare.json" '[r["sweep_ppl"] for r in j["runs"]]')" = \
+  "$(json "$W/c/compare.json" '[r["sweep_ppl"] for r in j["runs"]]')" ] || fail "--jobs 2 sweeps differ from --jobs 1"
+for r in rope-s1 rope-s2 pope-s1 pope-s2; do [ -f "$W/cj/$r/sweep.json" ] || fail "no sweep.json in $r"; done
+grep -q '^compare: 1 of 4 runs done in .*; about .* left$' "$W/e" && grep -q '^compare: 4 of 4 runs done in ' "$W/e" ||
+    fail "compare --jobs 2: no progress lines: $(cat "$W/e")"
+# The demo preset's settings are all valid options (explicit ones win: here the dataset and T).
+"$P" train $T --preset demo --dataset sotu --steps 1 --out "$W/demo" >/dev/null 2>"$W/e" || fail "--preset demo: $(cat "$W/e")"
+[ "$(json "$W/demo/config.json" 'j["training"]["lr"], j["task"]["dataset"], j["task"]["seq-len"]')" = "(0.002, 'sotu', 32)" ] ||
+    fail "--preset demo settings: $(cat "$W/demo/config.json")"
 [ "$(stat -c %Y "$W/c/rope-s1/sweep.json")" = "$(date -d 2001-01-01 +%s)" ] || fail "compare evaluated a finished sweep again"
 cmp -s <(grep '^| ' "$W/o") <(grep '^| ' "$W/o2") || fail "compare again: another table"
 
