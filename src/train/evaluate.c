@@ -69,7 +69,8 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     }
     if (!isfinite(r->loss))
         return pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): the model's weights "
-                          "or activations are", pelab_split_name(s->split),
+                          "or activations overflow, so there is no result to report",
+                          pelab_split_name(s->split),
                           pelab_printable(r->loss));
     return PELAB_OK;
 }
