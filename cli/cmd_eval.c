@@ -8,6 +8,7 @@
 #include "args.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
+#include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
 #include "pelab/threads.h"
@@ -32,6 +33,9 @@ static const struct pelab_optdef eval_options[] = {
      "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb; for "
      "'pelab plot lines --x length --y ppl'"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
+     "every other check still applies"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -209,7 +213,9 @@ int pelab_cmd_eval(int argc, char **argv) {
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
     pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, eval_options, "edited"));
 
+    if (csv[0] && (rc = pelab_check_output("--csv", csv))) return rc;
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])

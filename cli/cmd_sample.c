@@ -9,6 +9,7 @@
 #include <string.h>
 #include "args.h"
 #include "pelab/rng.h"
+#include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
@@ -28,6 +29,9 @@ static const struct pelab_optdef sample_options[] = {
      "text, dna, music: sampling temperature (0: greedy, the most likely token each time)"},
     {"seed", PELAB_OPT_INT, "1", 0, 9007199254740991.0, NULL,
      "text, dna, music: seed of the sampling (sample i draws from hash(seed, i))"},
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
+     "every other check still applies"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -220,6 +224,7 @@ int pelab_cmd_sample(int argc, char **argv) {
                                               PELAB_SPLIT_LONG};
     enum pelab_split split = splits[pelab_opt_choice(&opts, sample_options, "split")];
     pelab_threads_set((int)pelab_opt_int(&opts, sample_options, "threads"));
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, sample_options, "edited"));
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     uint64_t first = (uint64_t)pelab_opt_real(&opts, sample_options, "first");
