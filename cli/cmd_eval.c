@@ -109,8 +109,8 @@ static void print_result(const char *dir, const struct pelab_run *run, enum pela
 /* A finished length, on a terminal: the sweep of a big model at 10x can take a while. */
 static void sweep_progress(void *ctx, const struct pelab_sweep_row *row) {
     if (!*(int *)ctx) return;
-    fprintf(stderr, "  %s (%d tokens): NLL %.4f, %.1f s\n", row->label, row->length, row->loss,
-            row->seconds);
+    fprintf(stderr, "\r\033[K  %s (%d tokens): NLL %.4f, %.1f s\n", row->label, row->length,
+            row->loss, row->seconds);
 }
 
 /* batch: windows of T per pass as --batch gave it, 0 when not given; csv: the --csv file, or "".
