@@ -124,4 +124,36 @@ grep -q "^evaluating the test split: 50% (16/32 examples), [0-9]*s, about [0-9]*
     fail "no progress line: $(cat "$W/e")"
 "$P" eval --model "$W/rope" --batch 8 >/dev/null 2>"$W/e"
 [ -s "$W/e" ] && fail "a short evaluation printed progress: $(cat "$W/e")"
+
+# ---- tasks of documents: a small State of the Union installed here ----
+D=$W/data
+export PELAB_FETCH=/bin/false
+mkdir -p "$D/sources/sotu/data"
+for i in $(seq 1 16); do
+    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
+        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
+done
+"$P" data install sotu --data-dir "$D" >"$W/o" 2>&1 || fail "install: $(cat "$W/o")"
+TT="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --data-dir $D --task text --tokenizer byte --seq-len 32"
+train $TT --pe rope --steps 2 --out "$W/t"
+n=$("$P" eval --model "$W/t" --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["examples"])')
+expect 2 "--first $n: the test split has $n windows (0 to $((n - 1)))" -- sample --model "$W/t" --first "$n"
+"$P" sample --model "$W/t" --first $((n - 1)) --count 3 --tokens 4 >"$W/o" 2>"$W/e" || fail "sample the last window: $(cat "$W/e")"
+[ "$(grep -c '^test window' "$W/o")" -eq 1 ] || fail "sample past the last window: $(cat "$W/o")"
+# a sweep's progress: one span over every length, the length running named
+PELAB_PROGRESS_EVERY=0 "$P" eval --model "$W/t" --lengths 1x,2x --batch 2 >/dev/null 2>"$W/e" || fail "sweep: $(cat "$W/e")"
+grep -q "^length sweep of 2 lengths at 1x: [0-9]*% ([0-9]*/[0-9]* windows), [0-9]*s, about [0-9]*s left$" "$W/e" &&
+    grep -q "^length sweep of 2 lengths at 2x: 100% " "$W/e" || fail "sweep progress: $(cat "$W/e")"
+# a learned table joins an extrapolation compare with its evaluation-time --ape-extend
+expect 2 "position 63 is beyond the table of 32 positions (--ape-max-len); evaluate with --ape-extend interpolate" -- compare $TT --pe learned,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmp0"
+"$P" compare $TT --pe learned,rope --seeds 1 --steps 2 --lengths 1x,2x --ape-extend interpolate --out "$W/cmp" \
+    >"$W/o" 2>"$W/e" || fail "compare with --ape-extend: $(cat "$W/e")"
+grep -qE '^\| learned \| ' "$W/o" || fail "no learned row: $(cat "$W/o")"
+grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp/learned-s1/sweep.json" || fail "learned sweep not made with --ape-extend"
+grep -q 'eval_options' "$W/cmp/rope-s1/sweep.json" && fail "--ape-extend reached the rope runs"
+"$P" compare $TT --pe learned:ape-extend=interpolate,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmp" \
+    >"$W/o2" 2>"$W/e" || fail "compare with a variant's --ape-extend: $(cat "$W/e")"
+expect 2 "--ape-extend applies to the runs of --pe learned, which --pe does not list" -- \
+    compare $TT --pe rope --seeds 1 --steps 2 --ape-extend interpolate --out "$W/cmp1"
+[ -e "$W/cmp0" ] || [ -e "$W/cmp1" ] && fail "a refused compare left a directory"
 echo "ok"

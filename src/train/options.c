@@ -53,8 +53,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
-     "named defaults for the task (paper, cpu; 'pelab help' lists them); explicit options "
-     "override"},
+     "named defaults for the task (paper, cpu; 'pelab help presets' lists them with their "
+     "settings); explicit options override"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
