@@ -6,7 +6,9 @@
 #  - sample refuses a model whose outputs are not finite, and --first past the split;
 #  - a checkpoint whose data cursor does not fit its step is passed over;
 #  - --resume --steps beyond the run's says what the learning rate does; --decay-steps re-plans;
-#  - eval --csv is checked before any work; long evaluations report progress with time left.
+#  - eval --csv is checked before any work; long evaluations report progress with time left;
+#  - a run that fails before its config.json leaves no directory; sample --first past a split of
+#    windows; compare passes an encoding's evaluation-time option to its runs' sweeps.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 ED="/usr/bin/python3 tests/lib/st_edit.py"
@@ -124,6 +126,16 @@ grep -q "^evaluating the test split: 50% (16/32 examples), [0-9]*s, about [0-9]*
     fail "no progress line: $(cat "$W/e")"
 "$P" eval --model "$W/rope" --batch 8 >/dev/null 2>"$W/e"
 [ -s "$W/e" ] && fail "a short evaluation printed progress: $(cat "$W/e")"
+
+# ---- a new run that cannot write its config.json (a full disk: here a file-size limit of 0)
+# leaves no directory behind; an --out that existed before is kept ----
+mkdir "$W/full"
+err=$( (trap '' XFSZ; ulimit -f 0; "$P" train --task indirect --pe rope $TINY --steps 2 --out "$W/full/a/b" 2>&1 >/dev/null) )
+[ "$err" = "pelab: $W/full/a/b/config.json: cannot write: File too large" ] || fail "full disk: $err"
+[ -z "$(ls -A "$W/full")" ] || fail "a failed run left $(find "$W/full")"
+mkdir "$W/full/kept"
+err=$( (trap '' XFSZ; ulimit -f 0; "$P" train --task indirect --pe rope $TINY --steps 2 --out "$W/full/kept" 2>&1 >/dev/null) )
+[ -d "$W/full/kept" ] && [ -z "$(ls -A "$W/full/kept")" ] || fail "a failed run in an existing --out: $err; $(find "$W/full")"
 
 # ---- tasks of documents: a small State of the Union installed here ----
 D=$W/data

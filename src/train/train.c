@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "pelab/io.h"
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
@@ -482,6 +483,20 @@ int pelab_train_validate(const struct pelab_opts *opts) {
     return pelab_train_validate_with(opts, NULL, NULL);
 }
 
+/* Removes dir, then its parents up to `made` (a prefix of dir): the directories a run made.
+ * rmdir fails, harmlessly, on one that holds anything. */
+static void remove_new_dirs(const char *dir, const char *made) {
+    char path[PELAB_PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (;;) {
+        (void)rmdir(path);
+        char *slash = strrchr(path, '/');
+        if (!slash || strlen(path) <= strlen(made)) return;
+        *slash = '\0';
+        if (strlen(path) < strlen(made)) return;
+    }
+}
+
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -504,9 +519,23 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
     }
     if ((rc = trainer_buffers(tr))) goto done;
     pelab_trainer_fresh_start(tr);
+    /* The outermost directory of --out that does not exist yet: what a run that fails before its
+     * config.json (a full disk) removes again, so it leaves nothing behind. */
+    char made[PELAB_PATH_MAX];
+    snprintf(made, sizeof made, "%s", tr->dir);
+    if (pelab_file_exists(made)) made[0] = '\0';
+    for (char *slash; made[0] && (slash = strrchr(made, '/')) && slash > made;) {
+        *slash = '\0';
+        if (pelab_file_exists(made)) {
+            *slash = '/';
+            break;
+        }
+    }
     if ((rc = pelab_mkdir_p(tr->dir))) goto done;
-    if ((rc = pelab_run_lock(tr))) goto done;
-    if ((rc = write_config(tr))) goto done;
+    if ((rc = pelab_run_lock(tr)) || (rc = write_config(tr))) {
+        if (made[0]) remove_new_dirs(tr->dir, made);
+        goto done;
+    }
     if ((rc = pelab_log_open(tr, 1))) goto done;
     rc = train_loop(tr, hooks);
 done:
