@@ -526,6 +526,14 @@ int pelab_cmd_compare(int argc, char **argv) {
     /* The encoding list. */
     static char pe_buf[PELAB_OPT_VAL_MAX];
     snprintf(pe_buf, sizeof pe_buf, "%s", pelab_opt_str(&opts, compare_options, "pe"));
+    for (const char *s = pe_buf;; s++) { /* "rope,,pope" or "rope," is a slip, not two names */
+        size_t len = strcspn(s, ","), blank = strspn(s, " ");
+        if (blank >= len)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe '%s': an empty entry (give names separated "
+                              "by commas: rope,pope,nope)", pe_buf);
+        s += len;
+        if (!*s) break;
+    }
     const char *pes[MAX_PES];
     int n_pes = 0;
     for (char *s = strtok(pe_buf, ", "); s; s = strtok(NULL, ", ")) {
@@ -544,6 +552,9 @@ int pelab_cmd_compare(int argc, char **argv) {
     int jobs = (int)pelab_opt_int(&opts, compare_options, "jobs");
     static char lengths[PELAB_OPT_VAL_MAX];
     snprintf(lengths, sizeof lengths, "%s", pelab_opt_str(&opts, compare_options, "lengths"));
+    if (!lengths[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: an empty list (give lengths like 1x,2x,4x, "
+                          "auto or none)");
     pelab_opts_unset(&opts, "lengths");
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");

@@ -193,6 +193,11 @@ int pelab_cmd_eval(int argc, char **argv) {
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
     const char *csv = pelab_opt_str(&opts, eval_options, "csv");
+    if (pelab_opts_get(&opts, "lengths") && !lengths[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: an empty list (give lengths like 1x,2x,4x "
+                          "or 512,1024)");
+    if (pelab_opts_get(&opts, "csv") && !csv[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--csv: an empty file name");
     if (csv[0] && !lengths[0])
         return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
                           "too (e.g. --lengths 1x,2x,4x)");

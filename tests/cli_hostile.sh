@@ -8,7 +8,8 @@
 #  - --resume --steps beyond the run's says what the learning rate does; --decay-steps re-plans;
 #  - eval --csv is checked before any work; long evaluations report progress with time left;
 #  - a run that fails before its config.json leaves no directory; sample --first past a split of
-#    windows; compare passes an encoding's evaluation-time option to its runs' sweeps.
+#    windows; compare passes an encoding's evaluation-time option to its runs' sweeps;
+#  - empty --lengths and --pe entries are usage errors; a tokenizer error shows bytes as \xNN.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 ED="/usr/bin/python3 tests/lib/st_edit.py"
@@ -126,6 +127,17 @@ grep -q "^evaluating the test split: 50% (16/32 examples), [0-9]*s, about [0-9]*
     fail "no progress line: $(cat "$W/e")"
 "$P" eval --model "$W/rope" --batch 8 >/dev/null 2>"$W/e"
 [ -s "$W/e" ] && fail "a short evaluation printed progress: $(cat "$W/e")"
+
+# ---- empty lists, and a tokenizer error quoting binary bytes ----
+expect 2 "--lengths: an empty list" -- eval --model "$W/rope" --lengths ""
+expect 2 "--csv: an empty file name" -- eval --model "$W/rope" --lengths 1x --csv ""
+expect 2 "--pe 'rope,': an empty entry" -- compare --task indirect --pe rope, --out "$W/cmp2"
+expect 2 "--pe 'rope,,nope': an empty entry" -- compare --task indirect --pe rope,,nope --out "$W/cmp2"
+expect 2 "--lengths: an empty list" -- compare --task indirect --pe rope --lengths "" --out "$W/cmp2"
+[ -e "$W/cmp2" ] && fail "a refused compare left its directory"
+printf '60 \001\002\377\300 62\n' >"$W/bad.jsb"
+expect 1 "byte 3: '\x01\x02\xff\xc0' is not a MIDI pitch" -- tokenize --tokenizer jsb "$W/bad.jsb"
+LC_ALL=C grep -q '[^ -~]' "$W/e" && fail "the error quotes raw bytes: $(od -c "$W/e" | head -3)"
 
 # ---- a new run that cannot write its config.json (a full disk: here a file-size limit of 0)
 # leaves no directory behind; an --out that existed before is kept ----

@@ -326,6 +326,9 @@ static int read_metadata(const char *path, const struct pelab_json *j, struct pe
         if (strlen(v->string) >= PELAB_OPT_VAL_MAX)
             return st_fail(path, "metadata '%s': value is longer than %d bytes", key,
                            PELAB_OPT_VAL_MAX - 1);
+        /* A second value would silently replace the first (the one the checksum may cover). */
+        if (pelab_opts_get(meta, key))
+            return st_fail(path, "metadata '%s' appears twice", key);
         if (pelab_opts_set(meta, key, v->string))
             return st_fail(path, "metadata '%s': more than %d entries", key, PELAB_OPTS_MAX);
     }
