@@ -127,6 +127,10 @@ grep -q "^evaluating the test split: 50% (16/32 examples), [0-9]*s, about [0-9]*
     fail "no progress line: $(cat "$W/e")"
 "$P" eval --model "$W/rope" --batch 8 >/dev/null 2>"$W/e"
 [ -s "$W/e" ] && fail "a short evaluation printed progress: $(cat "$W/e")"
+PELAB_PROGRESS_EVERY=0 "$P" train --task indirect --pe rope $TINY --steps 2 --eval-batches 0 --out "$W/fin" >/dev/null 2>"$W/e" ||
+    fail "train with progress: $(cat "$W/e")"
+grep -q "^evaluating the val split: 100% (32/32 examples)" "$W/e" && grep -q "^evaluating the test split: 100% (32/32 examples)" "$W/e" &&
+    [ "$(tail -1 "$W/e" | cut -c1-5)" = "done " ] || fail "the final evaluation's progress: $(cat "$W/e")"
 
 # ---- empty lists, and a tokenizer error quoting binary bytes ----
 expect 2 "--lengths: an empty list" -- eval --model "$W/rope" --lengths ""
