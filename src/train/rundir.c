@@ -191,7 +191,7 @@ static int same_setting(const char *a, const char *b) {
 
 /* model.safetensors must be the model of config.json: every "pelab.config.<name>" its metadata
  * records equals config.json's `name` (`file`, before any evaluation-time option; what a resume
- * may change and the directory excepted), its "vocab" and "max-seq" the model's V and T, and its
+ * may change, the directory and the task's evaluation-time options excepted), its "vocab" and "max-seq" the model's V and T, and its
  * "step" a count no larger than config.json's "steps". A model copied from another run, or a
  * config.json edited after training, is refused naming the setting. */
 static int check_model_meta(const struct pelab_st_file *f, const char *path,
@@ -206,7 +206,10 @@ static int check_model_meta(const struct pelab_st_file *f, const char *path,
         const char *key = f->metadata.kv[i].key, *val = f->metadata.kv[i].val;
         if (strncmp(key, prefix, plen) != 0) continue;
         const char *name = key + plen;
-        if (pelab_train_resume_option(name) || strcmp(name, "out") == 0) continue;
+        /* what a resume may change, where the run is, and where its data is (--data-dir) */
+        if (pelab_train_resume_option(name) || strcmp(name, "out") == 0 ||
+            pelab_task_eval_option_owner(name))
+            continue;
         const char *mine = strcmp(name, "vocab") == 0     ? derived[0]
                            : strcmp(name, "max-seq") == 0 ? derived[1]
                                                           : pelab_opts_get(file, name);
