@@ -164,10 +164,24 @@ done
 "$P" data install sotu --data-dir "$D" >"$W/o" 2>&1 || fail "install: $(cat "$W/o")"
 TT="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --data-dir $D --task text --tokenizer byte --seq-len 32"
 train $TT --pe rope --steps 2 --out "$W/t"
+# the data may move (config.json's data-dir edited); the model's own settings may not
+cp -r "$D" "$W/moved" && cp -r "$W/t" "$W/t2"
+sed -i "s|\"data-dir\": \"$D\"|\"data-dir\": \"$W/moved\"|" "$W/t2/config.json"
+grep -q "\"data-dir\": \"$W/moved\"" "$W/t2/config.json" || fail "config.json has no data-dir to edit"
+"$P" eval --model "$W/t2" >/dev/null 2>"$W/e" || fail "eval with the data moved: $(cat "$W/e")"
+sed -i 's/"seq-len": 32/"seq-len": 16/' "$W/t2/config.json"
+expect 1 "trained with seq-len = 32, but the run's config.json has 16" -- eval --model "$W/t2"
 n=$("$P" eval --model "$W/t" --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["examples"])')
 expect 2 "--first $n: the test split has $n windows (0 to $((n - 1)))" -- sample --model "$W/t" --first "$n"
 "$P" sample --model "$W/t" --first $((n - 1)) --count 3 --tokens 4 >"$W/o" 2>"$W/e" || fail "sample the last window: $(cat "$W/e")"
 [ "$(grep -c '^test window' "$W/o")" -eq 1 ] || fail "sample past the last window: $(cat "$W/o")"
+# a continuation from non-finite outputs is refused before anything is printed
+cp -r "$W/t" "$W/t3"
+for t in blocks.0.attn_norm.weight blocks.0.mlp_norm.weight final_norm.weight; do
+    $ED "$W/t3/model.safetensors" set $t 3e38
+done
+expect 1 "window 0, position 32: the model's output is not finite (nan)" -- sample --model "$W/t3" --prompt 32 --tokens 4
+[ -s "$W/o" ] && fail "sample printed a continuation of non-finite outputs: $(head -3 "$W/o")"
 # a sweep's progress: one span over every length, the length running named
 PELAB_PROGRESS_EVERY=0 "$P" eval --model "$W/t" --lengths 1x,2x --batch 2 >/dev/null 2>"$W/e" || fail "sweep: $(cat "$W/e")"
 grep -q "^length sweep of 2 lengths at 1x: [0-9]*% ([0-9]*/[0-9]* windows), [0-9]*s, about [0-9]*s left$" "$W/e" &&
