@@ -467,17 +467,19 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
     }
     int rc;
     snprintf(path, sizeof path, "%s/config.json", r->dir);
-    if (pelab_file_exists(path)) {
+    const int resume = pelab_file_exists(path);
+    if (resume) {
         /* An interrupted run continues with its own settings. */
         memset(&one, 0, sizeof one);
         const char *threads = pelab_opts_get(opts, "threads");
         if (threads && (rc = pelab_opts_set(&one, "threads", threads))) return rc;
-        rc = pelab_train_resume(r->dir, &one, &hooks);
-    } else {
-        if ((rc = run_opts(opts, r, &one))) return rc;
-        rc = pelab_train(&one, &hooks);
+    } else if ((rc = run_opts(opts, r, &one))) {
+        return rc;
     }
+    pelab_eval_set_progress(pelab_eval_progress_print, label); /* its evaluations' progress */
+    rc = resume ? pelab_train_resume(r->dir, &one, &hooks) : pelab_train(&one, &hooks);
     pelab_progress_printer_end(&cp.pp);
+    pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     return rc ? fail_in(rc, r->dir) : PELAB_OK;
 }
 
@@ -617,10 +619,15 @@ int pelab_cmd_compare(int argc, char **argv) {
     }
     /* Tasks of documents: each run's sweep (kept in its directory), one column per length. */
     if (sweeps && strcmp(lengths, "none") != 0) {
-        for (int i = 0; i < n; i++)
-            if ((rc = pelab_compare_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
-                                          sweep_lengths, &n_lengths, rs[i].ppl)))
-                return fail_in(rc, rs[i].dir);
+        for (int i = 0; i < n; i++) {
+            char label[80];
+            run_label(label, sizeof label, &rs[i]);
+            pelab_eval_set_progress(pelab_eval_progress_print, label);
+            rc = pelab_compare_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
+                                     sweep_lengths, &n_lengths, rs[i].ppl);
+            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
+            if (rc) return fail_in(rc, rs[i].dir);
+        }
     }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);

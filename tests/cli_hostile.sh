@@ -193,8 +193,12 @@ expect 2 "position 63 is beyond the table of 32 positions (--ape-max-len); evalu
 grep -qE '^\| learned \| ' "$W/o" || fail "no learned row: $(cat "$W/o")"
 grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp/learned-s1/sweep.json" || fail "learned sweep not made with --ape-extend"
 grep -q 'eval_options' "$W/cmp/rope-s1/sweep.json" && fail "--ape-extend reached the rope runs"
-"$P" compare $TT --pe learned:ape-extend=interpolate,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmp" \
+PELAB_PROGRESS_EVERY=0 "$P" compare $TT --pe learned:ape-extend=interpolate,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmp" \
     >"$W/o2" 2>"$W/e" || fail "compare with a variant's --ape-extend: $(cat "$W/e")"
+grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp/learned:ape-extend=interpolate-s1/sweep.json" ||
+    fail "the variant's sweep not made with --ape-extend"
+grep -q "^\[learned:ape-extend=interpolate s1\]  length sweep of 2 lengths at 2x: 100% " "$W/e" ||
+    fail "compare's sweep progress not labelled with its run: $(cat "$W/e")"
 expect 2 "--ape-extend applies to the runs of --pe learned, which --pe does not list" -- \
     compare $TT --pe rope --seeds 1 --steps 2 --ape-extend interpolate --out "$W/cmp1"
 [ -e "$W/cmp0" ] || [ -e "$W/cmp1" ] && fail "a refused compare left a directory"

@@ -236,7 +236,8 @@ void pelab_eval_span_part(const char *part);
 void pelab_eval_span_end(void);
 /* The cost of one window of length L of model m, in the units of a span's `work`. */
 double pelab_eval_cost(const struct pelab_model *m, int L);
-/* A hook for pelab_eval_set_progress that writes to stderr (ctx NULL): nothing for the first
+/* A hook for pelab_eval_set_progress that writes to stderr, each line prefixed by the string ctx
+ * (NULL: none): nothing for the first
  * 3 s of a span; then on a terminal one line rewritten in place, otherwise a line every 15 s,
  * each with the time left; the terminal line is cleared when the span ends. */
 void pelab_eval_progress_print(void *ctx, const struct pelab_eval_progress *p);

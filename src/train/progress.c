@@ -56,7 +56,7 @@ static struct {
 } eval_line = {-1, 0, 0, 3, 15};
 
 void pelab_eval_progress_print(void *ctx, const struct pelab_eval_progress *p) {
-    (void)ctx;
+    const char *label = ctx; /* a prefix, or NULL */
     if (eval_line.tty < 0) {
         eval_line.tty = isatty(fileno(stderr));
         if (eval_line.tty) eval_line.every = 0.25;
@@ -80,8 +80,8 @@ void pelab_eval_progress_print(void *ctx, const struct pelab_eval_progress *p) {
     pelab_format_duration(elapsed, sizeof elapsed, p->elapsed_s);
     if (p->eta_s >= 0) pelab_format_duration(left, sizeof left, p->eta_s);
     else snprintf(left, sizeof left, "?");
-    fprintf(stderr, "%s%s%s%s: %.0f%% (%" PRIu64 "/%" PRIu64 " %s), %s, about %s left%s",
-            eval_line.tty ? "\r" : "", p->what, p->part[0] ? " at " : "", p->part,
+    fprintf(stderr, "%s%s%s%s%s%s: %.0f%% (%" PRIu64 "/%" PRIu64 " %s), %s, about %s left%s",
+            eval_line.tty ? "\r" : "", label ? label : "", label ? "  " : "", p->what, p->part[0] ? " at " : "", p->part,
             100 * p->fraction, p->done, p->total, p->unit, elapsed, left, eval_line.tty ? "\033[K" : "\n");
     eval_line.open_line = eval_line.tty;
     fflush(stderr);
