@@ -264,13 +264,13 @@ static int gpt2_load(struct pelab_tokenizer *tk, const char *vocab_dir) {
 /* ---- BPE ------------------------------------------------------------------------------------- */
 
 /* The merge loop of step 2 on a heap of ranked adjacent pairs, O(n log n) for a piece of n bytes
- * with the GPT-2 merges (the reference rescans every pair after each merge: O(n²)). Symbols are
+ * with the GPT-2 merges (the package rescans every pair after each merge: O(n²)). Symbols are
  * slices of the piece: len[i] > 0 at the first byte of a symbol, 0 inside one; prev[i] is the
  * start of the symbol before. A heap entry (rank, i, a, b) stands for the pair of the symbols at
  * i (a bytes) and i + a (b bytes), and is current while both still have those lengths (symbols
  * only grow, so an entry that is not current never becomes current again).
  *
- * One round is one step of the reference loop: of the current pairs of lowest rank R, the last
+ * One round is one step of the package's loop: of the current pairs of lowest rank R, the last
  * one's (first, second) is merged at all its current occurrences, left to right and without
  * overlap. Pairs of rank R whose texts differ ("a,b" collisions: another split of the same text)
  * go back on the heap. A merge makes new pairs X·(first second) and (first second)·Y, whose
@@ -314,7 +314,7 @@ static int work_reserve(struct bpe_work *w, size_t n) {
     return PELAB_OK;
 }
 
-/* Heap order: lower rank first; on a tie the later position first (the reference's choice). */
+/* Heap order: lower rank first; on a tie the later position first (the package's choice). */
 static int before(const struct pair *x, const struct pair *y) {
     return x->rank < y->rank || (x->rank == y->rank && x->at > y->at);
 }
