@@ -149,6 +149,8 @@ profile:
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
 tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)
 
+# Written on every make: `make install PREFIX=DIR` after a plain `make` must record DIR.
+.PHONY: pelab.pc
 pelab.pc: Makefile
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: pelab\nDescription: decoder-only Transformers with pluggable positional encodings\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lpelab\nLibs.private: %s\nCflags: -I$${includedir}\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(PC_REQUIRES)' '$(filter-out $(BLAS_LIBS),$(LDLIBS))' > $@

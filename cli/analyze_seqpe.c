@@ -13,12 +13,16 @@
 #include <string.h>
 #include "args.h"
 #include "pelab/io.h"
+#include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
 
 static const struct pelab_optdef seqpe_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of a --pe seqpe run (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
+     "every other check still applies"},
     {"from", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL, "first position"},
     {"to", PELAB_OPT_INT, "2048", 1, 2147483647.0, NULL, "positions below it (the paper's figure: 2048)"},
     {"step", PELAB_OPT_INT, "8", 1, 2147483647.0, NULL, "every step-th position (1: all of them)"},
@@ -88,6 +92,9 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     if (n > MAX_POINTS)
         return pelab_fail(PELAB_ERR_USAGE, "--from %ld --to %ld --step %ld gives %ld positions, "
                           "more than %d: take a larger --step", from, to, step, n, MAX_POINTS);
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, seqpe_options, "edited"));
+    const char *out = pelab_opt_str(&opts, seqpe_options, "out");
+    if (strcmp(out, "-") != 0 && (rc = pelab_check_output("--out", out))) return rc;
     static struct pelab_run run;
     if ((rc = pelab_run_open_model(&run, dir))) return rc;
     struct pelab_model *m = &run.model;

@@ -192,7 +192,7 @@ void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, co
     for (int g = 0; g < n_groups; g++) {
         fprintf(f, "\n%s:\n", groups[g].title);
         for (const struct pelab_optdef *d = groups[g].table; d->name; d++) {
-            if (in_list(skip, d->name)) continue;
+            if (g > 0 && in_list(skip, d->name)) continue;
             char flag[128], text[1024];
             snprintf(flag, sizeof flag, "--%s %s", d->name, type_word(d));
             int n = snprintf(text, sizeof text, "%s (default:\1%s", d->help ? d->help : "",

@@ -40,7 +40,8 @@ int pelab_args_check_only(const struct pelab_opts *opts, const struct pelab_optd
                           const char *command);
 
 /* Prints the groups: one line per option with its type, help, default and range or choices.
- * Options named in `skip` ("pe,seed"-style list, may be NULL) are left out. */
+ * Options named in `skip` ("pe,seed"-style list, may be NULL) are left out of every group but
+ * the first (the command's own, whose options of those names replace them). */
 void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, const char *skip);
 
 /* Commands (cli/cmd_<name>.c): run returns an exit status, help prints the usage. */

@@ -21,6 +21,7 @@
 #include "plot.h"
 #include "pelab/freq.h"
 #include "pelab/io.h"
+#include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
@@ -32,6 +33,9 @@ int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
 static const struct pelab_optdef common_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
+     "every other check still applies"},
     {"png", PELAB_OPT_STR, "", 0, 0, NULL,
      "also draw the figure into this PNG file (replaced atomically; needs a build with cairo)"},
     {"width", PELAB_OPT_INT, "1000", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG width in pixels"},
@@ -361,6 +365,11 @@ int pelab_cmd_analyze(int argc, char **argv) {
     if (pelab_opt_str(&opts, common_options, "png")[0] && !pelab_plot_available())
         return pelab_plot_unavailable("--png");
     if (which == 1) pelab_threads_set((int)pelab_opt_int(&opts, freq_options, "threads"));
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, common_options, "edited"));
+    const char *out = pelab_opt_str(&opts, common_options, "out");
+    const char *png = pelab_opt_str(&opts, common_options, "png");
+    if (strcmp(out, "-") != 0 && (rc = pelab_check_output("--out", out))) return rc;
+    if (png[0] && (rc = pelab_check_output("--png", png))) return rc;
     static struct pelab_run run;
     rc = analyses[which].reads_data ? pelab_run_open(&run, dir) : pelab_run_open_model(&run, dir);
     if (rc) return rc;

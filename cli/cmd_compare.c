@@ -36,6 +36,9 @@ static const struct pelab_optdef compare_options[] = {
     {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
      "runs trained at once, each in its own process on max(1, threads/N) threads (1: one after "
      "another in this process, on all --threads)"},
+    /* the default is shown only: an empty --out means runs/compare-<task> */
+    {"out", PELAB_OPT_STR, "runs/compare-<task>", 0, 0, NULL,
+     "directory of the comparison: a run per encoding and seed in DIR/<pe>-s<seed>/"},
     {"lengths", PELAB_OPT_STR, "auto", 0, 0, NULL,
      "tasks of documents: columns of perplexity at these lengths on the long documents (the "
      "extrapolation sweep of 'pelab eval --lengths'), checked before any run trains; auto: "
@@ -43,12 +46,20 @@ static const struct pelab_optdef compare_options[] = {
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
-/* --lengths (text of PELAB_OPT_VAL_MAX bytes) on a run's task and fresh model, before it
- * trains: each length must fit a long document and the encoding must accept its positions.
- * "auto" becomes the entries of AUTO_LENGTHS that fit (none: "none"), with a notice naming the
- * ones left out. */
+/* What check_lengths checks a run against: the --lengths text (PELAB_OPT_VAL_MAX bytes), the
+ * run's options and the evaluation-time options its sweep will be evaluated with. */
+struct lengths_check {
+    char *spec;
+    const struct pelab_opts *opts, *eval;
+};
+
+/* --lengths on a run's task and fresh model, before it trains: each length must fit a long
+ * document and the encoding must accept its positions (with the run's evaluation-time options,
+ * e.g. the learned table's --ape-extend interpolate). "auto" becomes the entries of AUTO_LENGTHS
+ * that fit (none: "none"), with a notice naming the ones left out. */
 static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
-    char *spec = ctx;
+    const struct lengths_check *lc = ctx;
+    char *spec = lc->spec;
     struct pelab_sweep_length l[PELAB_SWEEP_MAX];
     int n, rc;
     if (strcmp(spec, "auto") == 0) {
@@ -70,7 +81,17 @@ static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void
     }
     if (strcmp(spec, "none") == 0) return PELAB_OK;
     if ((rc = pelab_sweep_parse(spec, t->seq_len, l, &n))) return rc;
-    return pelab_sweep_check(m, t, PELAB_SPLIT_LONG, l, n);
+    if (!lc->eval->count) return pelab_sweep_check(m, t, PELAB_SPLIT_LONG, l, n);
+    /* the model as the sweep will open it: the run's options and the evaluation-time ones */
+    static struct pelab_opts merged;
+    merged = *lc->opts;
+    for (int i = 0; i < lc->eval->count; i++)
+        if ((rc = pelab_opts_set(&merged, lc->eval->kv[i].key, lc->eval->kv[i].val))) return rc;
+    struct pelab_model evaluated;
+    if ((rc = pelab_model_init(&evaluated, &merged, t->vocab, t->seq_len))) return rc;
+    rc = pelab_sweep_check(&evaluated, t, PELAB_SPLIT_LONG, l, n);
+    pelab_model_free(&evaluated);
+    return rc;
 }
 
 void pelab_cmd_compare_help(FILE *f) {
@@ -86,9 +107,12 @@ void pelab_cmd_compare_help(FILE *f) {
                "means go to DIR/sweep.csv for 'pelab plot lines').\n"
                "Runs with a summary.json are not retrained; interrupted ones\n"
                "continue where they stopped. An encoding option applies to the runs of its\n"
-               "encoding only. With --jobs N > 1 the runs print a line when they start and end\n"
-               "and one about every 30 s; the results equal --jobs 1 at the same threads per run.\n");
-    pelab_args_help(f, g, n, "pe");
+               "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
+               "e.g. --ape-extend interpolate), which applies to the sweeps of its runs (a\n"
+               "variant may give one: learned:ape-extend=interpolate). With --jobs N > 1 the runs\n"
+               "print a line when they start and end and one about every 30 s; the results equal\n"
+               "--jobs 1 at the same threads per run.\n");
+    pelab_args_help(f, g, n, "pe,out");
 }
 
 /* Fails with the current last error prefixed by `where` (copied first: pelab_fail writes the
@@ -201,10 +225,11 @@ static void json_lengths(struct pelab_sb *sb, const char *key, const double *x) 
     pelab_sb_printf(sb, "]");
 }
 
-/* One entry of --pe: the encoding and the settings of the variant (none for a plain encoding). */
+/* One entry of --pe: the encoding, the settings of the variant (none for a plain encoding) and
+ * the evaluation-time options of its sweeps. */
 struct variant {
     char name[32];
-    struct pelab_opts set;
+    struct pelab_opts set, eval;
 };
 static struct variant variants[MAX_PES];
 
@@ -224,12 +249,38 @@ static int parse_variant(const char *entry, struct variant *v) {
             return pelab_fail(PELAB_ERR_USAGE, "--pe %s: '%s' is not option=value", entry, part);
         *eq = '\0';
         const struct pelab_optdef *d = ops ? pelab_optdef_find(ops->options, part) : NULL;
-        if (ops && !d)
+        const struct pelab_optdef *e = ops ? pelab_optdef_find(ops->eval_options, part) : NULL;
+        if (ops && !d && !e)
             return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is not an option of --pe %s", entry,
                               part, v->name);
-        int rc = d ? pelab_optdef_check(d, eq + 1) : PELAB_OK;
-        if (!rc) rc = pelab_opts_set(&v->set, part, eq + 1);
+        int rc = d || e ? pelab_optdef_check(d ? d : e, eq + 1) : PELAB_OK;
+        if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
         if (rc) return rc;
+    }
+    return PELAB_OK;
+}
+
+/* Evaluation-time options of encodings (--ape-extend, --rope-scaling ...) out of the shared
+ * options: each goes to the variants of its encoding that do not set it themselves, for their
+ * sweeps; one whose encoding --pe does not list is a usage error. */
+static int take_eval_opts(struct pelab_opts *opts, int n_pes) {
+    for (int i = opts->count - 1; i >= 0; i--) {
+        char key[PELAB_OPT_KEY_MAX], val[PELAB_OPT_VAL_MAX];
+        snprintf(key, sizeof key, "%s", opts->kv[i].key);
+        snprintf(val, sizeof val, "%s", opts->kv[i].val);
+        const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+        if (!owner) continue;
+        int rc = pelab_optdef_check(pelab_optdef_find(owner->eval_options, key), val), used = 0;
+        for (int p = 0; !rc && p < n_pes; p++)
+            if (strcmp(variants[p].name, owner->name) == 0) {
+                used = 1;
+                if (!pelab_opts_get(&variants[p].eval, key)) rc = pelab_opts_set(&variants[p].eval, key, val);
+            }
+        if (!rc && !used)
+            rc = pelab_fail(PELAB_ERR_USAGE, "--%s applies to the runs of --pe %s, which --pe does "
+                            "not list", key, owner->name);
+        if (rc) return rc;
+        pelab_opts_unset(opts, key);
     }
     return PELAB_OK;
 }
@@ -418,24 +469,25 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
     }
     int rc;
     snprintf(path, sizeof path, "%s/config.json", r->dir);
-    if (pelab_file_exists(path)) {
+    const int resume = pelab_file_exists(path);
+    if (resume) {
         /* An interrupted run continues with its own settings. */
         memset(&one, 0, sizeof one);
         const char *threads = pelab_opts_get(opts, "threads");
         if (threads && (rc = pelab_opts_set(&one, "threads", threads))) return rc;
-        rc = pelab_train_resume(r->dir, &one, &hooks);
-    } else {
-        if ((rc = run_opts(opts, r, &one))) return rc;
-        rc = pelab_train(&one, &hooks);
+    } else if ((rc = run_opts(opts, r, &one))) {
+        return rc;
     }
+    pelab_eval_set_progress(pelab_eval_progress_print, label); /* its evaluations' progress */
+    rc = resume ? pelab_train_resume(r->dir, &one, &hooks) : pelab_train(&one, &hooks);
     pelab_progress_printer_end(&cp.pp);
-    if (rc) return fail_in(rc, r->dir);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (sweep_spec[0] && (rc = pelab_compare_sweep(r->dir, sweep_spec, sweep_lengths, &n_lengths,
-                                                   (double[PELAB_SWEEP_MAX]){0})))
-        return fail_in(rc, r->dir);
-    return PELAB_OK;
+    if (!rc && sweep_spec[0])
+        rc = pelab_compare_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
+                                 &n_lengths, (double[PELAB_SWEEP_MAX]){0});
+    pelab_eval_set_progress(pelab_eval_progress_print, NULL);
+    return rc ? fail_in(rc, r->dir) : PELAB_OK;
 }
 
 /* The line after each run: how many of this invocation's runs are done and about how long the
@@ -515,6 +567,14 @@ int pelab_cmd_compare(int argc, char **argv) {
     /* The encoding list. */
     static char pe_buf[PELAB_OPT_VAL_MAX];
     snprintf(pe_buf, sizeof pe_buf, "%s", pelab_opt_str(&opts, compare_options, "pe"));
+    for (const char *s = pe_buf;; s++) { /* "rope,,pope" or "rope," is a slip, not two names */
+        size_t len = strcspn(s, ","), blank = strspn(s, " ");
+        if (blank >= len)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe '%s': an empty entry (give names separated "
+                              "by commas: rope,pope,nope)", pe_buf);
+        s += len;
+        if (!*s) break;
+    }
     const char *pes[MAX_PES];
     int n_pes = 0;
     for (char *s = strtok(pe_buf, ", "); s; s = strtok(NULL, ", ")) {
@@ -533,10 +593,14 @@ int pelab_cmd_compare(int argc, char **argv) {
     int jobs = (int)pelab_opt_int(&opts, compare_options, "jobs");
     static char lengths[PELAB_OPT_VAL_MAX];
     snprintf(lengths, sizeof lengths, "%s", pelab_opt_str(&opts, compare_options, "lengths"));
+    if (!lengths[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: an empty list (give lengths like 1x,2x,4x, "
+                          "auto or none)");
     pelab_opts_unset(&opts, "lengths");
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");
     pelab_opts_unset(&opts, "jobs");
+    if ((rc = take_eval_opts(&opts, n_pes))) return rc;
 
     static char task[PELAB_OPT_VAL_MAX], out[PELAB_OPT_VAL_MAX + 32], preset[PELAB_OPT_VAL_MAX];
     snprintf(task, sizeof task, "%s", pelab_opt_str(&opts, pelab_train_options, "task"));
@@ -576,7 +640,8 @@ int pelab_cmd_compare(int argc, char **argv) {
             r->seed = seed0 + (uint64_t)s;
             snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pes[p], r->seed);
             if ((rc = run_opts(&opts, r, &one))) return rc;
-            if ((rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, lengths))) return rc;
+            struct lengths_check lc = {lengths, &one, &variants[p].eval};
+            if ((rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc))) return rc;
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
@@ -605,9 +670,15 @@ int pelab_cmd_compare(int argc, char **argv) {
     }
     /* Tasks of documents: each run's sweep (kept in its directory), one column per length. */
     if (sweeps && strcmp(lengths, "none") != 0) {
-        for (int i = 0; i < n; i++)
-            if ((rc = pelab_compare_sweep(rs[i].dir, lengths, sweep_lengths, &n_lengths, rs[i].ppl)))
-                return fail_in(rc, rs[i].dir);
+        for (int i = 0; i < n; i++) {
+            char label[80];
+            run_label(label, sizeof label, &rs[i]);
+            pelab_eval_set_progress(pelab_eval_progress_print, label);
+            rc = pelab_compare_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
+                                     sweep_lengths, &n_lengths, rs[i].ppl);
+            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
+            if (rc) return fail_in(rc, rs[i].dir);
+        }
     }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);

@@ -8,6 +8,7 @@
 #include "args.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
+#include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
 #include "pelab/threads.h"
@@ -32,6 +33,9 @@ static const struct pelab_optdef eval_options[] = {
      "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb; for "
      "'pelab plot lines --x length --y ppl'"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
+     "every other check still applies"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -105,8 +109,8 @@ static void print_result(const char *dir, const struct pelab_run *run, enum pela
 /* A finished length, on a terminal: the sweep of a big model at 10x can take a while. */
 static void sweep_progress(void *ctx, const struct pelab_sweep_row *row) {
     if (!*(int *)ctx) return;
-    fprintf(stderr, "  %s (%d tokens): NLL %.4f, %.1f s\n", row->label, row->length, row->loss,
-            row->seconds);
+    fprintf(stderr, "\r\033[K  %s (%d tokens): NLL %.4f, %.1f s\n", row->label, row->length,
+            row->loss, row->seconds);
 }
 
 /* batch: windows of T per pass as --batch gave it, 0 when not given; csv: the --csv file, or "".
@@ -189,6 +193,11 @@ int pelab_cmd_eval(int argc, char **argv) {
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
     const char *csv = pelab_opt_str(&opts, eval_options, "csv");
+    if (pelab_opts_get(&opts, "lengths") && !lengths[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: an empty list (give lengths like 1x,2x,4x "
+                          "or 512,1024)");
+    if (pelab_opts_get(&opts, "csv") && !csv[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--csv: an empty file name");
     if (csv[0] && !lengths[0])
         return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
                           "too (e.g. --lengths 1x,2x,4x)");
@@ -209,7 +218,9 @@ int pelab_cmd_eval(int argc, char **argv) {
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
     pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, eval_options, "edited"));
 
+    if (csv[0] && (rc = pelab_check_output("--csv", csv))) return rc;
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])

@@ -4,6 +4,7 @@
  *
  *   pelab plot lines --csv sweep.csv --x length --y ppl --group pe --logx --logy --png sweep.png
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,21 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
             rc = pelab_fail(PELAB_ERR_USAGE, "--group: column '%s' of %s has more than %d values; "
                             "a plot of so many lines is unreadable", gname, c.path, MAX_LINES);
         else if (p->line == n_lines) names[n_lines++] = name;
+    }
+    if (!rc) { /* a figure of no point is no figure */
+        int logx = pelab_opt_switch(o, plot_options, "logx");
+        int logy = pelab_opt_switch(o, plot_options, "logy");
+        int usable = 0;
+        for (int r = 0; r < c.rows && !usable; r++)
+            usable = isfinite(pts[r].x) && isfinite(pts[r].y) && (!logx || pts[r].x > 0) &&
+                     (!logy || pts[r].y > 0);
+        static const char *const log_rule[4] = {"", " with x above 0 (--logx)",
+                                                " with y above 0 (--logy)",
+                                                " above 0 (--logx, --logy)"};
+        if (!usable)
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: none of its %d rows has a finite '%s' and "
+                            "'%s'%s: there is nothing to plot", c.path, c.rows, xname, yname,
+                            log_rule[logx + 2 * logy]);
     }
     if (!rc) {
         qsort(pts, (size_t)c.rows, sizeof *pts, by_line_x);

@@ -3,11 +3,13 @@
  * from a window of the split continued by the model, greedily or at a temperature, seeded, shown
  * as text beside the document's own continuation. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
 #include "pelab/rng.h"
+#include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
@@ -27,6 +29,9 @@ static const struct pelab_optdef sample_options[] = {
      "text, dna, music: sampling temperature (0: greedy, the most likely token each time)"},
     {"seed", PELAB_OPT_INT, "1", 0, 9007199254740991.0, NULL,
      "text, dna, music: seed of the sampling (sample i draws from hash(seed, i))"},
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
+     "every other check still applies"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -47,6 +52,13 @@ void pelab_cmd_sample_help(FILE *f) {
     pelab_args_help(f, g, n, NULL);
 }
 
+/* The model's output at example (or window) `index`, position p, is `x`, not a finite number. */
+static int not_finite(const char *what, uint64_t index, int p, double x) {
+    return pelab_fail(PELAB_ERR_RUNTIME, "%s %" PRIu64 ", position %d: the model's output is "
+                      "not finite (%g): its weights or activations overflow, so there is nothing "
+                      "to sample ('pelab eval' refuses it too)", what, index, p, pelab_printable(x));
+}
+
 static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, int count) {
     const struct pelab_task *t = &run->task;
     int T = t->seq_len;
@@ -62,6 +74,15 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
     }
     const int32_t *preds = pelab_model_eval_pred(&run->model);          /* (count,T) */
     const pelab_real *probs = pelab_model_eval_pred_prob(&run->model);  /* (count,T) */
+    /* Checked before anything is printed: a prediction from non-finite outputs is noise. */
+    for (int i = 0; i < count; i++)
+        for (int p = 0; p < T; p++) {
+            size_t at = (size_t)i * T + (size_t)p;
+            if (b.targets[at] >= 0 && !isfinite((double)probs[at])) {
+                pelab_batch_free(&b);
+                return not_finite("example", first + (uint64_t)i, p, (double)probs[at]);
+            }
+        }
     int right = 0, shown = 0;
     for (int i = 0; i < count; i++) {
         const int32_t *tok = b.tokens + (size_t)i * T, *tgt = b.targets + (size_t)i * T;
@@ -151,6 +172,11 @@ static int generate_one(struct pelab_run *run, enum pelab_split split, uint64_t 
         pelab_model_forward(&run->model, seq + n - (size_t)len, NULL, pos, 1, len);
         if ((rc = run->model.status)) goto done;
         const pelab_real *logits = pelab_model_logits(&run->model) + (size_t)(len - 1) * V;
+        for (int v = 0; v < V; v++)
+            if (!isfinite((double)logits[v])) {
+                rc = not_finite("window", index, (int)n, (double)logits[v]);
+                goto done;
+            }
         seq[n++] = pick(logits, V, t->pad, temperature, &rng);
     }
     printf("%s window %" PRIu64 " (temperature %g, seed %" PRIu64 ")\n",
@@ -198,10 +224,27 @@ int pelab_cmd_sample(int argc, char **argv) {
                                               PELAB_SPLIT_LONG};
     enum pelab_split split = splits[pelab_opt_choice(&opts, sample_options, "split")];
     pelab_threads_set((int)pelab_opt_int(&opts, sample_options, "threads"));
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, sample_options, "edited"));
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     uint64_t first = (uint64_t)pelab_opt_real(&opts, sample_options, "first");
     int count = (int)pelab_opt_int(&opts, sample_options, "count");
+    if (split != PELAB_SPLIT_LONG || run.task.ops->decode) {
+        /* Examples (windows of the training length) past the end would wrap to the beginning. */
+        struct pelab_window_count c;
+        uint64_t size = run.task.ops->decode
+                            ? run.task.ops->windows(&run.task, split, run.task.seq_len, 0, &c)
+                            : run.task.ops->split_size(&run.task, split);
+        const char *unit = run.task.ops->decode ? "windows" : "examples";
+        if (first >= size) {
+            rc = pelab_fail(PELAB_ERR_USAGE, "--first %" PRIu64 ": the %s split has %" PRIu64
+                            " %s (0 to %" PRIu64 ")", first, pelab_split_name(split), size,
+                            unit, size ? size - 1 : 0);
+            pelab_run_close(&run);
+            return rc;
+        }
+        if ((uint64_t)count > size - first) count = (int)(size - first);
+    }
     if (run.task.ops->decode) {
         rc = generate(&run, split, first, count, &opts);
     } else if (split == PELAB_SPLIT_LONG) {

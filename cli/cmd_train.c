@@ -9,7 +9,9 @@
 static const struct pelab_optdef train_cmd_options[] = {
     {"resume", PELAB_OPT_STR, "", 0, 0, NULL,
      "continue the run in this directory from its newest valid checkpoint, with its "
-     "config.json (only --steps, --threads, --keep and the --on-nan options may be given too)"},
+     "config.json (only --steps, --decay-steps, --threads, --keep and the --on-nan options may "
+     "be given too; with --steps beyond the run's, the updates past the cosine schedule's end run "
+     "at --min-lr unless --decay-steps re-plans it)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -17,7 +19,7 @@ void pelab_cmd_train_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "command", train_cmd_options);
     fprintf(f, "usage: pelab train [--task T] [--pe P] [--preset NAME] [options]\n"
-               "       pelab train --resume DIR [--steps N] [--threads N] [--on-nan ...]\n\n"
+               "       pelab train --resume DIR [--steps N [--decay-steps M]] [--threads N] [--on-nan ...]\n\n"
                "Trains a model and keeps a run directory (--out): config.json, model.safetensors,\n"
                "checkpoints/, log.jsonl, summary.json (see docs/FORMATS.md). Options take\n"
                "'--name value' or '--name=value'; encoding and task options apply only to the\n"

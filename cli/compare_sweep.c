@@ -2,8 +2,9 @@
  * length-extrapolation sweep (pelab/sweep.h) on the long documents, kept in RUN/sweep.json so
  * that a resumed comparison does not evaluate a finished run again.
  *
- * RUN/sweep.json: {"lengths": "<the --lengths text>", "rows": [sweep rows, docs/FORMATS.md]}.
- * A file made for other lengths, or one that does not parse, is made again.
+ * RUN/sweep.json: {"lengths": "<the --lengths text>", "eval_options": "<name=value,...>",
+ * "rows": [sweep rows, docs/FORMATS.md]}. A file made for other lengths or other evaluation-time
+ * options ("eval_options" absent: none), or one that does not parse, is made again.
  */
 #include <math.h>
 #include <stdio.h>
@@ -17,8 +18,17 @@
 #include "pelab/sweep.h"
 #include "pelab/train.h"
 
-/* Reads the perplexities of path if it was made for `spec` with n rows; 0 when it was. */
-static int read_cached(const char *path, const char *spec, int n, double *ppl) {
+/* "name=value,..." of the evaluation-time options, in the order given. */
+static void eval_text(char *buf, size_t size, const struct pelab_opts *eval) {
+    buf[0] = '\0';
+    for (int i = 0; i < eval->count; i++)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s%s=%s", i ? "," : "", eval->kv[i].key,
+                 eval->kv[i].val);
+}
+
+/* Reads the perplexities of path if it was made for `spec` and the options `eval` (their
+ * eval_text) with n rows; 0 when it was. */
+static int read_cached(const char *path, const char *spec, const char *eval, int n, double *ppl) {
     char *text;
     size_t size;
     if (pelab_read_file(path, &text, &size)) {
@@ -33,8 +43,10 @@ static int read_cached(const char *path, const char *spec, int n, double *ppl) {
         return -1;
     }
     const struct pelab_json *l = pelab_json_get(j, "lengths"), *rows = pelab_json_get(j, "rows");
+    const struct pelab_json *e = pelab_json_get(j, "eval_options");
     int ok = l && l->type == PELAB_JSON_STRING && strcmp(l->string, spec) == 0 && rows &&
-             rows->type == PELAB_JSON_ARRAY && rows->count == n;
+             rows->type == PELAB_JSON_ARRAY && rows->count == n &&
+             (e ? e->type == PELAB_JSON_STRING && strcmp(e->string, eval) == 0 : !eval[0]);
     for (int i = 0; ok && i < n; i++) {
         const struct pelab_json *p = pelab_json_get(rows->items[i], "perplexity");
         ok = p && p->type == PELAB_JSON_NUMBER;
@@ -44,15 +56,17 @@ static int read_cached(const char *path, const char *spec, int n, double *ppl) {
     return ok ? 0 : -1;
 }
 
-int pelab_compare_sweep(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
-                        int *n, double *ppl) {
+int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
+                        struct pelab_sweep_length *lengths, int *n, double *ppl) {
     static struct pelab_run run;
-    int rc = pelab_run_open_with(&run, run_dir, NULL);
+    int rc = pelab_run_open_with(&run, run_dir, eval);
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
     char path[PELAB_OPT_VAL_MAX + 128];
     snprintf(path, sizeof path, "%s/sweep.json", run_dir);
-    if (rc || read_cached(path, spec, *n, ppl) == 0) {
+    static char etext[PELAB_OPTS_MAX * 64];
+    eval_text(etext, sizeof etext, eval);
+    if (rc || read_cached(path, spec, etext, *n, ppl) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -63,6 +77,10 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, struct pelab_swee
     struct pelab_sb sb = {0};
     pelab_sb_printf(&sb, "{\"lengths\": ");
     pelab_sb_json_string(&sb, spec);
+    if (etext[0]) {
+        pelab_sb_printf(&sb, ", \"eval_options\": ");
+        pelab_sb_json_string(&sb, etext);
+    }
     pelab_sb_printf(&sb, ", \"rows\": ");
     pelab_sweep_json(&sb, rows, *n);
     pelab_sb_printf(&sb, "}\n");

@@ -5,9 +5,10 @@
 #include "pelab/sweep.h"
 
 /* Perplexity of the run in run_dir at each length of spec ("1x,2x,...", parsed against the run's
- * training length into lengths[0..*n)), on the long documents: read from run_dir/sweep.json when
- * it was made for spec, else evaluated and written there (atomically). */
-int pelab_compare_sweep(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
-                        int *n, double *ppl);
+ * training length into lengths[0..*n)), on the long documents, with the evaluation-time options
+ * `eval` (none: an empty set): read from run_dir/sweep.json when it was made for spec and those
+ * options, else evaluated and written there (atomically). */
+int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
+                        struct pelab_sweep_length *lengths, int *n, double *ppl);
 
 #endif

@@ -124,6 +124,7 @@ int main(int argc, char **argv) {
     if (!c)
         return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')", name));
     pelab_clear_error();
+    pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     int rc = c->run(argc - 2, argv + 2);
     return rc ? fail(rc) : PELAB_OK;
 }

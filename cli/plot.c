@@ -7,6 +7,7 @@
  * Axes: linear ticks at 1, 2 or 5 × 10^k steps; log axes at powers of ten (with 2 and 5 between
  * when the range spans less than two decades).
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -138,9 +139,10 @@ struct axis {
     double p0, p1;
 };
 
+/* Differences are taken of halves (exact), so a range of -1e308..1e308 does not overflow. */
 static double axis_px(const struct axis *a, double v) {
     double u = a->log ? log10(v) : v;
-    return a->p0 + (u - a->lo) / (a->hi - a->lo) * (a->p1 - a->p0);
+    return a->p0 + (0.5 * u - 0.5 * a->lo) / (0.5 * a->hi - 0.5 * a->lo) * (a->p1 - a->p0);
 }
 
 /* The smallest of 1, 2, 5 × 10^k at least `raw`. */
@@ -166,9 +168,12 @@ static int axis_ticks(const struct axis *a, double *ticks, int target) {
         for (double v = ceil(vlo / step) * step; v <= vhi * (1 + 1e-9) && n < MAX_TICKS; v += step) ticks[n++] = v;
         return n;
     }
-    double step = nice_step((a->hi - a->lo) / target);
-    for (double v = ceil(a->lo / step - 1e-9) * step; v <= a->hi + step * 1e-9 && n < MAX_TICKS; v += step)
+    double step = fmin(nice_step((0.5 * a->hi - 0.5 * a->lo) / target * 2), DBL_MAX);
+    for (double k = ceil(a->lo / step - 1e-9); n < MAX_TICKS; k++) {
+        double v = k * step; /* not a running sum: no drift, and no overflow near DBL_MAX */
+        if (!(v <= a->hi + step * 1e-9)) break;
         ticks[n++] = fabs(v) < step * 1e-9 ? 0 : v;
+    }
     return n;
 }
 
@@ -177,22 +182,37 @@ static int axis_ticks(const struct axis *a, double *ticks, int target) {
 static void axis_range(struct axis *a, double lo, double hi, int any, double pad) {
     if (!any) lo = 0, hi = 1;
     if (a->log && any) lo = log10(lo), hi = log10(hi);
-    if (hi - lo < 1e-12 * fmax(1, fabs(hi))) {
+    if (0.5 * hi - 0.5 * lo < 0.5e-12 * fmax(1, fabs(hi))) {
         double w = a->log ? 0.5 : fmax(fabs(hi) * 0.1, 0.5);
         lo -= w, hi += w;
     }
-    double span = hi - lo;
-    a->lo = lo - pad * span;
-    a->hi = hi + pad * span;
+    /* Half the span, padded; the ends are kept finite when the data reach ±DBL_MAX. */
+    double half = 0.5 * hi - 0.5 * lo;
+    a->lo = fmax(lo - 2 * pad * half, -DBL_MAX);
+    a->hi = fmin(hi + 2 * pad * half, DBL_MAX);
 }
 
-static void tick_label(char *buf, size_t size, double v) { snprintf(buf, size, "%.4g", v); }
+/* Labels of ticks t[0..n-1] with as many significant digits (4 to 17) as it takes for
+ * neighbouring labels to differ: 1 and 1.0000000001 do not both read "1". */
+#define LABEL_MAX 32
+static void tick_labels(const double *t, int n, char (*buf)[LABEL_MAX]) {
+    for (int digits = 4; digits <= 17; digits++) {
+        int distinct = 1;
+        for (int i = 0; i < n; i++) {
+            snprintf(buf[i], LABEL_MAX, "%.*g", digits, t[i]);
+            if (i && strcmp(buf[i], buf[i - 1]) == 0) distinct = 0;
+        }
+        if (distinct) return;
+    }
+}
 
 /* Frame, grid and tick labels of a plot area x0..x1 (left to right) × y0..y1 (bottom to top). */
 static void draw_axes(cairo_t *cr, const struct axis *ax, const struct axis *ay) {
     double xt[MAX_TICKS], yt[MAX_TICKS];
     int nx = axis_ticks(ax, xt, 6), ny = axis_ticks(ay, yt, 5);
-    char buf[32];
+    char xl[MAX_TICKS][LABEL_MAX], yl[MAX_TICKS][LABEL_MAX];
+    tick_labels(xt, nx, xl);
+    tick_labels(yt, ny, yl);
     cairo_set_line_width(cr, 1);
     for (int i = 0; i < nx; i++) {
         double px = round(axis_px(ax, xt[i])) + 0.5;
@@ -201,8 +221,7 @@ static void draw_axes(cairo_t *cr, const struct axis *ax, const struct axis *ay)
         cairo_line_to(cr, px, ay->p1);
         cairo_stroke(cr);
         cairo_set_source_rgb(cr, 0, 0, 0);
-        tick_label(buf, sizeof buf, xt[i]);
-        text(cr, px, ay->p0 + 5, buf, 0.5, 0, 0);
+        text(cr, px, ay->p0 + 5, xl[i], 0.5, 0, 0);
     }
     for (int i = 0; i < ny; i++) {
         double py = round(axis_px(ay, yt[i])) + 0.5;
@@ -211,8 +230,7 @@ static void draw_axes(cairo_t *cr, const struct axis *ax, const struct axis *ay)
         cairo_line_to(cr, ax->p1, py);
         cairo_stroke(cr);
         cairo_set_source_rgb(cr, 0, 0, 0);
-        tick_label(buf, sizeof buf, yt[i]);
-        text(cr, ax->p0 - 5, py, buf, 1, 0.5, 0);
+        text(cr, ax->p0 - 5, py, yl[i], 1, 0.5, 0);
     }
     cairo_set_source_rgb(cr, 0, 0, 0);
     cairo_rectangle(cr, ax->p0 + 0.5, ay->p1 + 0.5, ax->p1 - ax->p0, ay->p0 - ay->p1);
@@ -254,6 +272,12 @@ static void draw_panel(cairo_t *cr, const struct pelab_plot_panel *p, double x, 
     struct axis ay = {.log = p->logy, .p0 = y + h - 44, .p1 = y + (p->title ? 26 : 12)};
     axis_range(&ax, xlo, xhi, any, 0.02);
     axis_range(&ay, ylo, yhi, any, 0.05);
+    /* wider y tick labels (many digits) push the plot area right, up to half the panel */
+    double yt[MAX_TICKS];
+    char yl[MAX_TICKS][LABEL_MAX];
+    int ny = axis_ticks(&ay, yt, 5);
+    tick_labels(yt, ny, yl);
+    for (int i = 0; i < ny; i++) ax.p0 = fmax(ax.p0, fmin(x + text_width(cr, yl[i]) + 30, x + w / 2));
     draw_axes(cr, &ax, &ay);
     cairo_set_source_rgb(cr, 0, 0, 0);
     if (p->title) title_text(cr, (ax.p0 + ax.p1) / 2, y + 6, p->title, FONT_SIZE + 1, w);
@@ -415,15 +439,15 @@ int pelab_plot_heatmaps(const char *path, int width, int height, const char *tit
     cairo_stroke(cr);
     az.p0 = y1, az.p1 = y0;
     double zt[MAX_TICKS];
-    char buf[32];
+    char zl[MAX_TICKS][LABEL_MAX];
     int nz = axis_ticks(&az, zt, 6);
+    tick_labels(zt, nz, zl);
     for (int i = 0; i < nz; i++) {
         double py = round(axis_px(&az, zt[i])) + 0.5;
         cairo_move_to(cr, bx1, py);
         cairo_line_to(cr, bx1 + 4, py);
         cairo_stroke(cr);
-        tick_label(buf, sizeof buf, zt[i]);
-        text(cr, bx1 + 7, py, buf, 0, 0.5, 0);
+        text(cr, bx1 + 7, py, zl[i], 0, 0.5, 0);
     }
     if (zlabel) text(cr, width - 6, (y0 + y1) / 2, zlabel, 0.5, 1, 1);
     return fig_close(&f, path);

@@ -107,10 +107,10 @@ cmp -s "$W/fire.csv" "$W/fq.csv" && fail "--query-pos 200 gave FIRE's default cu
 "$P" analyze bias --model "$W/t5" --query-pos 200 --out "$W/tq.csv" 2>"$W/err" || fail "t5 --query-pos: $(cat "$W/err")"
 cmp -s "$W/t5.csv" "$W/tq.csv" || fail "t5's bias depends on the query position"
 h=$("$P" help analyze) || fail "pelab help analyze exited $?"
-for o in model out png width height max-distance query-pos batches batch split threads; do
+for o in model out png width height edited max-distance query-pos batches batch split threads; do
     grep -qE -- "^  --$o " <<<"$h" || fail "pelab help analyze lacks --$o"
 done
-[ "$(grep -c '(default: ' <<<"$h")" -eq 11 ] || fail "pelab help analyze: not every option shows its default"
+[ "$(grep -c '(default: ' <<<"$h")" -eq 12 ] || fail "pelab help analyze: not every option shows its default"
 "$P" help | grep -q "^  analyze " || fail "pelab help does not list analyze"
 
 # usage errors: exit 2, one line

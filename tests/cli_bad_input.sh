@@ -90,7 +90,7 @@ check 2 "--split: 'dev' is not one of val|test|train" -- sample --model x --spli
 check 2 "unknown option --steps (see 'pelab help sample')" -- sample --model x --steps 3
 check 2 "--seeds: 0 is out of range [1, 100]" -- compare --seeds 0 $TINY --out r
 check 2 "--jobs: 0 is out of range"       -- compare --jobs 0 $TINY --out r
-check 2 "--pe: no encoding given"         -- compare --pe , $TINY --out r
+check 2 "--pe ',': an empty entry"      -- compare --pe , $TINY --out r
 check 2 "--pe: 'rope' is listed twice"    -- compare --pe rope,pope,rope $TINY --out r
 check 2 "--lr: 'x' is not a number"       -- compare --lr x $TINY --out r
 

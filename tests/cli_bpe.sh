@@ -34,6 +34,16 @@ printf 'nbsp\xc2\xa0here, ideographic\xe3\x80\x80space, em\xe2\x80\x83space, zws
 printf '%s' "'s 't 're 've 'm 'll 'd 'S 'T 'RE 'x ' s" >"$W/t8"
 printf '%s' "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa ==================== ____" >"$W/t9"
 printf ' ' >"$W/t10"
+# Long single pieces, where the merge loop's cost shows: a 5,000-letter word, a long run of
+# commas (pairs whose "a,b" text is another merge's), letters mixed with commas.
+/usr/bin/python3 - "$W" <<'PY'
+import random, sys
+random.seed(7)
+w = sys.argv[1]
+open(w + "/t11", "w").write("".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(5000)))
+open(w + "/t12", "w").write("," * 1000 + " " + ",.,;," * 200 + " " + ",,a,,b" * 200)
+open(w + "/t13", "w").write("a" * 10000 + " " + "".join(random.choice("abcdefghij,") for _ in range(5000)))
+PY
 # An empty input has no ids.
 : >"$W/empty"
 [ -z "$("$P" tokenize --tokenizer gpt2 --vocab-dir "$VOCAB" "$W/empty")" ] || fail "empty input gave ids"
@@ -55,10 +65,16 @@ for name in sotu moby-dick brown bible; do
     corpora+=("$name")
 done
 
-files=("$W"/t{1..10})
+files=("$W"/t{1..13})
 for name in "${corpora[@]}"; do files+=("$W/$name.txt"); done
 node tests/lib/gpt2_encode.js "$VOCAB" "${files[@]}" 2>"$W/node.err" || fail "node failed: $(cat "$W/node.err")"
-for i in {1..10}; do same "$W/t$i" "string $i"; done
+for i in {1..13}; do same "$W/t$i" "string $i"; done
+# A one-million-letter word: the merge loop is O(n log n), so seconds (an O(n²) loop: minutes).
+/usr/bin/python3 -c 'import random, sys; random.seed(8); sys.stdout.write("".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(1000000)))' >"$W/huge"
+timeout 60 "$P" tokenize --tokenizer gpt2 --vocab-dir "$VOCAB" "$W/huge" >"$W/huge.ids" ||
+    fail "a 1M-letter word: not tokenized within 60 s (exit $?)"
+"$P" tokenize --tokenizer gpt2 --vocab-dir "$VOCAB" --decode "$W/huge.ids" | cmp -s - "$W/huge" ||
+    fail "a 1M-letter word: decode(encode(text)) is not the text"
 for name in "${corpora[@]}"; do same "$W/$name.txt" "$name (first 200 kB)"; done
 n=${#corpora[@]}
 echo "ok: tricky strings and $n corpora"

@@ -148,7 +148,7 @@ refuse "tensors 'final_norm.weight' and 'tok_emb.weight' overlap (bytes [0, 128)
 refuse "tensor 'final_norm.weight': unknown dtype 'BF16'" dtype final_norm.weight BF16
 refuse "tensor 'final_norm.weight' has dtype I32; parameters must be F32 or F64" dtype final_norm.weight I32
 rm -rf "$W/d" && cp -r "$W/base" "$W/d" && cp "$W/other-d/model.safetensors" "$W/d/"
-expect_fail 1 "$W/d/model.safetensors: tensor 'tok_emb.weight' has shape [67, 16], the model expects [67, 32]" eval --model "$W/d" --threads 1
+expect_fail 1 "$W/d/model.safetensors was trained with d-model = 16, but the run's config.json has 32" eval --model "$W/d" --threads 1
 refuse "tensor 'blocks.0.attn.qkv.weight' holds nan at element 0" nan blocks.0.attn.qkv.weight
 refuse "tensor 'final_norm.weight' is missing" drop final_norm.weight
 refuse "unexpected tensor 'extra' (not a parameter of this model)" add extra

@@ -70,7 +70,7 @@ diff <(losses "$W/skip") <(losses "$W/skip2") >"$W/diff" || fail "skip, resumed:
 expect_fail 1 "pelab: step 9: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 3 updates in a row skipped (--nan-retries 2), the checkpoint of step 5 is kept" \
     PELAB_TEST_NAN=7:weight -- train $S --on-nan skip --nan-retries 2 --eval-every 0 --out "$W/skip3"
 # A validation pass of a model gone bad says so (here, at step 8, after two skips).
-expect_fail 1 "pelab: step 8: the val loss is not finite (nan): the model's weights or activations are" \
+expect_fail 1 "pelab: step 8: the val loss is not finite (nan): the model's weights or activations overflow, so there is no result to report" \
     PELAB_TEST_NAN=7:weight -- train $S --on-nan skip --out "$W/skip4"
 
 # rollback: to the checkpoint of step 5, the learning rate halved from there on.

@@ -56,7 +56,7 @@ raw = zlib.decompress(b"".join(d for k, d in chunks if k == b"IDAT"))
 stride = w * px
 assert len(raw) == h * (1 + stride), (len(raw), h, w, px)
 # undo the row filters (None, Sub, Up, Average, Paeth) to get the pixels
-prev, colours = bytearray(stride), set()
+prev, colours, line = bytearray(stride), set(), []
 for r in range(h):
     f, row = raw[r * (1 + stride)], bytearray(raw[r * (1 + stride) + 1:(r + 1) * (1 + stride)])
     for i in range(stride):
@@ -71,9 +71,13 @@ for r in range(h):
             row[i] = (row[i] + (a if pa <= pb and pa <= pc else up if pb <= pc else c)) & 255
         else: assert f == 0, "filter %d" % f
     colours.update(bytes(row[i:i + 3]) for i in range(0, stride, px))
+    for i in range(0, stride, px):  # the first line's colour (31, 120, 181), drawn at full strength
+        if abs(row[i] - 31) + abs(row[i + 1] - 120) + abs(row[i + 2] - 181) < 12:
+            line.append(i // px)
     prev = row
 white = bytes([255, 255, 255])
 assert white in colours and len(colours) > 16, "%d colours: a blank image?" % len(colours)
+open(path + ".line", "w").write("%d %d\n" % (len(line), min(line) if line else -1))
 PY
 }
 
@@ -94,6 +98,29 @@ png "$W/s.png" 900 600
 "$P" plot lines --csv - --x length --y nll --png "$W/s2.png" --width 300 --height 200 --title "a sweep" \
     <"$W/sweep.csv" 2>"$W/err" || fail "plot lines --csv -: $(cat "$W/err")"
 png "$W/s2.png" 300 200
+
+# Edge cases of the data: values near ±DBL_MAX draw their line (not a blank plot); ticks of values
+# that differ in the 10th digit get labels that tell them apart (wider, so the plot area starts
+# further right than the usual 72 pixels); no finite point at all is an error.
+printf 'x,y\n1,-1e308\n2,1e308\n3,0\n' >"$W/huge.csv"
+printf 'x,y\n1,1\n2,1.0000000001\n3,1.00000000005\n' >"$W/prec.csv"
+printf 'x,y\n1,1\n2,3\n3,2\n' >"$W/plain.csv"
+for f in huge prec plain; do
+    "$P" plot lines --csv "$W/$f.csv" --x x --y y --png "$W/$f.png" 2>"$W/err" || fail "plot $f: $(cat "$W/err")"
+    png "$W/$f.png" 900 600
+done
+read -r n_huge left_huge <"$W/huge.png.line"
+read -r n_prec left_prec <"$W/prec.png.line"
+read -r n_plain left_plain <"$W/plain.png.line"
+[ "$n_huge" -gt 500 ] || fail "values of ±1e308: the line has $n_huge pixels (a blank plot?)"
+[ "$n_prec" -gt 500 ] && [ "$left_prec" -gt 100 ] && [ "$left_plain" -lt 90 ] ||
+    fail "ticks of 1 and 1.0000000001: line from x = $left_prec (plain: $left_plain), $n_prec pixels"
+printf 'x,y\n1,nan\n2,nan\n' >"$W/allnan.csv"
+expect 1 "$W/allnan.csv: none of its 2 rows has a finite 'x' and 'y': there is nothing to plot" \
+    plot lines --csv "$W/allnan.csv" --x x --y y --png "$W/bad.png"
+printf 'x,y\n1,0\n2,-1\n' >"$W/nonpos.csv"
+expect 1 "none of its 2 rows has a finite 'x' and 'y' with y above 0 (--logy)" \
+    plot lines --csv "$W/nonpos.csv" --x x --y y --logy --png "$W/bad.png"
 
 # a figure that cannot be written: nothing new is left, an existing CSV is kept
 echo old >"$W/keep.csv"

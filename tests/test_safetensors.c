@@ -464,6 +464,8 @@ static void test_refusals(void) {
                    "metadata 'k' is not a string");
     refused_header("meta-twice", "{\"__metadata__\":{},\"__metadata__\":{}}", 0,
                    "__metadata__ appears twice");
+    refused_header("meta-key-twice", "{\"__metadata__\":{\"step\":\"1\",\"step\":\"9\"}}", 0,
+                   "metadata 'step' appears twice");
     refused_header("meta-key-long", "{\"__metadata__\":{\"" "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"
                    "\":\"v\"}}", 0, "metadata key 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk' is "
                    "longer than 39 bytes");
@@ -485,7 +487,7 @@ static void test_refusals(void) {
                    "pelab.header-crc32 '1234567' is not 8 hex digits");
     refused_header("hcrc-wrong", CRCS("00000000", "12345678"), 0, "header checksum mismatch");
     refused_header("hcrc-twice", "{\"__metadata__\":{\"pelab.data-crc32\":\"00000000\",\"pelab.header-crc32\":"
-                   "\"12345678\",\"x\":\"\",\"pelab.header-crc32\":\"12345678\"}}", 0, "cannot be located");
+                   "\"12345678\",\"x\":\"\",\"pelab.header-crc32\":\"12345678\"}}", 0, "metadata 'pelab.header-crc32' appears twice");
 #undef CRCS
 #undef AB
 #undef A

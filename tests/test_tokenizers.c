@@ -1,8 +1,11 @@
 /* Tokenizers: the registry; byte, dna and jsb ids against their documented layouts and round trips;
  * GPT-2's pre-tokenizer against pieces worked out by hand from the regex's JavaScript semantics;
  * the Unicode classes and UTF-8 decoding it rests on; BPE on a small hand-made vocabulary, including
- * the package's "a,b" rank lookup (checked once against gpt-3-encoder under node); and vocabulary
+ * the package's "a,b" rank lookup (checked once against gpt-3-encoder under node); the merge loop
+ * against a transcription of the package's on random vocabularies (shuffled ranks, "a,b" text
+ * collisions); and vocabulary
  * files that do not parse, refused with one line naming the file. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,6 +228,162 @@ static void test_bpe(void) {
     }
 }
 
+/* ---- BPE against the package's loop on random vocabularies ------------------------------------ */
+
+/* A random vocabulary over letters "abc" and punctuation "!," (pieces: runs of one class): merges
+ * of tokens of one class with distinct "x,y" texts, then shuffled, so ranks need not grow along
+ * the merges (a merge can rank below the merges that make its parts), and commas make pairs whose
+ * "x,y" text is another merge's. */
+#define RV_TOKENS 96
+#define RV_LEN 16
+struct rvocab {
+    char tok[RV_TOKENS][RV_LEN];       /* id order: the 5 characters, then merge results */
+    int ntok;
+    char merge[RV_TOKENS][2][RV_LEN];  /* rank order */
+    int nmerge;
+};
+
+static uint64_t rv_state;
+static uint32_t rv_next(void) {
+    rv_state = rv_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rv_state >> 33);
+}
+
+static int rv_letter(char c) { return c >= 'a' && c <= 'c'; }
+
+static int rv_find_tok(const struct rvocab *v, const char *t, size_t n) {
+    for (int i = 0; i < v->ntok; i++)
+        if (strlen(v->tok[i]) == n && memcmp(v->tok[i], t, n) == 0) return i;
+    return -1;
+}
+
+static void rv_build(struct rvocab *v) {
+    memset(v, 0, sizeof *v);
+    const char *chars = "abc!,";
+    for (int i = 0; i < 5; i++) v->tok[v->ntok++][0] = chars[i];
+    for (int tries = 0; tries < 2000 && v->nmerge < 60 && v->ntok < RV_TOKENS; tries++) {
+        const char *x = v->tok[rv_next() % v->ntok], *y = v->tok[rv_next() % v->ntok];
+        size_t lx = strlen(x), ly = strlen(y);
+        if (rv_letter(x[0]) != rv_letter(y[0]) || lx + ly >= RV_LEN) continue;
+        char text[2 * RV_LEN + 2];
+        snprintf(text, sizeof text, "%s,%s", x, y);
+        int dup = 0;
+        for (int m = 0; m < v->nmerge && !dup; m++) {
+            char other[2 * RV_LEN + 2];
+            snprintf(other, sizeof other, "%s,%s", v->merge[m][0], v->merge[m][1]);
+            dup = strcmp(text, other) == 0;
+        }
+        if (dup) continue;
+        strcpy(v->merge[v->nmerge][0], x);
+        strcpy(v->merge[v->nmerge][1], y);
+        v->nmerge++;
+        char xy[2 * RV_LEN];
+        snprintf(xy, sizeof xy, "%s%s", x, y);
+        if (rv_find_tok(v, xy, strlen(xy)) < 0) strcpy(v->tok[v->ntok++], xy);
+    }
+    for (int m = v->nmerge - 1; m > 0; m--) { /* Fisher-Yates */
+        int k = (int)(rv_next() % (uint32_t)(m + 1));
+        char t[2][RV_LEN];
+        memcpy(t, v->merge[m], sizeof t);
+        memcpy(v->merge[m], v->merge[k], sizeof t);
+        memcpy(v->merge[k], t, sizeof t);
+    }
+}
+
+/* The rank of the text "x,y" (as the package keys its merges), or -1. */
+static int rv_rank(const struct rvocab *v, const char *x, size_t lx, const char *y, size_t ly) {
+    for (int m = 0; m < v->nmerge; m++) {
+        size_t a = strlen(v->merge[m][0]), b = strlen(v->merge[m][1]);
+        char text[2 * RV_LEN + 2], want[2 * RV_LEN + 2];
+        if (lx + ly != a + b) continue;
+        snprintf(text, sizeof text, "%.*s,%.*s", (int)lx, x, (int)ly, y);
+        snprintf(want, sizeof want, "%s,%s", v->merge[m][0], v->merge[m][1]);
+        if (strcmp(text, want) == 0) return m;
+    }
+    return -1;
+}
+
+/* gpt-3-encoder's bpe() on one piece, transcribed: of the pairs of lowest rank the last one is the
+ * bigram, and each of its occurrences, left to right, is merged; until no pair ranks. Appends
+ * the ids to buf as " id". */
+static void rv_reference(const struct rvocab *v, const char *p, size_t n, char *buf, size_t size) {
+    size_t off[512], len[512], ns = n;
+    for (size_t i = 0; i < n; i++) off[i] = i, len[i] = 1;
+    while (ns > 1) {
+        int best = -1;
+        size_t at = 0;
+        for (size_t i = 0; i + 1 < ns; i++) {
+            int r = rv_rank(v, p + off[i], len[i], p + off[i + 1], len[i + 1]);
+            if (r >= 0 && (best < 0 || r <= best)) best = r, at = i;
+        }
+        if (best < 0) break;
+        size_t f0 = off[at], fl = len[at], s0 = off[at + 1], sl = len[at + 1], w = 0;
+        for (size_t i = 0; i < ns;) {
+            if (i + 1 < ns && len[i] == fl && len[i + 1] == sl && !memcmp(p + off[i], p + f0, fl) &&
+                !memcmp(p + off[i + 1], p + s0, sl)) {
+                off[w] = off[i], len[w++] = fl + sl;
+                i += 2;
+            } else {
+                off[w] = off[i], len[w++] = len[i];
+                i++;
+            }
+        }
+        ns = w;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        int id = rv_find_tok(v, p + off[i], len[i]);
+        if (id >= 0) {
+            snprintf(buf + strlen(buf), size - strlen(buf), " %d", id);
+        } else { /* a symbol no merge result spells: its bytes */
+            for (size_t k = 0; k < len[i]; k++)
+                snprintf(buf + strlen(buf), size - strlen(buf), " %d", rv_find_tok(v, p + off[i] + k, 1));
+        }
+    }
+}
+
+static void test_bpe_random(void) {
+    int compared = 0, differ = 0;
+    for (int vocab = 0; vocab < 40; vocab++) {
+        rv_state = 0x5EED0000u + (uint64_t)vocab;
+        static struct rvocab v;
+        rv_build(&v);
+        char enc[8192] = "{", bpe[4096] = "#version: 0.2\n", name[32];
+        for (int i = 0; i < v.ntok; i++)
+            snprintf(enc + strlen(enc), sizeof enc - strlen(enc), "\"%s\": %d, ", v.tok[i], i);
+        snprintf(enc + strlen(enc), sizeof enc - strlen(enc), "\"<|endoftext|>\": %d}", v.ntok);
+        for (int m = 0; m < v.nmerge; m++)
+            snprintf(bpe + strlen(bpe), sizeof bpe - strlen(bpe), "%s %s\n", v.merge[m][0], v.merge[m][1]);
+        snprintf(name, sizeof name, "rv%d", vocab);
+        struct pelab_tokenizer tk;
+        if (pelab_tokenizer_load(&tk, "gpt2", vocab_dir(name, enc, bpe)) != PELAB_OK) {
+            CHECK(0, "random vocabulary %d: %s", vocab, pelab_last_error());
+            continue;
+        }
+        for (int t = 0; t < 50; t++) {
+            /* one piece of letters or of punctuation, 1..300 bytes, from a skewed alphabet so that
+             * long merges happen */
+            char s[301];
+            size_t n = 1 + rv_next() % 300;
+            int letters = rv_next() % 2;
+            for (size_t i = 0; i < n; i++) {
+                uint32_t r = rv_next() % 8;
+                s[i] = letters ? "aaaabbbc"[r] : "!!!!,,,!"[r];
+            }
+            static char want[8192];
+            want[0] = '\0';
+            rv_reference(&v, s, n, want, sizeof want);
+            const char *got = ids_of(&tk, s, n);
+            compared++;
+            if (strcmp(got, want + 1) != 0 && differ++ < 3)
+                CHECK(0, "vocabulary %d, '%.*s': ids %s, the package's loop gives %s", vocab, (int)n,
+                      s, got, want + 1);
+        }
+        pelab_tokenizer_free(&tk);
+    }
+    CHECK(compared == 2000 && differ == 0, "%d of %d pieces differ from the package's loop", differ,
+          compared);
+}
+
 int main(void) {
     if (!tmpdir_create("pelab-tokenizers")) return 1;
     test_registry();
@@ -234,6 +393,7 @@ int main(void) {
     test_split();
     test_unicode();
     test_bpe();
+    test_bpe_random();
     tmpdir_remove();
     return check_report("test_tokenizers");
 }

@@ -32,6 +32,10 @@ int pelab_write_file_atomic(const char *path, const void *data, size_t size);
 /* mkdir -p. */
 int pelab_mkdir_p(const char *path);
 int pelab_file_exists(const char *path);
+/* Whether `path` can be written later (checked before long work, so a bad output path fails
+ * first): not a directory (PELAB_ERR_USAGE), and a temporary file can be made beside it
+ * (PELAB_ERR_RUNTIME; made and removed). `what` names the option in the message ("--csv"). */
+int pelab_check_output(const char *what, const char *path);
 
 /* CRC-32 (IEEE 802.3, the zlib polynomial); start with crc = 0. */
 uint32_t pelab_crc32(uint32_t crc, const void *data, size_t size);

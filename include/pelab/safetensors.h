@@ -47,6 +47,10 @@ int pelab_safetensors_read(const char *path, struct pelab_st_file *f);
 int pelab_safetensors_parse(const char *name, const void *bytes, size_t size,
                             struct pelab_st_file *f);
 void pelab_st_file_free(struct pelab_st_file *f);
+/* on = 1: a file whose "format" is pelab's but that carries neither checksum (one edited on
+ * purpose, its checksum keys removed) is read; off (the default): such a file is refused as
+ * damaged. A file with one checksum and not the other is refused either way. Process-wide. */
+void pelab_safetensors_accept_edited(int on);
 const struct pelab_tensor *pelab_st_find(const struct pelab_st_file *f, const char *name);
 
 /* The parameter table as one safetensors file, in pelab_real's dtype (F32, or F64 in the

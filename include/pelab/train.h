@@ -213,6 +213,35 @@ int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
                            enum pelab_split split, int L, int full, int batch,
                            struct pelab_eval_result *r);
 
+/* Progress of evaluations, for work that can run for minutes (a whole split, a length sweep):
+ * after each forward pass the hook gets the span's label, its windows (examples) done and in all,
+ * the fraction of its work done (windows weighted by their cost, L·(L + 12·D) for length L) and
+ * the seconds since the span began. A span is one pelab_evaluate or pelab_evaluate_windows call,
+ * or all of those between pelab_eval_span_begin and pelab_eval_span_end. Process-wide; NULL
+ * (the default) reports nothing. */
+struct pelab_eval_progress {
+    const char *what;        /* "test split", "length sweep" */
+    const char *part;        /* the part running now ("2x"), or "" */
+    uint64_t done, total;    /* windows (examples) */
+    const char *unit;        /* "windows" or "examples" */
+    double fraction, elapsed_s, eta_s; /* eta_s < 0: not known yet */
+    int finished;            /* the span ended (done, or stopped by an error) */
+};
+void pelab_eval_set_progress(void (*hook)(void *ctx, const struct pelab_eval_progress *p),
+                             void *ctx);
+/* A span over several evaluations, of `work` units in all (the sum of their windows' costs,
+ * pelab_eval_cost) and `windows` windows; `part` names the evaluation now running. */
+void pelab_eval_span_begin(const char *what, double work, uint64_t windows);
+void pelab_eval_span_part(const char *part);
+void pelab_eval_span_end(void);
+/* The cost of one window of length L of model m, in the units of a span's `work`. */
+double pelab_eval_cost(const struct pelab_model *m, int L);
+/* A hook for pelab_eval_set_progress that writes to stderr, each line prefixed by the string ctx
+ * (NULL: none): nothing for the first
+ * 3 s of a span; then on a terminal one line rewritten in place, otherwise a line every 15 s,
+ * each with the time left; the terminal line is cleared when the span ends. */
+void pelab_eval_progress_print(void *ctx, const struct pelab_eval_progress *p);
+
 /* Argmax over the vocabulary of logits row (V,): first maximum. */
 int pelab_argmax(const pelab_real *row, int V);
 

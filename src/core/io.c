@@ -2,6 +2,7 @@
  * (each new directory's entry fsync'ed in its parent), and CRC-32. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -202,6 +203,21 @@ int pelab_mkdir_p(const char *path) {
 int pelab_file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
+}
+
+int pelab_check_output(const char *what, const char *path) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return pelab_fail(PELAB_ERR_USAGE, "%s %s: is a directory; name a file", what, path);
+    /* What the final write does first: a temporary file beside the target. */
+    struct pelab_atomic_file af;
+    if (pelab_atomic_open(&af, path)) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", pelab_last_error());
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", what, msg);
+    }
+    pelab_atomic_abort(&af);
+    return PELAB_OK;
 }
 
 /* ---- CRC-32 ---------------------------------------------------------------------------------- */

@@ -107,13 +107,28 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
     int rc = pelab_sweep_check(m, t, split, lengths, n);
     if (rc) return rc;
     pelab_model_set_attention(m, PELAB_ATTN_KERNEL_TILED);
+    double work = 0;
+    uint64_t windows = 0;
+    for (int i = 0; i < n; i++) {
+        struct pelab_window_count c;
+        uint64_t w = t->ops->windows(t, split, lengths[i].tokens, 1, &c);
+        work += (double)w * pelab_eval_cost(m, lengths[i].tokens);
+        windows += w;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "length sweep of %d length%s", n, n == 1 ? "" : "s");
+    pelab_eval_span_begin(what, work, windows);
     for (int i = 0; i < n; i++) {
         int L = lengths[i].tokens;
         long b = batch_tokens / L;
         int batch = b < 1 ? 1 : b > 65536 ? 65536 : (int)b;
         double t0 = now_s();
         struct pelab_eval_result r;
-        if ((rc = pelab_evaluate_windows(m, t, split, L, 1, batch, &r))) return rc;
+        pelab_eval_span_part(lengths[i].label);
+        if ((rc = pelab_evaluate_windows(m, t, split, L, 1, batch, &r))) {
+            pelab_eval_span_end();
+            return rc;
+        }
         struct pelab_window_count c;
         t->ops->windows(t, split, L, 1, &c);
         struct pelab_sweep_row *row = &rows[i];
@@ -130,6 +145,7 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
         row->seconds = now_s() - t0;
         if (progress) progress(ctx, row);
     }
+    pelab_eval_span_end();
     return PELAB_OK;
 }
 

@@ -326,6 +326,9 @@ static int read_metadata(const char *path, const struct pelab_json *j, struct pe
         if (strlen(v->string) >= PELAB_OPT_VAL_MAX)
             return st_fail(path, "metadata '%s': value is longer than %d bytes", key,
                            PELAB_OPT_VAL_MAX - 1);
+        /* A second value would silently replace the first (the one the checksum may cover). */
+        if (pelab_opts_get(meta, key))
+            return st_fail(path, "metadata '%s' appears twice", key);
         if (pelab_opts_set(meta, key, v->string))
             return st_fail(path, "metadata '%s': more than %d entries", key, PELAB_OPTS_MAX);
     }
@@ -451,6 +454,10 @@ static int check_header_crc(const char *path, const struct pelab_opts *meta, con
     return PELAB_OK;
 }
 
+static int accept_edited; /* pelab_safetensors_accept_edited */
+
+void pelab_safetensors_accept_edited(int on) { accept_edited = on; }
+
 /* pelab writes both checksums, so one without the other is damage (a flipped key would
  * disable its own check otherwise); a pelab format ("format" pelab-...) needs them, or, from
  * pelab 0.1.0, the data checksum under its old name (whose flipped key leaves no checksum: a
@@ -467,9 +474,11 @@ static int check_crc_pair(const char *path, const struct pelab_opts *meta) {
     if (data || header)
         return st_fail(path, "metadata has %s but not %s: the file is damaged",
                        data ? CRC_KEY : HCRC_KEY, data ? HCRC_KEY : CRC_KEY);
-    if (format && strncmp(format, "pelab-", 6) == 0 && !pelab_opts_get(meta, OLD_CRC_KEY))
+    if (format && strncmp(format, "pelab-", 6) == 0 && !pelab_opts_get(meta, OLD_CRC_KEY) &&
+        !accept_edited)
         return st_fail(path, "a %s file without the checksums %s and %s (damaged, or written by "
-                       "another tool)", format, CRC_KEY, HCRC_KEY);
+                       "another tool; a file edited on purpose loads with --edited)", format,
+                       CRC_KEY, HCRC_KEY);
     return PELAB_OK;
 }
 

@@ -2,8 +2,81 @@
  * tasks of documents also perplexity and (text) bits per byte, at the training length or any
  * other. */
 #include <math.h>
+#include <stdio.h>
+#include <time.h>
 #include "pelab/status.h"
 #include "pelab/train.h"
+
+/* ---- progress ------------------------------------------------------------------------------- */
+
+static struct {
+    void (*hook)(void *ctx, const struct pelab_eval_progress *p);
+    void *ctx;
+    int open;             /* a span is running */
+    char what[64], part[32];
+    const char *unit;
+    double t0, work, work_done;
+    uint64_t windows, windows_done;
+} meter;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void pelab_eval_set_progress(void (*hook)(void *ctx, const struct pelab_eval_progress *p),
+                             void *ctx) {
+    meter.hook = hook;
+    meter.ctx = ctx;
+}
+
+double pelab_eval_cost(const struct pelab_model *m, int L) {
+    return (double)L * ((double)L + 12.0 * m->cfg.d_model);
+}
+
+static void span_open(const char *what, double work, uint64_t windows) {
+    meter.open = 1;
+    snprintf(meter.what, sizeof meter.what, "%s", what);
+    meter.part[0] = '\0';
+    meter.unit = "windows";
+    meter.t0 = now_s();
+    meter.work = work;
+    meter.windows = windows;
+    meter.work_done = 0;
+    meter.windows_done = 0;
+}
+
+static void report(int final) {
+    if (!meter.hook) return;
+    struct pelab_eval_progress p;
+    p.what = meter.what;
+    p.part = meter.part;
+    p.done = meter.windows_done;
+    p.unit = meter.unit ? meter.unit : "windows";
+    p.total = meter.windows;
+    p.fraction = final ? 1 : meter.work > 0 ? meter.work_done / meter.work : 0;
+    if (p.fraction > 1) p.fraction = 1;
+    p.elapsed_s = now_s() - meter.t0;
+    p.eta_s = p.fraction > 0 ? p.elapsed_s * (1 - p.fraction) / p.fraction : -1;
+    p.finished = final;
+    meter.hook(meter.ctx, &p);
+}
+
+static void span_close(void) {
+    if (meter.open) report(1);
+    meter.open = 0;
+}
+
+void pelab_eval_span_begin(const char *what, double work, uint64_t windows) {
+    span_open(what, work, windows);
+}
+
+void pelab_eval_span_part(const char *part) {
+    snprintf(meter.part, sizeof meter.part, "%s", part);
+}
+
+void pelab_eval_span_end(void) { span_close(); }
 
 int pelab_argmax(const pelab_real *row, int V) {
     int best = 0;
@@ -32,6 +105,14 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     if ((uint64_t)batch > count && count > 0) batch = (int)count; /* no larger than needed */
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
+    const int own_span = !meter.open;
+    const double cost = pelab_eval_cost(m, T);
+    if (own_span) {
+        char what[64];
+        snprintf(what, sizeof what, "evaluating the %s split", pelab_split_name(s->split));
+        span_open(what, cost * (double)count, count);
+        if (!s->windows) meter.unit = "examples";
+    }
     int was_training = m->training;
     m->training = 0;
     const uint16_t *nbytes = s->t->token_bytes;
@@ -55,7 +136,11 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
             if (pred[i] == b.targets[i]) r->correct++;
         }
         done += (uint64_t)n;
+        meter.work_done += cost * n;
+        meter.windows_done += (uint64_t)n;
+        report(0);
     }
+    if (own_span) span_close();
     b.B = batch;
     pelab_batch_free(&b);
     m->training = was_training;
@@ -69,7 +154,8 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     }
     if (!isfinite(r->loss))
         return pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): the model's weights "
-                          "or activations are", pelab_split_name(s->split),
+                          "or activations overflow, so there is no result to report",
+                          pelab_split_name(s->split),
                           pelab_printable(r->loss));
     return PELAB_OK;
 }

@@ -53,8 +53,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
-     "named defaults for the task (paper, cpu; 'pelab help' lists them); explicit options "
-     "override"},
+     "named defaults for the task (paper, cpu; 'pelab help presets' lists them with their "
+     "settings); explicit options override"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -107,8 +107,8 @@ int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_confi
 }
 
 int pelab_train_resume_option(const char *name) {
-    static const char *const ok[] = {"steps", "threads", "keep", "on-nan", "nan-lr-factor",
-                                     "nan-retries", "check-finite"};
+    static const char *const ok[] = {"steps", "decay-steps", "threads", "keep", "on-nan",
+                                     "nan-lr-factor", "nan-retries", "check-finite"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcmp(name, ok[i]) == 0) return 1;
     return 0;

@@ -2,6 +2,7 @@
  * plain lines at logged steps otherwise, so logs of batch jobs stay readable. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include "pelab/train.h"
@@ -46,6 +47,44 @@ static void fmt_thousands(char *buf, size_t size, double x) {
         buf[n++] = digits[i];
     }
     buf[n] = '\0';
+}
+
+/* The state of pelab_eval_progress_print's line. */
+static struct {
+    int tty, open_line;
+    double last, after, every; /* seconds: first line, then at most one line per `every` */
+} eval_line = {-1, 0, 0, 3, 15};
+
+void pelab_eval_progress_print(void *ctx, const struct pelab_eval_progress *p) {
+    const char *label = ctx; /* a prefix, or NULL */
+    if (eval_line.tty < 0) {
+        eval_line.tty = isatty(fileno(stderr));
+        if (eval_line.tty) eval_line.every = 0.25;
+        /* PELAB_PROGRESS_EVERY=S: first line after S seconds, then one per S (tests: 0) */
+        const char *env = getenv("PELAB_PROGRESS_EVERY");
+        char *end;
+        double s = env ? strtod(env, &end) : -1;
+        if (env && *env && !*end && s >= 0 && s <= 86400) eval_line.after = eval_line.every = s;
+    }
+    if (p->finished) {
+        if (eval_line.open_line) fputs("\r\033[K", stderr);
+        eval_line.open_line = 0;
+        eval_line.last = 0;
+        fflush(stderr);
+        return;
+    }
+    if (p->elapsed_s < eval_line.after) return;
+    if (eval_line.last > 0 && p->elapsed_s - eval_line.last < eval_line.every) return;
+    eval_line.last = p->elapsed_s;
+    char elapsed[32], left[32];
+    pelab_format_duration(elapsed, sizeof elapsed, p->elapsed_s);
+    if (p->eta_s >= 0) pelab_format_duration(left, sizeof left, p->eta_s);
+    else snprintf(left, sizeof left, "?");
+    fprintf(stderr, "%s%s%s%s%s%s: %.0f%% (%" PRIu64 "/%" PRIu64 " %s), %s, about %s left%s",
+            eval_line.tty ? "\r" : "", label ? label : "", label ? "  " : "", p->what, p->part[0] ? " at " : "", p->part,
+            100 * p->fraction, p->done, p->total, p->unit, elapsed, left, eval_line.tty ? "\033[K" : "\n");
+    eval_line.open_line = eval_line.tty;
+    fflush(stderr);
 }
 
 void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {

@@ -181,6 +181,54 @@ static int read_derived(const char *cfg_path, int *vocab, int *max_seq, int *fou
     return rc;
 }
 
+/* Two texts of one setting: config.json rewrites numbers ("1e-3" reads back as 0.001). */
+static int same_setting(const char *a, const char *b) {
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (*a && *b && !*ea && !*eb) return x == y;
+    return strcmp(a, b) == 0;
+}
+
+/* model.safetensors must be the model of config.json: every "pelab.config.<name>" its metadata
+ * records equals config.json's `name` (`file`, before any evaluation-time option; what a resume
+ * may change, the directory and the task's evaluation-time options excepted), its "vocab" and "max-seq" the model's V and T, and its
+ * "step" a count no larger than config.json's "steps". A model copied from another run, or a
+ * config.json edited after training, is refused naming the setting. */
+static int check_model_meta(const struct pelab_st_file *f, const char *path,
+                            const struct pelab_opts *file, const struct pelab_model *m,
+                            int64_t *step) {
+    static const char prefix[] = "pelab.config.";
+    const size_t plen = sizeof prefix - 1;
+    char derived[2][32];
+    snprintf(derived[0], sizeof derived[0], "%d", m->cfg.vocab);
+    snprintf(derived[1], sizeof derived[1], "%d", m->cfg.max_seq);
+    for (int i = 0; i < f->metadata.count; i++) {
+        const char *key = f->metadata.kv[i].key, *val = f->metadata.kv[i].val;
+        if (strncmp(key, prefix, plen) != 0) continue;
+        const char *name = key + plen;
+        /* what a resume may change, where the run is, and where its data is (--data-dir) */
+        if (pelab_train_resume_option(name) || strcmp(name, "out") == 0 ||
+            pelab_task_eval_option_owner(name))
+            continue;
+        const char *mine = strcmp(name, "vocab") == 0     ? derived[0]
+                           : strcmp(name, "max-seq") == 0 ? derived[1]
+                                                          : pelab_opts_get(file, name);
+        if (mine && !same_setting(mine, val))
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s was trained with %s = %s, but the run's "
+                              "config.json has %s (the model of another run, or an edited "
+                              "config.json?)", path, name, val, mine);
+    }
+    const char *v = pelab_opts_get(&f->metadata, "step");
+    const char *steps = pelab_opts_get(file, "steps");
+    char *end;
+    long long n = v ? strtoll(v, &end, 10) : -1;
+    if (!v || *v < '0' || *v > '9' || *end || n < 0 || (steps && n > strtoll(steps, NULL, 10)))
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata 'step' is '%s', not a count up to the "
+                          "run's %s steps", path, v ? v : "(missing)", steps ? steps : "?");
+    *step = n;
+    return PELAB_OK;
+}
+
 /* with_task 0: the task is not built (no data read) when config.json records V and T. */
 static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opts *eval_opts,
                     int with_task) {
@@ -195,24 +243,31 @@ static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opt
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: no %s setting", cfg_path, task ? "pe" : "task");
     if (pelab_train_check_opts(&r->settings, task, &pe, 1, NULL))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
-    if ((rc = add_task_eval_opts(&r->settings, dir, task, eval_opts))) return rc;
+    /* config.json's settings alone, for the model file's to be checked against. */
+    struct pelab_opts *file = malloc(sizeof *file);
+    if (!file) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    *file = r->settings;
+    if ((rc = add_task_eval_opts(&r->settings, dir, task, eval_opts))) {
+        free(file);
+        return rc;
+    }
     int vocab = 0, max_seq = 0, found = 0;
-    if (!with_task && (rc = read_derived(cfg_path, &vocab, &max_seq, &found))) return rc;
+    if (!with_task && (rc = read_derived(cfg_path, &vocab, &max_seq, &found))) goto out;
     if (!found) {
         /* A task that cannot read its data (a dataset not installed, a damaged cache) says which
          * file and what to run; only a setting it refuses is config.json's fault. */
-        if ((rc = pelab_task_init(&r->task, task, &r->settings)))
-            return rc == PELAB_ERR_RUNTIME ? rc : fail_in(PELAB_ERR_RUNTIME, cfg_path);
-        if ((rc = add_eval_opts(r, dir, pe, eval_opts))) {
-            pelab_run_close(r);
-            return rc;
+        if ((rc = pelab_task_init(&r->task, task, &r->settings))) {
+            if (rc != PELAB_ERR_RUNTIME) rc = fail_in(PELAB_ERR_RUNTIME, cfg_path);
+            goto out;
         }
+        if ((rc = add_eval_opts(r, dir, pe, eval_opts))) goto fail;
         vocab = r->task.vocab;
         max_seq = r->task.seq_len;
     }
     if (pelab_model_init(&r->model, &r->settings, vocab, max_seq)) {
         if (r->task.ops) pelab_task_free(&r->task);
-        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+        rc = fail_in(PELAB_ERR_RUNTIME, cfg_path);
+        goto out;
     }
     char path[PELAB_PATH_MAX];
     pelab_path(path, dir, "model.safetensors");
@@ -224,18 +279,19 @@ static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opt
     }
     if ((rc = pelab_safetensors_read(path, &f))) goto fail;
     const char *format = pelab_opts_get(&f.metadata, "format");
-    const char *step = pelab_opts_get(&f.metadata, "step");
     if (!format || strcmp(format, "pelab-model") != 0)
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a pelab model file (format '%s')", path,
                         format ? format : "none");
-    else
+    else if (!(rc = check_model_meta(&f, path, file, &r->model, &r->step)))
         rc = pelab_params_load(&f, &r->model.params, path);
-    r->step = step ? strtoll(step, NULL, 10) : 0;
     pelab_st_file_free(&f);
     if (rc) goto fail;
+    free(file);
     return PELAB_OK;
 fail:
     pelab_run_close(r);
+out:
+    free(file);
     return rc;
 }
 

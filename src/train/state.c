@@ -271,6 +271,15 @@ static int read_counters(const struct pelab_st_file *f, const char *path,
                           "%" PRId64 ", log-count %" PRId64 ", log-skipped %" PRId64 ", nan-skips "
                           "%" PRId64 ")", path, c->step, c->adam_step, c->log_n, c->log_skipped,
                           c->skips);
+    /* Every update, made or skipped, draws batch x accum examples from the seed-derived origin
+     * (a rollback restores an earlier checkpoint's cursor with its step). */
+    uint64_t want = tr->task.train_origin +
+                    (uint64_t)c->step * (uint64_t)tr->c.batch * (uint64_t)tr->c.accum;
+    if ((uint64_t)c->cursor != want)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata 'data-cursor' %llu does not fit step "
+                          "%" PRId64 " (the run's data cursor there is %llu: its origin plus "
+                          "step x batch x accum)", path, (unsigned long long)c->cursor, c->step,
+                          (unsigned long long)want);
     if (!(c->lr_scale > 0 && c->lr_scale <= 1))
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: metadata 'lr-scale' %g is not in (0, 1]", path,
                           c->lr_scale);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "pelab/io.h"
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
@@ -482,6 +483,20 @@ int pelab_train_validate(const struct pelab_opts *opts) {
     return pelab_train_validate_with(opts, NULL, NULL);
 }
 
+/* Removes dir, then its parents up to `made` (a prefix of dir): the directories a run made.
+ * rmdir fails, harmlessly, on one that holds anything. */
+static void remove_new_dirs(const char *dir, const char *made) {
+    char path[PELAB_PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (;;) {
+        (void)rmdir(path);
+        char *slash = strrchr(path, '/');
+        if (!slash || strlen(path) <= strlen(made)) return;
+        *slash = '\0';
+        if (strlen(path) < strlen(made)) return;
+    }
+}
+
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -504,9 +519,23 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
     }
     if ((rc = trainer_buffers(tr))) goto done;
     pelab_trainer_fresh_start(tr);
+    /* The outermost directory of --out that does not exist yet: what a run that fails before its
+     * config.json (a full disk) removes again, so it leaves nothing behind. */
+    char made[PELAB_PATH_MAX];
+    snprintf(made, sizeof made, "%s", tr->dir);
+    if (pelab_file_exists(made)) made[0] = '\0';
+    for (char *slash; made[0] && (slash = strrchr(made, '/')) && slash > made;) {
+        *slash = '\0';
+        if (pelab_file_exists(made)) {
+            *slash = '/';
+            break;
+        }
+    }
     if ((rc = pelab_mkdir_p(tr->dir))) goto done;
-    if ((rc = pelab_run_lock(tr))) goto done;
-    if ((rc = write_config(tr))) goto done;
+    if ((rc = pelab_run_lock(tr)) || (rc = write_config(tr))) {
+        if (made[0]) remove_new_dirs(tr->dir, made);
+        goto done;
+    }
     if ((rc = pelab_log_open(tr, 1))) goto done;
     rc = train_loop(tr, hooks);
 done:
@@ -520,8 +549,9 @@ static int apply_overrides(struct pelab_trainer *tr, const struct pelab_opts *ov
         const char *k = overrides->kv[i].key;
         if (!pelab_train_resume_option(k))
             return pelab_fail(PELAB_ERR_USAGE, "--resume takes its settings from %s/config.json "
-                              "(only --steps, --threads, --keep, --on-nan, --nan-lr-factor, "
-                              "--nan-retries and --check-finite may be given, not --%s)", tr->dir,
+                              "(only --steps, --decay-steps, --threads, --keep, --on-nan, "
+                              "--nan-lr-factor, --nan-retries and --check-finite may be given, "
+                              "not --%s)", tr->dir,
                               k);
         const struct pelab_optdef *d = pelab_optdef_find(pelab_train_options, k);
         int rc = pelab_optdef_check(d, overrides->kv[i].val);
@@ -540,6 +570,47 @@ static int check_combination(const struct pelab_opts *file, const struct pelab_o
         return PELAB_OK;
     }
     return pelab_train_config_read(merged, &c);
+}
+
+/* What the learning rate does from the resumed step on, when that is not simply the rest of the
+ * schedule the run began with: the schedule re-planned by --decay-steps (the rate jumps at the
+ * resumed step), or --steps beyond the decay's end (the extra updates run at --min-lr). */
+static void say_schedule(const struct pelab_trainer *tr, const struct pelab_opts *file) {
+    const struct pelab_train_config *c = &tr->c;
+    const char *was = pelab_opts_get(file, "decay-steps");
+    long long before = was ? strtoll(was, NULL, 10) : c->decay_steps;
+    if (before != c->decay_steps) {
+        struct pelab_schedule old = tr->sched;
+        old.decay_steps = before;
+        pelab_train_notice(tr, "the cosine schedule is re-planned to reach --min-lr at update %"
+                           PRId64 " (it was %lld): the learning rate of update %" PRId64 " is %g "
+                           "(%g on the old schedule)", c->decay_steps, before, tr->step + 1,
+                           pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale,
+                           pelab_schedule_lr(&old, tr->step) * tr->lr_scale);
+    } else if (c->steps > c->decay_steps && tr->step < c->steps) {
+        int64_t from = tr->step > c->decay_steps ? tr->step + 1 : c->decay_steps + 1;
+        pelab_train_notice(tr, "updates %" PRId64 " to %" PRId64 " run at --min-lr %g: the cosine "
+                           "schedule, fixed when the run began, ends at update %" PRId64 " "
+                           "(--decay-steps N re-plans it from here)", from, c->steps,
+                           c->min_lr * tr->lr_scale, c->decay_steps);
+    }
+}
+
+/* A resume that found no checkpoint starts from step 0: right for a run killed before its first
+ * checkpoint, which leaves neither a model nor a summary (model.safetensors follows the first
+ * checkpoint). A run that has either lost its checkpoints, and starting over would overwrite
+ * what it finished: refused, with nothing written. */
+static int check_nothing_saved(const struct pelab_trainer *tr) {
+    static const char *const saved[] = {"model.safetensors", "summary.json"};
+    for (size_t i = 0; i < sizeof saved / sizeof *saved; i++) {
+        char path[PELAB_PATH_MAX];
+        pelab_path(path, tr->dir, saved[i]);
+        if (pelab_file_exists(path))
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s/checkpoints holds no checkpoint to resume "
+                              "from, but the run has saved %s: nothing was changed (train a new "
+                              "run with another --out to start over)", tr->dir, saved[i]);
+    }
+    return PELAB_OK;
 }
 
 int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
@@ -570,6 +641,7 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     if ((rc = pelab_run_lock(tr))) goto done;
     int found;
     if ((rc = pelab_ckpt_restore(tr, &found))) goto done;
+    if (!found && (rc = check_nothing_saved(tr))) goto done;
     if (!found) pelab_trainer_fresh_start(tr); /* killed before its first checkpoint */
     if (tr->c.steps < tr->step) {
         rc = pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the run's step %" PRId64,
@@ -578,6 +650,7 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     }
     if (found && (rc = pelab_ckpt_repair_model(tr))) goto done;
     if ((rc = write_config(tr))) goto done; /* records the overrides */
+    say_schedule(tr, file);
     if ((rc = pelab_log_open(tr, 0))) goto done;
     rc = train_loop(tr, hooks);
 done:

@@ -263,51 +263,164 @@ static int gpt2_load(struct pelab_tokenizer *tk, const char *vocab_dir) {
 
 /* ---- BPE ------------------------------------------------------------------------------------- */
 
-struct sym {
-    size_t off, len; /* a slice of the piece */
+/* The merge loop of step 2 on a heap of ranked adjacent pairs, O(n log n) for a piece of n bytes
+ * with the GPT-2 merges (the package rescans every pair after each merge: O(n²)). Symbols are
+ * slices of the piece: len[i] > 0 at the first byte of a symbol, 0 inside one; prev[i] is the
+ * start of the symbol before. A heap entry (rank, i, a, b) stands for the pair of the symbols at
+ * i (a bytes) and i + a (b bytes), and is current while both still have those lengths (symbols
+ * only grow, so an entry that is not current never becomes current again).
+ *
+ * One round is one step of the package's loop: of the current pairs of lowest rank R, the last
+ * one's (first, second) is merged at all its current occurrences, left to right and without
+ * overlap. Pairs of rank R whose texts differ ("a,b" collisions: another split of the same text)
+ * go back on the heap. A merge makes new pairs X·(first second) and (first second)·Y, whose
+ * texts are longer than rank R's, so a round never sees pairs made in it. */
+struct pair {
+    int32_t rank;
+    size_t at, a, b;
 };
 
-/* Rank of the adjacent pair (a, b) of piece p, looked up as the text "a,b"; -1 when none. */
-static int32_t pair_rank(const struct gpt2 *g, const char *p, struct sym a, struct sym b, char *key) {
-    size_t klen = a.len + 1 + b.len;
+struct bpe_work {
+    size_t room;           /* bytes of a piece the arrays hold */
+    size_t *len, *prev;
+    char *key;             /* 2·room + 1 bytes */
+    struct pair *heap, *round;
+    size_t heap_n, cap;    /* heap and round hold `cap` entries each */
+};
+
+static void work_free(struct bpe_work *w) {
+    free(w->len);
+    free(w->prev);
+    free(w->key);
+    free(w->heap);
+    free(w->round);
+    memset(w, 0, sizeof *w);
+}
+
+static int work_reserve(struct bpe_work *w, size_t n) {
+    if (n <= w->room) return PELAB_OK;
+    size_t room = 2 * n > 256 ? 2 * n : 256;
+    work_free(w);
+    w->len = malloc(room * sizeof *w->len);
+    w->prev = malloc(room * sizeof *w->prev);
+    w->key = malloc(2 * room + 1);
+    w->heap = malloc(room * sizeof *w->heap);
+    w->round = malloc(room * sizeof *w->round);
+    if (!w->len || !w->prev || !w->key || !w->heap || !w->round) {
+        work_free(w);
+        return PELAB_ERR_RUNTIME;
+    }
+    w->room = w->cap = room;
+    return PELAB_OK;
+}
+
+/* Heap order: lower rank first; on a tie the later position first (the package's choice). */
+static int before(const struct pair *x, const struct pair *y) {
+    return x->rank < y->rank || (x->rank == y->rank && x->at > y->at);
+}
+
+static int current(const struct bpe_work *w, size_t n, const struct pair *e) {
+    return w->len[e->at] == e->a && e->at + e->a < n && w->len[e->at + e->a] == e->b;
+}
+
+static void sift_down(struct pair *h, size_t n, size_t i) {
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && before(&h[l], &h[m])) m = l;
+        if (r < n && before(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        struct pair t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+static void heap_pop(struct bpe_work *w) {
+    w->heap[0] = w->heap[--w->heap_n];
+    sift_down(w->heap, w->heap_n, 0);
+}
+
+/* Every symbol starts one current pair at most, so the heap never holds more than n - 1 current
+ * entries (cap >= 2n): stale ones are dropped as they surface, or all at once when it is full. */
+static void heap_push(struct bpe_work *w, size_t n, struct pair e) {
+    if (w->heap_n == w->cap) {
+        size_t k = 0;
+        for (size_t i = 0; i < w->heap_n; i++)
+            if (current(w, n, &w->heap[i])) w->heap[k++] = w->heap[i];
+        w->heap_n = k;
+        for (size_t i = k / 2; i-- > 0;) sift_down(w->heap, k, i);
+    }
+    size_t i = w->heap_n++;
+    w->heap[i] = e;
+    while (i > 0 && before(&w->heap[i], &w->heap[(i - 1) / 2])) {
+        struct pair t = w->heap[i];
+        w->heap[i] = w->heap[(i - 1) / 2];
+        w->heap[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+/* Rank of the adjacent symbols at i (a bytes) and i + a (b bytes) of piece p, looked up as the
+ * text "x,y"; -1 when none. */
+static int32_t pair_rank(const struct gpt2 *g, const char *p, size_t i, size_t a, size_t b,
+                         char *key) {
+    size_t klen = a + 1 + b;
     if (klen > g->max_key) return -1;
-    memcpy(key, p + a.off, a.len);
-    key[a.len] = ',';
-    memcpy(key + a.len + 1, p + b.off, b.len);
+    memcpy(key, p + i, a);
+    key[a] = ',';
+    memcpy(key + a + 1, p + i + a, b);
     return pelab_strmap_get(&g->ranks, key, klen);
 }
 
-static int same(const char *p, struct sym a, struct sym b) {
-    return a.len == b.len && memcmp(p + a.off, p + b.off, a.len) == 0;
+/* Pushes the pair that starts at symbol i, if there is one and it ranks. */
+static void push_pair(const struct gpt2 *g, struct bpe_work *w, const char *p, size_t n, size_t i) {
+    size_t a = w->len[i];
+    if (i + a >= n) return;
+    size_t b = w->len[i + a];
+    int32_t r = pair_rank(g, p, i, a, b, w->key);
+    if (r >= 0) heap_push(w, n, (struct pair){r, i, a, b});
 }
 
-/* Appends the ids of one piece. syms has room for n symbols, key for 2n + 1 bytes. */
-static int bpe_piece(const struct gpt2 *g, const char *p, size_t n, struct sym *syms, char *key,
+/* Appends the ids of one piece of n bytes (w holds room for n). */
+static int bpe_piece(const struct gpt2 *g, const char *p, size_t n, struct bpe_work *w,
                      struct pelab_tokens *out) {
-    size_t ns = n;
-    for (size_t i = 0; i < n; i++) syms[i] = (struct sym){i, 1};
-    while (ns > 1) {
-        int32_t best = -1;
-        size_t at = 0;
-        for (size_t i = 0; i + 1 < ns; i++) {
-            int32_t r = pair_rank(g, p, syms[i], syms[i + 1], key);
-            if (r >= 0 && (best < 0 || r <= best)) best = r, at = i; /* the last on a tie */
+    size_t *len = w->len, *prev = w->prev;
+    for (size_t i = 0; i < n; i++) len[i] = 1, prev[i] = i - 1;
+    w->heap_n = 0;
+    for (size_t i = 0; i + 1 < n; i++) push_pair(g, w, p, n, i);
+    size_t symbols = n;
+    while (symbols > 1) {
+        while (w->heap_n && !current(w, n, &w->heap[0])) heap_pop(w);
+        if (!w->heap_n) break;
+        /* The round: every current pair of the lowest rank, popped last one first. */
+        const int32_t R = w->heap[0].rank;
+        const struct pair chosen = w->heap[0];
+        size_t k = 0;
+        while (w->heap_n && w->heap[0].rank == R) {
+            if (current(w, n, &w->heap[0])) w->round[k++] = w->heap[0];
+            heap_pop(w);
         }
-        if (best < 0) break;
-        struct sym first = syms[at], second = syms[at + 1];
-        size_t w = 0;
-        for (size_t i = 0; i < ns;) {
-            if (i + 1 < ns && same(p, syms[i], first) && same(p, syms[i + 1], second)) {
-                syms[w++] = (struct sym){syms[i].off, syms[i].len + syms[i + 1].len};
-                i += 2;
-            } else {
-                syms[w++] = syms[i++];
-            }
+        const char *first = p + chosen.at, *second = p + chosen.at + chosen.a;
+        for (size_t j = k; j-- > 0;) { /* left to right */
+            struct pair e = w->round[j];
+            if (!current(w, n, &e)) continue; /* its left symbol was just merged */
+            if (e.a != chosen.a || e.b != chosen.b || memcmp(p + e.at, first, e.a) != 0 ||
+                memcmp(p + e.at + e.a, second, e.b) != 0)
+                continue; /* another split of the same text: back on the heap below */
+            size_t right = e.at + e.a;
+            len[e.at] = e.a + e.b;
+            len[right] = 0;
+            if (e.at + len[e.at] < n) prev[e.at + len[e.at]] = e.at;
+            symbols--;
+            if (e.at > 0) push_pair(g, w, p, n, prev[e.at]);
+            push_pair(g, w, p, n, e.at);
         }
-        ns = w;
+        for (size_t j = 0; j < k; j++) /* merged ones are no longer current */
+            if (current(w, n, &w->round[j])) heap_push(w, n, w->round[j]);
     }
-    for (size_t i = 0; i < ns; i++) {
-        int32_t id = pelab_strmap_get(&g->vocab, p + syms[i].off, syms[i].len);
+    for (size_t i = 0; i < n; i += len[i]) {
+        int32_t id = pelab_strmap_get(&g->vocab, p + i, len[i]);
         if (id >= 0) {
             int rc = pelab_tokens_push(out, id);
             if (rc) return rc;
@@ -315,11 +428,11 @@ static int bpe_piece(const struct gpt2 *g, const char *p, size_t n, struct sym *
         }
         /* Not in encoder.json (only a "a,b" rank collision can make one): its bytes one by one,
          * each a token of GPT-2's alphabet. The npm package would output undefined here. */
-        for (size_t k = 0; k < syms[i].len; k++) {
-            int32_t b = pelab_strmap_get(&g->vocab, p + syms[i].off + k, 1);
+        for (size_t k = 0; k < len[i]; k++) {
+            int32_t b = pelab_strmap_get(&g->vocab, p + i + k, 1);
             if (b < 0)
                 return pelab_fail(PELAB_ERR_RUNTIME, "the byte 0x%02x has no token in encoder.json",
-                                  (unsigned char)p[syms[i].off + k]);
+                                  (unsigned char)p[i + k]);
             int rc = pelab_tokens_push(out, b);
             if (rc) return rc;
         }
@@ -328,7 +441,7 @@ static int bpe_piece(const struct gpt2 *g, const char *p, size_t n, struct sym *
 }
 
 /* Appends the cached ids of a piece, or encodes it and remembers them. */
-static int encode_piece(struct gpt2 *g, const char *p, size_t n, struct sym *syms, char *key,
+static int encode_piece(struct gpt2 *g, const char *p, size_t n, struct bpe_work *w,
                         struct pelab_tokens *out) {
     int32_t at = pelab_strmap_get(&g->cache, p, n);
     if (at >= 0) {
@@ -339,7 +452,7 @@ static int encode_piece(struct gpt2 *g, const char *p, size_t n, struct sym *sym
         return PELAB_OK;
     }
     size_t before = out->len;
-    int rc = bpe_piece(g, p, n, syms, key, out);
+    int rc = bpe_piece(g, p, n, w, out);
     if (rc) return rc;
     size_t count = out->len - before;
     if (g->cache.count >= CACHE_MAX_PIECES || g->cache_len + count + 1 > INT32_MAX) {
@@ -365,24 +478,15 @@ static int encode_piece(struct gpt2 *g, const char *p, size_t n, struct sym *sym
 static int gpt2_encode(const struct pelab_tokenizer *tk, const char *text, size_t n,
                        const char *what, struct pelab_tokens *out) {
     struct gpt2 *g = tk->state;
-    size_t room = 0;
-    struct sym *syms = NULL;
-    char *key = NULL;
+    struct bpe_work w = {0};
     int rc = PELAB_OK;
     for (size_t i = 0; i < n && !rc;) {
         size_t j = pelab_gpt2_split(text, n, i);
-        if (j - i > room) {
-            room = 2 * (j - i) > 256 ? 2 * (j - i) : 256;
-            free(syms);
-            free(key);
-            syms = malloc(room * sizeof *syms);
-            key = malloc(2 * room + 1);
-            if (!syms || !key) {
-                rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory for a piece of %zu bytes", what, j - i);
-                break;
-            }
+        if (work_reserve(&w, j - i)) {
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory for a piece of %zu bytes", what, j - i);
+            break;
         }
-        rc = encode_piece(g, text + i, j - i, syms, key, out);
+        rc = encode_piece(g, text + i, j - i, &w, out);
         if (rc) {
             char why[512];
             snprintf(why, sizeof why, "%s", pelab_last_error());
@@ -390,8 +494,7 @@ static int gpt2_encode(const struct pelab_tokenizer *tk, const char *text, size_
         }
         i = j;
     }
-    free(syms);
-    free(key);
+    work_free(&w);
     return rc;
 }
 

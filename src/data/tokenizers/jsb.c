@@ -53,9 +53,16 @@ static int jsb_encode(const struct pelab_tokenizer *tk, const char *text, size_t
         if (!ok) {
             size_t end = start;
             while (end < n && !is_space(text[end]) && end - start < 20) end++;
-            return pelab_fail(PELAB_ERR_RUNTIME, "%s: byte %zu: '%.*s' is not a MIDI pitch in "
-                              "%d..%d or -1 (silence)", what, start, (int)(end - start),
-                              text + start, LOW, HIGH);
+            char shown[4 * 20 + 1]; /* the word, bytes outside printable ASCII as \xNN */
+            size_t k = 0;
+            for (size_t j = start; j < end; j++) {
+                unsigned char c = (unsigned char)text[j];
+                if (c >= 0x20 && c < 0x7f) shown[k++] = (char)c;
+                else k += (size_t)snprintf(shown + k, sizeof shown - k, "\\x%02x", c);
+            }
+            shown[k] = '\0';
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s: byte %zu: '%s' is not a MIDI pitch in "
+                              "%d..%d or -1 (silence)", what, start, shown, LOW, HIGH);
         }
         int rc = pelab_tokens_push(out, neg ? SILENCE : (int32_t)(v - LOW));
         if (rc) return rc;
