@@ -391,6 +391,12 @@ static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes
     return rc;
 }
 
+/* " mean ± std |" with `prec` decimals and `unit`; one seed has no spread: " mean |". */
+static void cell(int seeds, int prec, double mean, double std, const char *unit) {
+    if (seeds > 1) printf(" %.*f ± %.*f%s |", prec, mean, prec, std, unit);
+    else printf(" %.*f%s |", prec, mean, unit);
+}
+
 /* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. */
 static void print_lm_table(const struct pe_stats *st, int n_pes) {
     printf("\n| encoding | test NLL | test ppl |");
@@ -402,22 +408,27 @@ static void print_lm_table(const struct pe_stats *st, int n_pes) {
         const struct pe_stats *e = &st[p];
         char t[32];
         pelab_format_duration(t, sizeof t, e->wall_mean);
-        printf("| %s | %.4f ± %.4f | %.3f ± %.3f |", e->pe, e->loss_mean, e->loss_std, e->ppl_mean,
-               e->ppl_std);
-        for (int l = 0; l < n_lengths; l++) printf(" %.3f ± %.3f |", e->len_mean[l], e->len_std[l]);
+        printf("| %s |", e->pe);
+        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
+        cell(e->seeds, 3, e->ppl_mean, e->ppl_std, "");
+        for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
         printf(" %s |\n", t);
     }
 }
 
 static void print_table(const struct pe_stats *st, int n_pes) {
-    printf("\n| encoding | test acc (mean ± std) | test loss (mean ± std) | time per run |\n"
-           "|---|---|---|---|\n");
+    int spread = 0;
+    for (int p = 0; p < n_pes; p++) spread |= st[p].seeds > 1;
+    printf("\n| encoding | test acc%s | test loss%s | time per run |\n|---|---|---|---|\n",
+           spread ? " (mean ± std)" : "", spread ? " (mean ± std)" : "");
     for (int p = 0; p < n_pes; p++) {
         const struct pe_stats *e = &st[p];
         char t[32];
         pelab_format_duration(t, sizeof t, e->wall_mean);
-        printf("| %s | %.1f ± %.1f %% | %.4f ± %.4f | %s |\n", e->pe, e->acc_pct_mean,
-               e->acc_pct_std, e->loss_mean, e->loss_std, t);
+        printf("| %s |", e->pe);
+        cell(e->seeds, 1, e->acc_pct_mean, e->acc_pct_std, " %");
+        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
+        printf(" %s |\n", t);
     }
 }
 

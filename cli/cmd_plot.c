@@ -24,6 +24,8 @@ static const struct pelab_optdef plot_options[] = {
     {"logy", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "base-10 y axis (points with y <= 0 are left out)"},
     {"png", PELAB_OPT_STR, "", 0, 0, NULL, "PNG file to write (required; replaced atomically)"},
     {"title", PELAB_OPT_STR, "", 0, 0, NULL, "title above the plot (none: 'Y against X')"},
+    {"xlabel", PELAB_OPT_STR, "", 0, 0, NULL, "x-axis label (none: the x column's name)"},
+    {"ylabel", PELAB_OPT_STR, "", 0, 0, NULL, "y-axis label (none: the y column's name)"},
     {"width", PELAB_OPT_INT, "900", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "image width in pixels"},
     {"height", PELAB_OPT_INT, "600", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "image height in pixels"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
@@ -32,7 +34,8 @@ static const struct pelab_optdef plot_options[] = {
 void pelab_cmd_plot_help(FILE *f) {
     struct pelab_group g = {"options", plot_options};
     fprintf(f, "usage: pelab plot lines --csv FILE --x COL --y COL [--group COL] [--logx] [--logy]\n"
-               "                        --png FILE [--title TEXT] [--width N] [--height N]\n\n"
+               "                        --png FILE [--title TEXT] [--xlabel TEXT] [--ylabel TEXT]\n"
+               "                        [--width N] [--height N]\n\n"
                "Draws column y against column x of a CSV file as a PNG, one line per value of the\n"
                "group column, each line's points joined in order of x; non-numeric x or y values are\n"
                "an error naming the line. An extrapolation sweep (columns pe,length,nll,ppl) is\n"
@@ -119,7 +122,9 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
         char title[2 * PELAB_OPT_VAL_MAX + 16];
         const char *t = pelab_opt_str(o, plot_options, "title");
         if (!t[0]) snprintf(title, sizeof title, "%s against %s", yname, xname), t = title;
-        struct pelab_plot_panel panel = {NULL, xname, yname, pelab_opt_switch(o, plot_options, "logx"),
+        const char *xl = pelab_opt_str(o, plot_options, "xlabel"), *yl = pelab_opt_str(o, plot_options, "ylabel");
+        struct pelab_plot_panel panel = {NULL, xl[0] ? xl : xname, yl[0] ? yl : yname,
+                                         pelab_opt_switch(o, plot_options, "logx"),
                                          pelab_opt_switch(o, plot_options, "logy"), series, n_lines};
         rc = pelab_plot_lines(png, (int)pelab_opt_int(o, plot_options, "width"),
                               (int)pelab_opt_int(o, plot_options, "height"), t, &panel, 1);

@@ -19,7 +19,8 @@ start=$SECONDS
 
 png="$out/extrapolation.png"
 if ./pelab plot lines --csv "$out/sweep.csv" --x length --y ppl_mean --group pe --logx \
-    --title "Perplexity per byte at 1x-10x the training length (128 bytes), Moby Dick" \
+    --title "Trained on 128 bytes of context, evaluated at 1x-10x (Moby Dick)" \
+    --xlabel "context length (bytes)" --ylabel "perplexity per byte" \
     --png "$png" 2>"$out/plot.err"; then
     echo "figure: $png"
 else

@@ -11,6 +11,10 @@ TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-siz
     --out "$W/cmp" >"$W/out" 2>"$W/err" || fail "compare exited $?: $(tail -3 "$W/err")"
 grep -q '^| encoding | test acc' "$W/out" || fail "no table header: $(cat "$W/out")"
 grep -qE '^\| rope \| [0-9.]+ ± [0-9.]+ % \| [0-9.]+ ± [0-9.]+ \|' "$W/out" || fail "no rope row: $(cat "$W/out")"
+# One seed has no spread to show: plain numbers.
+"$P" compare --task indirect --pe rope --seeds 1 $TINY --steps 2 --out "$W/one" >"$W/one.out" 2>/dev/null ||
+    fail "compare of one seed exited $?"
+grep -qE '^\| rope \| [0-9.]+ % \| [0-9.]+ \| [0-9hms]+ \|$' "$W/one.out" || fail "one-seed row: $(cat "$W/one.out")"
 grep -qE '^\| nope \| ' "$W/out" || fail "no nope row"
 for r in rope-s1 rope-s2 nope-s1 nope-s2; do
     [ -f "$W/cmp/$r/summary.json" ] || fail "$r: no summary.json"

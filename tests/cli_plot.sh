@@ -98,6 +98,11 @@ png "$W/s.png" 900 600
 "$P" plot lines --csv - --x length --y nll --png "$W/s2.png" --width 300 --height 200 --title "a sweep" \
     <"$W/sweep.csv" 2>"$W/err" || fail "plot lines --csv -: $(cat "$W/err")"
 png "$W/s2.png" 300 200
+# Axis labels of one's own: drawn instead of the column names (another image).
+"$P" plot lines --csv - --x length --y nll --png "$W/s3.png" --width 300 --height 200 --title "a sweep" \
+    --xlabel "context length (tokens)" --ylabel "NLL per token" <"$W/sweep.csv" 2>"$W/err" || fail "--xlabel: $(cat "$W/err")"
+png "$W/s3.png" 300 200
+cmp -s "$W/s2.png" "$W/s3.png" && fail "--xlabel/--ylabel drew the same image as the column names"
 
 # Edge cases of the data: values near ±DBL_MAX draw their line (not a blank plot); ticks of values
 # that differ in the 10th digit get labels that tell them apart (wider, so the plot area starts
@@ -167,9 +172,9 @@ expect 2 "unknown kind of plot 'bars'" plot bars --csv "$W/sweep.csv"
 expect 2 "plot needs a kind of plot first" plot --csv "$W/sweep.csv"
 [ ! -e "$W/bad.png" ] || fail "a failed plot left a PNG"
 h=$("$P" help plot) || fail "pelab help plot exited $?"
-for o in csv x y group logx logy png title width height; do
+for o in csv x y group logx logy png title xlabel ylabel width height; do
     grep -qE -- "^  --$o " <<<"$h" || fail "pelab help plot lacks --$o"
 done
-[ "$(grep -c '(default: ' <<<"$h")" -eq 10 ] || fail "pelab help plot: not every option shows its default"
+[ "$(grep -c '(default: ' <<<"$h")" -eq 12 ] || fail "pelab help plot: not every option shows its default"
 "$P" help | grep -q "^  plot " || fail "pelab help does not list plot"
 echo "ok"
