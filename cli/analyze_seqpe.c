@@ -6,8 +6,16 @@
  *   p,<q_0>,<q_1>,...        header: the column positions
  *   <p_i>,<e_{p_i}·e_{q_0}>,...   one row per position
  *
+ * With --nearest T it writes instead, for each position p of the range, the nearest of the
+ * embeddings of the training window, e_0 .. e_{T-1} (p itself left out), and the Euclidean
+ * distance to it: whether the positions beyond the training length stay among the ones the model
+ * was trained on, or leave them (a probe of extrapolation):
+ *
+ *   p,nearest,distance,norm      one row per position: argmin_q |e_p - e_q|, that minimum, |e_p|
+ *
  * It reads the weights alone: the run opens without its task (no dataset needed).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +34,9 @@ static const struct pelab_optdef seqpe_options[] = {
     {"from", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL, "first position"},
     {"to", PELAB_OPT_INT, "2048", 1, 2147483647.0, NULL, "positions below it (the paper's figure: 2048)"},
     {"step", PELAB_OPT_INT, "8", 1, 2147483647.0, NULL, "every step-th position (1: all of them)"},
+    {"nearest", PELAB_OPT_INT, "0", 0, 1048576, NULL,
+     "T > 0: instead of the matrix, each position's nearest embedding among e_0..e_{T-1} (itself "
+     "left out) and the distance to it; 0: the matrix"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -33,10 +44,13 @@ static const struct pelab_optdef seqpe_options[] = {
 
 static void analyze_seqpe_help(FILE *f) {
     struct pelab_group g = {"options", seqpe_options};
-    fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n\n"
+    fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n"
+               "                           [--nearest T]\n\n"
                "Writes the dot products e_p . e_q of a SeqPE run's position embeddings (the\n"
                "encoder's output) for p, q = from, from+step, ... below to, as a CSV matrix: a\n"
-               "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n");
+               "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n"
+               "With --nearest T, rows p,nearest,distance,norm instead: the nearest of the\n"
+               "training window's embeddings e_0..e_{T-1} to each e_p (p itself left out).\n");
     pelab_args_help(f, &g, 1, NULL);
 }
 
@@ -70,6 +84,43 @@ done:
     return rc;
 }
 
+/* Rows p,nearest,distance,norm: for each of the n positions from, from+step, ..., the q < T
+ * (q != p) with the smallest |e_p - e_q|. */
+static int write_nearest(FILE *f, struct pelab_model *m, long from, long step, int n, int T) {
+    const int D = m->cfg.d_model;
+    int32_t *pos = malloc((size_t)(n + T) * sizeof *pos);
+    pelab_real *e = malloc((size_t)(n + T) * D * sizeof *e);
+    int rc = PELAB_OK;
+    if (!pos || !e) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d position embeddings", n + T);
+        goto done;
+    }
+    for (int q = 0; q < T; q++) pos[q] = q; /* the window first, then the positions asked */
+    for (int i = 0; i < n; i++) pos[T + i] = (int32_t)(from + step * i);
+    if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n + T, e))) goto done;
+    fprintf(f, "p,nearest,distance,norm\n");
+    for (int i = 0; i < n; i++) {
+        const pelab_real *ep = e + (long)(T + i) * D;
+        double best = -1, norm = 0;
+        int arg = -1;
+        for (int c = 0; c < D; c++) norm += (double)ep[c] * ep[c];
+        for (int q = 0; q < T; q++) {
+            if (q == pos[T + i]) continue;
+            double d2 = 0;
+            for (int c = 0; c < D; c++) {
+                double d = (double)ep[c] - e[(long)q * D + c];
+                d2 += d * d;
+            }
+            if (best < 0 || d2 < best) best = d2, arg = q;
+        }
+        fprintf(f, "%d,%d,%.7g,%.7g\n", pos[T + i], arg, sqrt(best), sqrt(norm));
+    }
+done:
+    free(pos);
+    free(e);
+    return rc;
+}
+
 int pelab_analyze_seqpe(int argc, char **argv) {
     struct pelab_group g = {"options", seqpe_options};
     static struct pelab_opts opts;
@@ -92,6 +143,10 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     if (n > MAX_POINTS)
         return pelab_fail(PELAB_ERR_USAGE, "--from %ld --to %ld --step %ld gives %ld positions, "
                           "more than %d: take a larger --step", from, to, step, n, MAX_POINTS);
+    const int nearest = (int)pelab_opt_int(&opts, seqpe_options, "nearest");
+    if (nearest == 1)
+        return pelab_fail(PELAB_ERR_USAGE, "--nearest 1: position 0 would have no other to be "
+                          "near; take 2 or more (or 0 for the matrix)");
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, seqpe_options, "edited"));
     const char *out = pelab_opt_str(&opts, seqpe_options, "out");
     if (strcmp(out, "-") != 0 && (rc = pelab_check_output("--out", out))) return rc;
@@ -114,7 +169,7 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         }
         f = af.f;
     }
-    rc = write_matrix(f, m, from, step, (int)n);
+    rc = nearest ? write_nearest(f, m, from, step, (int)n, nearest) : write_matrix(f, m, from, step, (int)n);
     if (f != stdout) {
         if (rc) pelab_atomic_abort(&af);
         else rc = pelab_atomic_commit(&af);

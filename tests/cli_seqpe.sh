@@ -69,6 +69,25 @@ m = [[float(x) for x in r[1:]] for r in rows[1:]]
 assert all(m[i][j] == m[j][i] for i in range(10) for j in range(10)), "not symmetric"
 assert all(m[i][i] > 0 for i in range(10)), "diagonal"
 PY
+# --nearest T: each position's nearest embedding of the window 0..T-1 (itself left out), the same
+# distances as the dot products give: |e_p - e_q|² = e_p·e_p + e_q·e_q - 2 e_p·e_q.
+"$P" analyze seqpe --model "$R" --from 0 --to 24 --step 1 --nearest 8 --out "$W/near.csv" 2>"$W/err" ||
+    fail "analyze seqpe --nearest: $(cat "$W/err")"
+"$P" analyze seqpe --model "$R" --from 0 --to 24 --step 1 --out "$W/dots.csv" 2>"$W/err" || fail "analyze seqpe 0..24"
+/usr/bin/python3 - "$W/near.csv" "$W/dots.csv" <<'PY' || fail "analyze seqpe --nearest: the distances"
+import csv, math, sys
+near = list(csv.reader(open(sys.argv[1])))
+dots = [[float(x) for x in r[1:]] for r in list(csv.reader(open(sys.argv[2])))[1:]]
+assert near[0] == ["p", "nearest", "distance", "norm"], near[0]
+assert [int(r[0]) for r in near[1:]] == list(range(24)), near
+for r in near[1:]:
+    p, q, dist, norm = int(r[0]), int(r[1]), float(r[2]), float(r[3])
+    d2 = lambda a, b: dots[a][a] + dots[b][b] - 2 * dots[a][b]
+    want = min((d2(p, k), k) for k in range(8) if k != p)
+    assert q == want[1] and q != p and 0 <= q < 8, (p, q, want)
+    assert abs(dist - math.sqrt(max(want[0], 0))) <= 1e-4 * (1 + dist), (p, dist, want)
+    assert abs(norm - math.sqrt(dots[p][p])) <= 1e-5 * norm, (p, norm)
+PY
 
 # The regulariser ablation as one compare: variants NAME:option=value:... of one encoding.
 "$P" compare --task indirect --pe seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe:seqpe-beta=0,seqpe --seeds 1 \
@@ -112,6 +131,7 @@ expect_usage "position 1000 has more than 3 digits in base 10" -- \
 "$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"
 expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
 expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
+expect_usage "--nearest 1: position 0 would have no other to be near" -- analyze seqpe --model "$W/input" --nearest 1 --out "$W/no"
 expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
     compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
 expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
