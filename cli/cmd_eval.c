@@ -9,6 +9,7 @@
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/status.h"
+#include "pelab/dist.h"
 #include "pelab/sweep.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
@@ -124,7 +125,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     int n, T = t->seq_len;
     int rc = pelab_sweep_parse(spec, T, lengths, &n);
     if (rc) return rc;
-    int tty = !json && isatty(fileno(stderr));
+    int tty = !json && isatty(fileno(stderr)) && pelab_dist_rank() == 0;
     /* Each position of a pass holds its logits and probabilities, 2·V floats (gpt2: 400 kB): a
      * pass of 64 windows of 10T would not fit a workstation, so by default passes hold 8192
      * tokens (at least one window). */
@@ -165,7 +166,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     }
     fputs(sb.data, stdout);
     pelab_sb_free(&sb);
-    if (!csv[0]) return PELAB_OK;
+    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK; /* across MPI ranks, rank 0 writes */
     struct pelab_sb text = {0};
     pelab_sweep_csv(&text, run->model.cfg.pe, rows, n);
     rc = pelab_write_file_atomic(csv, text.data, text.len);
@@ -211,7 +212,8 @@ int pelab_cmd_eval(int argc, char **argv) {
     pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
 
     static struct pelab_run run;
-    if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
+    /* across MPI ranks the evaluations below are shared out (pelab/dist.h) */
+    if ((rc = pelab_dist_agree(pelab_run_open_with(&run, dir, &enc)))) return rc;
     if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])
         rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
                         "documents: text, dna, music)", run.task.ops->name);
