@@ -441,10 +441,11 @@ static int save(struct pelab_trainer *tr) {
                 if (tr->saved_step >= 0)
                     snprintf(kept, sizeof kept, "the checkpoint of step %" PRId64 " is kept",
                              tr->saved_step);
-                return pelab_fail(PELAB_ERR_RUNTIME, "step %" PRId64 ": the weights of MPI rank %d "
-                                  "differ from rank 0's (checksum %016" PRIx64 " vs %016" PRIx64
-                                  "): the ranks diverged; stopped, %s", tr->step, r, all[r],
-                                  all[0], kept);
+                /* alike on every rank: rank 0 says it */
+                return pelab_dist_agree(pelab_fail(
+                    PELAB_ERR_RUNTIME, "step %" PRId64 ": the weights of MPI rank %d differ from "
+                    "rank 0's (checksum %016" PRIx64 " vs %016" PRIx64 "): the ranks diverged; "
+                    "stopped, %s", tr->step, r, all[r], all[0], kept));
             }
     }
     if (pelab_dist_rank() > 0) {
