@@ -98,6 +98,18 @@ PELAB_TEST_RANK_FAULT=7:1:diverge mpi 2 train $K --out "$W/apart" >/dev/null 2>"
     fail "diverged ranks: expected one error line: $(cat "$W/e")"
 [ "$(ls "$W/apart/checkpoints")" = "state-0000000005.safetensors" ] || fail "diverged ranks wrote a checkpoint"
 
+# ---- non-finite values: one error line; a rollback (rank 0 reads the checkpoint) as one process ----
+PELAB_TEST_NAN=7:grad mpi 2 train $K --out "$W/nan" >/dev/null 2>"$W/e" && fail "a NaN gradient on 2 ranks exited 0"
+[ "$(grep -c '^pelab: ' "$W/e")" -eq 1 ] &&
+    grep -q "^pelab: step 7: the gradient norm is not finite (nan; .*the checkpoint of step 5 is kept" "$W/e" ||
+    fail "a NaN gradient on 2 ranks: expected one error line: $(cat "$W/e")"
+PELAB_TEST_NAN=7:grad:once "$P" train $K --on-nan rollback --out "$W/rb-1" >/dev/null 2>"$W/e" ||
+    fail "rollback, one process: $(cat "$W/e")"
+PELAB_TEST_NAN=7:grad:once mpi 2 train $K --on-nan rollback --out "$W/rb-2" >/dev/null 2>"$W/e" ||
+    fail "rollback, 2 ranks: $(cat "$W/e")"
+[ "$(grep -c "rolled back to step 5" "$W/e")" -eq 1 ] || fail "rollback on 2 ranks: $(cat "$W/e")"
+msg=$(compare close "$W/rb-1" "$W/rb-2") || fail "rollback: 2 ranks differ from one process: $msg"
+
 # ---- evaluation: a split, a length sweep ----
 "$P" eval --threads 1 --model "$W/rope-1" --split test --json >"$W/ev1" || fail "eval"
 mpi 2 eval --threads 1 --model "$W/rope-1" --split test --json >"$W/ev2" 2>"$W/e" || fail "eval, 2 ranks: $(cat "$W/e")"

@@ -479,7 +479,9 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
         int64_t before = tr->step;
         rc = update(tr, &loss, &acc, aux, &lr, &ev);
         int skipped = rc == UPDATE_NAN;
-        if (skipped && (rc = pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied)))
+        /* every rank meets the same event alike (the update's sums are shared): rank 0 says it */
+        if (skipped && (rc = pelab_dist_agree(
+                            pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied))))
             break;
         if (rc) break;
         double dt = now_s() - ts;
