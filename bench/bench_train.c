@@ -16,7 +16,8 @@
  * bench/twin_bench.py prints the same line for the PyTorch twin; bench/run.sh puts them side
  * by side. Under mpirun (a build with MPI, pelab/dist.h) the ranks share each step's B rows and
  * sum their gradients with one allreduce, as `pelab train` does; the line (rank 0's) then also
- * gives the ranks, the parameters and the mean time of that allreduce per step:
+ * gives the ranks, the parameters, and per step the mean time a rank waited for the others
+ * before the allreduce (wait_ms: a barrier) and the allreduce itself (allreduce_ms):
  *   mpirun -np 2 build/bench/bench_train --config A --pe rope --threads 1
  * Built by `make profile` (build/prof/bench/bench_train, with -DPELAB_PROFILE), it also
  * prints to stderr a table of where a step's time went, per phase (src/core/prof.h).
@@ -141,16 +142,19 @@ int main(int argc, char **argv) {
     pelab_dist_share((uint64_t)c->B, &r0, &r1);
     const int rows = (int)(r1 - r0);
     const size_t off = (size_t)r0 * (size_t)c->T;
-    double t0 = 0, loss = 0, allreduce = 0;
+    double t0 = 0, loss = 0, allreduce = 0, wait = 0;
     for (int s = 0; s < warmup + steps; s++) {
-        if (s == warmup) t0 = now_s(), allreduce = 0, pelab_prof_reset();
+        if (s == warmup) t0 = now_s(), allreduce = wait = 0, pelab_prof_reset();
         pelab_params_zero_grad(&m.params);
         loss = pelab_model_forward(&m, tokens + off, targets + off, pos + off, rows, c->T) *
                rows / c->B;
         pelab_model_backward(&m, (pelab_real)rows / (pelab_real)c->B);
         double ta = now_s();
+        pelab_dist_barrier();
+        double tb = now_s();
         pelab_dist_sum_real(m.params.grad, m.params.total);
-        allreduce += now_s() - ta;
+        wait += tb - ta;
+        allreduce += now_s() - tb;
         pelab_clip_grad_norm(&m.params, 1.0);
         pelab_adamw_step(&opt, &m.params, 1e-3);
     }
@@ -162,10 +166,11 @@ int main(int argc, char **argv) {
     if (pelab_dist_rank() == 0)
         printf("{\"config\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
                "\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
-               "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"allreduce_ms\":%.3f}\n",
+               "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
+               "\"allreduce_ms\":%.3f}\n",
                c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
                pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
-               pelab_dist_size(), m.params.total, 1e3 * allreduce / steps);
+               pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps);
     /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */
     pelab_prof_report(stderr, steps, elapsed / steps);
     free(tokens);

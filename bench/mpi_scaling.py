@@ -4,9 +4,11 @@ cluster.
 
   python3 bench/mpi_scaling.py measure [--configs A B C D] [--reps 3] [--out bench/mpi_last.json]
   python3 bench/mpi_scaling.py project [--in bench/mpi_last.json] [--batch 64] [--accum 1 8]
+                                       [--node-speed 1 32]
 
 measure: bench_train (make bench) on each configuration, 1 rank x 2 threads and 2 ranks x 1
-thread (mpirun) run alternately, `reps` times each; the medians of tokens/s and of the step time
+thread (mpirun) run alternately, `reps` times each; the medians of tokens/s, of the step time and
+(2 ranks) of the time a rank waits for the other before the allreduce and of the allreduce itself
 go to the JSON file with the parameter count.
 
 project: for N = 2..64 nodes of this machine's speed, a fixed global batch of `batch` sequences
@@ -22,7 +24,8 @@ Communication dominates once t_comm > t_compute, that is from
 
   N* = 1 + accum * batch * t_row * bandwidth / (2 G)
 
-nodes on: accumulation moves N* out in proportion to accum.
+nodes on: accumulation moves N* out in proportion to accum, and nodes k times as fast as the
+measuring machine (--node-speed k) bring it in k times.
 """
 import argparse
 import json
@@ -65,38 +68,44 @@ def measure(args):
                                      "runs": [r["tokens_per_s"] for r in one]},
             "two_ranks_one_thread": {"tokens_per_s": med(two, "tokens_per_s"),
                                      "step_ms": med(two, "step_ms"),
+                                     "wait_ms": med(two, "wait_ms"),
                                      "allreduce_ms": med(two, "allreduce_ms"),
                                      "runs": [r["tokens_per_s"] for r in two]},
         })
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)
-    print("config  params      1 rank x 2 threads   2 ranks x 1 thread   ratio   allreduce")
+    print("config  params      1 rank x 2 threads   2 ranks x 1 thread   ratio   "
+          "per step: wait, allreduce, step")
     for r in results:
         a, b = r["one_rank_two_threads"], r["two_ranks_one_thread"]
         print(f"{r['config']:<7} {r['params']:>10,}  {a['tokens_per_s']:>12,.0f} tok/s  "
               f"{b['tokens_per_s']:>12,.0f} tok/s  {b['tokens_per_s'] / a['tokens_per_s']:5.2f}"
-              f"  {b['allreduce_ms']:7.1f} ms of {b['step_ms']:.0f}")
+              f"  {b['wait_ms']:.1f}, {b['allreduce_ms']:.1f}, {b['step_ms']:.0f} ms")
 
 
 def project(args):
     with open(args.input) as f:
         results = json.load(f)
+    print(f"global batch {args.batch} sequences per micro-batch; t_update: one node's compute per "
+          f"update; N*: nodes from which t_comm > t_compute; efficiency t_compute / (t_compute + "
+          f"t_comm) at {', '.join(map(str, NODES))} nodes\n")
+    print("| config | gradient | node speed | accum | t_update, 1 node | network | N* | "
+          + " | ".join(f"{n}" for n in NODES) + " |")
+    print("|---" * (7 + len(NODES)) + "|")
     for r in results:
-        t_row = r["one_rank_two_threads"]["step_ms"] / 1e3 / r["B"]
         G = 4 * r["params"]
-        print(f"\nconfig {r['config']}: {r['params']:,} parameters, gradient {G / 1e6:.1f} MB, "
-              f"{1e3 * t_row:.2f} ms per sequence (1 node = this machine, 2 threads), "
-              f"global batch {args.batch} sequences per micro-batch")
-        for accum in args.accum:
-            t_all = accum * args.batch * t_row
-            for name, bw in NETWORKS:
-                nstar = 1 + t_all * bw / (2 * G)
-                cells = []
-                for n in NODES:
-                    tc, tm = t_all / n, 2 * (n - 1) / n * G / bw
-                    cells.append(f"{n:>2}: {100 * tc / (tc + tm):3.0f}%")
-                print(f"  accum {accum:<2} {name:<20} comm > compute from N* = {nstar:7.1f};"
-                      f" efficiency {'  '.join(cells)}")
+        for speed in args.node_speed:
+            t_row = r["one_rank_two_threads"]["step_ms"] / 1e3 / r["B"] / speed
+            for accum in args.accum:
+                t_all = accum * args.batch * t_row
+                for name, bw in NETWORKS:
+                    nstar = 1 + t_all * bw / (2 * G)
+                    cells = []
+                    for n in NODES:
+                        tc, tm = t_all / n, 2 * (n - 1) / n * G / bw
+                        cells.append(f"{100 * tc / (tc + tm):.0f}%")
+                    print(f"| {r['config']} | {G / 1e6:.1f} MB | {speed:g}x | {accum} | "
+                          f"{t_all:.2f} s | {name} | {nstar:,.0f} | " + " | ".join(cells) + " |")
 
 
 def main():
@@ -111,6 +120,8 @@ def main():
     p.add_argument("--in", dest="input", default="bench/mpi_last.json")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--accum", type=int, nargs="+", default=[1, 8])
+    p.add_argument("--node-speed", type=float, nargs="+", default=[1],
+                   help="nodes this many times as fast as the measuring machine (t_row / speed)")
     args = ap.parse_args()
     measure(args) if args.cmd == "measure" else project(args)
 

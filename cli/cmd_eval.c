@@ -209,7 +209,7 @@ int pelab_cmd_eval(int argc, char **argv) {
     int sweep_batch = pelab_opts_get(&opts, "batch") ? batch : 0; /* 0: the sweep's default */
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
-    pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
+    pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, eval_options, "threads")));
 
     static struct pelab_run run;
     /* across MPI ranks the evaluations below are shared out (pelab/dist.h) */

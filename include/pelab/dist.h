@@ -26,6 +26,10 @@ void pelab_dist_finalize(void);
 void pelab_dist_abort(int code);
 int pelab_dist_rank(void);
 int pelab_dist_size(void);
+/* The thread count for `threads` (an option; 0: all cores): unchanged when given or in one
+ * process; 0 under several ranks becomes this machine's cores divided among its ranks
+ * (OMPI_COMM_WORLD_LOCAL_SIZE), so that ranks sharing a machine do not oversubscribe it. */
+int pelab_dist_threads(int threads);
 /* Rows [*r0, *r1) of a batch of B rows that this rank takes: contiguous shares whose sizes differ
  * by at most one, rank 0 first. */
 void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1);
@@ -48,6 +52,9 @@ void pelab_dist_bcast(void *buf, size_t bytes);
 void pelab_dist_bcast_from(void *buf, size_t bytes, int root);
 /* Collective: the lowest rank whose flag is set, or -1 when no rank's is. */
 int pelab_dist_first(int flag);
+/* Collective: returns once every rank has called it (for measurements: the time a rank waits
+ * here is the other ranks' lag, not communication). */
+void pelab_dist_barrier(void);
 /* Collective: all[r] := rank r's x, for r < pelab_dist_size(). */
 void pelab_dist_gather_u64(uint64_t x, uint64_t *all);
 

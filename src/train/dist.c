@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "pelab/dist.h"
 #include "pelab/status.h"
 #ifdef PELAB_MPI
@@ -73,6 +74,14 @@ void pelab_dist_abort(int code) {
 
 int pelab_dist_rank(void) { return rank_; }
 int pelab_dist_size(void) { return size_; }
+
+int pelab_dist_threads(int threads) {
+    if (threads > 0 || size_ == 1) return threads;
+    const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long local = v ? atol(v) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (local < 1) local = 1;
+    return cores / local > 1 ? (int)(cores / local) : 1;
+}
 
 void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1) {
     uint64_t q = B / (uint64_t)size_, rem = B % (uint64_t)size_, r = (uint64_t)rank_;
@@ -158,6 +167,12 @@ void pelab_dist_bcast_from(void *buf, size_t bytes, int root) {
     (void)buf;
     (void)bytes;
     (void)root;
+#endif
+}
+
+void pelab_dist_barrier(void) {
+#ifdef PELAB_MPI
+    if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
 #endif
 }
 

@@ -61,7 +61,7 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if (!rc) rc = pelab_poison_init(&tr->poison);
     if (rc) return rc;
     struct pelab_train_config *c = &tr->c;
-    pelab_threads_set(c->threads);
+    pelab_threads_set(pelab_dist_threads(c->threads));
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
