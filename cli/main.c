@@ -56,7 +56,8 @@ static void usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", "help",
             "'pelab help <command>' lists every option with its default;\n"
             "             'pelab help encodings|tasks|presets' lists what can be plugged in");
-    fprintf(f, "\nbuild: %s, %s, %s\n", pelab_build_info(), pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)",
+    fprintf(f, "\nbuild: %s, %s, %s\n", pelab_build_info(),
+            pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)",
             pelab_dist_built() ? "MPI (mpirun -np N pelab train|eval)" : "no MPI (one process)");
 }
 

@@ -422,7 +422,8 @@ static uint64_t state_checksum(const struct pelab_params *P) {
     const pelab_real *buf[3] = {P->data, P->m, P->v};
     for (int k = 0; k < 3; k++) {
         const unsigned char *b = (const unsigned char *)buf[k];
-        for (size_t i = 0; i < P->total * sizeof(pelab_real); i++) h = (h ^ b[i]) * 0x100000001b3ull;
+        for (size_t i = 0; i < P->total * sizeof(pelab_real); i++)
+            h = (h ^ b[i]) * 0x100000001b3ull;
     }
     return h;
 }
