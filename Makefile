@@ -66,6 +66,8 @@ ifneq ($(MPI_LIBS),)
   CFLAGS += -DPELAB_MPI $(MPI_CFLAGS)
   LDLIBS += $(MPI_LIBS)
   PC_REQUIRES += ompi
+else ifeq ($(MPI),0)
+  $(info notice: MPI=0: pelab will train in one process only (no mpirun).)
 else
   $(info notice: MPI not found (pkg-config ompi, mpicc); pelab will train in one process only (no mpirun). Install libopenmpi-dev with 'make deps'.)
 endif

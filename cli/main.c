@@ -93,6 +93,8 @@ static const struct {
 static int fail(int rc) {
     const char *msg = pelab_last_error();
     if (pelab_dist_follower()) return rc; /* another MPI rank says why */
+    /* a usage error comes from the options, the same on every rank: rank 0 says it */
+    if (pelab_dist_rank() > 0 && rc == PELAB_ERR_USAGE) return rc;
     if (pelab_dist_rank() > 0)
         fprintf(stderr, "pelab: rank %d: %s\n", pelab_dist_rank(), msg[0] ? msg : "failed");
     else

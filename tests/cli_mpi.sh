@@ -164,4 +164,7 @@ mpi 2 train $S --pe rope --batch 1 --out "$W/b1" >/dev/null 2>"$W/e"; rc=$?
 mpi 2 sample --model "$W/rope-1" >/dev/null 2>"$W/e"; rc=$?
 [ $rc -ne 0 ] && [ "$(grep -c '^pelab: ' "$W/e")" -eq 1 ] && grep -q "^pelab: pelab sample runs in one process" "$W/e" ||
     fail "sample on 2 ranks: $(cat "$W/e")"
+mpi 2 eval --model "$W/rope-1" --split long >/dev/null 2>"$W/e"; rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^pelab: ' "$W/e")" -eq 1 ] && grep -q "^pelab: --split long: task indirect" "$W/e" ||
+    fail "eval --split long on 2 ranks: exit $rc: $(cat "$W/e")"
 echo "ok"
