@@ -24,18 +24,19 @@ int pelab_dist_built(void) {
 #endif
 }
 
-/* The job size an MPI launcher announced in the environment (1: none). OpenMPI's mpirun sets
- * OMPI_COMM_WORLD_SIZE; PMI and PMIx launchers (srun, hydra) set PMI_SIZE or PMIX_RANK. */
+/* The job size an MPI launcher announced in the environment: 1 when none did, 0 when one did
+ * but not the size. OpenMPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMI launchers (srun, hydra) set
+ * PMI_SIZE; PMIx ones PMIX_RANK. */
 static int launched_size(void) {
     const char *v = getenv("OMPI_COMM_WORLD_SIZE");
     if (!v) v = getenv("PMI_SIZE");
     if (v) return atoi(v) > 0 ? atoi(v) : 1;
-    return getenv("PMIX_RANK") ? 2 : 1; /* size unknown until MPI starts: join */
+    return getenv("PMIX_RANK") ? 0 : 1;
 }
 
 int pelab_dist_init(int *argc, char ***argv) {
     int n = launched_size();
-    if (n <= 1) return PELAB_OK;
+    if (n == 1) return PELAB_OK;
 #ifdef PELAB_MPI
     if (MPI_Init(argc, argv) != MPI_SUCCESS)
         return pelab_fail(PELAB_ERR_RUNTIME, "MPI_Init failed: cannot join the MPI job");
@@ -46,6 +47,7 @@ int pelab_dist_init(int *argc, char ***argv) {
 #else
     (void)argc;
     (void)argv;
+    if (n == 0) return PELAB_OK; /* cannot tell: one process, as built */
     return pelab_fail(PELAB_ERR_RUNTIME, "started by an MPI launcher with %d ranks, but this pelab "
                       "was built without MPI (install libopenmpi-dev and rebuild: 'make deps "
                       "&& make')", n);
