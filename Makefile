@@ -60,6 +60,28 @@ ifeq ($(CAIRO_LIBS),)
   $(call notice,cairo not found (pkg-config cairo fontconfig); pelab will draw no PNG figures (--png). Install libcairo2-dev with 'make deps'.)
 endif
 
+# MPI (Debian's OpenMPI, libopenmpi-dev): `mpirun -np N pelab train` trains data-parallel across
+# N ranks (docs/DISTRIBUTED.md). Found through pkg-config ompi, else mpicc's own flags; MPI=0
+# builds without it.
+MPI ?= auto
+ifneq ($(MPI),0)
+  MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null)
+  MPI_LIBS   := $(shell pkg-config --libs ompi 2>/dev/null)
+  ifeq ($(MPI_LIBS),)
+    MPI_CFLAGS := $(shell mpicc --showme:compile 2>/dev/null)
+    MPI_LIBS   := $(shell mpicc --showme:link 2>/dev/null)
+  endif
+endif
+ifneq ($(MPI_LIBS),)
+  CFLAGS += -DPELAB_MPI $(MPI_CFLAGS)
+  LDLIBS += $(MPI_LIBS)
+  PC_REQUIRES += ompi
+else ifeq ($(MPI),0)
+  $(info notice: MPI=0: pelab will train in one process only (no mpirun).)
+else
+  $(info notice: MPI not found (pkg-config ompi, mpicc); pelab will train in one process only (no mpirun). Install libopenmpi-dev with 'make deps'.)
+endif
+
 HAVE_OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo yes)
 ifeq ($(HAVE_OPENMP),yes)
   CFLAGS += -fopenmp
@@ -153,7 +175,7 @@ tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)
 .PHONY: pelab.pc
 pelab.pc: Makefile
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: pelab\nDescription: decoder-only Transformers with pluggable positional encodings\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lpelab\nLibs.private: %s\nCflags: -I$${includedir}\n' \
-	  '$(PREFIX)' '$(VERSION)' '$(PC_REQUIRES)' '$(filter-out $(BLAS_LIBS),$(LDLIBS))' > $@
+	  '$(PREFIX)' '$(VERSION)' '$(PC_REQUIRES)' '$(filter-out $(BLAS_LIBS) $(MPI_LIBS),$(LDLIBS))' > $@
 
 test: setup
 	@$(MAKE) --no-print-directory tests

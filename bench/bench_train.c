@@ -14,7 +14,12 @@
  * with dq the query/key width per head (d, 2d for PoPE) and dv = d; the norms, GELU, loss and
  * optimizer are left out. bench/run.sh compares the GFLOP/s with bench_sgemm's rate.
  * bench/twin_bench.py prints the same line for the PyTorch twin; bench/run.sh puts them side
- * by side. Built by `make profile` (build/prof/bench/bench_train, with -DPELAB_PROFILE), it also
+ * by side. Under mpirun (a build with MPI, pelab/dist.h) the ranks share each step's B rows and
+ * sum their gradients with one allreduce, as `pelab train` does; the line (rank 0's) then also
+ * gives the ranks, the parameters, and per step the mean time a rank waited for the others
+ * before the allreduce (wait_ms: a barrier) and the allreduce itself (allreduce_ms):
+ *   mpirun -np 2 build/bench/bench_train --config A --pe rope --threads 1
+ * Built by `make profile` (build/prof/bench/bench_train, with -DPELAB_PROFILE), it also
  * prints to stderr a table of where a step's time went, per phase (src/core/prof.h).
  */
 #include <stdint.h>
@@ -22,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "pelab/dist.h"
 #include "pelab/model.h"
 #include "pelab/optim.h"
 #include "pelab/options.h"
@@ -79,6 +85,10 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--attention") == 0) attention = v;
         else return usage();
     }
+    if (pelab_dist_init(&argc, &argv)) {
+        fprintf(stderr, "bench_train: %s\n", pelab_last_error());
+        return 1;
+    }
     const struct bench_config *c = NULL;
     for (size_t i = 0; config && i < sizeof configs / sizeof configs[0]; i++)
         if (strcmp(configs[i].name, config) == 0) c = &configs[i];
@@ -104,7 +114,7 @@ int main(int argc, char **argv) {
     struct pelab_model m;
     memset(&m, 0, sizeof m);
     if (pelab_model_init(&m, &opts, c->V, c->T) != PELAB_OK ||
-        pelab_model_reserve(&m, c->B, c->T) != PELAB_OK) {
+        pelab_model_reserve(&m, c->B, c->T) != PELAB_OK || c->B < pelab_dist_size()) {
         fprintf(stderr, "bench_train: %s\n", pelab_last_error());
         return 1;
     }
@@ -127,28 +137,46 @@ int main(int argc, char **argv) {
     }
 
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
-    double t0 = 0, loss = 0;
+    /* this rank's rows, and their share of the batch's loss (every position has a target) */
+    uint64_t r0, r1;
+    pelab_dist_share((uint64_t)c->B, &r0, &r1);
+    const int rows = (int)(r1 - r0);
+    const size_t off = (size_t)r0 * (size_t)c->T;
+    double t0 = 0, loss = 0, allreduce = 0, wait = 0;
     for (int s = 0; s < warmup + steps; s++) {
-        if (s == warmup) t0 = now_s(), pelab_prof_reset();
+        if (s == warmup) t0 = now_s(), allreduce = wait = 0, pelab_prof_reset();
         pelab_params_zero_grad(&m.params);
-        loss = pelab_model_forward(&m, tokens, targets, pos, c->B, c->T);
-        pelab_model_backward(&m, 1);
+        loss = pelab_model_forward(&m, tokens + off, targets + off, pos + off, rows, c->T) *
+               rows / c->B;
+        pelab_model_backward(&m, (pelab_real)rows / (pelab_real)c->B);
+        double ta = now_s();
+        pelab_dist_barrier();
+        double tb = now_s();
+        pelab_dist_sum_real(m.params.grad, m.params.total);
+        wait += tb - ta;
+        allreduce += now_s() - tb;
         pelab_clip_grad_norm(&m.params, 1.0);
         pelab_adamw_step(&opt, &m.params, 1e-3);
     }
     double elapsed = now_s() - t0;
+    pelab_dist_sum_double(&loss, 1);
     const double D = c->D, BT = (double)n, d = (double)c->D / c->heads, dq = m.pe.qk_dim;
     const double flops = 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
                          3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
-    printf("{\"config\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"step_ms\":%.3f,\"steps\":%d,"
-           "\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,\"gflops\":%.1f}\n",
-           c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
-           pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9);
+    if (pelab_dist_rank() == 0)
+        printf("{\"config\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
+               "\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
+               "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
+               "\"allreduce_ms\":%.3f}\n",
+               c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
+               pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
+               pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps);
     /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */
     pelab_prof_report(stderr, steps, elapsed / steps);
     free(tokens);
     free(targets);
     free(pos);
     pelab_model_free(&m);
+    pelab_dist_finalize();
     return 0;
 }

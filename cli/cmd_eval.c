@@ -10,6 +10,7 @@
 #include "pelab/json.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
+#include "pelab/dist.h"
 #include "pelab/sweep.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
@@ -128,7 +129,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     int n, T = t->seq_len;
     int rc = pelab_sweep_parse(spec, T, lengths, &n);
     if (rc) return rc;
-    int tty = !json && isatty(fileno(stderr));
+    int tty = !json && isatty(fileno(stderr)) && pelab_dist_rank() == 0;
     /* Each position of a pass holds its logits and probabilities, 2·V floats (gpt2: 400 kB): a
      * pass of 64 windows of 10T would not fit a workstation, so by default passes hold 8192
      * tokens (at least one window). */
@@ -169,7 +170,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     }
     fputs(sb.data, stdout);
     pelab_sb_free(&sb);
-    if (!csv[0]) return PELAB_OK;
+    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK; /* across MPI ranks, rank 0 writes */
     struct pelab_sb text = {0};
     pelab_sweep_csv(&text, run->model.cfg.pe, rows, n);
     rc = pelab_write_file_atomic(csv, text.data, text.len);
@@ -217,12 +218,13 @@ int pelab_cmd_eval(int argc, char **argv) {
     int sweep_batch = pelab_opts_get(&opts, "batch") ? batch : 0; /* 0: the sweep's default */
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
-    pelab_threads_set((int)pelab_opt_int(&opts, eval_options, "threads"));
+    pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, eval_options, "threads")));
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, eval_options, "edited"));
 
     if (csv[0] && (rc = pelab_check_output("--csv", csv))) return rc;
     static struct pelab_run run;
-    if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
+    /* across MPI ranks the evaluations below are shared out (pelab/dist.h) */
+    if ((rc = pelab_dist_agree(pelab_run_open_with(&run, dir, &enc)))) return rc;
     if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])
         rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
                         "documents: text, dna, music)", run.task.ops->name);

@@ -25,7 +25,9 @@ void pelab_cmd_train_help(FILE *f) {
                "'--name value' or '--name=value'; encoding and task options apply only to the\n"
                "chosen --pe and --task. A --preset fills the options not given. Options that\n"
                "change only how a model is evaluated (RoPE's --rope-scaling, --ape-extend) belong\n"
-               "to eval and sample: see 'pelab help eval'.\n");
+               "to eval and sample: see 'pelab help eval'.\n"
+               "Under 'mpirun -np N' (a build with MPI) the ranks share every batch and train\n"
+               "the model one process would; rank 0 writes the run (docs/DISTRIBUTED.md).\n");
     pelab_args_help(f, g, n, NULL);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "args.h"
 #include "plot.h"
+#include "pelab/dist.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
@@ -55,7 +56,9 @@ static void usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", "help",
             "'pelab help <command>' lists every option with its default;\n"
             "             'pelab help encodings|tasks|presets' lists what can be plugged in");
-    fprintf(f, "\nbuild: %s, %s\n", pelab_build_info(), pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)");
+    fprintf(f, "\nbuild: %s, %s, %s\n", pelab_build_info(),
+            pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)",
+            pelab_dist_built() ? "MPI (mpirun -np N pelab train|eval)" : "no MPI (one process)");
 }
 
 /* Help topics beside the commands: what can be plugged in. */
@@ -89,11 +92,17 @@ static const struct {
 
 static int fail(int rc) {
     const char *msg = pelab_last_error();
-    fprintf(stderr, "pelab: %s\n", msg[0] ? msg : "failed");
+    if (pelab_dist_follower()) return rc; /* another MPI rank says why */
+    /* a usage error comes from the options, the same on every rank: rank 0 says it */
+    if (pelab_dist_rank() > 0 && rc == PELAB_ERR_USAGE) return rc;
+    if (pelab_dist_rank() > 0)
+        fprintf(stderr, "pelab: rank %d: %s\n", pelab_dist_rank(), msg[0] ? msg : "failed");
+    else
+        fprintf(stderr, "pelab: %s\n", msg[0] ? msg : "failed");
     return rc;
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return PELAB_ERR_USAGE;
@@ -117,14 +126,38 @@ int main(int argc, char **argv) {
         return PELAB_OK;
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
-        printf("pelab %s (%s, %s)\n", PELAB_VERSION, pelab_build_info(), pelab_plot_available() ? "cairo" : "no cairo");
+        printf("pelab %s (%s, %s, %s)\n", PELAB_VERSION, pelab_build_info(),
+               pelab_dist_built() ? "MPI" : "no MPI", pelab_plot_available() ? "cairo" : "no cairo");
         return PELAB_OK;
     }
     const struct command *c = find(name);
     if (!c)
         return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')", name));
+    if (pelab_dist_size() > 1 && strcmp(name, "train") != 0 && strcmp(name, "eval") != 0) {
+        /* alike on every rank: rank 0 says it */
+        int rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "pelab %s runs in one process: "
+                                             "under mpirun only train and eval share their work "
+                                             "across ranks", name));
+        return fail(rc);
+    }
     pelab_clear_error();
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     int rc = c->run(argc - 2, argv + 2);
     return rc ? fail(rc) : PELAB_OK;
+}
+
+/* Under mpirun every rank runs the command (pelab/dist.h); rank 0 alone prints results. An error
+ * that the ranks agreed on, or a usage error (the same options on every rank), ends each rank by
+ * itself; any other error of one rank ends the whole job, so that no rank waits for it forever. */
+int main(int argc, char **argv) {
+    if (pelab_dist_init(&argc, &argv)) return fail(PELAB_ERR_RUNTIME);
+    if (pelab_dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
+        fprintf(stderr, "pelab: rank %d: cannot silence standard output\n", pelab_dist_rank());
+        pelab_dist_abort(PELAB_ERR_RUNTIME);
+    }
+    int rc = run(argc, argv);
+    if (rc && pelab_dist_size() > 1 && !pelab_dist_agreed() && rc != PELAB_ERR_USAGE)
+        pelab_dist_abort(rc);
+    pelab_dist_finalize();
+    return rc;
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
+#include "pelab/dist.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
 
@@ -97,12 +98,20 @@ static void source_fill(const struct source *s, uint64_t first, struct pelab_bat
     else s->t->ops->fill(s->t, s->split, first, b);
 }
 
-/* Examples first .. first+count-1 of the source, `batch` per forward pass of length s->L. */
+/* Examples first .. first+count-1 of the source, `batch` per forward pass of length s->L.
+ * Collective across MPI ranks (pelab/dist.h): each rank scores a contiguous share of the
+ * examples, then the sums are added up, so every rank gets the result of the whole span. */
 static int run(struct pelab_model *m, const struct source *s, uint64_t first, uint64_t count,
                int batch, struct pelab_eval_result *r) {
-    if (batch <= 0) return pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive");
+    if (batch <= 0)
+        return pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive"));
     int T = s->L, rc;
-    if ((uint64_t)batch > count && count > 0) batch = (int)count; /* no larger than needed */
+    const uint64_t all = count;
+    uint64_t s0, s1;
+    pelab_dist_share(count, &s0, &s1);
+    first += s0;
+    count = s1 - s0;
+    if ((uint64_t)batch > count) batch = count > 0 ? (int)count : 1; /* no larger than needed */
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
     const int own_span = !meter.open;
@@ -144,19 +153,27 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     b.B = batch;
     pelab_batch_free(&b);
     m->training = was_training;
-    if (rc) return rc;
-    r->examples = count;
+    if ((rc = pelab_dist_agree(rc))) return rc;
+    if (pelab_dist_size() > 1) { /* counts below 2^53: exact in double */
+        double sums[4] = {loss_sum, (double)r->targets, (double)r->bytes, (double)r->correct};
+        pelab_dist_sum_double(sums, 4);
+        loss_sum = sums[0];
+        r->targets = (uint64_t)sums[1];
+        r->bytes = (uint64_t)sums[2];
+        r->correct = (uint64_t)sums[3];
+    }
+    r->examples = all;
     if (r->targets) {
         r->loss = loss_sum / (double)r->targets;
         r->acc = (double)r->correct / (double)r->targets;
         r->ppl = exp(r->loss);
         if (r->bytes) r->bpb = loss_sum / (log(2.0) * (double)r->bytes);
     }
-    if (!isfinite(r->loss))
-        return pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): the model's weights "
-                          "or activations overflow, so there is no result to report",
-                          pelab_split_name(s->split),
-                          pelab_printable(r->loss));
+    if (!isfinite(r->loss)) /* alike on every rank: rank 0 says it */
+        return pelab_dist_agree(pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): "
+                                           "the model's weights or activations overflow, so there "
+                                           "is no result to report", pelab_split_name(s->split),
+                                           pelab_printable(r->loss)));
     return PELAB_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pelab/dist.h"
 #include "pelab/status.h"
 #include "train/run.h"
 
@@ -96,16 +97,19 @@ static void kept_text(const struct pelab_trainer *tr, char *buf, size_t size) {
 static int rollback(struct pelab_trainer *tr, const char *event) {
     double scale = tr->lr_scale * tr->c.nan_lr_factor;
     int64_t rollbacks = tr->nan_rollbacks + 1;
-    pelab_log_close(tr);
-    int found;
-    int rc = pelab_ckpt_restore(tr, &found);
-    if (rc) return rc;
+    const int root = pelab_dist_rank() == 0; /* rank 0 reads, then sends to the others */
+    int found = 0, rc = PELAB_OK;
+    if (root) {
+        pelab_log_close(tr);
+        rc = pelab_ckpt_restore(tr, &found);
+    }
+    if ((rc = pelab_trainer_sync(tr, rc, &found))) return rc;
     if (!found) pelab_trainer_fresh_start(tr);
     tr->saved_step = found ? tr->step : -1;
     tr->lr_scale = scale;
     tr->nan_rollbacks = rollbacks;
     tr->nan_skips = 0;
-    if ((rc = pelab_log_open(tr, 0))) return rc; /* cut back to the restored step */
+    if (root && (rc = pelab_log_open(tr, 0))) return rc; /* cut back to the restored step */
     pelab_train_notice(tr, "%s; rolled back to step %" PRId64 " with the learning rate scaled by "
                        "%g (rollback %" PRId64 " of at most %" PRId64 ")", event, tr->step, scale,
                        rollbacks, tr->c.nan_retries);

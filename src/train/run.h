@@ -126,6 +126,10 @@ int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *wh
 
 /* Initial weights, moments and counters of a run at step 0 (train.c). */
 void pelab_trainer_fresh_start(struct pelab_trainer *tr);
+/* Collective (pelab/dist.h), after rank 0 alone restored a checkpoint (rc its status, *found
+ * whether it found one): the ranks agree on rc, then rank 0's *found, weights, moments and
+ * counters go to every rank. */
+int pelab_trainer_sync(struct pelab_trainer *tr, int rc, int *found);
 
 /* log.jsonl: a new empty log, or the existing one cut to the lines of steps <= `step`. */
 int pelab_log_open(struct pelab_trainer *tr, int fresh);

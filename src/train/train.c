@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "pelab/dist.h"
 #include "pelab/io.h"
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
@@ -38,7 +39,7 @@ static struct pelab_trainer *trainer_new(const struct pelab_train_hooks *hooks) 
     struct pelab_trainer *tr = calloc(1, sizeof *tr);
     if (!tr) return NULL;
     tr->lock_fd = -1;
-    tr->hooks = hooks;
+    tr->hooks = pelab_dist_rank() == 0 ? hooks : NULL; /* rank 0 alone reports */
     tr->lr_scale = 1;
     return tr;
 }
@@ -61,7 +62,7 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if (!rc) rc = pelab_poison_init(&tr->poison);
     if (rc) return rc;
     struct pelab_train_config *c = &tr->c;
-    pelab_threads_set(c->threads);
+    pelab_threads_set(pelab_dist_threads(c->threads));
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
@@ -77,9 +78,16 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     return PELAB_OK;
 }
 
-/* Activations and the batch buffer (kept out of setup: validation does not need them). */
+/* Activations and the batch buffer (kept out of setup: validation does not need them). The
+ * batch buffer holds a whole micro-batch, the activations only this rank's rows of it. */
 static int trainer_buffers(struct pelab_trainer *tr) {
-    int rc = pelab_model_reserve(&tr->model, tr->c.batch, tr->task.seq_len);
+    int ranks = pelab_dist_size();
+    if (tr->c.batch < ranks)
+        return pelab_fail(PELAB_ERR_USAGE, "--batch %d is below the %d MPI ranks: every rank "
+                          "takes at least one row of each micro-batch", tr->c.batch, ranks);
+    uint64_t r0, r1;
+    pelab_dist_share((uint64_t)tr->c.batch, &r0, &r1);
+    int rc = pelab_model_reserve(&tr->model, (int)(r1 - r0), tr->task.seq_len);
     if (!rc) rc = pelab_batch_alloc(&tr->batch, tr->c.batch, tr->task.seq_len);
     if (!rc) tr->have_batch = 1;
     return rc;
@@ -139,10 +147,11 @@ static double batch_accuracy(const struct pelab_model *m, const struct pelab_bat
     return targets ? (double)correct / (double)targets : 0;
 }
 
-/* What update() found not finite: handed to pelab_nan_handle. */
+/* What update() found not finite: handed to pelab_nan_handle. Plain bytes (no pointers), so
+ * the rank that found it can send it to the others. */
 #define UPDATE_NAN (-1)
 struct nan_event {
-    const char *what;
+    char what[64];
     char detail[640];
     int applied; /* the weights were already updated */
 };
@@ -150,15 +159,29 @@ struct nan_event {
 /* One optimizer update; loss and accuracy are the means over its micro-batches, and so are the
  * encoding's own loss terms, aux (tr->n_aux; NaN for a term its options switch off). UPDATE_NAN,
  * with *ev filled and the update's batches consumed, when the loss, the gradient or (with
- * --check-finite) an activation is not finite: then no weight has changed. */
+ * --check-finite) an activation is not finite: then no weight has changed.
+ *
+ * Across R ranks (pelab/dist.h) every rank reads the whole micro-batch (B rows) and draws the
+ * encoding's positions for all of it, so the data and the draws are those of one process; it
+ * then runs forward and backward on its own rows [r0, r1) only. The micro-batch loss is a mean
+ * over its n targets, so a rank's rows carry the weight n_rank / n:
+ *   grad = Σ_micro (1/accum) · Σ_ranks (n_rank / n) · ∇ mean-loss(rank's rows)
+ * which is one process's gradient up to the order of the sums. Rank 0 alone adds the encoding's
+ * own loss terms (SeqPE's regularisers: they do not depend on the batch). One allreduce sums the
+ * flat gradient buffer (after the micro-batches: accumulation divides the communication by
+ * accum), so every rank clips and steps on the same gradient and keeps the same weights. */
 static int update(struct pelab_trainer *tr, double *loss, double *acc, double *aux, double *lr,
                   struct nan_event *ev) {
     struct pelab_model *m = &tr->model;
     const struct pelab_posenc_ops *pe = m->pe.ops;
     const struct pelab_train_config *c = &tr->c;
+    const int T = tr->task.seq_len, root = pelab_dist_rank() == 0;
     int64_t update_no = tr->step + 1;
-    uint64_t cursor0 = tr->cursor;
+    uint64_t cursor0 = tr->cursor, r0, r1;
+    pelab_dist_share((uint64_t)c->batch, &r0, &r1);
+    const size_t off = (size_t)r0 * (size_t)T, n_rows = (size_t)(r1 - r0);
     char where[512];
+    int fault = pelab_dist_test_fault(update_no), rc = PELAB_OK, bad = 0;
     pelab_params_zero_grad(&m->params);
     pelab_poison_apply(tr, PELAB_POISON_WEIGHT, update_no);
     *loss = *acc = 0;
@@ -173,45 +196,78 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
         /* the encoding's own random choices: keyed like the dropout masks, apart from them */
         const uint64_t pe_key = pelab_hash64(m->dropout_key ^ PE_SALT);
         if (pe->train_positions)
-            pe->train_positions(&m->pe, tr->batch.pos, c->batch, tr->task.seq_len, pe_key);
-        double l = pelab_model_forward(m, tr->batch.tokens, tr->batch.targets, tr->batch.pos,
-                                       c->batch, tr->task.seq_len);
-        if (m->status) return m->status;
-        if (c->check_finite && pelab_model_find_nonfinite(m, where, sizeof where)) {
-            ev->what = "an activation";
-            snprintf(ev->detail, sizeof ev->detail, "%s", where);
-            goto not_finite;
+            pe->train_positions(&m->pe, tr->batch.pos, c->batch, T, pe_key);
+        /* Dropout masks are drawn per element of a forward's buffers: a rank's rows get other
+         * masks than the same rows of one process (keyed apart by rank), alike in law. */
+        if (pelab_dist_rank() > 0) m->dropout_key = pelab_hash64(m->dropout_key ^ (uint64_t)r0);
+        size_t n_all = 0, n_mine = 0;
+        for (size_t i = 0; i < (size_t)c->batch * (size_t)T; i++)
+            if (tr->batch.targets[i] >= 0) {
+                n_all++;
+                n_mine += i >= off && i < off + n_rows * (size_t)T;
+            }
+        /* rows without a target add nothing (a rank whose rows have none skips them) */
+        if (n_all == 0 || n_mine > 0) {
+            const double w = n_all ? (double)n_mine / (double)n_all : 1; /* this rank's share */
+            struct pelab_batch mine = {(int)n_rows, T, tr->batch.tokens + off,
+                                       tr->batch.targets + off, tr->batch.pos + off};
+            double l = pelab_model_forward(m, mine.tokens, mine.targets, mine.pos, mine.B, T);
+            if ((rc = m->status)) break;
+            if (c->check_finite && pelab_model_find_nonfinite(m, where, sizeof where)) {
+                snprintf(ev->what, sizeof ev->what, "an activation");
+                snprintf(ev->detail, sizeof ev->detail, "%s", where);
+                bad = 1;
+                break;
+            }
+            if (!isfinite(l)) {
+                snprintf(ev->what, sizeof ev->what, "the training loss");
+                if (!pelab_model_find_nonfinite(m, where, sizeof where))
+                    snprintf(where, sizeof where, "none");
+                snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s",
+                         pelab_printable(l), where);
+                bad = 1;
+                break;
+            }
+            *loss += l * w / c->accum;
+            *acc += batch_accuracy(m, &mine) * w / c->accum;
+            pelab_model_backward(m, (pelab_real)(w / c->accum));
         }
-        if (!isfinite(l)) {
-            ev->what = "the training loss";
-            if (!pelab_model_find_nonfinite(m, where, sizeof where))
-                snprintf(where, sizeof where, "none");
-            snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s",
-                     pelab_printable(l),
-                     where);
-            goto not_finite;
-        }
-        *loss += l / c->accum;
-        *acc += batch_accuracy(m, &tr->batch) / c->accum;
-        pelab_model_backward(m, (pelab_real)(1.0 / c->accum));
-        if (pe->aux_forward) { /* the encoding's own loss terms (SeqPE's regularisers) */
+        if (pe->aux_forward && root) { /* the encoding's own loss terms (SeqPE's regularisers) */
             double terms[PELAB_PE_AUX_MAX], total;
-            int rc = pe->aux_forward(&m->pe, pelab_hash64(pe_key ^ 1), terms, &total);
-            if (rc) return rc;
+            if ((rc = pe->aux_forward(&m->pe, pelab_hash64(pe_key ^ 1), terms, &total))) break;
             if (!isfinite(total)) {
-                ev->what = "the encoding's own loss";
+                snprintf(ev->what, sizeof ev->what, "the encoding's own loss");
                 snprintf(ev->detail, sizeof ev->detail, "%g", pelab_printable(total));
-                goto not_finite;
+                bad = 1;
+                break;
             }
             pe->aux_backward(&m->pe, (pelab_real)(1.0 / c->accum));
             for (int i = 0; i < tr->n_aux; i++) aux[i] += terms[i] / c->accum;
         }
     }
     m->training = 0;
+    if ((rc = pelab_dist_agree(rc))) return rc;
+    if (pelab_dist_size() > 1) {
+        /* the update's means and whether any rank found a non-finite value, then the gradient */
+        double st[3 + PELAB_PE_AUX_MAX] = {bad, *loss, *acc};
+        for (int i = 0; i < tr->n_aux; i++) st[3 + i] = aux[i];
+        pelab_dist_sum_double(st, 3 + (size_t)tr->n_aux);
+        if (st[0] > 0) {
+            int first = pelab_dist_first(bad);
+            pelab_dist_bcast_from(ev, sizeof *ev, first);
+            goto not_finite;
+        }
+        *loss = st[1];
+        *acc = st[2];
+        for (int i = 0; i < tr->n_aux; i++) aux[i] = st[3 + i];
+        pelab_dist_sum_real(m->params.grad, m->params.total);
+    } else if (bad) {
+        goto not_finite;
+    }
     pelab_poison_apply(tr, PELAB_POISON_GRAD, update_no);
     double norm = pelab_clip_grad_norm(&m->params, c->clip);
     if (!isfinite(norm)) {
-        ev->what = "the gradient norm";
+        snprintf(ev->what, sizeof ev->what, "the gradient norm");
         pelab_describe_grads(&m->params, where, sizeof where);
         snprintf(ev->detail, sizeof ev->detail, "%g; %s", pelab_printable(norm),
                  where);
@@ -219,11 +275,12 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
     }
     *lr = pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale;
     pelab_adamw_step(&tr->opt, &m->params, *lr);
+    if (fault == PELAB_DIST_FAULT_DIVERGE) m->params.data[0] += (pelab_real)1e-3;
     pelab_poison_apply(tr, PELAB_POISON_UPDATE, update_no);
     /* Finite gradients can still overflow a weight (a huge learning rate or weight decay):
      * such weights must reach neither an evaluation nor a checkpoint. */
     if (pelab_describe_params(&m->params, where, sizeof where)) {
-        ev->what = "a weight after the update";
+        snprintf(ev->what, sizeof ev->what, "a weight after the update");
         snprintf(ev->detail, sizeof ev->detail, "%s", where);
         ev->applied = 1;
         return UPDATE_NAN;
@@ -232,7 +289,6 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
     tr->nan_skips = 0;
     return PELAB_OK;
 not_finite:
-    m->training = 0;
     tr->cursor = cursor0 + (uint64_t)c->batch * (uint64_t)c->accum;
     return UPDATE_NAN;
 }
@@ -316,9 +372,95 @@ static int write_summary(struct pelab_trainer *tr, const struct pelab_eval_resul
     return rc;
 }
 
+/* What a checkpoint restores beyond the weights and moments, as plain bytes for a broadcast. */
+struct counters {
+    int64_t step, adam_step, log_n, log_skipped, nan_rollbacks, nan_skips, saved_step;
+    uint64_t cursor;
+    double elapsed_s, train_s, log_loss, log_acc, last_loss, last_acc, lr_scale;
+    double log_aux[PELAB_PE_AUX_MAX];
+    int aux_on[PELAB_PE_AUX_MAX];
+    int found;
+};
+
+int pelab_trainer_sync(struct pelab_trainer *tr, int rc, int *found) {
+    if ((rc = pelab_dist_agree(rc)) || pelab_dist_size() == 1) return rc;
+    struct counters k = {tr->step, tr->opt.step, tr->log_n, tr->log_skipped, tr->nan_rollbacks,
+                         tr->nan_skips, tr->saved_step, tr->cursor, tr->elapsed_s, tr->train_s,
+                         tr->log_loss, tr->log_acc, tr->last_loss, tr->last_acc, tr->lr_scale,
+                         {0}, {0}, *found};
+    memcpy(k.log_aux, tr->log_aux, sizeof k.log_aux);
+    memcpy(k.aux_on, tr->aux_on, sizeof k.aux_on);
+    pelab_dist_bcast(&k, sizeof k);
+    *found = k.found;
+    if (!k.found) return PELAB_OK; /* every rank starts afresh, alike */
+    const struct pelab_params *P = &tr->model.params;
+    pelab_dist_bcast(P->data, P->total * sizeof *P->data);
+    pelab_dist_bcast(P->m, P->total * sizeof *P->m);
+    pelab_dist_bcast(P->v, P->total * sizeof *P->v);
+    tr->step = k.step;
+    tr->opt.step = k.adam_step;
+    tr->log_n = k.log_n;
+    tr->log_skipped = k.log_skipped;
+    tr->nan_rollbacks = k.nan_rollbacks;
+    tr->nan_skips = k.nan_skips;
+    tr->saved_step = k.saved_step;
+    tr->cursor = k.cursor;
+    tr->elapsed_s = k.elapsed_s;
+    tr->train_s = k.train_s;
+    tr->log_loss = k.log_loss;
+    tr->log_acc = k.log_acc;
+    tr->last_loss = k.last_loss;
+    tr->last_acc = k.last_acc;
+    tr->lr_scale = k.lr_scale;
+    memcpy(tr->log_aux, k.log_aux, sizeof k.log_aux);
+    memcpy(tr->aux_on, k.aux_on, sizeof k.aux_on);
+    return PELAB_OK;
+}
+
+/* FNV-1a over the bytes of the weights and both moments. */
+static uint64_t state_checksum(const struct pelab_params *P) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    const pelab_real *buf[3] = {P->data, P->m, P->v};
+    for (int k = 0; k < 3; k++) {
+        const unsigned char *b = (const unsigned char *)buf[k];
+        for (size_t i = 0; i < P->total * sizeof(pelab_real); i++)
+            h = (h ^ b[i]) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+/* A checkpoint of tr->step. Across ranks, first the weights and moments of every rank are
+ * compared with rank 0's (a checksum each): ranks that drifted apart are an error, and the
+ * checkpoint is not written. Rank 0 writes it. */
+static int save(struct pelab_trainer *tr) {
+    int ranks = pelab_dist_size();
+    if (ranks > 1) {
+        uint64_t all[ranks];
+        pelab_dist_gather_u64(state_checksum(&tr->model.params), all);
+        for (int r = 1; r < ranks; r++)
+            if (all[r] != all[0]) {
+                char kept[64] = "no checkpoint was saved";
+                if (tr->saved_step >= 0)
+                    snprintf(kept, sizeof kept, "the checkpoint of step %" PRId64 " is kept",
+                             tr->saved_step);
+                /* alike on every rank: rank 0 says it */
+                return pelab_dist_agree(pelab_fail(
+                    PELAB_ERR_RUNTIME, "step %" PRId64 ": the weights of MPI rank %d differ from "
+                    "rank 0's (checksum %016" PRIx64 " vs %016" PRIx64 "): the ranks diverged; "
+                    "stopped, %s", tr->step, r, all[r], all[0], kept));
+            }
+    }
+    if (pelab_dist_rank() > 0) {
+        tr->saved_step = tr->step;
+        return PELAB_OK;
+    }
+    return pelab_ckpt_save(tr);
+}
+
 /* From tr->step to the last step, then the final evaluation. */
 static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *hooks) {
     const struct pelab_train_config *c = &tr->c;
+    const int root = pelab_dist_rank() == 0;
     struct pelab_train_progress p = {0};
     p.dir = tr->dir;
     p.steps = c->steps;
@@ -339,7 +481,9 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
         int64_t before = tr->step;
         rc = update(tr, &loss, &acc, aux, &lr, &ev);
         int skipped = rc == UPDATE_NAN;
-        if (skipped && (rc = pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied)))
+        /* every rank meets the same event alike (the update's sums are shared): rank 0 says it */
+        if (skipped && (rc = pelab_dist_agree(
+                            pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied))))
             break;
         if (rc) break;
         double dt = now_s() - ts;
@@ -388,7 +532,7 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
         if (p.logged) {
             sb.len = 0;
             log_line(&sb, &p);
-            if ((rc = pelab_log_append(tr, sb.data))) break;
+            if (root && (rc = pelab_log_append(tr, sb.data))) break;
             if (tr->log_n) {
                 tr->last_loss = p.loss;
                 tr->last_acc = p.acc;
@@ -399,21 +543,21 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
         }
         report(hooks, &p, PELAB_TRAIN_STEP);
         if ((c->save_every > 0 && s % c->save_every == 0) || last) {
-            if ((rc = pelab_ckpt_save(tr))) break;
+            if ((rc = save(tr))) break;
             report(hooks, &p, PELAB_TRAIN_SAVE);
         }
     }
     pelab_sb_free(&sb);
     if (rc) return rc;
     /* A run resumed at its end. */
-    if (tr->saved_step != tr->step && (rc = pelab_ckpt_save(tr))) return rc;
+    if (tr->saved_step != tr->step && (rc = save(tr))) return rc;
 
     struct pelab_eval_result val, test;
     if ((rc = evaluate(tr, PELAB_SPLIT_VAL, 0, &val))) return rc;
     if ((rc = evaluate(tr, PELAB_SPLIT_TEST, 0, &test))) return rc;
     tr->elapsed_s = elapsed0 + (now_s() - t0);
     double tps = tr->train_s > 0 ? tokens_per_update * (double)tr->step / tr->train_s : 0;
-    if ((rc = write_summary(tr, &val, &test, tps))) return rc;
+    if (root && (rc = write_summary(tr, &val, &test, tps))) return rc;
     p.step = tr->step;
     p.has_val = 1;
     p.val_loss = val.loss;
@@ -500,44 +644,50 @@ static void remove_new_dirs(const char *dir, const char *made) {
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    /* Across ranks: every rank checks and builds alike, then rank 0 alone writes the run
+     * directory; each stage ends with the ranks agreeing that it went well. */
+    const int root = pelab_dist_rank() == 0;
     int rc = trainer_prepare(tr, opts);
-    if (rc) goto done;
+    if (rc) goto agree;
 
     char dir[PELAB_OPT_VAL_MAX + 64];
     if (tr->c.out[0])
         snprintf(dir, sizeof dir, "%s", tr->c.out);
     else
         snprintf(dir, sizeof dir, "runs/%s-%s-s%" PRIu64, tr->c.task, tr->model.cfg.pe, tr->c.seed);
-    if ((rc = set_dir(tr, dir))) goto done;
+    if ((rc = set_dir(tr, dir))) goto agree;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (pelab_file_exists(path)) {
         rc = pelab_fail(PELAB_ERR_USAGE,
                         "%s already holds a run (continue it with --resume %s, or pick another --out)",
                         tr->dir, tr->dir);
-        goto done;
+        goto agree;
     }
-    if ((rc = trainer_buffers(tr))) goto done;
+    rc = trainer_buffers(tr);
+agree:
+    if ((rc = pelab_dist_agree(rc))) goto done;
     pelab_trainer_fresh_start(tr);
-    /* The outermost directory of --out that does not exist yet: what a run that fails before its
-     * config.json (a full disk) removes again, so it leaves nothing behind. */
-    char made[PELAB_PATH_MAX];
-    snprintf(made, sizeof made, "%s", tr->dir);
-    if (pelab_file_exists(made)) made[0] = '\0';
-    for (char *slash; made[0] && (slash = strrchr(made, '/')) && slash > made;) {
-        *slash = '\0';
-        if (pelab_file_exists(made)) {
-            *slash = '/';
-            break;
+    if (root) {
+        /* The outermost directory of --out that does not exist yet: what a run that fails before
+         * its config.json (a full disk) removes again, so it leaves nothing behind. */
+        char made[PELAB_PATH_MAX];
+        snprintf(made, sizeof made, "%s", tr->dir);
+        if (pelab_file_exists(made)) made[0] = '\0';
+        for (char *slash; made[0] && (slash = strrchr(made, '/')) && slash > made;) {
+            *slash = '\0';
+            if (pelab_file_exists(made)) {
+                *slash = '/';
+                break;
+            }
         }
+        if (!rc) rc = pelab_mkdir_p(tr->dir);
+        if (!rc && ((rc = pelab_run_lock(tr)) || (rc = write_config(tr))) && made[0])
+            remove_new_dirs(tr->dir, made);
+        if (!rc) rc = pelab_log_open(tr, 1);
     }
-    if ((rc = pelab_mkdir_p(tr->dir))) goto done;
-    if ((rc = pelab_run_lock(tr)) || (rc = write_config(tr))) {
-        if (made[0]) remove_new_dirs(tr->dir, made);
-        goto done;
-    }
-    if ((rc = pelab_log_open(tr, 1))) goto done;
-    rc = train_loop(tr, hooks);
+    if ((rc = pelab_dist_agree(rc))) goto done;
+    rc = train_loop(tr, tr->hooks);
 done:
     trainer_free(tr);
     return rc;
@@ -617,13 +767,17 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
                        const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    /* Across ranks: every rank reads config.json (a directory all of them see) and builds the
+     * model; rank 0 alone locks the run, restores its checkpoint and sends it to the others,
+     * then alone writes; each stage ends with the ranks agreeing that it went well. */
+    const int root = pelab_dist_rank() == 0;
     struct pelab_opts *file = malloc(sizeof *file); /* config.json without the overrides */
     int rc = file ? set_dir(tr, dir) : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
-    if (rc) goto done;
+    if (rc) goto agree;
     *file = tr->opts;
     if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(file, &tr->opts)))
-        goto done;
+        goto agree;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (trainer_setup(tr, NULL)) {
@@ -631,28 +785,36 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", pelab_last_error());
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", path, msg);
-        goto done;
+        goto agree;
     }
-    if ((rc = trainer_buffers(tr))) goto done;
+    if ((rc = trainer_buffers(tr))) goto agree;
     /* The directory is the run's, wherever it was first written from. */
-    if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto done;
+    if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto agree;
     pelab_settings_build(&tr->settings, &tr->opts, &tr->model, &tr->task);
+agree:
+    if ((rc = pelab_dist_agree(rc))) goto done;
 
-    if ((rc = pelab_run_lock(tr))) goto done;
-    int found;
-    if ((rc = pelab_ckpt_restore(tr, &found))) goto done;
-    if (!found && (rc = check_nothing_saved(tr))) goto done;
+    int found = 0;
+    if (root) {
+        rc = pelab_run_lock(tr);
+        if (!rc) rc = pelab_ckpt_restore(tr, &found);
+        if (!rc && !found) rc = check_nothing_saved(tr);
+    }
+    if ((rc = pelab_trainer_sync(tr, rc, &found))) goto done;
     if (!found) pelab_trainer_fresh_start(tr); /* killed before its first checkpoint */
     if (tr->c.steps < tr->step) {
-        rc = pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the run's step %" PRId64,
-                        tr->c.steps, tr->step);
-        goto done;
+        rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the "
+                                         "run's step %" PRId64, tr->c.steps, tr->step));
+        goto done; /* alike on every rank: rank 0 says it */
     }
-    if (found && (rc = pelab_ckpt_repair_model(tr))) goto done;
-    if ((rc = write_config(tr))) goto done; /* records the overrides */
-    say_schedule(tr, file);
-    if ((rc = pelab_log_open(tr, 0))) goto done;
-    rc = train_loop(tr, hooks);
+    if (root) {
+        if (found) rc = pelab_ckpt_repair_model(tr);
+        if (!rc) rc = write_config(tr); /* records the overrides */
+        if (!rc) say_schedule(tr, file);
+        if (!rc) rc = pelab_log_open(tr, 0);
+    }
+    if ((rc = pelab_dist_agree(rc))) goto done;
+    rc = train_loop(tr, tr->hooks);
 done:
     free(file);
     trainer_free(tr);

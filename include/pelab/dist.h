@@ -1,0 +1,68 @@
+/* pelab/dist.h — data-parallel training across processes (MPI ranks).
+ *
+ * Every MPI call of pelab goes through these functions. Built with MPI (make finds OpenMPI through
+ * pkg-config ompi and defines PELAB_MPI) and started by an MPI launcher (mpirun sets
+ * OMPI_COMM_WORLD_SIZE, or PMI_SIZE / PMIX_RANK), a process is one rank of the job; otherwise it
+ * is the only rank (rank 0 of 1) and every function here is a no-op. A process that was not
+ * started by a launcher never initialises MPI, so single-process use costs nothing.
+ *
+ * Collective functions (marked so) must be called by every rank in the same order. */
+#ifndef PELAB_DIST_H
+#define PELAB_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "pelab/real.h"
+
+/* 1 when this build has MPI support. */
+int pelab_dist_built(void);
+/* Joins the MPI job when launched by mpirun (a no-op otherwise). PELAB_ERR_RUNTIME if MPI
+ * cannot start, or the job has several ranks but this build has no MPI. */
+int pelab_dist_init(int *argc, char ***argv);
+/* Leaves the job (after the last collective call). */
+void pelab_dist_finalize(void);
+/* Ends every rank of the job at once with exit status `code` (MPI_Abort); with one rank, returns.
+ * For the command line, after an error that the other ranks do not know of. */
+void pelab_dist_abort(int code);
+int pelab_dist_rank(void);
+int pelab_dist_size(void);
+/* The thread count for `threads` (an option; 0: all cores): unchanged when given or in one
+ * process; 0 under several ranks becomes this machine's cores divided among its ranks
+ * (OMPI_COMM_WORLD_LOCAL_SIZE), so that ranks sharing a machine do not oversubscribe it. */
+int pelab_dist_threads(int threads);
+/* Rows [*r0, *r1) of a batch of B rows that this rank takes: contiguous shares whose sizes differ
+ * by at most one, rank 0 first. */
+void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1);
+
+/* Collective: agrees on success or failure. Returns rc when this rank failed; PELAB_OK when every
+ * rank succeeded; when another rank failed, that rank's code with the message "rank R failed"
+ * and pelab_dist_follower() set (the failing rank reports why). */
+int pelab_dist_agree(int rc);
+/* The last error was another rank's (see pelab_dist_agree): it says why, this rank need not. */
+int pelab_dist_follower(void);
+/* The last error was agreed by every rank (pelab_dist_agree), so every rank stops by itself and
+ * the job need not be aborted. */
+int pelab_dist_agreed(void);
+
+/* Collective: x (n,) := Σ over ranks of x, in place. */
+void pelab_dist_sum_real(pelab_real *x, size_t n);
+void pelab_dist_sum_double(double *x, size_t n);
+/* Collective: rank 0's `bytes` bytes at buf to every rank; _from: rank `root`'s. */
+void pelab_dist_bcast(void *buf, size_t bytes);
+void pelab_dist_bcast_from(void *buf, size_t bytes, int root);
+/* Collective: the lowest rank whose flag is set, or -1 when no rank's is. */
+int pelab_dist_first(int flag);
+/* Collective: returns once every rank has called it (for measurements: the time a rank waits
+ * here is the other ranks' lag, not communication). */
+void pelab_dist_barrier(void);
+/* Collective: all[r] := rank r's x, for r < pelab_dist_size(). */
+void pelab_dist_gather_u64(uint64_t x, uint64_t *all);
+
+/* Test-only fault injection, PELAB_TEST_RANK_FAULT=STEP:RANK:WHAT (docs/FORMATS.md): in update
+ * STEP, rank RANK "kill"s itself (SIGKILL, as a crashed node would) or "diverge"s (changes one of
+ * its weights, which the checksum at the next checkpoint must catch). Returns the action due now
+ * on this rank: 0 or PELAB_DIST_FAULT_DIVERGE (a kill does not return). */
+#define PELAB_DIST_FAULT_DIVERGE 2
+int pelab_dist_test_fault(int64_t step);
+
+#endif

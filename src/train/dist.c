@@ -1,0 +1,205 @@
+/* Data parallelism across MPI ranks (pelab/dist.h): every MPI call of pelab is in this file.
+ * Without PELAB_MPI, or in a process no launcher started, there is one rank and the collectives
+ * are identities. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "pelab/dist.h"
+#include "pelab/status.h"
+#ifdef PELAB_MPI
+#include <limits.h>
+#include <mpi.h>
+#endif
+
+static int rank_ = 0, size_ = 1, started_ = 0;
+static int follower_ = 0, agreed_ = 0;
+
+int pelab_dist_built(void) {
+#ifdef PELAB_MPI
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+/* The job size an MPI launcher announced in the environment: 1 when none did, 0 when one did
+ * but not the size. OpenMPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMI launchers (srun, hydra) set
+ * PMI_SIZE; PMIx ones PMIX_RANK. */
+static int launched_size(void) {
+    const char *v = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!v) v = getenv("PMI_SIZE");
+    if (v) return atoi(v) > 0 ? atoi(v) : 1;
+    return getenv("PMIX_RANK") ? 0 : 1;
+}
+
+int pelab_dist_init(int *argc, char ***argv) {
+    int n = launched_size();
+    if (n == 1) return PELAB_OK;
+#ifdef PELAB_MPI
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+        return pelab_fail(PELAB_ERR_RUNTIME, "MPI_Init failed: cannot join the MPI job");
+    started_ = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    return PELAB_OK;
+#else
+    (void)argc;
+    (void)argv;
+    if (n == 0) return PELAB_OK; /* cannot tell: one process, as built */
+    return pelab_fail(PELAB_ERR_RUNTIME, "started by an MPI launcher with %d ranks, but this pelab "
+                      "was built without MPI (install libopenmpi-dev and rebuild: 'make deps "
+                      "&& make')", n);
+#endif
+}
+
+void pelab_dist_finalize(void) {
+#ifdef PELAB_MPI
+    if (started_) MPI_Finalize();
+#endif
+    started_ = 0;
+    rank_ = 0;
+    size_ = 1;
+}
+
+void pelab_dist_abort(int code) {
+#ifdef PELAB_MPI
+    if (started_ && size_ > 1) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, code);
+    }
+#endif
+    (void)code;
+}
+
+int pelab_dist_rank(void) { return rank_; }
+int pelab_dist_size(void) { return size_; }
+
+int pelab_dist_threads(int threads) {
+    if (threads > 0 || size_ == 1) return threads;
+    const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long local = v ? atol(v) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (local < 1) local = 1;
+    return cores / local > 1 ? (int)(cores / local) : 1;
+}
+
+void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1) {
+    uint64_t q = B / (uint64_t)size_, rem = B % (uint64_t)size_, r = (uint64_t)rank_;
+    *r0 = r * q + (r < rem ? r : rem);
+    *r1 = *r0 + q + (r < rem);
+}
+
+int pelab_dist_agree(int rc) {
+    follower_ = agreed_ = 0;
+    if (size_ == 1) return rc;
+#ifdef PELAB_MPI
+    /* (lowest failing rank, −largest code), both by MIN in one collective */
+    int mine[2] = {rc ? rank_ : size_, -rc}, all[2];
+    MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all[0] == size_) return PELAB_OK;
+    agreed_ = 1;
+    if (rc) {
+        /* several ranks may fail alike (a bad option): the lowest one says so */
+        follower_ = rank_ != all[0];
+        return rc;
+    }
+    follower_ = 1;
+    return pelab_fail(-all[1], "rank %d failed (its message says why)", all[0]);
+#else
+    return rc;
+#endif
+}
+
+int pelab_dist_follower(void) { return follower_; }
+int pelab_dist_agreed(void) { return agreed_; }
+
+#ifdef PELAB_MPI
+/* MPI counts are ints: large buffers go in pieces. */
+static void sum(void *x, size_t n, size_t elem, MPI_Datatype type) {
+    const size_t piece = (size_t)INT_MAX / 2;
+    for (size_t i = 0; i < n; i += piece) {
+        size_t k = n - i < piece ? n - i : piece;
+        MPI_Allreduce(MPI_IN_PLACE, (char *)x + i * elem, (int)k, type, MPI_SUM, MPI_COMM_WORLD);
+    }
+}
+#endif
+
+void pelab_dist_sum_real(pelab_real *x, size_t n) {
+#ifdef PELAB_MPI
+    if (size_ > 1) sum(x, n, sizeof *x, sizeof *x == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT);
+#else
+    (void)x;
+    (void)n;
+#endif
+}
+
+void pelab_dist_sum_double(double *x, size_t n) {
+#ifdef PELAB_MPI
+    if (size_ > 1) sum(x, n, sizeof *x, MPI_DOUBLE);
+#else
+    (void)x;
+    (void)n;
+#endif
+}
+
+void pelab_dist_bcast(void *buf, size_t bytes) { pelab_dist_bcast_from(buf, bytes, 0); }
+
+int pelab_dist_first(int flag) {
+#ifdef PELAB_MPI
+    if (size_ > 1) {
+        int mine = flag ? rank_ : size_, first;
+        MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        return first == size_ ? -1 : first;
+    }
+#endif
+    return flag ? 0 : -1;
+}
+
+void pelab_dist_bcast_from(void *buf, size_t bytes, int root) {
+#ifdef PELAB_MPI
+    if (size_ == 1) return;
+    const size_t piece = (size_t)INT_MAX / 2;
+    for (size_t i = 0; i < bytes; i += piece) {
+        size_t k = bytes - i < piece ? bytes - i : piece;
+        MPI_Bcast((char *)buf + i, (int)k, MPI_BYTE, root, MPI_COMM_WORLD);
+    }
+#else
+    (void)buf;
+    (void)bytes;
+    (void)root;
+#endif
+}
+
+void pelab_dist_barrier(void) {
+#ifdef PELAB_MPI
+    if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+#endif
+}
+
+void pelab_dist_gather_u64(uint64_t x, uint64_t *all) {
+#ifdef PELAB_MPI
+    if (size_ > 1) {
+        MPI_Allgather(&x, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+        return;
+    }
+#endif
+    all[0] = x;
+}
+
+int pelab_dist_test_fault(int64_t step) {
+    const char *v = getenv("PELAB_TEST_RANK_FAULT");
+    long long s;
+    int r, n = 0;
+    char what[16];
+    if (!v || sscanf(v, "%lld:%d:%15[a-z]%n", &s, &r, what, &n) != 3 || v[n] || s != step ||
+        r != rank_)
+        return 0;
+    if (strcmp(what, "kill") == 0) {
+        fflush(stdout);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+    return strcmp(what, "diverge") == 0 ? PELAB_DIST_FAULT_DIVERGE : 0;
+}
