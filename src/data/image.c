@@ -1,0 +1,68 @@
+/* Images (pelab/image.h): normalisation, bilinear resizing, and patches with their grid
+ * positions — what the image task does to each image before the patch embedding. */
+#include <math.h>
+#include "pelab/image.h"
+#include "pelab/status.h"
+
+int pelab_image_check_side(int side, int patch) {
+    if (patch < 1 || patch > PELAB_IMAGE_MAX_SIDE)
+        return pelab_fail(PELAB_ERR_USAGE, "patch size %d: expected 1 to %d", patch, PELAB_IMAGE_MAX_SIDE);
+    if (side < patch || side > PELAB_IMAGE_MAX_SIDE)
+        return pelab_fail(PELAB_ERR_USAGE, "resolution %d: expected %d (the patch size) to %d", side, patch,
+                          PELAB_IMAGE_MAX_SIDE);
+    if (side % patch) {
+        int below = side - side % patch, above = below + patch;
+        return pelab_fail(PELAB_ERR_USAGE, "resolution %d is not a multiple of the patch size %d "
+                          "(%d and %d are)", side, patch, below, above);
+    }
+    return PELAB_OK;
+}
+
+void pelab_image_normalize(pelab_real *out, const uint8_t *in, size_t n, double mean, double std) {
+    for (size_t i = 0; i < n; i++) out[i] = (pelab_real)((in[i] / 255.0 - mean) / std);
+}
+
+/* The source pixels and weights of each output index along one axis (pelab/image.h). */
+static void axis(int out_size, int in_size, int i, int *i0, int *i1, pelab_real *l0, pelab_real *l1) {
+    pelab_real s = (pelab_real)in_size / (pelab_real)out_size;
+    pelab_real u = s * ((pelab_real)i + (pelab_real)0.5) - (pelab_real)0.5;
+    if (u < 0) u = 0;
+    *i0 = (int)u;
+    if (*i0 > in_size - 1) *i0 = in_size - 1;
+    *i1 = *i0 < in_size - 1 ? *i0 + 1 : *i0;
+    *l1 = u - (pelab_real)*i0;
+    if (*l1 > 1) *l1 = 1;
+    *l0 = 1 - *l1;
+}
+
+void pelab_image_resize(pelab_real *out, int out_rows, int out_cols, const pelab_real *in, int rows, int cols) {
+    PELAB_ASSERT(out_rows > 0 && out_cols > 0 && rows > 0 && cols > 0);
+    for (int i = 0; i < out_rows; i++) {
+        int r0, r1;
+        pelab_real a0, a1;
+        axis(out_rows, rows, i, &r0, &r1, &a0, &a1);
+        const pelab_real *top = in + (size_t)r0 * cols, *bottom = in + (size_t)r1 * cols;
+        for (int j = 0; j < out_cols; j++) {
+            int c0, c1;
+            pelab_real b0, b1;
+            axis(out_cols, cols, j, &c0, &c1, &b0, &b1);
+            out[(size_t)i * out_cols + j] = a0 * (b0 * top[c0] + b1 * top[c1]) + a1 * (b0 * bottom[c0] + b1 * bottom[c1]);
+        }
+    }
+}
+
+void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, int rows, int cols, int p) {
+    PELAB_ASSERT(p > 0 && rows % p == 0 && cols % p == 0);
+    int gr = rows / p, gc = cols / p;
+    for (int r = 0; r < gr; r++)
+        for (int c = 0; c < gc; c++) {
+            size_t t = (size_t)r * gc + c;
+            pelab_real *o = out + t * p * p;
+            for (int a = 0; a < p; a++)
+                for (int b = 0; b < p; b++) o[a * p + b] = img[(size_t)(r * p + a) * cols + c * p + b];
+            if (pos) {
+                pos[2 * t] = r;
+                pos[2 * t + 1] = c;
+            }
+        }
+}
