@@ -81,6 +81,8 @@ static int path_in(char *buf, const char *data_dir, const char *a, const char *b
  * the validation split takes. */
 static int read_all(const char *src, uint32_t crc[2], uint32_t *chain, struct pelab_idx img[2],
                     struct pelab_idx lab[2]) {
+    memset(img, 0, 2 * sizeof *img);
+    memset(lab, 0, 2 * sizeof *lab);
     int rc = read_pair(src, TRAIN_FILE, &crc[0], chain, &img[0], &lab[0]);
     if (!rc) rc = read_pair(src, TEST_FILE, &crc[1], chain, &img[1], &lab[1]);
     if (!rc && (img[1].dims[1] != img[0].dims[1] || img[1].dims[2] != img[0].dims[2]))
