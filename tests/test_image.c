@@ -1,4 +1,5 @@
-/* Images (pelab/image.h): which resolutions suit a patch size (and the usage error for the others);
+/* Images (pelab/image.h): which resolutions suit a patch size (and the usage error for the others),
+ * and resolution sweeps parsed ("28,56" or "1x,2x"), each item checked;
  * bilinear resizing on cases worked by hand (2x2 to 4x4, identity, constants), its exactness on
  * affine images (the clamped source coordinates of the documented formula), and its commuting with
  * the normalisation; patches and their grid positions on known images, and the token counts of
@@ -25,6 +26,33 @@ static void test_check_side(void) {
     CHECK(pelab_image_check_side(28, 0) == PELAB_ERR_USAGE && strstr(pelab_last_error(), "patch size 0"), "patch 0: %s", pelab_last_error());
     CHECK(pelab_image_check_side(28, 7) == PELAB_OK && pelab_image_check_side(28, 28) == PELAB_OK && pelab_image_check_side(28, 1) == PELAB_OK,
           "28 with patches 7, 28, 1");
+}
+
+/* parse SPEC with a training side of 28 and patch 4: its sides, or the error that must contain want */
+static void parse(const char *spec, int n_want, const int *want, const char *err) {
+    int sides[PELAB_IMAGE_MAX_SIDES], n = -1;
+    int rc = pelab_image_parse_sides(spec, 28, 4, sides, &n);
+    if (err) {
+        CHECK(rc == PELAB_ERR_USAGE && strstr(pelab_last_error(), err), "'%s': rc %d, '%s' not in: %s", spec, rc, err, pelab_last_error());
+        return;
+    }
+    CHECK(rc == PELAB_OK && n == n_want, "'%s': rc %d, %d sides: %s", spec, rc, n, pelab_last_error());
+    for (int i = 0; i < n && i < n_want; i++) CHECK(sides[i] == want[i], "'%s': side %d is %d, expected %d", spec, i, sides[i], want[i]);
+}
+
+static void test_parse_sides(void) {
+    parse("28,36,44,56,84", 5, (const int[]){28, 36, 44, 56, 84}, NULL);
+    parse("1x, 2x ,3x", 3, (const int[]){28, 56, 84}, NULL);
+    parse("1.2857x,40,1.7143x", 3, (const int[]){36, 40, 48}, NULL); /* 35.9996 and 48.0004 round to 36 and 48 */
+    parse("1.5x", 0, NULL, "--resolutions: '1.5x': resolution 42 is not a multiple of the patch size 4 (40 and 44 are)");
+    parse("30", 0, NULL, "--resolutions: '30': resolution 30 is not a multiple of the patch size 4 (28 and 32 are)");
+    parse("28,2", 0, NULL, "'2': resolution 2: expected 4 (the patch size) to 4096");
+    parse("0x", 0, NULL, "'0x' is neither a multiple of the training resolution (2x, 1.5x) nor a side in pixels (56)");
+    parse("28,,56", 0, NULL, "is not a list like 28,56,84 or 1x,2x,3x");
+    parse("28x3", 0, NULL, "'28x3' is neither");
+    parse("-4", 0, NULL, "'-4': resolution -4: expected 4");
+    parse("99999999999", 0, NULL, "resolution 4097: expected 4 (the patch size) to 4096");
+    parse("4,8,12,16,20,24,28,32,36,40,44,48,52,56,60,64,68", 0, NULL, "more than 16 resolutions");
 }
 
 static void test_resize_by_hand(void) {
@@ -150,6 +178,7 @@ static void test_patches(void) {
 
 int main(void) {
     test_check_side();
+    test_parse_sides();
     test_resize_by_hand();
     test_resize_affine();
     test_normalize_commutes();

@@ -46,6 +46,15 @@ void pelab_images_free(struct pelab_images *set);
  * side, the patch size and the nearest sides that work. */
 int pelab_image_check_side(int side, int patch);
 
+#define PELAB_IMAGE_MAX_SIDES 16 /* resolutions per sweep */
+
+/* Parses a resolution sweep, "28,36,44,56,84" or "1x,2x,3x" (the forms may mix): a number
+ * followed by x is a multiple of train_side, rounded to the nearest pixel; a plain integer is a
+ * side in pixels. Each side must pass pelab_image_check_side for `patch`; sides[0..*n-1] in the
+ * order given. PELAB_ERR_USAGE naming the item ("--resolutions: ...") for anything else or more
+ * than PELAB_IMAGE_MAX_SIDES items. */
+int pelab_image_parse_sides(const char *spec, int train_side, int patch, int sides[PELAB_IMAGE_MAX_SIDES], int *n);
+
 /* out[i] = (in[i]/255 − mean) / std for i < n. */
 void pelab_image_normalize(pelab_real *out, const uint8_t *in, size_t n, double mean, double std);
 
