@@ -176,6 +176,23 @@ static void test_patches(void) {
     }
 }
 
+/* pelab_image_tokens: the three steps in order, at the image's own side and at a larger one */
+static void test_tokens(void) {
+    uint8_t px[28 * 28];
+    for (int i = 0; i < 28 * 28; i++) px[i] = (uint8_t)((i * 53 + 7) % 256);
+    static pelab_real scratch[28 * 28 + 56 * 56], x[28 * 28], big[56 * 56], want[196 * 16], got[196 * 16];
+    int32_t want_pos[196 * 2], got_pos[196 * 2];
+    pelab_image_normalize(x, px, 28 * 28, 0.3, 0.4);
+    pelab_image_patches(want, want_pos, x, 28, 28, 4);
+    pelab_image_tokens(got, got_pos, px, 28, 28, 28, 4, 0.3, 0.4, scratch);
+    CHECK(memcmp(got, want, 49 * 16 * sizeof *got) == 0 && memcmp(got_pos, want_pos, 49 * 2 * sizeof *got_pos) == 0, "tokens at 28");
+    CHECK(got[0] == (pelab_real)((7 / 255.0 - 0.3) / 0.4), "tokens at 28: the first pixel, normalised");
+    pelab_image_resize(big, 56, 56, x, 28, 28);
+    pelab_image_patches(want, want_pos, big, 56, 56, 4);
+    pelab_image_tokens(got, got_pos, px, 28, 28, 56, 4, 0.3, 0.4, scratch);
+    CHECK(memcmp(got, want, sizeof want) == 0 && memcmp(got_pos, want_pos, sizeof want_pos) == 0, "tokens at 56");
+}
+
 int main(void) {
     test_check_side();
     test_parse_sides();
@@ -183,5 +200,6 @@ int main(void) {
     test_resize_affine();
     test_normalize_commutes();
     test_patches();
+    test_tokens();
     return check_report("test_image");
 }

@@ -8,7 +8,8 @@
  *                                    its weights sum to 1, so it commutes with the affine
  *                                    normalisation: normalising before or after gives the same x'
  *     patches (T, p²), pos (T, 2)    pelab_image_patches, T = (R/p)²
- * pelab_image_check_side says whether R suits the patch size p (a multiple of it).
+ * pelab_image_tokens does the three; pelab_image_check_side says whether R suits the patch size
+ * p (a multiple of it), pelab_image_parse_sides reads a sweep of resolutions.
  */
 #ifndef PELAB_IMAGE_H
 #define PELAB_IMAGE_H
@@ -74,5 +75,12 @@ void pelab_image_resize(pelab_real *out, int out_rows, int out_cols, const pelab
  *     pos (T, 2):   (gr, gc), the patch's grid row and column (may be NULL)
  * pos is the explicit 2-D position array the encodings read. */
 void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, int rows, int cols, int p);
+
+/* The three steps for one image of a dataset: pixels (rows, cols) normalised with mean and std,
+ * resized to side × side (skipped at the image's own size), cut into patches (T, patch²) with
+ * pos (T, 2), T = (side/patch)². side must pass pelab_image_check_side. scratch holds
+ * rows·cols + side² reals. */
+void pelab_image_tokens(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
+                        int patch, double mean, double std, pelab_real *scratch);
 
 #endif

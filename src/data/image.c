@@ -121,3 +121,12 @@ void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, i
             }
         }
 }
+
+void pelab_image_tokens(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
+                        int patch, double mean, double std, pelab_real *scratch) {
+    pelab_real *x = scratch, *resized = scratch + (size_t)rows * cols;
+    pelab_image_normalize(x, pixels, (size_t)rows * cols, mean, std);
+    if (side == rows && side == cols) resized = x;
+    else pelab_image_resize(resized, side, side, x, rows, cols);
+    pelab_image_patches(patches, pos, resized, side, side, patch);
+}
