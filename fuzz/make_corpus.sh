@@ -84,6 +84,18 @@ head -c 100 $C/tokcache/text >$C/tokcache/text-truncated
 cp $C/tokcache/dna-width2 $C/tokcache/dna-bad-crc
 printf '\377' | dd of=$C/tokcache/dna-bad-crc bs=1 seek=73 conv=notrunc 2>/dev/null
 
+# IDX files for fuzz_idx: images and labels as Fashion-MNIST has them, f64 and i16, a truncated one.
+mkdir -p $C/idx && rm -f $C/idx/*
+/usr/bin/python3 - $C/idx <<'PY'
+import struct, sys
+C = sys.argv[1] + '/'
+open(C + 'images-u8', 'wb').write(struct.pack('>BBBBIII', 0, 0, 8, 3, 2, 3, 4) + bytes(range(24)))
+open(C + 'labels-u8', 'wb').write(struct.pack('>BBBBI', 0, 0, 8, 1, 5) + bytes([0, 9, 3, 3, 1]))
+open(C + 'f64-rank2', 'wb').write(struct.pack('>BBBBII', 0, 0, 0x0E, 2, 1, 2) + struct.pack('>dd', 1.5, -0.25))
+open(C + 'i16', 'wb').write(struct.pack('>BBBBI', 0, 0, 0x0B, 1, 3) + struct.pack('>hhh', -2, 258, 7))
+open(C + 'truncated', 'wb').write(struct.pack('>BBBBIII', 0, 0, 8, 3, 2, 3, 4) + bytes(range(20)))
+PY
+
 # GPT-2 vocabularies for fuzz_bpe (encoder.json, a NUL byte, vocab.bpe), hand-made and tiny.
 # GPT-2's byte alphabet writes a space as "Ġ" (U+0120).
 bpe() { printf '%s\0%s' "$2" "${3-}" >"$C/bpe/$1"; }

@@ -92,6 +92,12 @@ dna-pfal)
     deb smalt-examples
     gunzip_to "$SMALT/genome_1.fa.gz" "$tmp/genome_1.fa"
     ;;
+fashion-mnist)
+    deb dataset-fashion-mnist
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        gunzip_to "/usr/share/datasets/fashion-mnist/$f.gz" "$tmp/$f"
+    done
+    ;;
 jsb)
     from=${jsb_dir:-$repo/../shared/data/jsb-chorales}
     [ -r "$from/Jsb16thSeparated.json" ] ||

