@@ -25,7 +25,19 @@ PELAB_BIN ?= pelab
 VERSION := 0.1.0
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
-CFLAGS  ?= -O3 -march=native -g
+# The default build runs on any x86-64: the kernels that vectorise (src/kernels/cpu/simd.h: the
+# tiled attention, the norms, GELU, the loss, PoPE, AdamW) are compiled for AVX-512, AVX2 and the
+# baseline, and the CPU picks at run time (`pelab --version` says which). ARCH=native builds for
+# this CPU alone (-march=native: every loop may use its instructions; the binary may not run on
+# another machine).
+ARCH    ?=
+CFLAGS  ?= -O3 -g
+ifeq ($(ARCH),)
+  $(info build: portable x86-64; vector kernels chosen at run time (AVX-512, AVX2 or baseline))
+else
+  CFLAGS += -march=$(ARCH)
+  $(info build: -march=$(ARCH), for this CPU only; vector kernels chosen at run time among what it allows)
+endif
 # -fno-math-errno: no libm call here is followed by a look at errno, and without it sqrt does not
 # vectorise (clang)
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC -fno-math-errno $(WARN) -Iinclude -Isrc -DPELAB_VERSION=\"$(VERSION)\"
@@ -133,7 +145,7 @@ $(BUILD)/bench/%: bench/%.c $(PELAB_LIB)
 
 # bench_train with the phase timers of src/core/prof.h compiled in, in build/prof.
 profile:
-	@CFLAGS="-O3 -march=native -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
+	@CFLAGS="-O3 -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
 	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.

@@ -27,12 +27,17 @@
  * Per thread: 3 tiles² + tile·(dq + 2 dv + 3) reals, plus the encoding's parameter count, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
+ *
+ * Vector level. The per-tile work (forward_tile, backward_head and all they call, inlined) is
+ * compiled for AVX-512, AVX2 and the build's baseline (kernels/cpu/simd.h); each call picks the
+ * level the CPU runs, outside the parallel region.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
 #include "core/prof.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 #include "pelab/status.h"
@@ -78,7 +83,7 @@ enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
  * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
 enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
 
-static void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A, long lda,
+static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A, long lda,
                       const pelab_real *restrict B, long ldb, int m, int n, int kd, pelab_real alpha,
                       enum tile_mask mask) {
     const int m_full = m - m % GEMM_MR, n_full = n - n % GEMM_NR;
@@ -118,12 +123,12 @@ static void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restri
 }
 
 /* out (n, m) = in (m, n)^T; in's rows ldi apart. */
-static void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in, long ldi, int m, int n) {
+static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in, long ldi, int m, int n) {
     for (int r = 0; r < m; r++)
         for (int j = 0; j < n; j++) out[(long)j * m + r] = in[r * ldi + j];
 }
 
-static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
+static PELAB_ALWAYS_INLINE pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
 #pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -246,14 +251,14 @@ static struct bias_grads *bias_grads_init(unsigned char *block, struct pelab_pos
 }
 
 /* keep (n,) = dropout keep-scales of the entries idx .. idx+n−1 (all 1 without dropout). */
-static void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s, long idx) {
+static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s, long idx) {
     for (int c = 0; c < n; c++)
         keep[c] = s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)(idx + c)) : 1;
 }
 
 /* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
  * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
-static void scores(struct work *w, const pelab_real *q, const pelab_real *k,
+static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
                    const struct pelab_attn_shape *s, int b, int h, int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
     const int dq = s->dq;
@@ -272,7 +277,7 @@ static void scores(struct work *w, const pelab_real *q, const pelab_real *k,
 
 /* max(m, x[0..n)). Sixteen running maxima, so the loop vectorises as an elementwise maximum:
  * compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out. */
-static pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
+static PELAB_ALWAYS_INLINE pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
     enum { L = 16 };
     pelab_real part[L];
     for (int i = 0; i < L; i++) part[i] = m;
@@ -288,7 +293,7 @@ static pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
 /* One row's online-softmax step over a key tile: sc (nk,) its scores, the first n causal. Updates
  * the running max *m and sum *l, leaves sc = P̃ ⊙ keep (0 past n) and returns α, the factor the
  * row's accumulator must be scaled by. */
-static pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m, pelab_real *l,
+static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m, pelab_real *l,
                               const pelab_real *restrict keep) {
     const pelab_real mx = row_max(sc, n, *m);
     /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 (not e^(−∞), which the float build's
@@ -311,7 +316,7 @@ static pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real
 
 /* Query tile I = rows i0 .. i0+nq−1 of (b, h): out_I and lse_I. Tiles are aligned (i0 and every
  * j0 are multiples of the tile), so the key tiles below the diagonal one are wholly causal. */
-static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q,
+static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q,
                          const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s,
                          int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
@@ -342,12 +347,22 @@ static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const
     }
 }
 
+/* forward_tile_avx512, _avx2, _portable: the tile loops above compiled for each vector level
+ * (simd.h); the products, maxima and exponentials are where the forward's time goes. */
+PELAB_SIMD_KERNEL(forward_tile,
+                  (struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q, const pelab_real *k,
+                   const pelab_real *v, const struct pelab_attn_shape *s, int b, int h, int i0, int nq),
+                  (w, out, lse, q, k, v, s, b, h, i0, nq))
+
 int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
     PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
     if (pelab_attn_scratch_reserve(scratch, s)) return PELAB_ERR_RUNTIME;
+    void (*const forward_tile)(struct work *, pelab_real *, pelab_real *, const pelab_real *,
+                               const pelab_real *, const pelab_real *, const struct pelab_attn_shape *,
+                               int, int, int, int) = pelab_simd_fn(forward_tile);
 #pragma omp parallel
     {
         struct work w;
@@ -369,7 +384,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 
 /* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into gpe's), given
  * w->l = D_I and w->m = lse_I. */
-static void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk,
+static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk,
                           pelab_real *dv, const pelab_real *dout, const pelab_real *q, const pelab_real *k,
                           const pelab_real *v, const struct pelab_attn_shape *s, int b, int h,
                           int i0, int nq, int j0, int nk) {
@@ -414,7 +429,7 @@ static void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *
 }
 
 /* All of (b, h): its dq, dk, dv rows are assigned. */
-static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk,
+static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk,
                           pelab_real *dv, const pelab_real *dout, const pelab_real *out,
                           const pelab_real *lse, const pelab_real *q, const pelab_real *k,
                           const pelab_real *v, const struct pelab_attn_shape *s, int b, int h) {
@@ -436,6 +451,12 @@ static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *
     }
 }
 
+PELAB_SIMD_KERNEL(backward_head,
+                  (struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk, pelab_real *dv,
+                   const pelab_real *dout, const pelab_real *out, const pelab_real *lse, const pelab_real *q,
+                   const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s, int b, int h),
+                  (w, gpe, dq, dk, dv, dout, out, lse, q, k, v, s, b, h))
+
 int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                               const pelab_real *out, const pelab_real *lse, const pelab_real *q,
                               const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
@@ -444,6 +465,10 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
     if (pelab_attn_scratch_reserve(scratch, s)) return PELAB_ERR_RUNTIME;
     int team = 1;
+    void (*const backward_head)(struct work *, struct pelab_posenc *, pelab_real *, pelab_real *,
+                                pelab_real *, const pelab_real *, const pelab_real *, const pelab_real *,
+                                const pelab_real *, const pelab_real *, const pelab_real *,
+                                const struct pelab_attn_shape *, int, int) = pelab_simd_fn(backward_head);
 #pragma omp parallel
     {
         const int id = thread_id();
