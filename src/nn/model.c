@@ -275,15 +275,18 @@ static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pe
                                 ko, v, s);
         return;
     }
-    /* it fails only when its per-thread scratch must grow (more threads than at the forward) and
-     * cannot */
+    /* after its forward it cannot fail: the per-thread scratch the forward used is kept, and when
+     * it cannot grow (more threads since) the kernel runs on as many threads as it holds */
     int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, atty, a->lse + l * BHT, qo, ko, v, s);
-    PELAB_ASSERT(rc == PELAB_OK);
+    if (rc) m->status = rc;
 }
 
 pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
                                const int32_t *pos, int B, int T) {
-    PELAB_ASSERT(pelab_model_reserve(m, B, T) == PELAB_OK);
+    if ((m->status = pelab_model_reserve(m, B, T))) { /* out of memory; the message says for what */
+        m->n_targets = 0;
+        return m->loss = (pelab_real)NAN;
+    }
     struct pelab_acts *a = m->acts;
     const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
     const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
@@ -302,7 +305,7 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
     }
 
     pelab_embed_forward(a->x, tokens, W(m->wte), (int)BT, D);
-    if (m->pe.ops->embed_forward) m->pe.ops->embed_forward(&m->pe, a->x, pos, B, T);
+    pelab_posenc_embed_forward(&m->pe, a->x, pos, B, T);
 
     for (int l = 0; l < N; l++) {
         const struct pelab_layer_params *L = &m->layer[l];
@@ -396,7 +399,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, x, W(L->ln1), a->ln1_rstd + l * BT, (int)BT, D);
     }
 
-    if (m->pe.ops->embed_backward) m->pe.ops->embed_backward(&m->pe, a->dres, a->pos, B, T);
+    pelab_posenc_embed_backward(&m->pe, a->dres, a->pos, B, T);
     if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
     pelab_embed_backward(G(m->wte), a->dres, a->tokens, (int)BT, D);
 }

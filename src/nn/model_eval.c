@@ -128,7 +128,7 @@ pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens
     if ((m->status = pelab_posenc_prepare(&m->pe, pos, B, T))) return m->loss = (pelab_real)NAN;
 
     pelab_embed_forward(e->x, tokens, W(m->wte), (int)BT, D);
-    if (m->pe.ops->embed_forward) m->pe.ops->embed_forward(&m->pe, e->x, pos, B, T);
+    pelab_posenc_embed_forward(&m->pe, e->x, pos, B, T);
 
     for (int l = 0; l < N; l++) {
         const struct pelab_layer_params *L = &m->layer[l];

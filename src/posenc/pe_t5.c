@@ -98,10 +98,11 @@ static void t5_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real *
             out[(long)i * nk + j] = b[(long)bucket_of(t, pos_q[i], pos_k[j]) * pe->H + h];
 }
 
-static void t5_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
-                                  const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
+static void t5_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
+                                  const pelab_real *dout, const int32_t *pos_q, int nq,
+                                  const int32_t *pos_k, int nk) {
     const struct t5 *t = pe->state;
-    pelab_real *db = pelab_params_grad(pe->params, t->table[layer]); /* (nb, H) */
+    pelab_real *db = pelab_posenc_grad(pe, grad, t->table[layer]); /* (nb, H) */
     for (int i = 0; i < nq; i++)
         for (int j = 0; j < nk; j++)
             if (pos_k[j] <= pos_q[i])
