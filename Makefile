@@ -117,8 +117,9 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
 
-# test_alloc counts the library's allocations: its calls are rerouted through the test's counters.
-$(BUILD)/tests/test_alloc: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+# test_alloc and test_contract count the library's allocations: its calls are rerouted through the
+# test's counters.
+$(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
 $(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)

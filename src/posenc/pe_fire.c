@@ -338,6 +338,8 @@ const struct pelab_posenc_ops pelab_pe_fire = {
     .name = "fire",
     .summary = "learned MLP of log-normalised distance, one per layer (Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
+    /* absolute: rows past L = |ℓ|·T_train are normalised by their own position */
+    .contract = {0, {"fire-depth=1", NULL}},
     .options = fire_options,
     .init = fire_init,
     .free = fire_free,
@@ -350,6 +352,7 @@ const struct pelab_posenc_ops pelab_pe_fire_shared = {
     .name = "fire-shared",
     .summary = "FIRE with one MLP shared by all layers (FIRE-S, Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
+    .contract = {0, {"fire-width=4 fire-depth=3", NULL}},
     .options = fire_options,
     .init = fire_shared_init,
     .free = fire_free,
