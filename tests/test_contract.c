@@ -16,6 +16,8 @@
  *   allocation  once warm, forward and backward (both kernels) allocate nothing
  *   save/load   the model saved, rebuilt from its recorded settings and loaded gives the same
  *               outputs, bit for bit
+ *   memory      each allocation of building the model, a training step and an evaluation refused
+ *               in turn: an error with a message every time, never an abort
  *   twin        the PyTorch twin (tests/ref/pelab_twin.py) agrees on one forward, its gradients
  *               and 5 training steps; an encoding the twin lacks fails. Without torch this part
  *               alone is skipped, with a notice.
@@ -47,6 +49,9 @@
 
 static int counting;
 static long calls;
+static long fail_at; /* when > 0, the fail_at-th counted call fails (returns NULL) */
+
+static int refuse(void) { return counting && fail_at > 0 && calls == fail_at; }
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
@@ -56,23 +61,23 @@ int __real_posix_memalign(void **p, size_t align, size_t n);
 
 void *__wrap_malloc(size_t n) {
     calls += counting;
-    return __real_malloc(n);
+    return refuse() ? NULL : __real_malloc(n);
 }
 void *__wrap_calloc(size_t n, size_t size) {
     calls += counting;
-    return __real_calloc(n, size);
+    return refuse() ? NULL : __real_calloc(n, size);
 }
 void *__wrap_realloc(void *p, size_t n) {
     calls += counting;
-    return __real_realloc(p, n);
+    return refuse() ? NULL : __real_realloc(p, n);
 }
 void *__wrap_aligned_alloc(size_t align, size_t n) {
     calls += counting;
-    return __real_aligned_alloc(align, n);
+    return refuse() ? NULL : __real_aligned_alloc(align, n);
 }
 int __wrap_posix_memalign(void **p, size_t align, size_t n) {
     calls += counting;
-    return __real_posix_memalign(p, align, n);
+    return refuse() ? ENOMEM : __real_posix_memalign(p, align, n);
 }
 
 /* --- the case: an encoding with one setting of its options -------------------------------------- */
@@ -463,6 +468,56 @@ static void check_allocation(const struct variant *v) {
     }
 }
 
+/* Out of memory at each allocation in turn, from building the model to a training step and an
+ * evaluation: every one is an error returned with a message (PELAB_ERR_RUNTIME), never an abort,
+ * and nothing after it runs on a half-built state. */
+static void check_out_of_memory(const struct variant *v) {
+    static const char *const kernels[] = {"tiled", "ref"};
+    for (int kk = 0; kk < 2; kk++) {
+        long k = 1, total = -1, refused = 0;
+        for (;; k++) {
+            struct pelab_model m;
+            struct batch b;
+            make_batch(&b, 2, 9, 0, 37);
+            pelab_clear_error();
+            calls = 0, fail_at = k, counting = 1;
+            int rc = build(&m, v, NULL, kernels[kk], 41);
+            int stage = 0; /* 0 build, 1 forward, 2 evaluation */
+            if (!rc) {
+                stage = 1;
+                forward(&m, &b);
+                rc = m.status;
+                if (!rc) {
+                    pelab_model_backward(&m, 1);
+                    rc = m.status;
+                }
+                if (!rc) {
+                    stage = 2;
+                    pelab_model_forward_eval(&m, b.tokens, b.targets, b.pos, b.B, b.T);
+                    rc = m.status;
+                }
+            }
+            counting = 0, fail_at = 0;
+            const int failed_here = calls >= k;
+            if (stage > 0) pelab_model_free(&m); /* a failed build frees itself */
+            if (!failed_here) { /* every allocation has been refused once */
+                CHECK(rc == PELAB_OK, "%s, %s: fails with no allocation refused: %s", v->label,
+                      kernels[kk], pelab_last_error());
+                total = calls;
+                break;
+            }
+            refused++;
+            CHECK(rc == PELAB_ERR_RUNTIME && *pelab_last_error(),
+                  "%s, %s: allocation %ld of %s refused: status %d, message '%s'", v->label,
+                  kernels[kk], k, stage == 0 ? "building" : stage == 1 ? "training" : "evaluating",
+                  rc, pelab_last_error());
+        }
+        CHECK(refused > 0, "%s, %s: no allocation was refused", v->label, kernels[kk]);
+        if (kk == 0)
+            printf("  %-40s out of memory at each of %ld allocations: an error every time\n", v->label, total);
+    }
+}
+
 /* Saved, rebuilt from the settings it records, loaded: the same outputs. */
 static void check_save_load(const struct variant *v, const char *dir) {
     struct pelab_model m, back;
@@ -600,6 +655,7 @@ int main(int argc, char **argv) {
         check_threads(&vs[i]);
         check_allocation(&vs[i]);
         check_save_load(&vs[i], dir);
+        check_out_of_memory(&vs[i]);
         printf("%-42s %s\n", vs[i].label, check_failures == before ? "keeps its contract" : "FAILED");
     }
     check_twin(vs, n, dir);
