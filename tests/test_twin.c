@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "test_twin: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) twin_write_case(dir, cases[i].name, cases[i].opts, TWIN_T, 1000 + i, 0);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        twin_write_case(dir, cases[i].name, cases[i].opts, TWIN_T, 1000 + i, 0);
     for (size_t i = 0; i < sizeof aux_cases / sizeof aux_cases[0]; i++)
         twin_write_case(dir, aux_cases[i].name, aux_cases[i].opts, TWIN_T, 2000 + i, 1);
     if (argc <= 1) tmpdir_remove();

@@ -83,9 +83,9 @@ enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
  * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
 enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
 
-static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A, long lda,
-                      const pelab_real *restrict B, long ldb, int m, int n, int kd, pelab_real alpha,
-                      enum tile_mask mask) {
+static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A,
+                                          long lda, const pelab_real *restrict B, long ldb, int m, int n,
+                                          int kd, pelab_real alpha, enum tile_mask mask) {
     const int m_full = m - m % GEMM_MR, n_full = n - n % GEMM_NR;
     for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
         const int x0 = mask == TILE_IN_UPPER ? min_int(r0, kd) : 0;
@@ -123,7 +123,8 @@ static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, cons
 }
 
 /* out (n, m) = in (m, n)^T; in's rows ldi apart. */
-static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in, long ldi, int m, int n) {
+static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in,
+                                               long ldi, int m, int n) {
     for (int r = 0; r < m; r++)
         for (int j = 0; j < n; j++) out[(long)j * m + r] = in[r * ldi + j];
 }
@@ -227,7 +228,8 @@ static void thread_work(struct work *w, unsigned char *block, const struct pelab
 static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
 
 /* keep (n,) = dropout keep-scales of the entries idx .. idx+n−1 (all 1 without dropout). */
-static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s, long idx) {
+static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s,
+                                         long idx) {
     for (int c = 0; c < n; c++)
         keep[c] = s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)(idx + c)) : 1;
 }
@@ -269,8 +271,8 @@ static PELAB_ALWAYS_INLINE pelab_real row_max(const pelab_real *restrict x, int 
 /* One row's online-softmax step over a key tile: sc (nk,) its scores, the first n causal. Updates
  * the running max *m and sum *l, leaves sc = P̃ ⊙ keep (0 past n) and returns α, the factor the
  * row's accumulator must be scaled by. */
-static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m, pelab_real *l,
-                              const pelab_real *restrict keep) {
+static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m,
+                                                  pelab_real *l, const pelab_real *restrict keep) {
     const pelab_real mx = row_max(sc, n, *m);
     /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 (not e^(−∞), which the float build's
      * clamped exp would make a tiny positive number) */
@@ -292,9 +294,9 @@ static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n
 
 /* Query tile I = rows i0 .. i0+nq−1 of (b, h): out_I and lse_I. Tiles are aligned (i0 and every
  * j0 are multiples of the tile), so the key tiles below the diagonal one are wholly causal. */
-static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q,
-                         const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s,
-                         int b, int h, int i0, int nq) {
+static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse,
+                                                  const pelab_real *q, const pelab_real *k, const pelab_real *v,
+                                                  const struct pelab_attn_shape *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
     for (int r = 0; r < nq; r++) w->m[r] = -INFINITY, w->l[r] = 0;
@@ -361,10 +363,11 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 
 /* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into bgrad, the thread's array), given
  * w->l = D_I and w->m = lse_I. */
-static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad, pelab_real *dq, pelab_real *dk,
-                          pelab_real *dv, const pelab_real *dout, const pelab_real *q, const pelab_real *k,
-                          const pelab_real *v, const struct pelab_attn_shape *s, int b, int h,
-                          int i0, int nq, int j0, int nk) {
+static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad, pelab_real *dq,
+                                              pelab_real *dk, pelab_real *dv, const pelab_real *dout,
+                                              const pelab_real *q, const pelab_real *k, const pelab_real *v,
+                                              const struct pelab_attn_shape *s, int b, int h, int i0, int nq,
+                                              int j0, int nk) {
     const int T = s->T, dqw = s->dq, dvw = s->dv;
     const long bh = (long)b * s->H + h;
     const pelab_real *dO = dout + ((long)b * T + i0) * s->ldo + (long)h * dvw;  /* (nq, dv) rows ldo */
@@ -406,10 +409,11 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
 }
 
 /* All of (b, h): its dq, dk, dv rows are assigned. */
-static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *bgrad, pelab_real *dq, pelab_real *dk,
-                          pelab_real *dv, const pelab_real *dout, const pelab_real *out,
-                          const pelab_real *lse, const pelab_real *q, const pelab_real *k,
-                          const pelab_real *v, const struct pelab_attn_shape *s, int b, int h) {
+static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *bgrad, pelab_real *dq,
+                                                   pelab_real *dk, pelab_real *dv, const pelab_real *dout,
+                                                   const pelab_real *out, const pelab_real *lse,
+                                                   const pelab_real *q, const pelab_real *k, const pelab_real *v,
+                                                   const struct pelab_attn_shape *s, int b, int h) {
     const int T = s->T, dvw = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);

@@ -146,7 +146,8 @@ void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const 
 
 void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
                                  int B, int T) {
-    if ((pe->sites & PELAB_SITE_EMBED) && pe->ops->embed_backward) pe->ops->embed_backward(pe, dout, pos, B, T);
+    if ((pe->sites & PELAB_SITE_EMBED) && pe->ops->embed_backward)
+        pe->ops->embed_backward(pe, dout, pos, B, T);
 }
 
 void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
