@@ -64,10 +64,14 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
     if (!rc) rc = pelab_opts_check(opts, pe->ops->eval_options);
     if (rc) return rc;
     pe->param_first = params->count;
-    rc = pe->ops->init ? pe->ops->init(pe, opts, params) : PELAB_OK;
+    const struct pelab_posenc_ops *ops = pe->ops;
+    rc = ops->init ? ops->init(pe, opts, params) : PELAB_OK;
     pe->param_end = params->count;
-    if (!rc && (pe->sites & ~pe->ops->sites))
-        return pelab_fail(PELAB_ERR_RUNTIME, "encoding %s acts at a site its table does not list", name);
+    /* one table per encoding, and its sites a subset of the ones the table lists (posenc.h) */
+    if (!rc && (pe->ops != ops || (pe->sites & ~ops->sites)))
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "encoding %s replaced its table or acts at a site it does "
+                        "not list", name);
+    pe->ops = ops;
     return rc;
 }
 
