@@ -35,7 +35,19 @@ SETUP_GOALS := $(filter demo test,$(MAKECMDGOALS))
 notice = $(if $(SETUP_GOALS),,$(info notice: $(1)))
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
-CFLAGS  ?= -O3 -march=native -g
+# The default build runs on any x86-64: the kernels that vectorise (src/kernels/cpu/simd.h: the
+# tiled attention, the norms, GELU, the loss, PoPE, AdamW) are compiled for AVX-512, AVX2 and the
+# baseline, and the CPU picks at run time (`pelab --version` says which). ARCH=native builds for
+# this CPU alone (-march=native: every loop may use its instructions; the binary may not run on
+# another machine).
+ARCH    ?=
+CFLAGS  ?= -O3 -g
+ifeq ($(ARCH),)
+  $(info build: portable x86-64; vector kernels chosen at run time (AVX-512, AVX2 or baseline))
+else
+  CFLAGS += -march=$(ARCH)
+  $(info build: -march=$(ARCH), for this CPU only; vector kernels chosen at run time among what it allows)
+endif
 # -fno-math-errno: no libm call here is followed by a look at errno, and without it sqrt does not
 # vectorise (clang)
 CFLAGS  += -std=c11 -D_POSIX_C_SOURCE=200809L -fPIC -fno-math-errno $(WARN) -Iinclude -Isrc -DPELAB_VERSION=\"$(VERSION)\"
@@ -137,8 +149,9 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
 
-# test_alloc counts the library's allocations: its calls are rerouted through the test's counters.
-$(BUILD)/tests/test_alloc: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
+# test_alloc and test_contract count the library's allocations: its calls are rerouted through the
+# test's counters.
+$(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
 $(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
@@ -165,7 +178,7 @@ $(BUILD)/bench/%: bench/%.c $(PELAB_LIB)
 
 # bench_train with the phase timers of src/core/prof.h compiled in, in build/prof.
 profile:
-	@CFLAGS="-O3 -march=native -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
+	@CFLAGS="-O3 -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
 	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.

@@ -273,7 +273,7 @@ static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_
 
 static int analyze_bias(const struct pelab_opts *opts, struct pelab_run *run, struct view *v) {
     struct pelab_model *m = &run->model;
-    const int is_bias = (m->pe.ops->sites & PELAB_SITE_BIAS) && m->pe.ops->bias_tile;
+    const int is_bias = m->pe.sites & PELAB_SITE_BIAS;
     const int is_pope = strcmp(m->pe.ops->name, "pope") == 0;
     if (!is_bias && !is_pope)
         return pelab_fail(PELAB_ERR_USAGE, "%s: encoding '%s' has no attention bias or PoPE δ to show "

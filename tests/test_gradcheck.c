@@ -265,8 +265,9 @@ static void bias_backward(struct bias_ctx *c) {
     for (int l = 0; l < BIAS_LAYERS; l++)
         for (int h = 0; h < BIAS_H; h++)
             for (int t = 0; t < N_TILES; t++) /* masked entries get a weight too: ignored */
-                c->pe.ops->bias_tile_backward(&c->pe, l, h, c->w[l][h][t], tiles[t].q, tiles[t].nq,
-                                              tiles[t].k, tiles[t].nk);
+                c->pe.ops->bias_tile_backward(&c->pe, l, h,
+                                              pelab_posenc_table_grad(&c->pe),
+                                              c->w[l][h][t], tiles[t].q, tiles[t].nq, tiles[t].k, tiles[t].nk);
 }
 /* Every parameter of a BIAS encoding; `set` (name suffix, value) pairs move FIRE's c and ℓ off
  * their init (negative values too, through |c| and |ℓ|), and T5's table off zero. */

@@ -157,7 +157,7 @@ static double site_f(void *p) {
     struct site_ctx *c = p;
     PELAB_ASSERT(pelab_posenc_prepare(&c->pe, c->pos, SB, ST) == PELAB_OK);
     double s = 0;
-    if (c->pe.ops->embed_forward) {
+    if (c->pe.sites & PELAB_SITE_EMBED) {
         long n = (long)SB * ST * SD;
         memset(c->out, 0, (size_t)n * sizeof *c->out);
         c->pe.ops->embed_forward(&c->pe, c->out, c->pos, SB, ST);
@@ -181,8 +181,9 @@ static void check_sites(const char *mode, const char *proj) {
     CHECK(pelab_posenc_init(&c.pe, "seqpe", &o, &c.params, SD, SH, SN, 16) == PELAB_OK, "%s: %s",
           mode, pelab_last_error());
     CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
-    CHECK(!!c.pe.ops->embed_forward == !strcmp(mode, "input") && !!c.pe.ops->qk_forward == !!strcmp(mode, "input"),
-          "%s: the variant acts at its mode's site only", mode);
+    CHECK(c.pe.sites == (strcmp(mode, "input") ? PELAB_SITE_QK : PELAB_SITE_EMBED),
+          "%s: it acts at its mode's site only (sites %#x)", mode, c.pe.sites);
+    CHECK(c.pe.ops == pelab_posenc_find("seqpe"), "%s: the registered table, not a variant", mode);
     CHECK(c.pe.qk_dim == (strcmp(mode, "attn-bias") ? SD / SH : 2 * SD / SH), "%s: qk width %d", mode, c.pe.qk_dim);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 3);
@@ -200,7 +201,7 @@ static void check_sites(const char *mode, const char *proj) {
     double *dq = vec(n_in, 0, 0), *dk = vec(n_in, 0, 0), *gq = vec(n_out, 0, 0), *gk = vec(n_out, 0, 0);
     site_f(&c);
     pelab_params_zero_grad(&c.params);
-    if (c.pe.ops->embed_backward) {
+    if (c.pe.sites & PELAB_SITE_EMBED) {
         c.pe.ops->embed_backward(&c.pe, c.w, pos, SB, ST);
     } else {
         double *tq = vec(n_in, 0, 0), *tk = vec(n_in, 0, 0);
@@ -214,7 +215,7 @@ static void check_sites(const char *mode, const char *proj) {
     }
     c.pe.ops->backward_end(&c.pe);
     char what[96];
-    if (!c.pe.ops->embed_backward) {
+    if (!(c.pe.sites & PELAB_SITE_EMBED)) {
         snprintf(what, sizeof what, "%s (%s) q", mode, proj);
         gradcheck(what, site_f, &c, c.q, dq, n_in, H_STEP, ATOL, RTOL);
         snprintf(what, sizeof what, "%s (%s) k", mode, proj);

@@ -31,10 +31,13 @@ struct pelab_params {
     pelab_real *data;  /* (total,) values */
     pelab_real *grad;  /* (total,) gradients, accumulated with += */
     pelab_real *m, *v; /* (total,) AdamW moments */
+    int oom;           /* a declaration ran out of memory: pelab_params_alloc fails */
 };
 
 /* Declares a parameter; returns its index (>= 0). Must precede pelab_params_alloc. Asserts on
- * duplicate names or a table already allocated (programmer errors). */
+ * duplicate names or a table already allocated (programmer errors). Out of memory for the list,
+ * it still returns the next index but records the failure, and pelab_params_alloc then returns
+ * PELAB_ERR_RUNTIME: callers check once, at the allocation. */
 int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, const int64_t *shape,
                          int decay);
 /* Allocates data, grad, m, v (zeroed). Returns PELAB_OK or PELAB_ERR_RUNTIME (out of memory). */

@@ -11,7 +11,9 @@
  *
  * To add an encoding: write src/posenc/pe_<name>.c defining one `const struct pelab_posenc_ops`,
  * and list it in src/posenc/posenc.c. Its parameters are declared by name in the model's
- * parameter table, which gives them gradients, optimizer state and checkpoint names.
+ * parameter table, which gives them gradients, optimizer state and checkpoint names. The table
+ * also states the encoding's contract (`contract` below), and tests/test_contract.c checks every
+ * registered encoding against it with no test edited: docs/POSENC.md, "Adding an encoding".
  */
 #ifndef PELAB_POSENC_H
 #define PELAB_POSENC_H
@@ -30,25 +32,46 @@ enum pelab_pe_site {
 
 struct pelab_posenc;
 
+/* What an encoding promises beyond the interface, in its table's `contract`. */
+enum pelab_pe_promise {
+    /* Outputs depend on positions only through their differences t − s: shifting every position
+     * of a sequence by the same amount leaves the model's outputs unchanged. */
+    PELAB_PE_RELATIVE = 1 << 0,
+    /* Also valid without the causal mask (a bidirectional model, for image tasks). No caller
+     * uses it yet; an encoding that sets it is checked for it once one does. */
+    PELAB_PE_BIDIRECTIONAL = 1 << 1,
+};
+
+#define PELAB_PE_VARIANTS_MAX 8
+
+struct pelab_pe_contract {
+    unsigned promises; /* PELAB_PE_* bits; 0: absolute and causal-only */
+    /* Settings of its options under which the contract test runs it, besides its defaults: each a
+     * string "key=value key=value", NULL-terminated (at most PELAB_PE_VARIANTS_MAX). One for each
+     * option that chooses a different computation (a site, a layout, a parameterisation). */
+    const char *const variants[PELAB_PE_VARIANTS_MAX + 1];
+};
+
 #define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */
 
 struct pelab_posenc_ops {
     const char *name;
     const char *summary; /* one line: what it is and where it comes from */
-    unsigned sites;      /* PELAB_SITE_* bits */
+    unsigned sites;      /* PELAB_SITE_* bits: every site it may act at (pe->sites: where it does) */
     const struct pelab_optdef *options; /* its own options, NULL-name terminated; may be NULL */
     /* Optional: options that change how a trained model is evaluated, not what it learns (RoPE's
      * length extension, the learned table's interpolation). `eval` and `sample` accept them for a
      * run of this encoding; training refuses them and config.json never records them. init reads
      * them from the same opts as `options`. */
     const struct pelab_optdef *eval_options;
+    struct pelab_pe_contract contract;
 
     /* Reads its options (already checked against `options`), validates them against the model
      * shape in `pe`, sets pe->qk_dim when it acts at QK, declares its parameters in `params`
-     * (with decay 0). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. An encoding
-     * whose options choose its site (SeqPE's --seqpe-mode) may point pe->ops at a variant of its
-     * table (same name, options and functions) that keeps only that site's functions: callers
-     * dispatch on which functions are present. */
+     * (with decay 0). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. pe->sites
+     * starts as `sites`; an encoding whose options choose its site (SeqPE's --seqpe-mode) clears
+     * the bits of the sites it does not use: callers dispatch on pe->sites, never on which
+     * functions the table has. */
     int (*init)(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params);
     void (*free)(struct pelab_posenc *pe);
     /* Writes initial values of its parameters. */
@@ -61,7 +84,8 @@ struct pelab_posenc_ops {
      * option that would allow it. */
     int (*prepare)(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
 
-    /* EMBED.  out (B,T,D) += e(pos);  backward: parameter grads += from dout (B,T,D). */
+    /* EMBED.  out (B,T,D) += e(pos);  backward: parameter grads += from dout (B,T,D) (none for an
+     * encoding without parameters). */
     void (*embed_forward)(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos, int B, int T);
     void (*embed_backward)(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
                            int B, int T);
@@ -102,18 +126,19 @@ struct pelab_posenc_ops {
     void (*aux_backward)(struct pelab_posenc *pe, pelab_real scale);
 
     /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned.
-     * backward: parameter grads += from dout (nq, nk). Entries with pos_k[j] > pos_q[i] are
-     * masked by the caller; they are computed but receive zero gradient. bias_tile may run on
-     * several threads at once (it writes only `out`); bias_tile_backward adds into gradients
-     * shared by every (b, h), so callers never run two at once on the same gradients, and keep
-     * a fixed order: the reference kernel calls it serially in (b, h) order; the tiled kernel
-     * gives each thread its own copy of the encoding's gradients (through a view of `params`,
-     * so an encoding reaches its parameters only through pe->params) and sums them in thread
-     * order. */
+     * backward: parameter grads += from dout (nq, nk) into `grad`, an array laid out as the
+     * encoding's own range of the parameter table's gradients (pelab_posenc_grad gives one
+     * parameter's part). Entries with pos_k[j] > pos_q[i] are masked by the caller; they are
+     * computed but receive zero gradient. Both may run on several threads at once: bias_tile
+     * writes only `out`, and each thread passes bias_tile_backward its own `grad` (the reference
+     * kernel calls it serially in (b, h) order with the table's gradients; the tiled kernel gives
+     * each thread an array of pelab_posenc_grad_count reals and sums them in thread order).
+     * Neither writes anything else of the encoding's. */
     void (*bias_tile)(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                       const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
-    void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
-                               const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
+    void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
+                               const pelab_real *dout, const int32_t *pos_q, int nq,
+                               const int32_t *pos_k, int nk);
 
     /* Optional, for the frequency-usage analysis (pelab/freq.h): QK encodings whose query/key
      * components turn at frequencies. freqs returns their number F and, when theta is not
@@ -131,10 +156,11 @@ struct pelab_posenc {
     int D, H, d, n_layers;
     int max_seq;   /* training context length */
     int qk_dim;    /* per-head query/key width after QK (d unless the encoding changes it) */
+    unsigned sites;/* PELAB_SITE_* bits it acts at: ops->sites, narrowed by init to its options' */
     struct pelab_params *params;
     /* Its parameters are params->list[param_first .. param_end), set by pelab_posenc_init: declared
      * one after another, so their values (and gradients) are one contiguous range, which lets an
-     * attention kernel give each thread its own copy of the BIAS gradients. */
+     * attention kernel give each thread its own array of the BIAS gradients. */
     int param_first, param_end;
     void *state;   /* the encoding's own */
 };
@@ -160,8 +186,18 @@ int pelab_posenc_angles(pelab_real **cos, pelab_real **sin, long *cap, const int
 /* The encoding, if any, whose evaluation-time table defines option `name`, else NULL. */
 const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name);
 
-/* The model's calls: they run the encoding's site functions, or the identity where it has none
- * (QK: q, k are copied into (B,H,T,d) layout). */
+/* The encoding's gradients as one range: pelab_posenc_grad_count reals of the parameter table's
+ * gradients from pelab_posenc_table_grad(pe) on. */
+size_t pelab_posenc_grad_count(const struct pelab_posenc *pe);
+pelab_real *pelab_posenc_table_grad(const struct pelab_posenc *pe);
+/* Parameter `param`'s part of `grad`, an array laid out as the encoding's gradient range. */
+pelab_real *pelab_posenc_grad(const struct pelab_posenc *pe, pelab_real *grad, int param);
+
+/* The model's calls: they run the encoding's site functions, or the identity where it does not
+ * act at that site (QK: q, k are copied into (B,H,T,d) layout; EMBED: nothing). */
+void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos, int B, int T);
+void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
+                                 int B, int T);
 int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
 void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                              const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,

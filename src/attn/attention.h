@@ -32,7 +32,7 @@ struct pelab_attn_shape {
     struct pelab_attn_scratch *scratch;
 };
 
-/* Per-thread tiles (and bias-gradient copies) of the tiled kernel, kept by the caller so that a
+/* Per-thread tiles (and bias-gradient arrays) of the tiled kernel, kept by the caller so that a
  * training step allocates nothing. Zero-initialised means empty. */
 struct pelab_attn_scratch {
     unsigned char *mem;
@@ -40,7 +40,9 @@ struct pelab_attn_scratch {
 };
 
 /* Sizes w for shape s (tile, widths, the BIAS encoding's parameters) and the current thread
- * count; keeps it when large enough. PELAB_OK or PELAB_ERR_RUNTIME (message set). */
+ * count; keeps it when large enough. PELAB_OK or PELAB_ERR_RUNTIME (message set), w then keeping
+ * what it held: the kernels run on as many threads as it has blocks for, so a backward never fails
+ * after its forward. */
 int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s);
 void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 

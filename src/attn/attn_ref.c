@@ -27,7 +27,7 @@ static inline pelab_real keep(const struct pelab_attn_shape *s, long idx) {
 void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
     const int B = s->B, T = s->T, H = s->H, dq = s->dq, dv = s->dv;
-    const int has_bias = s->pe && s->pe->ops->bias_tile;
+    const int has_bias = s->pe && (s->pe->sites & PELAB_SITE_BIAS);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
@@ -110,11 +110,13 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
         }
     /* Bias parameters are shared across batches (and, for some encodings, heads): summed in a
      * fixed order outside the parallel loop. */
-    if (s->pe && s->pe->ops->bias_tile_backward)
+    if (s->pe && (s->pe->sites & PELAB_SITE_BIAS) && s->pe->ops->bias_tile_backward) {
+        pelab_real *grad = pelab_posenc_table_grad(s->pe);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++) {
                 const int32_t *pos = s->pos + (long)b * T;
-                s->pe->ops->bias_tile_backward(s->pe, s->layer, h, datt + ((long)b * H + h) * T * T,
-                                               pos, T, pos, T);
+                s->pe->ops->bias_tile_backward(s->pe, s->layer, h, grad,
+                                               datt + ((long)b * H + h) * T * T, pos, T, pos, T);
             }
+    }
 }

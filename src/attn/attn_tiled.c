@@ -18,21 +18,26 @@
  *
  * Threads. The forward splits (b, h, query tile): rows are independent, so any schedule gives the
  * same bits. The backward splits (b, h): each owns its rows of dq, dk, dv, so nothing races. The
- * BIAS encoding's parameter gradients are shared by every (b, h); each thread adds its tiles'
- * into a private copy of them (a view of the parameter table whose gradient range is the thread's
- * own), and the copies are summed in thread order at the end: the same bits for a given thread
+ * BIAS encoding's parameter gradients are shared by every (b, h); each thread passes the
+ * encoding's tile backward an array of its own, laid out as the encoding's gradient range
+ * (posenc.h), and the arrays are summed in thread order at the end: the same bits for a given thread
  * count, and the encodings' tile backward (FIRE's is an MLP backward per distance) runs on every
  * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
  * keep them, which is the T×T memory this kernel exists to avoid.
  * Per thread: 3 tiles² + tile·(dq + 2 dv + 3) reals, plus the encoding's parameter count, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
+ *
+ * Vector level. The per-tile work (forward_tile, backward_head and all they call, inlined) is
+ * compiled for AVX-512, AVX2 and the build's baseline (kernels/cpu/simd.h); each call picks the
+ * level the CPU runs, outside the parallel region.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
 #include "core/prof.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 #include "pelab/status.h"
@@ -78,9 +83,9 @@ enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
  * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
 enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
 
-static void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A, long lda,
-                      const pelab_real *restrict B, long ldb, int m, int n, int kd, pelab_real alpha,
-                      enum tile_mask mask) {
+static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A,
+                                          long lda, const pelab_real *restrict B, long ldb, int m, int n,
+                                          int kd, pelab_real alpha, enum tile_mask mask) {
     const int m_full = m - m % GEMM_MR, n_full = n - n % GEMM_NR;
     for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
         const int x0 = mask == TILE_IN_UPPER ? min_int(r0, kd) : 0;
@@ -118,12 +123,13 @@ static void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restri
 }
 
 /* out (n, m) = in (m, n)^T; in's rows ldi apart. */
-static void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in, long ldi, int m, int n) {
+static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in,
+                                               long ldi, int m, int n) {
     for (int r = 0; r < m; r++)
         for (int j = 0; j < n; j++) out[(long)j * m + r] = in[r * ldi + j];
 }
 
-static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
+static PELAB_ALWAYS_INLINE pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
 #pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -159,39 +165,19 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->keep = w->l + tile;
 }
 
-/* Each thread's copy of the BIAS encoding's parameter gradients: a view of the parameter table
- * whose entries for the encoding's parameters point into `grad` (values still read from the
- * shared table), and an encoding that reads and writes through it. */
-struct bias_grads {
-    struct pelab_params params;
-    struct pelab_posenc pe;
-    pelab_real *grad;   /* (n,) sums of this thread's tiles */
-};
-
-/* Offsets of the encoding's parameters: [*lo, *lo + *n). */
-static void bias_range(const struct pelab_posenc *pe, size_t *lo, size_t *n) {
-    const struct pelab_params *p = pe->params;
-    *lo = *n = 0;
-    if (pe->param_end <= pe->param_first) return;
-    const struct pelab_param *first = &p->list[pe->param_first], *last = &p->list[pe->param_end - 1];
-    *lo = first->offset;
-    *n = last->offset + last->size - first->offset;
-}
-
-/* --- the caller's scratch: per thread, [bias_grads, its parameter list, its gradients] when the
- * encoding has bias gradients, then the tiles; each part 64-byte aligned -------------------------- */
+/* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, then
+ * the tiles; each part 64-byte aligned ---------------------------------------------------------- */
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static int has_bias_grad(const struct pelab_attn_shape *s) { return s->pe && s->pe->ops->bias_tile_backward; }
+static int has_bias(const struct pelab_attn_shape *s) { return s->pe && (s->pe->sites & PELAB_SITE_BIAS); }
+
+static int has_bias_grad(const struct pelab_attn_shape *s) {
+    return has_bias(s) && s->pe->ops->bias_tile_backward && pelab_posenc_grad_count(s->pe) > 0;
+}
 
 static size_t bias_bytes(const struct pelab_attn_shape *s) {
-    if (!has_bias_grad(s)) return 0;
-    size_t lo, n;
-    bias_range(s->pe, &lo, &n);
-    return align64(sizeof(struct bias_grads)) +
-           align64((size_t)s->pe->params->count * sizeof(struct pelab_param)) +
-           align64((n ? n : 1) * sizeof(pelab_real));
+    return has_bias_grad(s) ? align64(pelab_posenc_grad_count(s->pe) * sizeof(pelab_real)) : 0;
 }
 
 static size_t thread_bytes(const struct pelab_attn_shape *s) {
@@ -201,12 +187,25 @@ static size_t thread_bytes(const struct pelab_attn_shape *s) {
 int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s) {
     const size_t need = (size_t)max_threads() * thread_bytes(s);
     if (need <= w->size) return PELAB_OK;
+    unsigned char *mem = aligned_alloc(64, need);
+    if (!mem) /* what it held stays, for fewer threads (team_size) */
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)",
+                          tile_of(s), s->dq);
     free(w->mem);
-    w->mem = aligned_alloc(64, need);
-    w->size = w->mem ? need : 0;
-    return w->mem ? PELAB_OK
-                  : pelab_fail(PELAB_ERR_RUNTIME, "out of memory for attention tiles (tile %d, width %d)",
-                               tile_of(s), s->dq);
+    w->mem = mem;
+    w->size = need;
+    return PELAB_OK;
+}
+
+/* The threads a call runs on: all, once the scratch holds a block for each; when it cannot grow
+ * to that (out of memory with more threads than when it was sized), as many as it holds, so that a
+ * backward after its forward never fails. 0 (error set) when it holds none. */
+static int team_size(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s) {
+    if (pelab_attn_scratch_reserve(w, s) == PELAB_OK) return max_threads();
+    const size_t held = w->size / thread_bytes(s);
+    if (held == 0) return 0;
+    pelab_clear_error();
+    return held < (size_t)max_threads() ? (int)held : max_threads();
 }
 
 void pelab_attn_scratch_free(struct pelab_attn_scratch *w) {
@@ -225,39 +224,23 @@ static void thread_work(struct work *w, unsigned char *block, const struct pelab
     work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
 }
 
-/* The gradient copy of a thread's block, zeroed, with the view reading through it. */
-static struct bias_grads *bias_grads_init(unsigned char *block, struct pelab_posenc *pe) {
-    size_t lo, n;
-    bias_range(pe, &lo, &n);
-    struct bias_grads *g = (struct bias_grads *)block;
-    const size_t list_bytes = (size_t)pe->params->count * sizeof *g->params.list;
-    g->params = *pe->params;
-    g->params.list = (struct pelab_param *)(block + align64(sizeof *g));
-    g->grad = (pelab_real *)((unsigned char *)g->params.list + align64(list_bytes));
-    memcpy(g->params.list, pe->params->list, list_bytes);
-    memset(g->grad, 0, n * sizeof *g->grad);
-    for (int i = pe->param_first; i < pe->param_end; i++) g->params.list[i].offset -= lo;
-    g->params.data = pe->params->data + lo;
-    g->params.grad = g->grad;
-    g->params.m = g->params.v = NULL;
-    g->pe = *pe;
-    g->pe.params = &g->params;
-    return g;
-}
+/* The bias-gradient array of a thread's block (bias_count reals). */
+static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
 
 /* keep (n,) = dropout keep-scales of the entries idx .. idx+n−1 (all 1 without dropout). */
-static void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s, long idx) {
+static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s,
+                                         long idx) {
     for (int c = 0; c < n; c++)
         keep[c] = s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)(idx + c)) : 1;
 }
 
 /* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
  * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
-static void scores(struct work *w, const pelab_real *q, const pelab_real *k,
+static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
                    const struct pelab_attn_shape *s, int b, int h, int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
     const int dq = s->dq;
-    if (s->pe && s->pe->ops->bias_tile) {
+    if (has_bias(s)) {
         const int32_t *pos = s->pos + (long)b * s->T;
         s->pe->ops->bias_tile(s->pe, s->layer, h, w->S, pos + i0, nq, pos + j0, nk);
     } else {
@@ -272,7 +255,7 @@ static void scores(struct work *w, const pelab_real *q, const pelab_real *k,
 
 /* max(m, x[0..n)). Sixteen running maxima, so the loop vectorises as an elementwise maximum:
  * compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out. */
-static pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
+static PELAB_ALWAYS_INLINE pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
     enum { L = 16 };
     pelab_real part[L];
     for (int i = 0; i < L; i++) part[i] = m;
@@ -288,8 +271,8 @@ static pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
 /* One row's online-softmax step over a key tile: sc (nk,) its scores, the first n causal. Updates
  * the running max *m and sum *l, leaves sc = P̃ ⊙ keep (0 past n) and returns α, the factor the
  * row's accumulator must be scaled by. */
-static pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m, pelab_real *l,
-                              const pelab_real *restrict keep) {
+static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m,
+                                                  pelab_real *l, const pelab_real *restrict keep) {
     const pelab_real mx = row_max(sc, n, *m);
     /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 (not e^(−∞), which the float build's
      * clamped exp would make a tiny positive number) */
@@ -311,9 +294,9 @@ static pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real
 
 /* Query tile I = rows i0 .. i0+nq−1 of (b, h): out_I and lse_I. Tiles are aligned (i0 and every
  * j0 are multiples of the tile), so the key tiles below the diagonal one are wholly causal. */
-static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q,
-                         const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s,
-                         int b, int h, int i0, int nq) {
+static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse,
+                                                  const pelab_real *q, const pelab_real *k, const pelab_real *v,
+                                                  const struct pelab_attn_shape *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
     for (int r = 0; r < nq; r++) w->m[r] = -INFINITY, w->l[r] = 0;
@@ -342,13 +325,24 @@ static void forward_tile(struct work *w, pelab_real *out, pelab_real *lse, const
     }
 }
 
+/* forward_tile_avx512, _avx2, _portable: the tile loops above compiled for each vector level
+ * (simd.h); the products, maxima and exponentials are where the forward's time goes. */
+PELAB_SIMD_KERNEL(forward_tile,
+                  (struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q, const pelab_real *k,
+                   const pelab_real *v, const struct pelab_attn_shape *s, int b, int h, int i0, int nq),
+                  (w, out, lse, q, k, v, s, b, h, i0, nq))
+
 int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
     PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
-    if (pelab_attn_scratch_reserve(scratch, s)) return PELAB_ERR_RUNTIME;
-#pragma omp parallel
+    const int threads = team_size(scratch, s);
+    if (!threads) return PELAB_ERR_RUNTIME;
+    void (*const forward_tile)(struct work *, pelab_real *, pelab_real *, const pelab_real *,
+                               const pelab_real *, const pelab_real *, const struct pelab_attn_shape *,
+                               int, int, int, int) = pelab_simd_fn(forward_tile);
+#pragma omp parallel num_threads(threads)
     {
         struct work w;
         thread_work(&w, thread_block(scratch, s, thread_id()), s);
@@ -367,12 +361,13 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 
 /* --- backward ------------------------------------------------------------------------------------ */
 
-/* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into gpe's), given
+/* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into bgrad, the thread's array), given
  * w->l = D_I and w->m = lse_I. */
-static void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk,
-                          pelab_real *dv, const pelab_real *dout, const pelab_real *q, const pelab_real *k,
-                          const pelab_real *v, const struct pelab_attn_shape *s, int b, int h,
-                          int i0, int nq, int j0, int nk) {
+static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad, pelab_real *dq,
+                                              pelab_real *dk, pelab_real *dv, const pelab_real *dout,
+                                              const pelab_real *q, const pelab_real *k, const pelab_real *v,
+                                              const struct pelab_attn_shape *s, int b, int h, int i0, int nq,
+                                              int j0, int nk) {
     const int T = s->T, dqw = s->dq, dvw = s->dv;
     const long bh = (long)b * s->H + h;
     const pelab_real *dO = dout + ((long)b * T + i0) * s->ldo + (long)h * dvw;  /* (nq, dv) rows ldo */
@@ -407,17 +402,18 @@ static void backward_tile(struct work *w, struct pelab_posenc *gpe, pelab_real *
     tile_gemm(dQI, dqw, w->dP, nk, KJ, dqw, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
     tile_transpose(w->X, w->dP, nk, nq, nk);
     tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
-    if (gpe) {
+    if (bgrad) {
         const int32_t *pos = s->pos + (long)b * T;
-        gpe->ops->bias_tile_backward(gpe, s->layer, h, w->dP, pos + i0, nq, pos + j0, nk);
+        s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos + i0, nq, pos + j0, nk);
     }
 }
 
 /* All of (b, h): its dq, dk, dv rows are assigned. */
-static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *dq, pelab_real *dk,
-                          pelab_real *dv, const pelab_real *dout, const pelab_real *out,
-                          const pelab_real *lse, const pelab_real *q, const pelab_real *k,
-                          const pelab_real *v, const struct pelab_attn_shape *s, int b, int h) {
+static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *bgrad, pelab_real *dq,
+                                                   pelab_real *dk, pelab_real *dv, const pelab_real *dout,
+                                                   const pelab_real *out, const pelab_real *lse,
+                                                   const pelab_real *q, const pelab_real *k, const pelab_real *v,
+                                                   const struct pelab_attn_shape *s, int b, int h) {
     const int T = s->T, dvw = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);
@@ -432,9 +428,15 @@ static void backward_head(struct work *w, struct pelab_posenc *gpe, pelab_real *
             w->l[r] = dot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
         }
         for (int j0 = 0; j0 <= i0; j0 += tile)
-            backward_tile(w, gpe, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, j0 < i0 ? tile : nq);
+            backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, j0 < i0 ? tile : nq);
     }
 }
+
+PELAB_SIMD_KERNEL(backward_head,
+                  (struct work *w, pelab_real *bgrad, pelab_real *dq, pelab_real *dk, pelab_real *dv,
+                   const pelab_real *dout, const pelab_real *out, const pelab_real *lse, const pelab_real *q,
+                   const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s, int b, int h),
+                  (w, bgrad, dq, dk, dv, dout, out, lse, q, k, v, s, b, h))
 
 int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                               const pelab_real *out, const pelab_real *lse, const pelab_real *q,
@@ -442,15 +444,24 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
     PELAB_PROF_START();
     const int B = s->B, H = s->H, bias = has_bias_grad(s);
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
-    if (pelab_attn_scratch_reserve(scratch, s)) return PELAB_ERR_RUNTIME;
+    const int threads = team_size(scratch, s);
+    if (!threads) return PELAB_ERR_RUNTIME;
     int team = 1;
-#pragma omp parallel
+    void (*const backward_head)(struct work *, pelab_real *, pelab_real *, pelab_real *,
+                                pelab_real *, const pelab_real *, const pelab_real *, const pelab_real *,
+                                const pelab_real *, const pelab_real *, const pelab_real *,
+                                const struct pelab_attn_shape *, int, int) = pelab_simd_fn(backward_head);
+#pragma omp parallel num_threads(threads)
     {
         const int id = thread_id();
         unsigned char *block = thread_block(scratch, s, id);
         struct work w;
         thread_work(&w, block, s);
-        struct pelab_posenc *gpe = bias ? &bias_grads_init(block, s->pe)->pe : NULL;
+        pelab_real *bgrad = NULL;
+        if (bias) {
+            bgrad = bias_grad_of(block);
+            memset(bgrad, 0, pelab_posenc_grad_count(s->pe) * sizeof *bgrad);
+        }
 #ifdef _OPENMP
         if (id == 0) team = omp_get_num_threads();
 #endif
@@ -458,15 +469,14 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
 #pragma omp for collapse(2) schedule(static)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
-                backward_head(&w, gpe, dq, dk, dv, dout, out, lse, q, k, v, s, b, h);
+                backward_head(&w, bgrad, dq, dk, dv, dout, out, lse, q, k, v, s, b, h);
     }
     if (bias) {
-        size_t lo, n;
-        bias_range(s->pe, &lo, &n);
-        pelab_real *grad = s->pe->params->grad + lo;
+        const size_t n = pelab_posenc_grad_count(s->pe);
+        pelab_real *grad = pelab_posenc_table_grad(s->pe);
         for (int t = 0; t < team; t++) { /* in thread order: the same bits every run */
-            const struct bias_grads *g = (const struct bias_grads *)thread_block(scratch, s, t);
-            for (size_t i = 0; i < n; i++) grad[i] += g->grad[i];
+            const pelab_real *g = bias_grad_of(thread_block(scratch, s, t));
+            for (size_t i = 0; i < n; i++) grad[i] += g[i];
         }
     }
     pelab_attn_scratch_free(&own);

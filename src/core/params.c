@@ -10,11 +10,17 @@ int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, con
     PELAB_ASSERT(p->data == NULL);
     PELAB_ASSERT(ndim >= 1 && ndim <= PELAB_PARAM_MAX_DIM);
     PELAB_ASSERT(strlen(name) < PELAB_PARAM_NAME_MAX);
+    if (p->oom) return p->count++; /* the list is short already: pelab_params_alloc fails */
     PELAB_ASSERT(pelab_params_find(p, name) < 0);
     if (p->count == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 32;
-        p->list = realloc(p->list, (size_t)p->cap * sizeof *p->list);
-        PELAB_ASSERT(p->list != NULL);
+        const int cap = p->cap ? 2 * p->cap : 32;
+        struct pelab_param *list = realloc(p->list, (size_t)cap * sizeof *list);
+        if (!list) {
+            p->oom = 1;
+            return p->count++;
+        }
+        p->list = list;
+        p->cap = cap;
     }
     struct pelab_param *q = &p->list[p->count];
     memset(q, 0, sizeof *q);
@@ -34,6 +40,11 @@ int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, con
 
 int pelab_params_alloc(struct pelab_params *p) {
     PELAB_ASSERT(p->data == NULL);
+    if (p->oom) {
+        const int count = p->count;
+        pelab_params_free(p);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory declaring %d parameters", count);
+    }
     size_t n = p->total ? p->total : 1;
     p->data = calloc(n, sizeof(pelab_real));
     p->grad = calloc(n, sizeof(pelab_real));
@@ -59,7 +70,7 @@ void pelab_params_free(struct pelab_params *p) {
 }
 
 int pelab_params_find(const struct pelab_params *p, const char *name) {
-    for (int i = 0; i < p->count; i++)
+    for (int i = 0; i < p->count && i < p->cap; i++) /* after a failed declaration, the ones listed */
         if (strcmp(p->list[i].name, name) == 0) return i;
     return -1;
 }

@@ -16,6 +16,7 @@
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/layers.h"
+#include "nn/model_eval.h"
 
 const struct pelab_optdef pelab_model_options[] = {
     {"pe", PELAB_OPT_STR, "rope", 0, 0, NULL, "positional encoding (see 'pelab help encodings')"},
@@ -252,18 +253,6 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
 #define W(i) pelab_params_data(&m->params, (i))
 #define G(i) pelab_params_grad(&m->params, (i))
 
-/* Layer l's attention by the chosen kernel, saving what its backward reads: the probabilities
- * (reference) or each row's log-sum-exp (tiled). PELAB_OK or PELAB_ERR_RUNTIME (message set). */
-static int attn_forward(struct pelab_model *m, int l, pelab_real *atty, const pelab_real *qo,
-                        const pelab_real *ko, const pelab_real *v, const struct pelab_attn_shape *s) {
-    const long BHT = (long)s->B * s->H * s->T;
-    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
-        pelab_attn_ref_forward(atty, m->acts->att + l * BHT * s->T, qo, ko, v, s);
-        return PELAB_OK;
-    }
-    return pelab_attn_tiled_forward(atty, m->acts->lse + l * BHT, qo, ko, v, s);
-}
-
 /* dqo, dko (B,H,T,dq) and dv (inside dqkv) assigned from datty; bias parameter grads +=. */
 static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pelab_real *atty,
                           const pelab_real *qo, const pelab_real *ko, const pelab_real *v,
@@ -275,76 +264,131 @@ static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pe
                                 ko, v, s);
         return;
     }
-    /* it fails only when its per-thread scratch must grow (more threads than at the forward) and
-     * cannot */
+    /* after its forward it cannot fail: the per-thread scratch the forward used is kept, and when
+     * it cannot grow (more threads since) the kernel runs on as many threads as it holds */
     int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, atty, a->lse + l * BHT, qo, ko, v, s);
-    PELAB_ASSERT(rc == PELAB_OK);
+    if (rc) m->status = rc;
 }
 
-pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
-                               const int32_t *pos, int B, int T) {
-    PELAB_ASSERT(pelab_model_reserve(m, B, T) == PELAB_OK);
-    struct pelab_acts *a = m->acts;
+/* The forward pass, for training and evaluation alike (nn/model_eval.h): the layers of the model
+ * comment at the top, written once. What differs is where it writes (struct pelab_fwd):
+ *   kept (training)   every layer's activations in slice l of the N-layer arrays, for the
+ *                     backward; the whole batch at once; dropout on;
+ *   not kept (eval)   one set of buffers overwritten layer after layer, the residual stream x
+ *                     updated in place, and the position-wise part (MLP, final norm, output layer
+ *                     and loss) over chunks of f->rows positions, which is what keeps evaluation's
+ *                     memory linear in B·T with no (B,T,V) logits.
+ * The operations and their operands are the same either way (a sum a + b where one path wrote
+ * b + a: addition commutes exactly), so the two give the same loss bit for bit.
+ * tokens, pos (B,T); f->targets (B,T), -1 where none. Sets m->status, m->n_targets, m->loss. */
+pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, const int32_t *tokens,
+                                    const int32_t *pos, int B, int T) {
     const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
     const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
-    const long BT = (long)B * T;
-    const double p_drop = m->training ? m->cfg.dropout : 0;
-    m->cur_B = B;
-    m->cur_T = T;
-    memcpy(a->tokens, tokens, (size_t)BT * sizeof *tokens);
-    memcpy(a->pos, pos, (size_t)BT * sizeof *pos);
-    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof *targets);
-    else for (long i = 0; i < BT; i++) a->targets[i] = -1;
+    const long BT = (long)B * T, BHT = BT * H, rows = f->rows;
+    const int keep = f->keep, ref = m->cfg.attention == PELAB_ATTN_KERNEL_REF;
+    const double p_drop = f->p_drop;
+    m->n_targets = 0;
     m->status = pelab_posenc_prepare(&m->pe, pos, B, T);
-    if (m->status) { /* the encoding refused these positions; the message says why */
-        m->n_targets = 0;
-        return m->loss = (pelab_real)NAN;
-    }
+    if (m->status) return m->loss = (pelab_real)NAN; /* the encoding refused these positions */
 
-    pelab_embed_forward(a->x, tokens, W(m->wte), (int)BT, D);
-    if (m->pe.ops->embed_forward) m->pe.ops->embed_forward(&m->pe, a->x, pos, B, T);
+    pelab_embed_forward(f->x, tokens, W(m->wte), (int)BT, D);
+    pelab_posenc_embed_forward(&m->pe, f->x, pos, B, T);
 
     for (int l = 0; l < N; l++) {
         const struct pelab_layer_params *L = &m->layer[l];
-        pelab_real *x = a->x + l * BT * D, *xout = a->x + (l + 1) * BT * D;
-        pelab_real *ln1 = a->ln1 + l * BT * D, *qkv = a->qkv + l * BT * 3 * D;
-        pelab_real *qo = a->qo + l * BT * H * dq, *ko = a->ko + l * BT * H * dq;
-        pelab_real *atty = a->atty + l * BT * D;
-        pelab_real *xmid = a->xmid + l * BT * D, *ln2 = a->ln2 + l * BT * D;
-        pelab_real *fch = a->fch + l * BT * MD, *fch_gelu = a->fch_gelu + l * BT * MD;
+        const long k = keep ? l : 0; /* the slice this layer writes */
+        pelab_real *x = f->x + k * BT * D, *xout = keep ? x + BT * D : x;
+        pelab_real *ln1 = f->ln + k * BT * D, *qkv = f->qkv + k * BT * 3 * D;
+        pelab_real *qo = f->qo + k * BHT * dq, *ko = f->ko + k * BHT * dq;
+        pelab_real *atty = f->atty + k * BT * D;
 
-        pelab_rmsnorm_forward(ln1, a->ln1_rstd + l * BT, x, W(L->ln1), (int)BT, D);
+        pelab_rmsnorm_forward(ln1, f->rstd + k * BT, x, W(L->ln1), (int)BT, D);
         pelab_matmul_forward(qkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
         pelab_posenc_qk_forward(&m->pe, l, qo, ko, qkv, qkv + D, 3 * D, pos, B, T);
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
-            .scratch = &a->attn};
-        m->status = attn_forward(m, l, atty, qo, ko, qkv + 2 * D, &s);
-        if (m->status) { /* out of memory for its scratch; the message says so */
-            m->n_targets = 0;
-            return m->loss = (pelab_real)NAN;
-        }
-        /* m = x + drop(atty·Wo^T) — the branch is formed in xmid, then the residual added */
-        pelab_matmul_forward(xmid, atty, W(L->proj), (int)BT, D, D);
-        pelab_dropout(xmid, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
-        for (long i = 0; i < BT * D; i++) xmid[i] += x[i];
+            .scratch = f->scratch};
+        /* what attention saves: the probabilities (reference) or each row's log-sum-exp (tiled) */
+        if (ref) pelab_attn_ref_forward(atty, f->att + k * BHT * T, qo, ko, qkv + 2 * D, &s);
+        else if ((m->status = pelab_attn_tiled_forward(atty, f->lse + k * BHT, qo, ko, qkv + 2 * D, &s)))
+            return m->loss = (pelab_real)NAN; /* out of memory for its scratch; the message says so */
+        /* m = x + drop(atty·Wo^T): the branch formed in xmid (kept) or in ln1, spent (evaluation);
+         * the residual added into the branch (kept) or into x in place */
+        pelab_real *branch = keep ? f->xmid + k * BT * D : ln1;
+        pelab_matmul_forward(branch, atty, W(L->proj), (int)BT, D, D);
+        if (keep) pelab_dropout(branch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
+        pelab_real *xmid = keep ? branch : x;
+        for (long i = 0; i < BT * D; i++) xmid[i] = x[i] + branch[i];
 
-        pelab_rmsnorm_forward(ln2, a->ln2_rstd + l * BT, xmid, W(L->ln2), (int)BT, D);
-        pelab_matmul_forward(fch, ln2, W(L->fc), (int)BT, D, MD);
-        pelab_gelu_forward(fch_gelu, fch, BT * MD);
-        pelab_matmul_forward(xout, fch_gelu, W(L->fcproj), (int)BT, MD, D);
-        pelab_dropout(xout, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
-        for (long i = 0; i < BT * D; i++) xout[i] += xmid[i];
+        /* x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T), per chunk of positions (one when kept:
+         * the dropout masks index the whole (B,T,D) array) */
+        for (long r0 = 0; r0 < BT; r0 += rows) {
+            const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
+            pelab_real *ln2 = (keep ? f->ln2 + k * BT * D : f->ln) + r0 * D;
+            pelab_real *rstd2 = (keep ? f->rstd2 + k * BT : f->rstd) + r0;
+            pelab_real *fch = keep ? f->fch + (k * BT + r0) * MD : f->fch;           /* (n, MD) */
+            pelab_real *act = keep ? f->fch_gelu + (k * BT + r0) * MD : f->fch;      /* in place */
+            pelab_real *out = (keep ? xout : f->atty) + r0 * D;                      /* atty spent */
+            pelab_rmsnorm_forward(ln2, rstd2, xmid + r0 * D, W(L->ln2), n, D);
+            pelab_matmul_forward(fch, ln2, W(L->fc), n, D, MD);
+            pelab_gelu_forward(act, fch, (long)n * MD);
+            pelab_matmul_forward(out, act, W(L->fcproj), n, MD, D);
+            if (keep) pelab_dropout(out, (long)n * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
+            pelab_real *dst = keep ? out : xmid + r0 * D;
+            const pelab_real *mid = xmid + r0 * D;
+            for (long i = 0; i < (long)n * D; i++) dst[i] = mid[i] + out[i];
+        }
     }
 
-    pelab_rmsnorm_forward(a->lnf, a->lnf_rstd, a->x + N * BT * D, W(m->lnf), (int)BT, D);
-    pelab_matmul_forward(a->logits, a->lnf, W(m->lm_head >= 0 ? m->lm_head : m->wte), (int)BT, D, V);
-    double sum;
-    m->n_targets = pelab_crossentropy_forward(a->ce_stats, a->losses, &sum, a->logits, a->targets, (int)BT, V);
-    m->loss = m->n_targets ? (pelab_real)(sum / m->n_targets) : (targets ? 0 : -1);
+    /* logits = RMSNorm(x_N)·E^T and the loss, per chunk of positions */
+    const pelab_real *xN = f->x + (keep ? (long)N * BT * D : 0);
+    const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
+    for (long r0 = 0; r0 < BT; r0 += rows) {
+        const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
+        pelab_real *lnf = (keep ? f->lnf : f->ln) + r0 * D, *rstdf = (keep ? f->lnf_rstd : f->rstd) + r0;
+        pelab_real *logits = f->logits + (keep ? r0 * V : 0); /* (B,T,V) kept, else (rows, V) */
+        pelab_rmsnorm_forward(lnf, rstdf, xN + r0 * D, W(m->lnf), n, D);
+        pelab_matmul_forward(logits, lnf, wout, n, D, V);
+        double part;
+        if (keep)
+            m->n_targets += pelab_crossentropy_forward(f->ce_stats + 2 * r0, f->losses + r0, &part,
+                                                       logits, f->targets + r0, n, V);
+        else
+            m->n_targets += pelab_crossentropy_eval(f->losses + r0, f->pred + r0, f->pred_prob + r0, &part,
+                                                    logits, f->targets + r0, n, V);
+    }
+    /* the per-position losses (0 without a target) summed in row order */
+    double total = 0;
+    for (long i = 0; i < BT; i++) total += f->losses[i];
+    m->loss = m->n_targets ? (pelab_real)(total / m->n_targets) : (f->has_targets ? 0 : -1);
     return m->loss;
+}
+
+pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                               const int32_t *pos, int B, int T) {
+    if ((m->status = pelab_model_reserve(m, B, T))) { /* out of memory; the message says for what */
+        m->n_targets = 0;
+        return m->loss = (pelab_real)NAN;
+    }
+    struct pelab_acts *a = m->acts;
+    const long BT = (long)B * T;
+    m->cur_B = B;
+    m->cur_T = T;
+    memcpy(a->tokens, tokens, (size_t)BT * sizeof *tokens);
+    memcpy(a->pos, pos, (size_t)BT * sizeof *pos);
+    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof *targets);
+    else for (long i = 0; i < BT; i++) a->targets[i] = -1;
+    const struct pelab_fwd f = {
+        .keep = 1, .rows = BT, .p_drop = m->training ? m->cfg.dropout : 0, .has_targets = targets != NULL,
+        .x = a->x, .ln = a->ln1, .rstd = a->ln1_rstd, .qkv = a->qkv, .qo = a->qo, .ko = a->ko,
+        .att = a->att, .lse = a->lse, .atty = a->atty, .xmid = a->xmid, .ln2 = a->ln2,
+        .rstd2 = a->ln2_rstd, .fch = a->fch, .fch_gelu = a->fch_gelu, .lnf = a->lnf,
+        .lnf_rstd = a->lnf_rstd, .logits = a->logits, .ce_stats = a->ce_stats, .losses = a->losses,
+        .targets = a->targets, .scratch = &a->attn};
+    return pelab_model_forward_pass(m, &f, a->tokens, a->pos, B, T);
 }
 
 void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
@@ -396,7 +440,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, x, W(L->ln1), a->ln1_rstd + l * BT, (int)BT, D);
     }
 
-    if (m->pe.ops->embed_backward) m->pe.ops->embed_backward(&m->pe, a->dres, a->pos, B, T);
+    pelab_posenc_embed_backward(&m->pe, a->dres, a->pos, B, T);
     if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
     pelab_embed_backward(G(m->wte), a->dres, a->tokens, (int)BT, D);
 }

@@ -1,5 +1,7 @@
-/* The evaluation-only forward pass: the loss of pelab_model_forward (model.c) without keeping
- * what a backward pass reads, for eval, sample and long-context sweeps.
+/* The evaluation-only forward: the loss of pelab_model_forward without keeping what a backward
+ * pass reads, for eval, sample and long-context sweeps. The layers are model.c's
+ * (pelab_model_forward_pass); this file owns the buffers that pass writes into when it keeps
+ * nothing.
  *
  * The training forward keeps every layer's activations, N·((7 + 2M)·D + 2·H·qk_dim)·B·T reals,
  * and the (B,T,V) logits. Here the layers share one set of buffers, overwritten layer after
@@ -7,17 +9,8 @@
  * run over chunks of `rows` positions, so what grows with B·T is
  *   x (D), ln (D), qkv (3D), qo and ko (H·qk_dim each), atty (D)     per position
  * plus the attention's log-sum-exps, and the chunks are (rows, M·D) and (rows, V).
- *
- *   x = E[tok] (+ e(pos))
- *   layer l:  ln = RMSNorm(x);  qkv = ln·Wqkv^T;  qo, ko = PE(q, k);  atty = Attn(qo, ko, v)
- *             x += atty·Wo^T                               (the product formed in ln)
- *             per chunk:  x += GELU(RMSNorm(x)·W1^T)·W2^T  (RMSNorm in ln, the product in atty)
- *   per chunk: logits = RMSNorm(x)·E^T;  loss, argmax and its probability per position
- *
- * Each operation is the training forward's, on the same operands in the same order (addition
- * commutes exactly), so losses agree to rounding (tests/test_model_eval.c: every encoding, both
- * attention kernels, equal to 1e-12 in the double build). A change to the layer in model.c
- * needs the same change here.
+ * tests/test_model_eval.c holds its losses equal to the training forward's (every encoding, both
+ * attention kernels, several chunk lengths).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -113,64 +106,21 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     return PELAB_OK;
 }
 
-#define W(i) pelab_params_data(&m->params, (i))
-
 pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
                                     const int32_t *pos, int B, int T) {
     m->n_targets = 0;
     if ((m->status = eval_reserve(m, B, T))) return m->loss = (pelab_real)NAN;
     struct pelab_eval_acts *e = m->eval;
-    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
-    const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
-    const long BT = (long)B * T, rows = chunk_rows(m, BT);
+    const long BT = (long)B * T;
     if (targets) memcpy(e->targets, targets, (size_t)BT * sizeof *targets);
     else for (long i = 0; i < BT; i++) e->targets[i] = -1;
-    if ((m->status = pelab_posenc_prepare(&m->pe, pos, B, T))) return m->loss = (pelab_real)NAN;
-
-    pelab_embed_forward(e->x, tokens, W(m->wte), (int)BT, D);
-    if (m->pe.ops->embed_forward) m->pe.ops->embed_forward(&m->pe, e->x, pos, B, T);
-
-    for (int l = 0; l < N; l++) {
-        const struct pelab_layer_params *L = &m->layer[l];
-        pelab_rmsnorm_forward(e->ln, e->rstd, e->x, W(L->ln1), (int)BT, D);
-        pelab_matmul_forward(e->qkv, e->ln, W(L->qkv), (int)BT, D, 3 * D);
-        pelab_posenc_qk_forward(&m->pe, l, e->qo, e->ko, e->qkv, e->qkv + D, 3 * D, pos, B, T);
-        struct pelab_attn_shape s = {
-            .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
-            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
-            .scratch = &e->attn};
-        if (e->att) pelab_attn_ref_forward(e->atty, e->att, e->qo, e->ko, e->qkv + 2 * D, &s);
-        else if ((m->status = pelab_attn_tiled_forward(e->atty, e->lse, e->qo, e->ko, e->qkv + 2 * D, &s)))
-            return m->loss = (pelab_real)NAN;
-        pelab_matmul_forward(e->ln, e->atty, W(L->proj), (int)BT, D, D);
-        for (long i = 0; i < BT * D; i++) e->x[i] += e->ln[i];
-
-        for (long r0 = 0; r0 < BT; r0 += rows) {
-            const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
-            pelab_real *x = e->x + r0 * D, *ln = e->ln + r0 * D, *out = e->atty + r0 * D;
-            pelab_rmsnorm_forward(ln, e->rstd + r0, x, W(L->ln2), n, D);
-            pelab_matmul_forward(e->hidden, ln, W(L->fc), n, D, MD);
-            pelab_gelu_forward(e->hidden, e->hidden, (long)n * MD);
-            pelab_matmul_forward(out, e->hidden, W(L->fcproj), n, MD, D);
-            for (long i = 0; i < (long)n * D; i++) x[i] += out[i];
-        }
-    }
-
-    double total = 0;
-    const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
-    for (long r0 = 0; r0 < BT; r0 += rows) {
-        const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
-        pelab_real *ln = e->ln + r0 * D;
-        pelab_rmsnorm_forward(ln, e->rstd + r0, e->x + r0 * D, W(m->lnf), n, D);
-        pelab_matmul_forward(e->logits, ln, wout, n, D, V);
-        double sum;
-        m->n_targets += pelab_crossentropy_eval(e->losses + r0, e->pred + r0, e->pred_prob + r0, &sum,
-                                                e->logits, e->targets + r0, n, V);
-    }
-    /* the per-position losses summed in order, as the training forward's loss does */
-    for (long i = 0; i < BT; i++) total += e->losses[i];
-    m->loss = m->n_targets ? (pelab_real)(total / m->n_targets) : (targets ? 0 : -1);
-    return m->loss;
+    const struct pelab_fwd f = {
+        .keep = 0, .rows = chunk_rows(m, BT), .p_drop = 0, .has_targets = targets != NULL,
+        .x = e->x, .ln = e->ln, .rstd = e->rstd, .qkv = e->qkv, .qo = e->qo, .ko = e->ko,
+        .att = e->att, .lse = e->lse, .atty = e->atty, .fch = e->hidden, .logits = e->logits,
+        .losses = e->losses, .pred = e->pred, .pred_prob = e->pred_prob, .targets = e->targets,
+        .scratch = &e->attn};
+    return pelab_model_forward_pass(m, &f, tokens, pos, B, T);
 }
 
 const pelab_real *pelab_model_eval_losses(const struct pelab_model *m) {

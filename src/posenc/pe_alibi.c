@@ -53,6 +53,7 @@ const struct pelab_posenc_ops pelab_pe_alibi = {
     .name = "alibi",
     .summary = "linear bias -m_h (t-s), geometric slopes per head (Press et al. 2022)",
     .sites = PELAB_SITE_BIAS,
+    .contract = {PELAB_PE_RELATIVE, {NULL}},
     .init = alibi_init,
     .free = alibi_free,
     .bias_tile = alibi_bias_tile,

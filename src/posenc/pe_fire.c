@@ -28,8 +28,8 @@
  * distances (any tile of the tiled kernel), so a training step allocates nothing; the reference
  * kernel's whole-sequence tiles past that length allocate it. Nothing outlives a call, so
  * bias_tile is safe to
- * call from parallel threads; bias_tile_backward accumulates into the gradients it finds through
- * pe->params, which attention kernels keep private to a thread or call serially (posenc.h).
+ * call from parallel threads; bias_tile_backward accumulates into the gradient array it is given,
+ * which attention kernels keep private to a thread or use serially (posenc.h).
  *
  * backward, for one input u with upstream g (the sum of dout over the entries that share u):
  *   the MLP's parameter grads += as for any MLP (only output row h receives gradient);
@@ -144,16 +144,17 @@ static void fire_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
     }
 }
 
-static void load_view(const struct pelab_posenc *pe, int layer, struct view *v) {
+/* grad: the encoding's gradient range the backward adds into (posenc.h), or NULL (forward). */
+static void load_view(const struct pelab_posenc *pe, int layer, pelab_real *grad, struct view *v) {
     const struct fire *f = pe->state;
     const struct fire_net *net = &f->net[f->shared ? 0 : layer];
     for (int i = 0; i <= f->depth; i++) {
         v->w[i] = pelab_params_data(pe->params, net->w[i]);
-        v->dw[i] = pelab_params_grad(pe->params, net->w[i]);
+        v->dw[i] = grad ? pelab_posenc_grad(pe, grad, net->w[i]) : NULL;
     }
     for (int i = 0; i < f->depth; i++) {
         v->b[i] = pelab_params_data(pe->params, net->b[i]);
-        v->db[i] = pelab_params_grad(pe->params, net->b[i]);
+        v->db[i] = grad ? pelab_posenc_grad(pe, grad, net->b[i]) : NULL;
     }
     const double ell = pelab_params_data(pe->params, net->ell)[0];
     v->c = pelab_params_data(pe->params, net->c)[0];
@@ -283,7 +284,7 @@ _Static_assert(FIRE_TAB_STACK >= 2 * PELAB_ATTN_TILE, "a tiled kernel's tile mus
 static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                            const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
     struct view v;
-    load_view(pe, layer, &v);
+    load_view(pe, layer, NULL, &v);
     pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], stack_tab[FIRE_TAB_STACK];
     int64_t lo, R;
     short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
@@ -302,12 +303,13 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
     if (tab != stack_tab) free(tab);
 }
 
-static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
-                                    const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
+static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
+                                    const pelab_real *dout, const int32_t *pos_q, int nq,
+                                    const int32_t *pos_k, int nk) {
     const struct fire *f = pe->state;
     const struct fire_net *net = &f->net[f->shared ? 0 : layer];
     struct view v;
-    load_view(pe, layer, &v);
+    load_view(pe, layer, grad, &v);
     pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX], stack_g[FIRE_TAB_STACK];
     int64_t lo, R;
     short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
@@ -328,14 +330,16 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, c
     for (int64_t n = 0; g && n < R; n++)
         if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz);
     if (g != stack_g) free(g);
-    pelab_params_grad(pe->params, net->c)[0] += (pelab_real)v.dc;
-    pelab_params_grad(pe->params, net->ell)[0] += (pelab_real)v.dell;
+    pelab_posenc_grad(pe, grad, net->c)[0] += (pelab_real)v.dc;
+    pelab_posenc_grad(pe, grad, net->ell)[0] += (pelab_real)v.dell;
 }
 
 const struct pelab_posenc_ops pelab_pe_fire = {
     .name = "fire",
     .summary = "learned MLP of log-normalised distance, one per layer (Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
+    /* absolute: rows past L = |ℓ|·T_train are normalised by their own position */
+    .contract = {0, {"fire-depth=1", NULL}},
     .options = fire_options,
     .init = fire_init,
     .free = fire_free,
@@ -348,6 +352,7 @@ const struct pelab_posenc_ops pelab_pe_fire_shared = {
     .name = "fire-shared",
     .summary = "FIRE with one MLP shared by all layers (FIRE-S, Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
+    .contract = {0, {"fire-width=4 fire-depth=3", NULL}},
     .options = fire_options,
     .init = fire_shared_init,
     .free = fire_free,

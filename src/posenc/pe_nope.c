@@ -7,4 +7,5 @@ const struct pelab_posenc_ops pelab_pe_nope = {
     .name = "nope",
     .summary = "no positional encoding; order is visible only through the causal mask",
     .sites = 0,
+    .contract = {PELAB_PE_RELATIVE, {NULL}},
 };

@@ -300,6 +300,7 @@ const struct pelab_posenc_ops pelab_pe_pope = {
     .name = "pope",
     .summary = "polar embedding: softplus magnitudes, phases p·base^(-c/d) + δ, width 2d (PoPE paper)",
     .sites = PELAB_SITE_QK,
+    .contract = {PELAB_PE_RELATIVE, {"pope-softplus=off", "pope-delta=off", "pope-delta-init=uniform", NULL}},
     .options = pope_options,
     .init = pope_init,
     .free = pope_free,

@@ -14,8 +14,8 @@
  * q' = [q; pq], k' = [k; pk], which gives exactly that sum, lets either attention kernel compute
  * it tile by tile with no T×T buffer, and sends its gradient back to pq, pk through dq', dk'
  * (a BIAS-site function of (t, s) would need per-thread copies of gradients that are not
- * parameters). The encoding therefore acts at EMBED or QK as the mode says: init points pe->ops at
- * the variant with only that site (posenc.h).
+ * parameters). The encoding therefore acts at EMBED or QK as the mode says: init keeps that site
+ * in pe->sites (posenc.h).
  *
  * Per pass, prepare() encodes each distinct position of the batch once (a table of U rows, e and
  * the projections of every layer); tokens read their row. The table is kept while the
@@ -110,7 +110,6 @@ struct seqpe {
     pelab_real *reg_dout;         /* (N,D) the same times aux_backward's scale */
 };
 
-static const struct pelab_posenc_ops seqpe_embed_ops, seqpe_qk_ops;
 
 /* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. */
 static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int max_seq, int D) {
@@ -191,7 +190,7 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
     }
     if (s->mode == MODE_BIAS) pe->qk_dim = 2 * pe->d;
     if ((rc = regularisers_init(s, opts, pe->max_seq, pe->D))) return rc;
-    pe->ops = s->mode == MODE_INPUT ? &seqpe_embed_ops : &seqpe_qk_ops;
+    pe->sites = s->mode == MODE_INPUT ? PELAB_SITE_EMBED : PELAB_SITE_QK;
     return PELAB_OK;
 }
 
@@ -469,6 +468,7 @@ static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *term
     if (rc) return rc;
     pelab_seqpe_encoder_forward(&s->enc, &s->reg_acts, s->reg_uniq, U);
     memset(s->reg_dE, 0, (size_t)U * D * sizeof *s->reg_dE);
+    pelab_clear_error(); /* a NaN term with an error set is out of memory, not a diverged model */
     if (r->pivots) {
         terms[0] = pelab_seqpe_delta_loss(s->reg_acts.out, D, s->reg_row, r->target, r->pivots,
                                           r->cands, s->reg_dE, s->alpha);
@@ -479,6 +479,7 @@ static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *term
                                         r->ood_m, s->reg_dE, s->beta);
         *total += s->beta * terms[1];
     }
+    if ((isnan(terms[0]) || isnan(terms[1])) && *pelab_last_error()) return PELAB_ERR_RUNTIME;
     return PELAB_OK;
 }
 
@@ -500,11 +501,14 @@ const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *p
     return &s->reg;
 }
 
-/* The registered entry (both sites listed); init switches to the variant of the chosen mode. */
+/* Both sites listed; init keeps the one of the chosen mode in pe->sites. */
 const struct pelab_posenc_ops pelab_pe_seqpe = {
     .name = "seqpe",
     .summary = "learned encoder of each position's digits, added at the input or to q and k (SeqPE, Li et al. 2025)",
     .sites = PELAB_SITE_EMBED | PELAB_SITE_QK,
+    .contract = {0,
+                 {"seqpe-mode=attn-add", "seqpe-mode=attn-mul seqpe-proj=per-layer",
+                  "seqpe-mode=attn-bias", "seqpe-final-norm=on seqpe-base=3 seqpe-digits=5", NULL}},
     .options = seqpe_options,
     .init = seqpe_init,
     .free = seqpe_free,
@@ -512,44 +516,6 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .prepare = seqpe_prepare,
     .embed_forward = seqpe_embed_forward,
     .embed_backward = seqpe_embed_backward,
-    .qk_forward = seqpe_qk_forward,
-    .qk_backward = seqpe_qk_backward,
-    .backward_end = seqpe_backward_end,
-    .position_vectors = seqpe_position_vectors,
-    .train_positions = seqpe_train_positions,
-    .aux_names = seqpe_aux_names,
-    .aux_forward = seqpe_aux_forward,
-    .aux_backward = seqpe_aux_backward,
-};
-
-static const struct pelab_posenc_ops seqpe_embed_ops = {
-    .name = "seqpe",
-    .summary = "SeqPE, --seqpe-mode input",
-    .sites = PELAB_SITE_EMBED,
-    .options = seqpe_options,
-    .init = seqpe_init,
-    .free = seqpe_free,
-    .init_params = seqpe_init_params,
-    .prepare = seqpe_prepare,
-    .embed_forward = seqpe_embed_forward,
-    .embed_backward = seqpe_embed_backward,
-    .backward_end = seqpe_backward_end,
-    .position_vectors = seqpe_position_vectors,
-    .train_positions = seqpe_train_positions,
-    .aux_names = seqpe_aux_names,
-    .aux_forward = seqpe_aux_forward,
-    .aux_backward = seqpe_aux_backward,
-};
-
-static const struct pelab_posenc_ops seqpe_qk_ops = {
-    .name = "seqpe",
-    .summary = "SeqPE, --seqpe-mode attn-add|attn-mul|attn-bias",
-    .sites = PELAB_SITE_QK,
-    .options = seqpe_options,
-    .init = seqpe_init,
-    .free = seqpe_free,
-    .init_params = seqpe_init_params,
-    .prepare = seqpe_prepare,
     .qk_forward = seqpe_qk_forward,
     .qk_backward = seqpe_qk_backward,
     .backward_end = seqpe_backward_end,

@@ -59,6 +59,7 @@ const struct pelab_posenc_ops pelab_pe_sinusoidal = {
     .name = "sinusoidal",
     .summary = "fixed sin/cos absolute embedding added to the tokens (Vaswani et al. 2017)",
     .sites = PELAB_SITE_EMBED,
+    .contract = {0, {NULL}},
     .options = sinusoidal_options,
     .init = sinusoidal_init,
     .free = sinusoidal_free,

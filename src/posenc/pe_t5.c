@@ -98,10 +98,11 @@ static void t5_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real *
             out[(long)i * nk + j] = b[(long)bucket_of(t, pos_q[i], pos_k[j]) * pe->H + h];
 }
 
-static void t5_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, const pelab_real *dout,
-                                  const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
+static void t5_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
+                                  const pelab_real *dout, const int32_t *pos_q, int nq,
+                                  const int32_t *pos_k, int nk) {
     const struct t5 *t = pe->state;
-    pelab_real *db = pelab_params_grad(pe->params, t->table[layer]); /* (nb, H) */
+    pelab_real *db = pelab_posenc_grad(pe, grad, t->table[layer]); /* (nb, H) */
     for (int i = 0; i < nq; i++)
         for (int j = 0; j < nk; j++)
             if (pos_k[j] <= pos_q[i])
@@ -112,6 +113,7 @@ const struct pelab_posenc_ops pelab_pe_t5 = {
     .name = "t5",
     .summary = "learned bias per head and log-bucketed distance (Raffel et al. 2020)",
     .sites = PELAB_SITE_BIAS,
+    .contract = {PELAB_PE_RELATIVE, {"t5-table=per-layer t5-buckets=6 t5-max-distance=8", NULL}},
     .options = t5_options,
     .init = t5_init,
     .free = t5_free,

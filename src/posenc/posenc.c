@@ -58,13 +58,20 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
     pe->n_layers = n_layers;
     pe->max_seq = max_seq;
     pe->qk_dim = pe->d;
+    pe->sites = pe->ops->sites;
     pe->params = params;
     int rc = pelab_opts_check(opts, pe->ops->options);
     if (!rc) rc = pelab_opts_check(opts, pe->ops->eval_options);
     if (rc) return rc;
     pe->param_first = params->count;
-    rc = pe->ops->init ? pe->ops->init(pe, opts, params) : PELAB_OK;
+    const struct pelab_posenc_ops *ops = pe->ops;
+    rc = ops->init ? ops->init(pe, opts, params) : PELAB_OK;
     pe->param_end = params->count;
+    /* one table per encoding, and its sites a subset of the ones the table lists (posenc.h) */
+    if (!rc && (pe->ops != ops || (pe->sites & ~ops->sites)))
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "encoding %s replaced its table or acts at a site it does "
+                        "not list", name);
+    pe->ops = ops;
     return rc;
 }
 
@@ -121,11 +128,37 @@ static void permute(pelab_real *a, pelab_real *b, const pelab_real *a_src, const
             }
 }
 
+size_t pelab_posenc_grad_count(const struct pelab_posenc *pe) {
+    if (pe->param_end <= pe->param_first) return 0;
+    const struct pelab_param *first = &pe->params->list[pe->param_first];
+    const struct pelab_param *last = &pe->params->list[pe->param_end - 1];
+    return last->offset + last->size - first->offset;
+}
+
+pelab_real *pelab_posenc_table_grad(const struct pelab_posenc *pe) {
+    return pe->param_end > pe->param_first ? pe->params->grad + pe->params->list[pe->param_first].offset
+                                           : pe->params->grad;
+}
+
+pelab_real *pelab_posenc_grad(const struct pelab_posenc *pe, pelab_real *grad, int param) {
+    return grad + (pe->params->list[param].offset - pe->params->list[pe->param_first].offset);
+}
+
+void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos, int B, int T) {
+    if (pe->sites & PELAB_SITE_EMBED) pe->ops->embed_forward(pe, out, pos, B, T);
+}
+
+void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
+                                 int B, int T) {
+    if ((pe->sites & PELAB_SITE_EMBED) && pe->ops->embed_backward)
+        pe->ops->embed_backward(pe, dout, pos, B, T);
+}
+
 void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                              const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
                              int B, int T) {
     PELAB_PROF_START();
-    if (pe->ops->qk_forward) pe->ops->qk_forward(pe, layer, qo, ko, q, k, ld, pos, B, T);
+    if (pe->sites & PELAB_SITE_QK) pe->ops->qk_forward(pe, layer, qo, ko, q, k, ld, pos, B, T);
     else permute(qo, ko, q, k, ld, B, T, pe->H, pe->d, 1);
     PELAB_PROF_STOP(PELAB_PROF_PE_FWD, 0);
 }
@@ -134,7 +167,7 @@ void pelab_posenc_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq
                               const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                               const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
     PELAB_PROF_START();
-    if (pe->ops->qk_backward) pe->ops->qk_backward(pe, layer, dq, dk, dqo, dko, q, k, ld, pos, B, T);
+    if (pe->sites & PELAB_SITE_QK) pe->ops->qk_backward(pe, layer, dq, dk, dqo, dko, q, k, ld, pos, B, T);
     else permute(dq, dk, dqo, dko, ld, B, T, pe->H, pe->d, 0);
     PELAB_PROF_STOP(PELAB_PROF_PE_BWD, 0);
 }

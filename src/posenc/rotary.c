@@ -6,6 +6,8 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "pelab/status.h"
 #include "posenc/rotary.h"
 
@@ -65,7 +67,7 @@ void pelab_rotary_free(struct pelab_rotary *r) {
 
 /* Rotates one head vector x (d,) by one token's tables; sign −1 applies the transpose. One loop
  * per layout, so that each vectorises (the interleaved one with even/odd shuffles). */
-static inline void rotate(pelab_real *restrict out, const pelab_real *restrict x,
+static PELAB_ALWAYS_INLINE void rotate(pelab_real *restrict out, const pelab_real *restrict x,
                           const pelab_real *restrict cs, const pelab_real *restrict sn, int half,
                           int d, pelab_real sign) {
     const int P = d / 2;
@@ -86,28 +88,44 @@ static inline void rotate(pelab_real *restrict out, const pelab_real *restrict x
     }
 }
 
+/* Tokens i0 .. i1−1 (token i = b·T + t) of pelab_rotary_apply, compiled for each vector level
+ * (kernels/cpu/simd.h). */
+static PELAB_ALWAYS_INLINE void apply_body(const struct pelab_rotary *r, pelab_real *qo, pelab_real *ko,
+                                           const pelab_real *q, const pelab_real *k, int ld, int T, int H,
+                                           int d, int inverse, long i0, long i1) {
+    const int P = d / 2, half = r->half;
+    const pelab_real sign = inverse ? -1 : 1;
+    for (long i = i0; i < i1; i++) {
+        const long b = i / T, t = i % T;
+        const pelab_real *cq = r->cos_q + i * P, *sq = r->sin_q + i * P;
+        const pelab_real *ck = r->cos_k + i * P, *sk = r->sin_k + i * P;
+        for (int h = 0; h < H; h++) {
+            long row = i * ld + (long)h * d, head = ((b * H + h) * T + t) * d;
+            if (!inverse) {
+                rotate(qo + head, q + row, cq, sq, half, d, sign);
+                rotate(ko + head, k + row, ck, sk, half, d, sign);
+            } else { /* q, k are the gradients in head layout; qo, ko the (B,T,H,d) outputs */
+                rotate(qo + row, q + head, cq, sq, half, d, sign);
+                rotate(ko + row, k + head, ck, sk, half, d, sign);
+            }
+        }
+    }
+}
+PELAB_SIMD_KERNEL(apply, (const struct pelab_rotary *r, pelab_real *qo, pelab_real *ko, const pelab_real *q,
+                          const pelab_real *k, int ld, int T, int H, int d, int inverse, long i0, long i1),
+                  (r, qo, ko, q, k, ld, T, H, d, inverse, i0, i1))
+
 void pelab_rotary_apply(const struct pelab_rotary *r, pelab_real *qo, pelab_real *ko,
                         const pelab_real *q, const pelab_real *k, int ld, int B, int T, int H, int d,
                         int inverse) {
-    const int P = d / 2, half = r->half;
-    const pelab_real sign = inverse ? -1 : 1;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            long i = (long)b * T + t;
-            const pelab_real *cq = r->cos_q + i * P, *sq = r->sin_q + i * P;
-            const pelab_real *ck = r->cos_k + i * P, *sk = r->sin_k + i * P;
-            for (int h = 0; h < H; h++) {
-                long row = i * ld + (long)h * d, head = (((long)b * H + h) * T + t) * d;
-                if (!inverse) {
-                    rotate(qo + head, q + row, cq, sq, half, d, sign);
-                    rotate(ko + head, k + row, ck, sk, half, d, sign);
-                } else { /* q, k are the gradients in head layout; qo, ko the (B,T,H,d) outputs */
-                    rotate(qo + row, q + head, cq, sq, half, d, sign);
-                    rotate(ko + row, k + head, ck, sk, half, d, sign);
-                }
-            }
-        }
+    void (*const f)(const struct pelab_rotary *, pelab_real *, pelab_real *, const pelab_real *,
+                    const pelab_real *, int, int, int, int, int, long, long) = pelab_simd_fn(apply);
+#pragma omp parallel
+    {
+        long lo, hi;
+        pelab_thread_slice((long)B * T, &lo, &hi);
+        f(r, qo, ko, q, k, ld, T, H, d, inverse, lo, hi);
+    }
 }
 
 void pelab_rotary_pair_norms(int half, double *out, const pelab_real *x, int d) {

@@ -147,7 +147,8 @@ void pelab_seqpe_reg_draw(struct pelab_seqpe_reg *r, uint64_t key);
 /* The index of the position in cand (C, n) nearest p in Euclidean distance, the first of ties. */
 int pelab_seqpe_nearest(const int32_t *p, const int32_t *cand, int C, int n);
 
-/* L_δ of E (U,D); row (pivots, 1+C). With dE: dE (U,D) += scale·∂L_δ/∂E. */
+/* L_δ of E (U,D); row (pivots, 1+C). With dE: dE (U,D) += scale·∂L_δ/∂E. Both losses return NaN
+ * with the error set (pelab_last_error) when out of memory. */
 double pelab_seqpe_delta_loss(const pelab_real *E, int D, const int32_t *row,
                               const int32_t *target, int pivots, int C, pelab_real *dE,
                               double scale);

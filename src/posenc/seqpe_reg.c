@@ -229,7 +229,7 @@ double pelab_seqpe_delta_loss(const pelab_real *E, int D, const int32_t *row,
                               const int32_t *target, int pivots, int C, pelab_real *dE,
                               double scale) {
     double loss = 0, *z = malloc((size_t)C * sizeof *z);
-    PELAB_ASSERT(z != NULL);
+    if (!z) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for L_delta (%d candidates)", C), NAN;
     for (int i = 0; i < pivots; i++) {
         const int32_t *r = row + (long)i * (1 + C);
         const pelab_real *ep = E + (long)r[0] * D;
@@ -255,8 +255,13 @@ double pelab_seqpe_delta_loss(const pelab_real *E, int D, const int32_t *row,
 double pelab_seqpe_ood_loss(const pelab_real *E, int D, int H, const int32_t *row, int sets, int m,
                             pelab_real *dE, double scale) {
     const int dh = D / H;
+    PELAB_ASSERT(D % H == 0);
     double loss = 0, *zp = malloc((size_t)m * sizeof *zp), *zs = malloc((size_t)m * sizeof *zs);
-    PELAB_ASSERT(zp && zs && D % H == 0);
+    if (!zp || !zs) {
+        free(zp);
+        free(zs);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for L_OOD (%d positions)", m), NAN;
+    }
     const double norm = (double)sets * H * m;
     for (int s = 0; s < sets; s++) {
         const int32_t *tr = row + (long)s * 2 * m, *st = tr + m;

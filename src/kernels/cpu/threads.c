@@ -1,6 +1,8 @@
 /* Thread count shared by OpenMP and OpenBLAS: with OpenMP, OpenBLAS is single-threaded and runs
  * inside OpenMP's threads (matmul.c), so one pool of threads does all the work. */
+#include <stdio.h>
 #include <unistd.h>
+#include "kernels/cpu/simd.h"
 #include "pelab/threads.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -29,7 +31,19 @@ void pelab_threads_set(int n) {
 
 int pelab_threads_get(void) { return n_threads; }
 
-const char *pelab_build_info(void) {
+/* The build's target: -march=native (or another ARCH) defines the macros of every extension it
+ * enables; the portable default only the baseline's. */
+#if defined(__AVX512F__)
+#define BUILD_TARGET "built for AVX-512 CPUs"
+#elif defined(__AVX2__)
+#define BUILD_TARGET "built for AVX2 CPUs"
+#elif defined(__x86_64__)
+#define BUILD_TARGET "portable x86-64 build"
+#else
+#define BUILD_TARGET "portable build"
+#endif
+
+static const char *threads_info(void) {
 #if defined(PELAB_BLAS) && defined(_OPENMP)
     return "OpenBLAS, OpenMP";
 #elif defined(PELAB_BLAS)
@@ -39,4 +53,11 @@ const char *pelab_build_info(void) {
 #else
     return "portable matmul (no OpenBLAS), single-threaded (no OpenMP)";
 #endif
+}
+
+const char *pelab_build_info(void) {
+    static char info[160];
+    snprintf(info, sizeof info, "%s, %s, %s kernels", threads_info(), BUILD_TARGET,
+             pelab_simd_name(pelab_simd_level()));
+    return info;
 }
