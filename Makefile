@@ -64,6 +64,22 @@ else
   $(call notice,OpenBLAS not found (pkg-config openblas): using the portable matmul (much slower). Install it with 'make deps'.)
 endif
 
+# oneDNN: the bf16 matrix products of --precision bf16 (src/kernels/cpu/gemm_bf16.c). Debian's
+# libdnnl-dev ships no .pc file: pkg-config dnnl when there is one, else a program that includes
+# dnnl.h and links -ldnnl.
+DNNL_CFLAGS := $(shell pkg-config --cflags dnnl 2>/dev/null)
+DNNL_LIBS   := $(shell pkg-config --libs dnnl 2>/dev/null)
+ifeq ($(DNNL_LIBS),)
+  DNNL_LIBS := $(shell printf '\043include <dnnl.h>\nint main(void){return dnnl_version() == 0;}\n' | \
+    $(CC) -x c - -ldnnl -o /dev/null 2>/dev/null && echo -ldnnl)
+endif
+ifneq ($(DNNL_LIBS),)
+  CFLAGS += -DPELAB_DNNL $(DNNL_CFLAGS)
+  LDLIBS += $(DNNL_LIBS)
+else
+  $(call notice,oneDNN not found (dnnl.h and -ldnnl); --precision bf16 will be refused. Install libdnnl-dev with 'make deps'.)
+endif
+
 # cairo draws the PNG figures of `analyze --png` and `plot` (with fontconfig, which Debian's
 # libcairo2-dev brings, for its fonts); only the command links them.
 CAIRO_CFLAGS := $(shell pkg-config --cflags cairo fontconfig 2>/dev/null)
@@ -113,8 +129,8 @@ OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/f64/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-# The kernels' test also runs in the float build, the one users run.
-TEST_BIN += $(BUILD)/tests/test_kernels_f32
+# The kernels' test and the bf16 test also run in the float build, the one users run.
+TEST_BIN += $(BUILD)/tests/test_kernels_f32 $(BUILD)/tests/test_bf16_f32
 # Each fuzz target also builds as a test that replays its corpus and the crash regressions.
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%)
@@ -155,6 +171,10 @@ $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=mal
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
 $(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
+
+$(BUILD)/tests/test_bf16_f32: tests/test_bf16.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
 

@@ -1,12 +1,12 @@
 /* bench_train — training throughput of one benchmark configuration (float build).
  *
  *   build/bench/bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]
- *                           [--attention tiled|ref]
+ *                           [--attention tiled|ref] [--precision fp32|bf16]
  *
  * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
  * every position with a target, pos = t, after `warmup` untimed steps. Prints one JSON line:
- *   {"config":"A","pe":"rope","tokens_per_s":...,"step_ms":...,"steps":...,"threads":...,
- *    "gflop_per_step":...,"gflops":...}
+ *   {"config":"A","pe":"rope","precision":"fp32","tokens_per_s":...,"step_ms":...,"steps":...,
+ *    "threads":...,"gflop_per_step":...,"gflops":...}
  * A step's floating-point operations are counted as the model's arithmetic, not the kernels':
  *   matrix products  6·B·T·(12·N·D² + D·V)         (forward 2·, backward 4· per weight and token)
  *   attention        3·N·B·H·T·(T+1)·(dq + dv)     (the causal half of Q·Kᵀ and P·V, forward
@@ -31,6 +31,7 @@
 #include "pelab/model.h"
 #include "pelab/optim.h"
 #include "pelab/options.h"
+#include "pelab/precision.h"
 #include "pelab/rng.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
@@ -59,7 +60,7 @@ static double now_s(void) {
 static int usage(void) {
     fprintf(stderr,
             "usage: bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
-            "                   [--attention tiled|ref]\n"
+            "                   [--attention tiled|ref] [--precision fp32|bf16]\n"
             "  --config   benchmark configuration (A: V 64 D 128 N 4 H 4 T 64 B 32;\n"
             "             B: V 64 D 512 N 8 H 8 T 64 B 64; C: V 8192 D 384 N 6 H 6 T 256 B 8;\n"
             "             D: V 50257 D 768 N 12 H 12 T 64 B 4)\n"
@@ -67,12 +68,13 @@ static int usage(void) {
             "  --steps    timed steps (default per configuration: A 12, B 2, C 3, D 2)\n"
             "  --warmup   untimed steps first (default: A 2, others 1)\n"
             "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n"
-            "  --attention  attention kernel (default tiled, the model's default)\n");
+            "  --attention  attention kernel (default tiled, the model's default)\n"
+            "  --precision  of the matrix products (default fp32; bf16: pelab/precision.h)\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *config = NULL, *pe = NULL, *attention = "tiled";
+    const char *config = NULL, *pe = NULL, *attention = "tiled", *precision = "fp32";
     int steps = -1, warmup = -1, threads = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -83,6 +85,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--warmup") == 0) warmup = atoi(v);
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
         else if (strcmp(a, "--attention") == 0) attention = v;
+        else if (strcmp(a, "--precision") == 0) precision = v;
         else return usage();
     }
     if (pelab_dist_init(&argc, &argv)) {
@@ -96,6 +99,11 @@ int main(int argc, char **argv) {
     if (steps <= 0) steps = c->steps;
     if (warmup < 0) warmup = c->warmup;
     pelab_threads_set(threads);
+    enum pelab_precision prec;
+    if (pelab_precision_parse(precision, &prec) != PELAB_OK || pelab_precision_set(prec) != PELAB_OK) {
+        fprintf(stderr, "bench_train: %s\n", pelab_last_error());
+        return 2;
+    }
 
     char buf[32];
     struct pelab_opts opts = {0};
@@ -164,11 +172,11 @@ int main(int argc, char **argv) {
     const double flops = 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
                          3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
     if (pelab_dist_rank() == 0)
-        printf("{\"config\":\"%s\",\"pe\":\"%s\",\"tokens_per_s\":%.1f,\"step_ms\":%.3f,"
-               "\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
+        printf("{\"config\":\"%s\",\"pe\":\"%s\",\"precision\":\"%s\",\"tokens_per_s\":%.1f,"
+               "\"step_ms\":%.3f,\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
                "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
                "\"allreduce_ms\":%.3f}\n",
-               c->name, pe, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
+               c->name, pe, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
                pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
                pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps);
     /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */

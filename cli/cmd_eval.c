@@ -8,6 +8,7 @@
 #include "args.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
+#include "pelab/precision.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/dist.h"
@@ -34,6 +35,9 @@ static const struct pelab_optdef eval_options[] = {
      "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb; for "
      "'pelab plot lines --x length --y ppl'"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
+     "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "
+     "run trained in either precision is evaluated in either"},
     {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
      "every other check still applies"},
@@ -219,6 +223,8 @@ int pelab_cmd_eval(int argc, char **argv) {
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
     pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, eval_options, "threads")));
+    enum pelab_precision precision = (enum pelab_precision)pelab_opt_choice(&opts, eval_options, "precision");
+    if ((rc = pelab_precision_set(precision))) return rc;
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, eval_options, "edited"));
 
     if (csv[0] && (rc = pelab_check_output("--csv", csv))) return rc;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "pelab/precision.h"
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
@@ -21,6 +22,9 @@ static const struct pelab_optdef sample_options[] = {
     {"count", PELAB_OPT_INT, "5", 1, 1000, NULL, "examples to show"},
     {"first", PELAB_OPT_INT, "0", 0, 1e15, NULL, "index of the first example"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
+     "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "
+     "run trained in either precision is evaluated in either"},
     {"prompt", PELAB_OPT_INT, "64", 1, 1048576, NULL,
      "text, dna, music: prompt tokens, the beginning of each window"},
     {"tokens", PELAB_OPT_INT, "200", 1, 1000000, NULL,
@@ -224,6 +228,8 @@ int pelab_cmd_sample(int argc, char **argv) {
                                               PELAB_SPLIT_LONG};
     enum pelab_split split = splits[pelab_opt_choice(&opts, sample_options, "split")];
     pelab_threads_set((int)pelab_opt_int(&opts, sample_options, "threads"));
+    enum pelab_precision precision = (enum pelab_precision)pelab_opt_choice(&opts, sample_options, "precision");
+    if ((rc = pelab_precision_set(precision))) return rc;
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, sample_options, "edited"));
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include "pelab/model.h"
 #include "pelab/options.h"
+#include "pelab/precision.h"
 #include "pelab/task.h"
 
 #ifndef PELAB_VERSION
@@ -28,7 +29,7 @@
 #endif
 
 /* steps, batch, accum, lr, min-lr, warmup, decay-steps, weight-decay, beta1, beta2, eps, clip,
- * seed, threads, eval-every, eval-batches, log-every, save-every, keep, on-nan, nan-lr-factor,
+ * seed, threads, precision, eval-every, eval-batches, log-every, save-every, keep, on-nan, nan-lr-factor,
  * nan-retries, check-finite, out, task, preset. */
 extern const struct pelab_optdef pelab_train_options[];
 
@@ -44,6 +45,7 @@ struct pelab_train_config {
     double weight_decay, beta1, beta2, eps, clip;
     uint64_t seed;
     int threads;
+    enum pelab_precision precision; /* of the matrix products, set on the training thread */
     int64_t eval_every, eval_batches, log_every, save_every;
     int64_t keep;                /* checkpoints kept */
     enum pelab_on_nan on_nan;

@@ -31,6 +31,10 @@ const struct pelab_optdef pelab_train_options[] = {
      "fixes initialisation, data order and dropout"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL,
      "threads (0: all cores; under mpirun, a machine's cores divided among its ranks)"},
+    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
+     "matrix products: fp32, or bf16 operands with float32 accumulation (CPUs with AVX512-BF16, "
+     "a build with oneDNN); weights, gradients, optimizer, norms, softmax, loss, encodings and "
+     "attention stay float32"},
     {"eval-every", PELAB_OPT_INT, "200", 0, BIG, NULL,
      "validate every N updates (0: only at the end)"},
     {"eval-batches", PELAB_OPT_INT, "8", 0, 1e6, NULL,
@@ -86,6 +90,7 @@ int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_confi
     c->clip = pelab_opt_real(o, T, "clip");
     c->seed = (uint64_t)pelab_opt_real(o, T, "seed");
     c->threads = (int)pelab_opt_int(o, T, "threads");
+    c->precision = (enum pelab_precision)pelab_opt_choice(o, T, "precision");
     c->eval_every = pelab_opt_int(o, T, "eval-every");
     c->eval_batches = pelab_opt_int(o, T, "eval-batches");
     c->log_every = pelab_opt_int(o, T, "log-every");
@@ -104,6 +109,7 @@ int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_confi
         return pelab_fail(PELAB_ERR_USAGE, "--on-nan rollback needs checkpoints to roll back to "
                           "(--save-every N > 0; it is 0)");
     if (!c->task[0]) return pelab_fail(PELAB_ERR_USAGE, "--task: a task name is needed");
+    if ((rc = pelab_precision_check(c->precision))) return rc;
     return PELAB_OK;
 }
 

@@ -67,6 +67,7 @@ struct pelab_trainer {
     int lock_fd;        /* the run directory, locked while training (-1: not held) */
     const struct pelab_train_hooks *hooks; /* may be NULL */
     struct pelab_poison poison;   /* PELAB_TEST_NAN: test-only NaN injection */
+    int prev_precision; /* the calling thread's precision, restored by trainer_free (-1: unset) */
 };
 
 /* settings from the run's options and the initialised model and task. */

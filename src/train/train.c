@@ -41,10 +41,12 @@ static struct pelab_trainer *trainer_new(const struct pelab_train_hooks *hooks) 
     tr->lock_fd = -1;
     tr->hooks = pelab_dist_rank() == 0 ? hooks : NULL; /* rank 0 alone reports */
     tr->lr_scale = 1;
+    tr->prev_precision = -1;
     return tr;
 }
 
 static void trainer_free(struct pelab_trainer *tr) {
+    if (tr->prev_precision >= 0) pelab_precision_set((enum pelab_precision)tr->prev_precision);
     pelab_log_close(tr);
     pelab_run_unlock(tr);
     if (tr->have_batch) pelab_batch_free(&tr->batch);
@@ -63,6 +65,8 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if (rc) return rc;
     struct pelab_train_config *c = &tr->c;
     pelab_threads_set(pelab_dist_threads(c->threads));
+    tr->prev_precision = (int)pelab_precision_get();
+    if ((rc = pelab_precision_set(c->precision))) return rc;
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %

@@ -1,7 +1,10 @@
 /* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
 #include "kernels/cpu/matmul.h"
+#include <math.h>
 #include "core/prof.h"
 #include "kernels/cpu/parallel.h"
+#include "pelab/precision.h"
+#include "pelab/status.h"
 
 #ifdef PELAB_BLAS
 #include <cblas.h>
@@ -22,9 +25,9 @@ static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real 
  * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
  * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
  * computes, and on 2 cores that made 2 threads slower than 1. */
-void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                pelab_real *C, int ldc) {
+static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                      pelab_real *C, int ldc) {
     enum { ROWS = 16 };
 #ifdef _OPENMP
     if (M >= 2 * ROWS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
@@ -49,9 +52,9 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
 /* C[i][j] = beta·C[i][j] + alpha · Σ_k a(i,k) b(k,j). The inner loop runs over j so that, when B
  * is not transposed, it streams a row of B and vectorises; a transposed B is first copied into
  * a row-major panel for the same reason. */
-void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                pelab_real *C, int ldc) {
+static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                      pelab_real *C, int ldc) {
     enum { KB = 128 };
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
@@ -73,6 +76,18 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
 }
 
 #endif
+
+void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                pelab_real *C, int ldc) {
+    if (pelab_precision_get() == PELAB_PRECISION_FP32) {
+        gemm_fp32(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (pelab_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != PELAB_OK)
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++) C[i * ldc + j] = (pelab_real)NAN;
+}
 
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
                           int C, int OC) {

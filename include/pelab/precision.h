@@ -1,0 +1,43 @@
+/* pelab/precision.h — the arithmetic of the matrix products: float32, or bf16 operands with float32
+ * accumulation (mixed precision on CPUs with AVX512-BF16, through oneDNN).
+ *
+ * The precision is a property of the calling thread: every matrix product the thread starts
+ * (pelab_gemm, and through it every linear layer of the model, forward and backward) uses it, and
+ * OpenMP's worker threads inside a product follow the thread that started it. A new thread starts
+ * in PELAB_PRECISION_FP32. pelab_train() and pelab_train_resume() set it from --precision for
+ * the run and restore the caller's on return.
+ *
+ * In bf16 mode only the operands of the products are rounded (to nearest even, to bf16's 8
+ * significant bits); the products accumulate and are written in float32 (pelab_real in the double
+ * test build). Weights, gradients, optimizer state, norms, softmax, loss, the encodings'
+ * trigonometry and biases, and the attention kernel's score and value products (src/attn) stay in
+ * pelab_real. Checkpoints are unchanged: a run trained in one precision is evaluated in either.
+ */
+#ifndef PELAB_PRECISION_H
+#define PELAB_PRECISION_H
+
+enum pelab_precision {
+    PELAB_PRECISION_FP32, /* the default; the products' bits are those of the float32 build */
+    PELAB_PRECISION_BF16  /* bf16 operands, float32 accumulation and output */
+};
+
+/* "fp32" or "bf16" into *p; PELAB_ERR_USAGE otherwise. */
+int pelab_precision_parse(const char *name, enum pelab_precision *p);
+
+/* "fp32" or "bf16". */
+const char *pelab_precision_name(enum pelab_precision p);
+
+/* PELAB_OK when `p` can run here. bf16 needs a build with oneDNN and a CPU with AVX512-BF16, as
+ * oneDNN detects it (its ONEDNN_MAX_CPU_ISA environment variable can hide the instructions, e.g.
+ * ONEDNN_MAX_CPU_ISA=AVX512_CORE, which is how the tests simulate a CPU without them); otherwise
+ * PELAB_ERR_USAGE with a one-line message saying which is missing. */
+int pelab_precision_check(enum pelab_precision p);
+
+/* Checks `p` (pelab_precision_check) and makes it the calling thread's precision; on failure the
+ * thread's precision is unchanged. */
+int pelab_precision_set(enum pelab_precision p);
+
+/* The calling thread's precision. */
+enum pelab_precision pelab_precision_get(void);
+
+#endif

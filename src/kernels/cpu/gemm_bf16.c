@@ -1,0 +1,311 @@
+/* The precision of the matrix products (pelab/precision.h) and the bf16 product itself:
+ *
+ *   C (M,N) = alpha · bf16(op(A)) · bf16(op(B)) + beta · C,   accumulated and written in float32
+ *
+ * bf16(x) rounds a float32 to the nearest bf16 (ties to even): the top 16 bits of its pattern,
+ * 8 significant bits, relative error at most 2^-9. Each operand is rounded into a packed bf16 copy
+ * (same layout, rows contiguous) and oneDNN's matmul primitive (bf16 × bf16 → f32) multiplies the
+ * copies, with op() given to it as strides, alpha as its output scale and beta as a sum post-op.
+ *
+ * Why the copies: oneDNN 2.6 (Debian 12) accepts the fpmath_mode bf16 attribute on an f32 matmul
+ * but still computes it in float32 on the CPU (measured here: the same brg:avx512_core kernel and
+ * the same 5e-6 error as the strict mode on a 256x384x512 product), so the rounding has to be
+ * done by hand. The rounding loop serves the double test build too, where oneDNN (no f64 on the
+ * CPU) writes a float32 scratch that is then added into C.
+ *
+ * Per thread (the precision is per thread, and oneDNN streams and the memory objects bound to
+ * user pointers must not be shared by threads running at once): a stream, an LRU cache of
+ * primitives keyed by shape, transposes, ldc, alpha and beta, and the bf16 buffers, grown to the
+ * largest product seen and reused, so a warm training step allocates nothing here. All of it is
+ * freed when the thread ends. The engine is one for the process.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/cpu/matmul.h"
+#include "pelab/precision.h"
+#include "pelab/status.h"
+
+static _Thread_local enum pelab_precision thread_precision = PELAB_PRECISION_FP32;
+
+int pelab_precision_parse(const char *name, enum pelab_precision *p) {
+    if (strcmp(name, "fp32") == 0) *p = PELAB_PRECISION_FP32;
+    else if (strcmp(name, "bf16") == 0) *p = PELAB_PRECISION_BF16;
+    else return pelab_fail(PELAB_ERR_USAGE, "--precision %s: expected fp32 or bf16", name);
+    return PELAB_OK;
+}
+
+const char *pelab_precision_name(enum pelab_precision p) {
+    return p == PELAB_PRECISION_BF16 ? "bf16" : "fp32";
+}
+
+enum pelab_precision pelab_precision_get(void) { return thread_precision; }
+
+int pelab_precision_set(enum pelab_precision p) {
+    int rc = pelab_precision_check(p);
+    if (!rc) thread_precision = p;
+    return rc;
+}
+
+#ifndef PELAB_DNNL
+
+int pelab_precision_check(enum pelab_precision p) {
+    if (p == PELAB_PRECISION_FP32) return PELAB_OK;
+    return pelab_fail(PELAB_ERR_USAGE, "--precision bf16: this pelab was built without oneDNN "
+                      "(install libdnnl-dev, e.g. with 'make deps', and rebuild)");
+}
+
+int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                    const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                    pelab_real *C, int ldc) {
+    return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: this pelab was built without oneDNN");
+}
+
+#else
+
+#include <dnnl.h>
+
+/* bf16(x), ties to even; a NaN stays a (quiet) NaN instead of rounding into infinity. Branch-free
+ * so that the packing loop vectorises. */
+static inline uint16_t to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t r = u + 0x7fffu + ((u >> 16) & 1u);
+    r = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) : r;
+    return (uint16_t)(r >> 16);
+}
+
+/* dst (rows, cols), rows contiguous = bf16 of src (rows, cols) with row stride ld. */
+static void pack(uint16_t *dst, const pelab_real *src, long rows, long cols, long ld) {
+#pragma omp parallel for schedule(static) if (rows * cols >= (1L << 15))
+    for (long r = 0; r < rows; r++) {
+        const pelab_real *s = src + r * ld;
+        uint16_t *d = dst + r * cols;
+        for (long c = 0; c < cols; c++) d[c] = to_bf16((float)s[c]);
+    }
+}
+
+struct entry {
+    int trans_a, trans_b, M, N, K, ldc;
+    float alpha, beta;
+    unsigned long used; /* LRU tick; 0: empty */
+    dnnl_primitive_t prim;
+    dnnl_memory_t src, wei, dst; /* bound to the buffers at each call */
+};
+
+enum { CACHE = 48 }; /* distinct products of a training step: 3 per linear layer shape */
+
+struct ctx {
+    dnnl_stream_t stream;
+    struct entry cache[CACHE];
+    unsigned long tick;
+    uint16_t *a, *b; /* packed bf16 op(A) and op(B) as stored */
+    size_t a_cap, b_cap;
+#ifdef PELAB_DOUBLE
+    float *c; /* the product in float32, added into the double C */
+    size_t c_cap;
+#endif
+};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_key_t ctx_key;
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status = dnnl_runtime_error;
+
+static void entry_free(struct entry *e) {
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    if (e->src) dnnl_memory_destroy(e->src);
+    if (e->wei) dnnl_memory_destroy(e->wei);
+    if (e->dst) dnnl_memory_destroy(e->dst);
+    memset(e, 0, sizeof *e);
+}
+
+static void ctx_free(void *p) {
+    struct ctx *x = p;
+    if (!x) return;
+    for (int i = 0; i < CACHE; i++) entry_free(&x->cache[i]);
+    if (x->stream) dnnl_stream_destroy(x->stream);
+    free(x->a);
+    free(x->b);
+#ifdef PELAB_DOUBLE
+    free(x->c);
+#endif
+    free(x);
+}
+
+static void init_once(void) {
+    engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
+    if (pthread_key_create(&ctx_key, ctx_free) != 0 && engine_status == dnnl_success) {
+        dnnl_engine_destroy(engine);
+        engine_status = dnnl_out_of_memory;
+    }
+}
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "SSE4.1";
+    case dnnl_cpu_isa_avx: return "AVX";
+    case dnnl_cpu_isa_avx2: return "AVX2";
+    case dnnl_cpu_isa_avx2_vnni: return "AVX2-VNNI";
+    case dnnl_cpu_isa_avx512_mic: return "AVX-512 (Xeon Phi)";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "AVX-512 (Xeon Phi, 4ops)";
+    case dnnl_cpu_isa_avx512_core: return "AVX-512";
+    case dnnl_cpu_isa_avx512_core_vnni: return "AVX-512 with VNNI";
+    case dnnl_cpu_isa_avx512_core_bf16: return "AVX-512 with BF16";
+    case dnnl_cpu_isa_avx512_core_amx: return "AVX-512 with AMX";
+    default: return "no vector extension it uses";
+    }
+}
+
+int pelab_precision_check(enum pelab_precision p) {
+    if (p == PELAB_PRECISION_FP32) return PELAB_OK;
+    /* What oneDNN will dispatch to: the CPU's instructions, capped by ONEDNN_MAX_CPU_ISA. */
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if (((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) != (unsigned)dnnl_cpu_isa_avx512_core_bf16)
+        return pelab_fail(PELAB_ERR_USAGE, "--precision bf16 needs a CPU with AVX512-BF16 instructions; "
+                          "oneDNN finds %s here (use --precision fp32)", isa_name(isa));
+    pthread_once(&once, init_once);
+    if (engine_status != dnnl_success)
+        return pelab_fail(PELAB_ERR_RUNTIME, "--precision bf16: oneDNN could not create its CPU engine "
+                          "(status %d)", (int)engine_status);
+    return PELAB_OK;
+}
+
+static struct ctx *ctx_get(void) {
+    pthread_once(&once, init_once);
+    if (engine_status != dnnl_success) return NULL;
+    struct ctx *x = pthread_getspecific(ctx_key);
+    if (x) return x;
+    x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    if (dnnl_stream_create(&x->stream, engine, dnnl_stream_default_flags) != dnnl_success ||
+        pthread_setspecific(ctx_key, x) != 0) {
+        ctx_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* Grows *buf to n elements of `size` bytes (64-byte aligned), keeping nothing of the old one. */
+static int reserve(void **buf, size_t *cap, size_t n, size_t size) {
+    if (n <= *cap) return 0;
+    free(*buf);
+    *cap = 0;
+    *buf = aligned_alloc(64, (n * size + 63) / 64 * 64);
+    if (!*buf) return -1;
+    *cap = n;
+    return 0;
+}
+
+/* A 2-D memory descriptor of dims (r, c) with the given row and column strides. */
+static dnnl_status_t md2(dnnl_memory_desc_t *md, long r, long c, dnnl_data_type_t t, long rs, long cs) {
+    dnnl_dims_t dims = {r, c}, strides = {rs, cs};
+    return dnnl_memory_desc_init_by_strides(md, 2, dims, t, strides);
+}
+
+/* The primitive for this product, from the cache or created (evicting the least recently used). */
+static int lookup(struct ctx *x, struct entry **out, int ta, int tb, int M, int N, int K, int ldc,
+                  float alpha, float beta) {
+    struct entry *e = NULL, *victim = &x->cache[0];
+    for (int i = 0; i < CACHE; i++) {
+        struct entry *c = &x->cache[i];
+        if (c->used && c->trans_a == ta && c->trans_b == tb && c->M == M && c->N == N && c->K == K &&
+            c->ldc == ldc && c->alpha == alpha && c->beta == beta) {
+            e = c;
+            break;
+        }
+        if (c->used < victim->used) victim = c;
+    }
+    if (e) {
+        e->used = ++x->tick;
+        *out = e;
+        return PELAB_OK;
+    }
+    entry_free(victim);
+    e = victim;
+    /* op(A) (M,K): packed A is (M,K), or (K,M) when transposed; op(B) (K,N) likewise. */
+    dnnl_memory_desc_t a, b, c;
+    dnnl_matmul_desc_t mm;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t ops = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t s = md2(&a, M, K, dnnl_bf16, ta ? 1 : K, ta ? M : 1);
+    if (s == dnnl_success) s = md2(&b, K, N, dnnl_bf16, tb ? 1 : N, tb ? K : 1);
+    if (s == dnnl_success) s = md2(&c, M, N, dnnl_f32, ldc, 1);
+    if (s == dnnl_success) s = dnnl_matmul_desc_init(&mm, &a, &b, NULL, &c);
+    if (s == dnnl_success) s = dnnl_primitive_attr_create(&attr);
+    if (s == dnnl_success && alpha != 1) s = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha);
+    if (s == dnnl_success && beta != 0) {
+        s = dnnl_post_ops_create(&ops);
+        if (s == dnnl_success) s = dnnl_post_ops_append_sum(ops, beta);
+        if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, ops);
+    }
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(&pd, &mm, attr, engine, NULL);
+    if (s == dnnl_success) s = dnnl_primitive_create(&e->prim, pd);
+    if (s == dnnl_success) s = dnnl_memory_create(&e->src, &a, engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&e->wei, &b, engine, DNNL_MEMORY_NONE);
+    if (s == dnnl_success) s = dnnl_memory_create(&e->dst, &c, engine, DNNL_MEMORY_NONE);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (ops) dnnl_post_ops_destroy(ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (s != dnnl_success) {
+        entry_free(e);
+        return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product %dx%dx%d: oneDNN could not create "
+                          "its matmul (status %d)", M, N, K, (int)s);
+    }
+    *e = (struct entry){ta, tb, M, N, K, ldc, alpha, beta, ++x->tick, e->prim, e->src, e->wei, e->dst};
+    *out = e;
+    return PELAB_OK;
+}
+
+int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                    const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                    pelab_real *C, int ldc) {
+    if (M <= 0 || N <= 0) return PELAB_OK;
+    if (K <= 0) { /* no products: C = beta·C, as BLAS defines it (beta 0 does not read C) */
+        for (long i = 0; i < M; i++)
+            for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+        return PELAB_OK;
+    }
+    struct ctx *x = ctx_get();
+    if (!x) return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: out of memory or no oneDNN engine");
+    const size_t na = (size_t)M * K, nb = (size_t)K * N;
+    if (reserve((void **)&x->a, &x->a_cap, na, sizeof *x->a) ||
+        reserve((void **)&x->b, &x->b_cap, nb, sizeof *x->b))
+        return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product %dx%dx%d: out of memory", M, N, K);
+    /* stored A: (M,K), or (K,M) when transposed; stored B: (K,N), or (N,K) */
+    pack(x->a, A, trans_a ? K : M, trans_a ? M : K, lda);
+    pack(x->b, B, trans_b ? N : K, trans_b ? K : N, ldb);
+    struct entry *e;
+    int rc;
+#ifdef PELAB_DOUBLE
+    if (reserve((void **)&x->c, &x->c_cap, (size_t)M * N, sizeof *x->c))
+        return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product %dx%dx%d: out of memory", M, N, K);
+    if ((rc = lookup(x, &e, trans_a, trans_b, M, N, K, N, 1, 0))) return rc;
+    void *dst = x->c;
+#else
+    if ((rc = lookup(x, &e, trans_a, trans_b, M, N, K, ldc, alpha, beta))) return rc;
+    void *dst = C;
+#endif
+    dnnl_status_t s = dnnl_memory_set_data_handle_v2(e->src, x->a, x->stream);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle_v2(e->wei, x->b, x->stream);
+    if (s == dnnl_success) s = dnnl_memory_set_data_handle_v2(e->dst, dst, x->stream);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, e->src}, {DNNL_ARG_WEIGHTS, e->wei}, {DNNL_ARG_DST, e->dst}};
+    if (s == dnnl_success) s = dnnl_primitive_execute(e->prim, x->stream, 3, args);
+    if (s == dnnl_success) s = dnnl_stream_wait(x->stream);
+    if (s != dnnl_success)
+        return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product %dx%dx%d: oneDNN failed (status %d)",
+                          M, N, K, (int)s);
+#ifdef PELAB_DOUBLE
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) {
+            double p = alpha * (double)x->c[i * N + j];
+            C[i * ldc + j] = beta == 0 ? p : p + beta * C[i * ldc + j];
+        }
+#endif
+    return PELAB_OK;
+}
+
+#endif
