@@ -155,6 +155,14 @@ static int read_checksum(const char *dir, char *out, size_t size) {
     return PELAB_OK;
 }
 
+/* "(50, 16)" */
+static void shape_text(char *buf, size_t size, const struct pelab_param *p) {
+    size_t n = (size_t)snprintf(buf, size, "(");
+    for (int k = 0; k < p->ndim && n < size; k++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, k ? ", " : "", p->shape[k]);
+    if (n < size) snprintf(buf + n, size - n, ")");
+}
+
 int pelab_init_from_load(struct pelab_trainer *tr) {
     const char *dir = pelab_opts_get(&tr->opts, "init-from");
     if (!dir || !dir[0]) return PELAB_OK;
@@ -186,12 +194,14 @@ int pelab_init_from_load(struct pelab_trainer *tr) {
         if (!q)
             rc = pelab_fail(PELAB_ERR_USAGE, "--init-from %s: that run has no tensor %s", dir,
                             p->name);
-        else if (!same)
-            rc = pelab_fail(PELAB_ERR_USAGE, "--init-from %s: tensor %s is (%" PRId64 "%s) there "
-                            "and (%" PRId64 "%s) here (a table sized by the context: train at "
-                            "the source's --seq-len, or with --pe rope)", dir, p->name,
-                            q->shape[0], q->ndim > 1 ? ", ..." : "", p->shape[0],
-                            p->ndim > 1 ? ", ..." : "");
+        else if (!same) {
+            char a[96], b[96];
+            shape_text(a, sizeof a, q);
+            shape_text(b, sizeof b, p);
+            rc = pelab_fail(PELAB_ERR_USAGE, "--init-from %s: tensor %s is %s there and %s here "
+                            "(a table sized by the training context: keep the source's context "
+                            "length)", dir, p->name, a, b);
+        }
     }
     if (!rc && from->params.count != to->params.count)
         rc = pelab_fail(PELAB_ERR_USAGE, "--init-from %s: that run has %d tensors, this model %d",
