@@ -3,12 +3,16 @@
 # run back to back (pelab, twin, pelab, twin, ...), medians of BENCH_REPS repetitions, printed as a
 # table with the ratio pelab / twin, pelab's GFLOP/s (bench_train counts a step's arithmetic) and
 # their fraction of the sgemm rate measured first with as many threads (bench_sgemm), and written
-# to bench/last.json (a list of objects).
+# to bench/last.json (a list of objects). Then greedy generation at long contexts with and without
+# the KV cache (bench_generate, configuration C): tokens/s of each and their ratio, written to
+# bench/last_generate.json.
 #
 #   BENCH_CONFIGS="A B C D"   configurations to run (see bench/bench_train.c)
 #   BENCH_PES="rope pope"     encodings to run
 #   BENCH_REPS=3              repetitions of each measurement
 #   BENCH_THREADS=N           threads for both (default: all cores)
+#   BENCH_GENERATE="1024 8192"  contexts of the generation benchmark ("none": skip it)
+#   BENCH_GEN_TOKENS="16 3"   tokens generated (and timed) with the cache and without
 set -u
 cd "$(dirname "$0")/.."
 configs=${BENCH_CONFIGS:-A B C D}
@@ -77,4 +81,33 @@ printf '%-6s %-5s %14s %14s %7s %8s %6s\n' config pe "pelab tok/s" "twin tok/s" 
 printf '%s\n' "${rows[@]}"
 tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp" bench/last.json &&
     echo "wrote bench/last.json"
+
+# ---- generation: tokens/s with the KV cache and recomputing the context, configuration C ----
+contexts=${BENCH_GENERATE:-1024 8192}
+[ "$contexts" = none ] && exit $status
+gen_bin=build/bench/bench_generate
+read -r gen_on gen_off <<<"${BENCH_GEN_TOKENS:-16 3}"
+echo
+echo "generation (configuration C, rope, greedy, $threads threads): tokens/s at a context of N tokens"
+grows=()
+gjson="["
+for n in $contexts; do
+    on=$("$gen_bin" --context "$n" --cache on --tokens "$gen_on" --threads "$threads") || {
+        echo "bench: bench_generate failed at context $n with the cache" >&2; status=1; }
+    off=$("$gen_bin" --context "$n" --cache off --tokens "$gen_off" --threads "$threads") || {
+        echo "bench: bench_generate failed at context $n without the cache" >&2; status=1; }
+    a=$(printf '%s\n' "$on" | tps); b=$(printf '%s\n' "$off" | tps)
+    pre=$(printf '%s\n' "$on" | field prefill_s)
+    a=${a:-null} b=${b:-null} pre=${pre:-null} ratio=null
+    [ "$a" != null ] && [ "$b" != null ] && ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a / b }')
+    grows+=("$(printf '%-8s %14s %14s %8s %10s' "$n" "$a" "$b" "$ratio" "$pre")")
+    [ "$gjson" != "[" ] && gjson+=","
+    gjson+=$(printf '\n  {"context": %s, "cache_tokens_per_s": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "threads": %s}' \
+             "$n" "$a" "$b" "$ratio" "$pre" "$threads")
+done
+gjson+=$'\n]\n'
+printf '%-8s %14s %14s %8s %10s\n' context "cache tok/s" "recompute" speedup "prefill s"
+printf '%s\n' "${grows[@]}"
+tmp=$(mktemp bench/last_generate.json.XXXXXX) && printf '%s' "$gjson" >"$tmp" &&
+    mv "$tmp" bench/last_generate.json && echo "wrote bench/last_generate.json"
 exit $status
