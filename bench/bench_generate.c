@@ -11,8 +11,8 @@
  * logits in chunks), its argmax the token. Prints one JSON line:
  *   {"context":...,"pe":"rope","cache":"on","tokens":G,"tokens_per_s":...,"prefill_s":...,
  *    "peak_rss_mib":...,"threads":...,"last":TOKEN}
- * "last" (the final token) lets the two modes be compared: greedy from the same weights, they pick
- * the same tokens unless two logits tie within rounding.
+ * "last" is the final token: with the same --tokens the two modes pick the same tokens (greedy,
+ * the same weights), unless two logits tie within rounding.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -13,6 +13,7 @@
 #   BENCH_THREADS=N           threads for both (default: all cores)
 #   BENCH_GENERATE="1024 8192"  contexts of the generation benchmark ("none": skip it)
 #   BENCH_GEN_TOKENS="16 3"   tokens generated (and timed) with the cache and without
+#                             (bench/generate.sh runs that part alone)
 set -u
 cd "$(dirname "$0")/.."
 configs=${BENCH_CONFIGS:-A B C D}
@@ -82,32 +83,6 @@ printf '%s\n' "${rows[@]}"
 tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp" bench/last.json &&
     echo "wrote bench/last.json"
 
-# ---- generation: tokens/s with the KV cache and recomputing the context, configuration C ----
-contexts=${BENCH_GENERATE:-1024 8192}
-[ "$contexts" = none ] && exit $status
-gen_bin=build/bench/bench_generate
-read -r gen_on gen_off <<<"${BENCH_GEN_TOKENS:-16 3}"
-echo
-echo "generation (configuration C, rope, greedy, $threads threads): tokens/s at a context of N tokens"
-grows=()
-gjson="["
-for n in $contexts; do
-    on=$("$gen_bin" --context "$n" --cache on --tokens "$gen_on" --threads "$threads") || {
-        echo "bench: bench_generate failed at context $n with the cache" >&2; status=1; }
-    off=$("$gen_bin" --context "$n" --cache off --tokens "$gen_off" --threads "$threads") || {
-        echo "bench: bench_generate failed at context $n without the cache" >&2; status=1; }
-    a=$(printf '%s\n' "$on" | tps); b=$(printf '%s\n' "$off" | tps)
-    pre=$(printf '%s\n' "$on" | field prefill_s)
-    a=${a:-null} b=${b:-null} pre=${pre:-null} ratio=null
-    [ "$a" != null ] && [ "$b" != null ] && ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a / b }')
-    grows+=("$(printf '%-8s %14s %14s %8s %10s' "$n" "$a" "$b" "$ratio" "$pre")")
-    [ "$gjson" != "[" ] && gjson+=","
-    gjson+=$(printf '\n  {"context": %s, "cache_tokens_per_s": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "threads": %s}' \
-             "$n" "$a" "$b" "$ratio" "$pre" "$threads")
-done
-gjson+=$'\n]\n'
-printf '%-8s %14s %14s %8s %10s\n' context "cache tok/s" "recompute" speedup "prefill s"
-printf '%s\n' "${grows[@]}"
-tmp=$(mktemp bench/last_generate.json.XXXXXX) && printf '%s' "$gjson" >"$tmp" &&
-    mv "$tmp" bench/last_generate.json && echo "wrote bench/last_generate.json"
+# ---- generation: tokens/s with the KV cache and recomputing the context (bench/generate.sh) ----
+BENCH_THREADS=$threads bash bench/generate.sh || status=1
 exit $status
