@@ -58,6 +58,20 @@ same_weights "$S/model.safetensors" "$W/fresh/model.safetensors" &&
 same_weights "$S/model.safetensors" "$W/ft2/model.safetensors" && fail "fine-tuning changed no weight"
 "$P" train --resume "$W/ft2" --steps 6 >/dev/null 2>"$W/err" || fail "resume of a fine-tuned run: $(cat "$W/err")"
 [ "$(json "$W/ft2/config.json" 'j["derived"]["init-from-step"]')" = 10 ] || fail "a resume lost init-from-step"
+# a resume that finds no checkpoint starts over from the source, if it is still the recorded one
+cp -r "$W/ft2" "$W/ft3"
+rm -rf "$W/ft3/checkpoints" "$W/ft3/model.safetensors" "$W/ft3/summary.json"
+"$P" train --resume "$W/ft3" >/dev/null 2>"$W/err" || fail "resume from the start: $(cat "$W/err")"
+cmp -s "$W/ft2/model.safetensors" "$W/ft3/model.safetensors" ||
+    same_weights "$W/ft2/model.safetensors" "$W/ft3/model.safetensors" ||
+    fail "a fine-tuned run started over from its source differs from the first time"
+cp -r "$S" "$W/src2"
+"$P" train --init-from "$W/src2" --steps 2 --threads 1 --eval-every 0 --out "$W/ft4" >/dev/null 2>"$W/err" ||
+    fail "train --init-from src2: $(cat "$W/err")"
+"$P" train --resume "$W/src2" --steps 12 >/dev/null 2>"$W/err" || fail "resume src2: $(cat "$W/err")"
+rm -rf "$W/ft4/checkpoints" "$W/ft4/model.safetensors" "$W/ft4/summary.json"
+expect 1 "--init-from $W/src2: that run's model is now step 12" -- train --resume "$W/ft4"
+[ -e "$W/ft4/model.safetensors" ] && fail "a refused start-over wrote a model"
 
 # ---- incompatible or unusable sources: one line, nothing written ----
 expect 2 "--init-from $S: that run has --d-model 16, not 32" -- train --init-from "$S" --d-model 32 $FROZEN --out "$W/x"
