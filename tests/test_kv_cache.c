@@ -1,7 +1,7 @@
 /* Generation with a KV cache (pelab/kv_cache.h) against the model's forward pass over the whole
  * context, for every registered encoding (and the variants whose site or scaling differs: SeqPE's
  * attention modes, RoPE with position interpolation and YaRN): a prompt appended at once, in
- * pieces, then one token at a time gives every position's logits of the full pass (to 1e-12 in
+ * pieces, or a longer one (attention as matrix products), then one token at a time gives every position's logits of the full pass (to 1e-12 in
  * the double build, 2e-5 of the logits' scale in float; built both ways), from shifted
  * positions too; greedy generation picks the same tokens as recomputing the context for every
  * token. Refusals: a learned table past its end (the cache keeps its length), dynamic NTK past
@@ -87,9 +87,10 @@ static void check_logits(const char *pe, const char *extra, int shift) {
     double scale = 0;
     for (int i = 0; i < L * V; i++) scale = fmax(scale, fabs((double)full[i]));
     const double tol = TOL * fmax(1, scale);
-    static const int whole[] = {PROMPT, 0}, split[] = {3, 1, 3, 0};
-    const int *ways[] = {whole, split};
-    for (int w = 0; w < 2; w++) {
+    /* the prompt at once, in pieces, and a long one (the cache's matrix-product path) */
+    static const int whole[] = {PROMPT, 0}, split[] = {3, 1, 3, 0}, longer[] = {20, 2, 0};
+    const int *ways[] = {whole, split, longer};
+    for (int w = 0; w < 3; w++) {
         memset(got, 0, sizeof got);
         int rc = cached_logits(&m, tok, pos, ways[w], got);
         CHECK(rc == PELAB_OK, "%s %s: cached: %s", pe, extra, pelab_last_error());

@@ -5,7 +5,7 @@
  *   layer l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos)               (n,3D), (H,n,dq)
  *             K_l[h, t0..t0+n) = k'_h;  V_l[h, t0..t0+n) = v_h               (H,cap,dq), (H,cap,d)
  *             S[h,i,j] = scale · q'_h[i]·K_l[h,j] + bias_h(pos[i], P[j])      j ≤ t0 + i
- *                                                      (products over the chunk: pelab_gemm)
+ *                                   (a prompt's chunk as matrix products, a new token as dots)
  *             atty[i,h] = Σ_j softmax_j(S[h,i,:]) V_l[h,j];  x += atty·Wo^T
  *             x += GELU(RMSNorm(x)·W1^T)·W2^T
  *   logits = RMSNorm(x)·E^T          (every new row, or only the last)
@@ -102,30 +102,45 @@ const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c) { return
 
 #define W(i) pelab_params_data(&m->params, (i))
 
+static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
+    pelab_real s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
 /* Layer l's attention for the chunk's n queries (qo) against the t0 + n cached keys and values,
- * into c->atty (n,D). Per head, as products over the whole chunk: S = scale·Q·K^T (+ bias), the
- * causal softmax of each row over keys 0..t0+i (later keys get probability 0), atty_h = P·V. */
+ * into c->atty (n,D): per head, S = scale·Q·K^T (+ bias), the causal softmax of each row over
+ * keys 0..t0+i (later keys get probability 0), atty_h = P·V. A chunk of GEMM_ROWS queries or more
+ * (a prompt) forms S and P·V as matrix products; fewer (a generated token) as dot products, which
+ * read the cache once instead of packing it for a product of one row. */
+#define GEMM_ROWS 16
 static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, int n) {
     struct pelab_model *m = c->m;
     struct pelab_posenc *pe = &m->pe;
     const int D = m->cfg.d_model, H = m->cfg.n_heads, d = D / H, dq = pe->qk_dim;
-    const int nk = t0 + n, cap = c->cap;
+    const int nk = t0 + n, cap = c->cap, gemm = n >= GEMM_ROWS;
     const pelab_real scale = (pelab_real)(1.0 / sqrt((double)d));
     const pelab_real *K = c->k + (long)l * H * cap * dq, *Vv = c->v + (long)l * H * cap * d;
     const int has_bias = pe->ops->bias_tile != NULL;
-    if (has_bias) {
 #pragma omp parallel for schedule(static)
-        for (int h = 0; h < H; h++) /* bias_tile may run on several threads at once */
-            pe->ops->bias_tile(pe, l, h, c->scores + (long)h * n * nk, pos, n, c->pos, nk);
+    for (int h = 0; h < H; h++) { /* bias_tile may run on several threads at once */
+        pelab_real *S = c->scores + (long)h * n * nk;
+        if (has_bias) pe->ops->bias_tile(pe, l, h, S, pos, n, c->pos, nk);
+        else if (!gemm) memset(S, 0, (size_t)n * nk * sizeof *S);
     }
-    for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
-        pelab_gemm(0, 1, n, nk, dq, scale, c->qo + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
-                   has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
+    if (gemm)
+        for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
+            pelab_gemm(0, 1, n, nk, dq, scale, c->qo + (long)h * n * dq, dq,
+                       K + (long)h * cap * dq, dq, has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < H; h++)
         for (int i = 0; i < n; i++) {
             const int t = t0 + i; /* keys 0..t */
             pelab_real *row = c->scores + ((long)h * n + i) * nk;
+            const pelab_real *q = c->qo + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
+            if (!gemm)
+                for (int j = 0; j <= t; j++) row[j] += scale * dot(q, Kh + (long)j * dq, dq);
             pelab_real mx = -INFINITY;
             for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
             pelab_real sum = 0;
@@ -135,10 +150,17 @@ static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, 
             }
             for (int j = 0; j <= t; j++) row[j] /= sum;
             for (int j = t + 1; j < nk; j++) row[j] = 0;
+            if (gemm) continue;
+            pelab_real *o = c->atty + (long)i * D + (long)h * d;
+            const pelab_real *Vh = Vv + (long)h * cap * d;
+            memset(o, 0, (size_t)d * sizeof *o);
+            for (int j = 0; j <= t; j++)
+                for (int e = 0; e < d; e++) o[e] += row[j] * Vh[(long)j * d + e];
         }
-    for (int h = 0; h < H; h++) /* atty[:, h] (n,d), rows D apart = (n,nk)·(nk,d) */
-        pelab_gemm(0, 0, n, d, nk, 1, c->scores + (long)h * n * nk, nk, Vv + (long)h * cap * d, d, 0,
-                   c->atty + (long)h * d, D);
+    if (gemm)
+        for (int h = 0; h < H; h++) /* atty[:, h] (n,d), rows D apart = (n,nk)·(nk,d) */
+            pelab_gemm(0, 0, n, d, nk, 1, c->scores + (long)h * n * nk, nk, Vv + (long)h * cap * d,
+                       d, 0, c->atty + (long)h * d, D);
 }
 
 /* One chunk of n ≤ c->chunk tokens; the logits of its rows into logits (n,V) when not NULL, and

@@ -4,9 +4,10 @@
  *   settings  the source's model and encoding settings are the new run's: one given that differs
  *             (another width, layer count, head count, encoding or encoding setting) is refused
  *             naming it; --dropout and --attention may differ (they do not change the weights'
- *             meaning). --task defaults to the source's; the same task also keeps the source's
- *             task settings (dataset, tokenizer, --seq-len) unless given. Training settings are
- *             not carried: the new run's own, or their defaults.
+ *             meaning). --task defaults to the source's; the task's settings that the source
+ *             has under the same name are kept unless given (all of them for the same task; for
+ *             text → qa the dataset, tokenizer, data and --seq-len). Training settings are not
+ *             carried: the new run's own, or their defaults.
  *   scaling   RoPE's length extension (--rope-scaling, --rope-scale, ...) is accepted by training
  *             here only: the fine-tuned run records it and evaluates with it. yarn and
  *             dynamic-ntk measure from L_train, which is the source's context (not the new
@@ -46,15 +47,15 @@ static int may_differ(const char *name) {
 }
 
 /* Every option of `table`: the source's value (or the table's default) into opts where opts has
- * none; where opts has another, a usage error naming it, unless may_change. */
+ * none; where opts has another, a usage error naming it. */
 static int carry_table(struct pelab_opts *opts, const struct pelab_opts *src,
-                       const struct pelab_optdef *table, const char *dir, int may_change) {
+                       const struct pelab_optdef *table, const char *dir) {
     for (const struct pelab_optdef *d = table; d && d->name; d++) {
         const char *sv = pelab_opts_get(src, d->name);
         if (!sv) sv = d->def;
         const char *given = pelab_opts_get(opts, d->name);
         if (given) {
-            if (!may_change && !may_differ(d->name) && !same_setting(given, sv))
+            if (!may_differ(d->name) && !same_setting(given, sv))
                 return pelab_fail(PELAB_ERR_USAGE, "--init-from %s: that run has --%s %s, not %s "
                                   "(fine-tuning keeps the model and its encoding)", dir, d->name,
                                   sv, given);
@@ -113,8 +114,8 @@ int pelab_init_from_settings(struct pelab_opts *opts) {
                         "(fine-tuning keeps the model and its encoding)", dir, pe, given_pe);
         goto done;
     }
-    if ((rc = carry_table(opts, src, pelab_model_options, dir, 0))) goto done;
-    if ((rc = carry_table(opts, src, pe_ops->options, dir, 0))) goto done;
+    if ((rc = carry_table(opts, src, pelab_model_options, dir))) goto done;
+    if ((rc = carry_table(opts, src, pe_ops->options, dir))) goto done;
     /* a scaling the source was fine-tuned with stays, unless given anew */
     for (const struct pelab_optdef *d = pe_ops->eval_options; d && d->name; d++) {
         const char *sv = pelab_opts_get(src, d->name);
@@ -134,9 +135,16 @@ int pelab_init_from_settings(struct pelab_opts *opts) {
         if ((rc = pelab_opts_set(opts, "rope-original-len", v))) goto done;
     }
     if (!pelab_opts_get(opts, "task") && (rc = pelab_opts_set(opts, "task", task))) goto done;
-    if (strcmp(pelab_opts_get(opts, "task"), task) == 0 &&
-        (rc = carry_table(opts, src, pelab_task_find(task)->options, dir, 1)))
-        goto done;
+    /* the task's settings the source has under the same names (all of them for the same task;
+     * for text → qa, the dataset, tokenizer, data and length) */
+    const struct pelab_task_ops *new_task = pelab_task_find(pelab_opts_get(opts, "task"));
+    for (const struct pelab_optdef *d = new_task ? new_task->options : NULL; d && d->name; d++) {
+        const char *sv = pelab_opts_get(src, d->name);
+        if (sv && !pelab_opts_get(opts, d->name) && pelab_opts_set(opts, d->name, sv)) {
+            rc = PELAB_ERR_USAGE;
+            goto done;
+        }
+    }
 done:
     free(src);
     return rc;

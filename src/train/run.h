@@ -131,8 +131,8 @@ int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *wh
                      const char *detail, int applied);
 
 /* --init-from RUN (init_from.c). The source's model and encoding settings into opts (where given
- * and different: PELAB_ERR_USAGE naming the setting), its task when none is given, and its task
- * settings when the task is the same. Nothing when opts has no init-from. */
+ * and different: PELAB_ERR_USAGE naming the setting), its task when none is given, and the
+ * task's settings it has under the same names. Nothing when opts has no init-from. */
 int pelab_init_from_settings(struct pelab_opts *opts);
 /* The source's weights into tr->init_data, its step and checksum into tr->init_step, init_crc,
  * after checking the vocabulary and every tensor's name and shape against tr->model.
