@@ -177,6 +177,7 @@ static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const i
     pe->cache_ref = (cap - 1) / 2;
     int rc = pelab_posenc_prepare(pe, pos, 1, n);
     if (!rc) {
+        memcpy(c->pos + t0, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
         pelab_embed_forward(c->x, tokens, W(m->wte), n, D);
         if (pe->ops->embed_forward) pe->ops->embed_forward(pe, c->x, pos, 1, n);
     }
@@ -192,7 +193,6 @@ static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const i
                 memcpy(c->v + at * d, c->qkv + (long)i * 3 * D + 2 * D + (long)h * d,
                        (size_t)d * sizeof *c->v);
             }
-        memcpy(c->pos + t0, pos, (size_t)n * sizeof *pos);
         attend(c, l, pos, t0, n);
         pelab_matmul_forward(c->ln, c->atty, W(L->proj), n, D, D);
         for (long i = 0; i < (long)n * D; i++) c->x[i] += c->ln[i];

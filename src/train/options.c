@@ -54,8 +54,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
     {"init-from", PELAB_OPT_STR, "", 0, 0, NULL,
-     "fine-tune: start from this run's weights, its model and encoding settings (and its task's, "
-     "for the same --task), with a fresh optimizer and schedule; a new --task, dataset or "
+     "fine-tune: start from this run's weights, its model and encoding settings, its task and "
+     "the task settings it shares, with a fresh optimizer and schedule; a new --task, dataset or "
      "--seq-len, and RoPE's --rope-scaling, may be given"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
      "named defaults for the task (paper, cpu; 'pelab help presets' lists them with their "
