@@ -43,6 +43,14 @@ PY
 "$P" eval --model "$W/qa" --json --threads 1 >"$W/e1" || fail "eval qa"
 /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["targets"] == 16 * 5, j' "$W/e1" ||
     fail "eval does not score 5 answer tokens per example: $(cat "$W/e1")"
+/usr/bin/python3 - "$W/s1" "$W/e1" <<'PY' || fail "exact_match is not the examples sample shows all right: $(cat "$W/e1")"
+import json, re, sys
+blocks = re.split(r"^#", open(sys.argv[1]).read(), flags=re.M)[1:]
+right = sum(1 for b in blocks if "WRONG" not in b)
+assert json.load(open(sys.argv[2]))["exact_match"] == right / 16, right
+PY
+"$P" eval --model "$W/qa" --threads 1 | grep -q "^test: exact match .* examples with every answer token right)" ||
+    fail "eval's text output lacks the exact match"
 "$P" eval --model "$W/qa" --json --split val --threads 1 >"$W/e2" || fail "eval qa val"
 cmp -s "$W/e1" "$W/e2" && fail "val and test are the same examples"
 
