@@ -14,8 +14,10 @@
  * gpt2). Example i of a split is a function of (data-seed, split, i) alone.
  *
  * The model reads tokens 0..T-1 at positions 0..T-1 and is scored on predicting each answer token
- * (targets -1 elsewhere); the evaluation reports the loss over answer tokens (answer-span NLL) and
- * the fraction of answer tokens predicted right (teacher-forced). A --seq-len too short for the
+ * (targets -1 elsewhere); the evaluation reports the loss over answer tokens (answer-span NLL),
+ * the fraction of answer tokens predicted right (teacher-forced) and the exact match: examples
+ * whose every answer token is the argmax, i.e. whose greedy continuation of the question is the
+ * answer token for token. A --seq-len too short for the
  * needle, the question and the answer with an empty haystack is a usage error naming the length
  * needed.
  */
