@@ -207,8 +207,8 @@ static const char *qa_token_text(const struct pelab_task *t, int32_t token) {
 
 const struct pelab_task_ops pelab_task_qa = {
     .name = "qa",
-    .summary = "long-context retrieval from text haystacks (RULER-style): passkey; loss and "
-               "accuracy on the answer tokens",
+    .summary = "long-context retrieval from text haystacks (RULER-style): passkey; loss, "
+               "accuracy and exact match of the answer",
     .options = options,
     .init = qa_init,
     .free = qa_free,
