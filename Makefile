@@ -129,8 +129,8 @@ OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/f64/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-# The kernels' test and the bf16 test also run in the float build, the one users run.
-TEST_BIN += $(BUILD)/tests/test_kernels_f32 $(BUILD)/tests/test_bf16_f32
+# The kernels', the bf16 and the KV cache's tests also run in the float build, the one users run.
+TEST_BIN += $(BUILD)/tests/test_kernels_f32 $(BUILD)/tests/test_bf16_f32 $(BUILD)/tests/test_kv_cache_f32
 # Each fuzz target also builds as a test that replays its corpus and the crash regressions.
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%)
@@ -170,11 +170,7 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
-$(BUILD)/tests/test_kernels_f32: tests/test_kernels.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
-
-$(BUILD)/tests/test_bf16_f32: tests/test_bf16.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
+$(BUILD)/tests/%_f32: tests/%.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
 

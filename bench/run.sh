@@ -3,12 +3,17 @@
 # run back to back (pelab, twin, pelab, twin, ...), medians of BENCH_REPS repetitions, printed as a
 # table with the ratio pelab / twin, pelab's GFLOP/s (bench_train counts a step's arithmetic) and
 # their fraction of the sgemm rate measured first with as many threads (bench_sgemm), and written
-# to bench/last.json (a list of objects).
+# to bench/last.json (a list of objects). Then greedy generation at long contexts with and without
+# the KV cache (bench_generate, configuration C): tokens/s of each and their ratio, written to
+# bench/last_generate.json.
 #
 #   BENCH_CONFIGS="A B C D"   configurations to run (see bench/bench_train.c)
 #   BENCH_PES="rope pope"     encodings to run
 #   BENCH_REPS=3              repetitions of each measurement
 #   BENCH_THREADS=N           threads for both (default: all cores)
+#   BENCH_GENERATE="1024 8192"  contexts of the generation benchmark ("none": skip it)
+#   BENCH_GEN_TOKENS="16 3"   tokens generated (and timed) with the cache and without
+#                             (bench/generate.sh runs that part alone)
 set -u
 cd "$(dirname "$0")/.."
 configs=${BENCH_CONFIGS:-A B C D}
@@ -77,4 +82,7 @@ printf '%-6s %-5s %14s %14s %7s %8s %6s\n' config pe "pelab tok/s" "twin tok/s" 
 printf '%s\n' "${rows[@]}"
 tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp" bench/last.json &&
     echo "wrote bench/last.json"
+
+# ---- generation: tokens/s with the KV cache and recomputing the context (bench/generate.sh) ----
+BENCH_THREADS=$threads bash bench/generate.sh || status=1
 exit $status

@@ -96,6 +96,10 @@ static void print_result(const char *dir, const struct pelab_run *run, enum pela
         }
         pelab_sb_printf(&sb, ", \"accuracy\": ");
         pelab_sb_json_number(&sb, r->acc);
+        if (!run->task.lm) {
+            pelab_sb_printf(&sb, ", \"exact_match\": ");
+            pelab_sb_json_number(&sb, r->exact_match);
+        }
         pelab_sb_printf(&sb, "}\n");
         fputs(sb.data, stdout);
         pelab_sb_free(&sb);
@@ -108,6 +112,9 @@ static void print_result(const char *dir, const struct pelab_run *run, enum pela
         printf("%s: accuracy %.2f%% (%" PRIu64 "/%" PRIu64 ")  loss %.4f  [%s, step %" PRId64
                ", %" PRIu64 " examples]\n",
                name, 100 * r->acc, r->correct, r->targets, r->loss, dir, run->step, r->examples);
+        if (r->targets > r->answered) /* answers of several tokens: whole answers right */
+            printf("%s: exact match %.2f%% (%" PRIu64 "/%" PRIu64 " examples with every answer "
+                   "token right)\n", name, 100 * r->exact_match, r->exact, r->answered);
     }
 }
 

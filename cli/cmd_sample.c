@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "pelab/kv_cache.h"
 #include "pelab/precision.h"
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
@@ -33,6 +34,12 @@ static const struct pelab_optdef sample_options[] = {
      "text, dna, music: sampling temperature (0: greedy, the most likely token each time)"},
     {"seed", PELAB_OPT_INT, "1", 0, 9007199254740991.0, NULL,
      "text, dna, music: seed of the sampling (sample i draws from hash(seed, i))"},
+    {"context", PELAB_OPT_INT, "0", 0, 1048576, NULL,
+     "text, dna, music: the model sees at most the last N tokens, at positions 0..N-1 (0: the "
+     "run's training length)"},
+    {"cache", PELAB_OPT_SWITCH, "on", 0, 0, NULL,
+     "text, dna, music: generate with a KV cache (each token attends to kept keys and values); "
+     "off: recompute the whole context for every token (the same tokens, slower)"},
     {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
      "every other check still applies"},
@@ -40,7 +47,8 @@ static const struct pelab_optdef sample_options[] = {
 };
 
 /* The options that only generation reads. */
-static const char *const generation_options[] = {"prompt", "tokens", "temperature", "seed"};
+static const char *const generation_options[] = {"prompt", "tokens", "temperature", "seed",
+                                                 "context", "cache"};
 
 void pelab_cmd_sample_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
@@ -50,9 +58,14 @@ void pelab_cmd_sample_help(FILE *f) {
                "indirect: prints each example's input text, the model's prediction (with its\n"
                "probability) and the truth. text, dna, music: takes the first --prompt tokens of\n"
                "windows --first.. of the split, lets the model continue them (the context slides\n"
-               "over the last T tokens) and prints prompt, continuation and the document's own\n"
-               "continuation as text. The task and encoding groups below are evaluation-time\n"
-               "options, as in 'pelab help eval'.\n");
+               "over the last --context tokens, the training length T by default) and prints\n"
+               "prompt, continuation and the document's own continuation as text. Generation\n"
+               "keeps a KV cache: each new token attends to the keys and values kept from the\n"
+               "tokens before it; once the context is full and slides, each token recomputes\n"
+               "the window. An encoding setting that rescales every position with the context's\n"
+               "length (dynamic NTK past T, --ape-extend interpolate) cannot be cached: then\n"
+               "every token recomputes the context, with one notice. The task and encoding\n"
+               "groups below are evaluation-time options, as in 'pelab help eval'.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
@@ -144,9 +157,41 @@ static int print_text(const struct pelab_task *t, const char *title, const int32
     return rc;
 }
 
+/* How the next token's logits are formed: the last W tokens of the sequence as context, at
+ * positions 0..W-1, by the KV cache (when not NULL) or by a forward pass over the context. */
+struct context {
+    int W;                       /* context length */
+    struct pelab_kv_cache *cache;
+    size_t start;                /* cache: the sequence's first token in the cache */
+    int32_t *pos;                /* (W,) 0..W-1 */
+};
+
+/* The logits (V,) of the token after seq[0..n), n >= 1. */
+static int next_logits(struct pelab_run *run, struct context *cx, const int32_t *seq, size_t n,
+                       const pelab_real **logits) {
+    const size_t W = (size_t)cx->W;
+    if (!cx->cache) {
+        int len = n < W ? (int)n : (int)W;
+        pelab_model_forward(&run->model, seq + n - (size_t)len, NULL, cx->pos, 1, len);
+        *logits = pelab_model_logits(&run->model) + (size_t)(len - 1) * run->model.cfg.vocab;
+        return run->model.status;
+    }
+    size_t have = (size_t)pelab_kv_cache_length(cx->cache);
+    if (n - cx->start > W) { /* the window slides: its tokens move to positions 0..W-1 */
+        pelab_kv_cache_clear(cx->cache);
+        cx->start = n - W;
+        have = 0;
+    }
+    int rc = pelab_kv_cache_append(cx->cache, seq + cx->start + have, cx->pos + have,
+                                   (int)(n - cx->start - have), NULL);
+    *logits = pelab_kv_cache_logits(cx->cache);
+    return rc;
+}
+
 /* Sample i: the prompt from window first+i of the split, `tokens` generated. */
-static int generate_one(struct pelab_run *run, enum pelab_split split, uint64_t index, int prompt,
-                        int tokens, double temperature, uint64_t seed, int i) {
+static int generate_one(struct pelab_run *run, struct context *cx, enum pelab_split split,
+                        uint64_t index, int prompt, int tokens, double temperature, uint64_t seed,
+                        int i) {
     const struct pelab_task *t = &run->task;
     int T = t->seq_len, V = run->model.cfg.vocab, rc;
     struct pelab_batch b;
@@ -158,8 +203,7 @@ static int generate_one(struct pelab_run *run, enum pelab_split split, uint64_t 
         if (b.targets[p] >= 0) last = p;
     size_t have = (size_t)last + 2, cap = (size_t)prompt + (size_t)tokens;
     int32_t *window = malloc(have * sizeof *window), *seq = malloc(cap * sizeof *seq);
-    int32_t *pos = malloc((size_t)T * sizeof *pos);
-    if (!window || !seq || !pos) {
+    if (!window || !seq) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
         goto done;
     }
@@ -167,15 +211,14 @@ static int generate_one(struct pelab_run *run, enum pelab_split split, uint64_t 
     window[have - 1] = b.targets[last];
     size_t P = (size_t)prompt < have - 1 ? (size_t)prompt : have - 1, n = P;
     memcpy(seq, window, P * sizeof *seq);
-    for (int p = 0; p < T; p++) pos[p] = p;
     struct pelab_rng rng;
     pelab_rng_seed(&rng, pelab_hash64(seed ^ pelab_hash64((uint64_t)i)));
     run->model.training = 0;
-    while (n < cap) { /* the last T tokens as context, at positions 0.. */
-        int len = n < (size_t)T ? (int)n : T;
-        pelab_model_forward(&run->model, seq + n - (size_t)len, NULL, pos, 1, len);
-        if ((rc = run->model.status)) goto done;
-        const pelab_real *logits = pelab_model_logits(&run->model) + (size_t)(len - 1) * V;
+    if (cx->cache) pelab_kv_cache_clear(cx->cache);
+    cx->start = P > (size_t)cx->W ? P - (size_t)cx->W : 0;
+    while (n < cap) {
+        const pelab_real *logits;
+        if ((rc = next_logits(run, cx, seq, n, &logits))) goto done;
         for (int v = 0; v < V; v++)
             if (!isfinite((double)logits[v])) {
                 rc = not_finite("window", index, (int)n, (double)logits[v]);
@@ -193,7 +236,6 @@ static int generate_one(struct pelab_run *run, enum pelab_split split, uint64_t 
 done:
     free(window);
     free(seq);
-    free(pos);
     pelab_batch_free(&b);
     return rc;
 }
@@ -204,9 +246,27 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
     int tokens = (int)pelab_opt_int(opts, sample_options, "tokens");
     double temperature = pelab_opt_real(opts, sample_options, "temperature");
     uint64_t seed = (uint64_t)pelab_opt_real(opts, sample_options, "seed");
-    int rc = pelab_model_reserve(&run->model, 1, run->task.seq_len);
+    struct context cx = {(int)pelab_opt_int(opts, sample_options, "context"), NULL, 0, NULL};
+    if (!cx.W) cx.W = run->task.seq_len;
+    /* the context never holds more than the prompt and what is generated */
+    if ((long)cx.W > (long)prompt + tokens) cx.W = prompt + tokens;
+    cx.pos = malloc((size_t)cx.W * sizeof *cx.pos);
+    if (!cx.pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int p = 0; p < cx.W; p++) cx.pos[p] = p;
+    int rc = PELAB_OK;
+    if (pelab_opt_switch(opts, sample_options, "cache")) {
+        rc = pelab_kv_cache_new(&cx.cache, &run->model, cx.W);
+        if (rc == PELAB_ERR_USAGE) { /* this encoding's setting cannot be cached */
+            fprintf(stderr, "notice: generating without the KV cache (every token recomputes the "
+                    "context): %s\n", pelab_last_error());
+            rc = PELAB_OK;
+        }
+    }
+    if (!rc && !cx.cache) rc = pelab_model_reserve(&run->model, 1, cx.W);
     for (int i = 0; i < count && !rc; i++)
-        rc = generate_one(run, split, first + (uint64_t)i, prompt, tokens, temperature, seed, i);
+        rc = generate_one(run, &cx, split, first + (uint64_t)i, prompt, tokens, temperature, seed, i);
+    pelab_kv_cache_free(cx.cache);
+    free(cx.pos);
     return rc;
 }
 

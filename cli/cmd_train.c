@@ -19,13 +19,17 @@ void pelab_cmd_train_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "command", train_cmd_options);
     fprintf(f, "usage: pelab train [--task T] [--pe P] [--preset NAME] [options]\n"
+               "       pelab train --init-from RUN [--task T] [--seq-len N] [--rope-scaling pi|ntk|yarn\n"
+               "                   --rope-scale S] [options]\n"
                "       pelab train --resume DIR [--steps N [--decay-steps M]] [--threads N] [--on-nan ...]\n\n"
                "Trains a model and keeps a run directory (--out): config.json, model.safetensors,\n"
                "checkpoints/, log.jsonl, summary.json (see docs/FORMATS.md). Options take\n"
                "'--name value' or '--name=value'; encoding and task options apply only to the\n"
                "chosen --pe and --task. A --preset fills the options not given. Options that\n"
                "change only how a model is evaluated (RoPE's --rope-scaling, --ape-extend) belong\n"
-               "to eval and sample: see 'pelab help eval'.\n"
+               "to eval and sample: see 'pelab help eval'. --init-from RUN fine-tunes a trained\n"
+               "run: its weights, model and encoding settings, a fresh optimizer and schedule;\n"
+               "there RoPE's --rope-scaling is accepted and recorded, so eval and sample use it.\n"
                "Under 'mpirun -np N' (a build with MPI) the ranks share every batch and train\n"
                "the model one process would; rank 0 writes the run (docs/DISTRIBUTED.md).\n");
     pelab_args_help(f, g, n, NULL);
@@ -58,7 +62,11 @@ int pelab_cmd_train(int argc, char **argv) {
     }
     const char *task = pelab_opt_str(&opts, pelab_train_options, "task");
     const char *pe = pelab_opt_str(&opts, pelab_model_options, "pe");
-    rc = pelab_train_check_opts(&opts, task, &pe, 1, " (see 'pelab help train')");
+    const char *init_from = pelab_opts_get(&opts, "init-from");
+    /* With --init-from the task and encoding are the source's: pelab_train checks the options
+     * once it has read them. */
+    rc = init_from && init_from[0] ? PELAB_OK
+                                   : pelab_train_check_opts(&opts, task, &pe, 1, " (see 'pelab help train')");
     if (rc) return rc;
     rc = pelab_train(&opts, &hooks);
     pelab_progress_printer_end(&pp);

@@ -148,6 +148,14 @@ struct pelab_posenc_ops {
      * before the encoding — RoPE: the norm of pair c, which its rotation keeps; PoPE: μ_c. */
     int (*freqs)(const struct pelab_posenc *pe, double *theta);
     void (*freq_norms)(const struct pelab_posenc *pe, double *out, const pelab_real *x);
+
+    /* Optional, for generation with a KV cache (pelab/kv_cache.h), which keeps each layer's keys
+     * after QK and calls prepare and the sites on the new tokens alone: PELAB_OK when what
+     * earlier passes computed for positions 0..len-1 stays what one pass over all of them would
+     * compute, else PELAB_ERR_USAGE saying why (an evaluation-time option that rescales every
+     * position with the pass's length: dynamic NTK, the learned table's interpolation). NULL: it
+     * always does. */
+    int (*cache_check)(const struct pelab_posenc *pe, long len);
 };
 
 struct pelab_posenc {
@@ -163,6 +171,11 @@ struct pelab_posenc {
      * attention kernel give each thread its own array of the BIAS gradients. */
     int param_first, param_end;
     void *state;   /* the encoding's own */
+    /* Set by a KV cache around its passes (0 otherwise): an encoding that measures positions from
+     * a reference of its own choosing per pass (xPos centres each row) takes cache_ref instead,
+     * so that keys cached by earlier passes and the queries of later ones share it. */
+    int has_cache_ref;
+    int64_t cache_ref;
 };
 
 /* The registry. */

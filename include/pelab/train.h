@@ -203,6 +203,10 @@ struct pelab_eval_result {
     double ppl;     /* exp(loss): perplexity per token */
     uint64_t bytes; /* text tasks: bytes of text of the scored targets (0 otherwise) */
     double bpb;     /* bits per byte, loss·targets / (ln 2 · bytes); 0 without bytes */
+    /* Examples with a target whose every target is the argmax (qa: the answer span, which greedy
+     * generation then reproduces token for token), and their fraction of those examples. */
+    uint64_t exact, answered;
+    double exact_match;
 };
 /* For a task of documents (one with `windows`) the examples are the windows of its evaluation
  * cut at the training length (pelab/task.h), on every split, train included. */

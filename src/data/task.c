@@ -14,6 +14,7 @@ static const struct pelab_task_ops *const tasks[] = {
     &pelab_task_text,
     &pelab_task_dna,
     &pelab_task_music,
+    &pelab_task_qa,
     NULL,
 };
 

@@ -72,6 +72,17 @@ static void learned_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) 
     for (long i = 0; i < (long)l->tmax * pe->D; i++) P[i] = (pelab_real)(0.02 * pelab_rng_normal(rng));
 }
 
+/* The interpolated table is resampled to each pass's length: embeddings of earlier passes would
+ * not be what one pass computes. */
+static int learned_cache_check(const struct pelab_posenc *pe, long len) {
+    const struct learned *l = pe->state;
+    if (l->interpolate && len > l->tmax)
+        return pelab_fail(PELAB_ERR_USAGE, "--ape-extend interpolate resamples the table to each "
+                          "pass's length once it passes %d positions (%ld here): cached positions "
+                          "would be stale", l->tmax, len);
+    return PELAB_OK;
+}
+
 /* Checks the positions against the table; when they run past it, the interpolation rows. */
 static int learned_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct learned *l = pe->state;
@@ -156,6 +167,7 @@ const struct pelab_posenc_ops pelab_pe_learned = {
     .free = learned_free,
     .init_params = learned_init_params,
     .prepare = learned_prepare,
+    .cache_check = learned_cache_check,
     .embed_forward = learned_embed_forward,
     .embed_backward = learned_embed_backward,
 };

@@ -61,6 +61,17 @@ static void rope_free(struct pelab_posenc *pe) {
     free(r);
 }
 
+/* Dynamic NTK changes every frequency once the pass runs past L_train: keys rotated by earlier
+ * passes would no longer be what one pass computes. */
+static int rope_cache_check(const struct pelab_posenc *pe, long len) {
+    const struct rope *r = pe->state;
+    if (pelab_rope_freqs_dynamic(&r->freqs) && len > r->freqs.original_len)
+        return pelab_fail(PELAB_ERR_USAGE, "--rope-scaling dynamic-ntk rescales every key's "
+                          "frequencies once the context passes %d positions (%ld here): cached "
+                          "keys would be stale", r->freqs.original_len, len);
+    return PELAB_OK;
+}
+
 static int rope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct rope *r = pe->state;
     const long ntok = (long)B * T;
@@ -112,6 +123,7 @@ const struct pelab_posenc_ops pelab_pe_rope = {
     .init = rope_init,
     .free = rope_free,
     .prepare = rope_prepare,
+    .cache_check = rope_cache_check,
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,
     .freqs = rope_freqs,

@@ -13,7 +13,9 @@
  * reference r = min + ⌊(max − min)/2⌋ of the row's positions (as the reference implementation,
  * torchscale, centres them): q is scaled by ζ_c^((t−r)/γ_s), k by ζ_c^(−(s−r)/γ_s), exponents
  * formed in double. Their product is exactly ζ_c^((t−s)/γ_s) in exact arithmetic, and a row whose
- * positions span fewer than ~72,000 (float; double: far more) stays in range.
+ * positions span fewer than ~72,000 (float; double: far more) stays in range. Generation with a
+ * KV cache fixes r for all its passes (pe->cache_ref, the middle of the cache's capacity): keys
+ * cached by earlier passes then share the reference of later queries.
  *
  * Site QK; no parameters. The scale is folded into RoPE's tables as an amplitude (rotary.c):
  * separate tables for queries (ζ^(+)) and keys (ζ^(−)).
@@ -82,7 +84,7 @@ static int xpos_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int 
             if (row[t] < lo) lo = row[t];
             if (row[t] > hi) hi = row[t];
         }
-        const int64_t ref = lo + (hi - lo) / 2;
+        const int64_t ref = pe->has_cache_ref ? pe->cache_ref : lo + (hi - lo) / 2;
         for (int t = 0; t < T; t++) {
             long i = ((long)b * T + t) * P;
             double rel = (double)(row[t] - ref) / x->scale_base;

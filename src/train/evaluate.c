@@ -1,6 +1,6 @@
-/* Evaluation: loss and accuracy over target positions of a span of one split, forward only; for
- * tasks of documents also perplexity and (text) bits per byte, at the training length or any
- * other. */
+/* Evaluation: loss and accuracy over target positions of a span of one split, forward only, and
+ * the examples whose every target is right (exact match); for tasks of documents also perplexity
+ * and (text) bits per byte, at the training length or any other. */
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
@@ -137,12 +137,19 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         if ((rc = m->status)) break;
         const pelab_real *losses = pelab_model_eval_losses(m);  /* (n,T) */
         const int32_t *pred = pelab_model_eval_pred(m);         /* (n,T) argmax of the logits */
-        for (size_t i = 0; i < (size_t)n * (size_t)T; i++) {
-            if (b.targets[i] < 0) continue;
-            loss_sum += losses[i];
-            r->targets++;
-            if (nbytes) r->bytes += nbytes[b.targets[i]];
-            if (pred[i] == b.targets[i]) r->correct++;
+        for (int row = 0; row < n; row++) {
+            int any = 0, all = 1;
+            for (size_t i = (size_t)row * (size_t)T; i < (size_t)(row + 1) * (size_t)T; i++) {
+                if (b.targets[i] < 0) continue;
+                loss_sum += losses[i];
+                r->targets++;
+                if (nbytes) r->bytes += nbytes[b.targets[i]];
+                if (pred[i] == b.targets[i]) r->correct++;
+                else all = 0;
+                any = 1;
+            }
+            r->answered += (uint64_t)any;
+            r->exact += (uint64_t)(any && all);
         }
         done += (uint64_t)n;
         meter.work_done += cost * n;
@@ -168,6 +175,7 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         r->acc = (double)r->correct / (double)r->targets;
         r->ppl = exp(r->loss);
         if (r->bytes) r->bpb = loss_sum / (log(2.0) * (double)r->bytes);
+        r->exact_match = (double)r->exact / (double)r->answered;
     }
     if (!isfinite(r->loss)) /* alike on every rank: rank 0 says it */
         return pelab_dist_agree(pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): "
@@ -180,6 +188,8 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
 static void clear(struct pelab_eval_result *r) {
     r->loss = r->acc = r->ppl = r->bpb = 0;
     r->examples = r->targets = r->correct = r->bytes = 0;
+    r->exact = r->answered = 0;
+    r->exact_match = 0;
 }
 
 int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,

@@ -6,6 +6,7 @@
 #include "pelab/status.h"
 #include "pelab/task.h"
 #include "pelab/train.h"
+#include "posenc/rotary.h"
 
 #define BIG 1e9
 #define SEED_MAX 9007199254740991.0 /* 2^53 - 1: every seed survives a JSON number */
@@ -57,6 +58,10 @@ const struct pelab_optdef pelab_train_options[] = {
      "by layer and tensor) is handled as --on-nan says"},
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (default runs/<task>-<pe>-s<seed>)"},
     {"task", PELAB_OPT_STR, "indirect", 0, 0, NULL, "task to train on (see the task groups)"},
+    {"init-from", PELAB_OPT_STR, "", 0, 0, NULL,
+     "fine-tune: start from this run's weights, its model and encoding settings, its task and "
+     "the task settings it shares, with a fresh optimizer and schedule; a new --task, dataset or "
+     "--seq-len, and RoPE's --rope-scaling, may be given"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
      "named defaults for the task (paper, cpu; 'pelab help presets' lists them with their "
      "settings); explicit options override"},
@@ -137,7 +142,7 @@ static void join(char *buf, size_t size, const char *const *names, int n) {
 /* Which table defines `key` and whether it applies: 1 found and checked, 0 unknown; a usage
  * failure for a value that fails its check or an option of a table that does not apply. */
 static int check_one(const char *key, const char *val, const char *task, const char *const *pes,
-                     int n_pes, int *found) {
+                     int n_pes, int fine_tune, int *found) {
     const struct pelab_optdef *d = pelab_optdef_find(pelab_train_options, key);
     if (!d) d = pelab_optdef_find(pelab_model_options, key);
     if (d) {
@@ -177,11 +182,26 @@ static int check_one(const char *key, const char *val, const char *task, const c
                           "training", key, task_owner->name);
     }
     const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+    if (owner && fine_tune && owner->eval_options == pelab_rope_scaling_options) {
+        /* length extension by fine-tuning: for a run of the encoding that owns it */
+        char list[PELAB_OPT_VAL_MAX];
+        join(list, sizeof list, pes, n_pes);
+        *found = 1;
+        for (int i = 0; i < n_pes; i++)
+            if (strcmp(pes[i], owner->name) == 0)
+                return pelab_optdef_check(pelab_optdef_find(owner->eval_options, key), val);
+        return pelab_fail(PELAB_ERR_USAGE, "--%s applies to runs of --pe %s, not --pe %s", key,
+                          owner->name, list);
+    }
     if (owner) {
         *found = 1;
         return pelab_fail(PELAB_ERR_USAGE,
-                          "--%s is an option of eval and sample (for --pe %s runs), not of training",
-                          key, owner->name);
+                          "--%s is an option of eval and sample (for --pe %s runs), not of training%s",
+                          key, owner->name,
+                          owner->eval_options == pelab_rope_scaling_options
+                              ? " (except to fine-tune a trained run at a longer length: "
+                                "--init-from RUN)"
+                              : "");
     }
     *found = 0;
     return PELAB_OK;
@@ -204,9 +224,11 @@ int pelab_train_check_opts(const struct pelab_opts *o, const char *task, const c
             return pelab_fail(PELAB_ERR_USAGE, "--pe: unknown encoding '%s' (known: %s)", pes[i],
                               known);
         }
+    const char *init_from = pelab_opts_get(o, "init-from");
+    const int fine_tune = init_from && init_from[0];
     for (int i = 0; i < o->count; i++) {
         int found = 0;
-        int rc = check_one(o->kv[i].key, o->kv[i].val, task, pes, n_pes, &found);
+        int rc = check_one(o->kv[i].key, o->kv[i].val, task, pes, n_pes, fine_tune, &found);
         if (rc) return rc;
         if (!found)
             return pelab_fail(PELAB_ERR_USAGE, "unknown option --%s%s", o->kv[i].key,

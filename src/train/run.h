@@ -68,6 +68,12 @@ struct pelab_trainer {
     const struct pelab_train_hooks *hooks; /* may be NULL */
     struct pelab_poison poison;   /* PELAB_TEST_NAN: test-only NaN injection */
     int prev_precision; /* the calling thread's precision, restored by trainer_free (-1: unset) */
+
+    /* --init-from (init_from.c): the source's weights, the run's start (NULL: the seed's own
+     * initialisation), and what config.json records of the source */
+    pelab_real *init_data;        /* (params.total,) */
+    int64_t init_step;            /* the source model file's step */
+    char init_crc[32];            /* its data CRC-32, 8 hex digits ("none": an edited file) */
 };
 
 /* settings from the run's options and the initialised model and task. */
@@ -124,6 +130,20 @@ int pelab_describe_params(const struct pelab_params *p, char *buf, size_t size);
  * the run rolled back), else the error naming the step. */
 int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *what,
                      const char *detail, int applied);
+
+/* --init-from RUN (init_from.c). The source's model and encoding settings into opts (where given
+ * and different: PELAB_ERR_USAGE naming the setting), its task when none is given, and the
+ * task's settings it has under the same names. Nothing when opts has no init-from. */
+int pelab_init_from_settings(struct pelab_opts *opts);
+/* The source's weights into tr->init_data, its step and checksum into tr->init_step, init_crc,
+ * after checking the vocabulary and every tensor's name and shape against tr->model.
+ * PELAB_ERR_RUNTIME (one line) for a missing or damaged source, PELAB_ERR_USAGE for a mismatch. */
+int pelab_init_from_load(struct pelab_trainer *tr);
+/* A resume: the step and checksum of the source recorded in DIR/config.json, into tr. */
+int pelab_init_from_read_record(struct pelab_trainer *tr);
+/* A resume that must start over: the source loaded again, refused unless it is still the
+ * recorded one. */
+int pelab_init_from_reload(struct pelab_trainer *tr);
 
 /* Initial weights, moments and counters of a run at step 0 (train.c). */
 void pelab_trainer_fresh_start(struct pelab_trainer *tr);

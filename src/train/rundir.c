@@ -143,6 +143,13 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
     pelab_path(cfg_path, dir, "config.json");
     if (probe_encoding(&r->settings, pe, r->task.seq_len))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+    /* A run fine-tuned with a length extension records it (--init-from): the method given anew
+     * (the table's first option, --rope-scaling) replaces the recorded one with all its
+     * settings; another option alone changes that one setting. */
+    if (ops->eval_options && ops->eval_options->name &&
+        pelab_opts_get(eval_opts, ops->eval_options->name))
+        for (const struct pelab_optdef *d = ops->eval_options; d->name; d++)
+            pelab_opts_unset(&r->settings, d->name);
     for (int i = 0; i < eval_opts->count; i++)
         if (pelab_posenc_eval_option_owner(eval_opts->kv[i].key) &&
             pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))

