@@ -122,7 +122,7 @@ static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, 
     const int nk = t0 + n, cap = c->cap, gemm = n >= GEMM_ROWS;
     const pelab_real scale = (pelab_real)(1.0 / sqrt((double)d));
     const pelab_real *K = c->k + (long)l * H * cap * dq, *Vv = c->v + (long)l * H * cap * d;
-    const int has_bias = pe->ops->bias_tile != NULL;
+    const int has_bias = (pe->sites & PELAB_SITE_BIAS) != 0;
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) { /* bias_tile may run on several threads at once */
         pelab_real *S = c->scores + (long)h * n * nk;
@@ -179,7 +179,7 @@ static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const i
     if (!rc) {
         memcpy(c->pos + t0, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
         pelab_embed_forward(c->x, tokens, W(m->wte), n, D);
-        if (pe->ops->embed_forward) pe->ops->embed_forward(pe, c->x, pos, 1, n);
+        pelab_posenc_embed_forward(pe, c->x, pos, 1, n);
     }
     for (int l = 0; l < N && !rc; l++) {
         const struct pelab_layer_params *L = &m->layer[l];

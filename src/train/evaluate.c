@@ -138,18 +138,18 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         const pelab_real *losses = pelab_model_eval_losses(m);  /* (n,T) */
         const int32_t *pred = pelab_model_eval_pred(m);         /* (n,T) argmax of the logits */
         for (int row = 0; row < n; row++) {
-            int any = 0, all = 1;
+            int any = 0, every = 1; /* the row has scored targets; all of them predicted */
             for (size_t i = (size_t)row * (size_t)T; i < (size_t)(row + 1) * (size_t)T; i++) {
                 if (b.targets[i] < 0) continue;
                 loss_sum += losses[i];
                 r->targets++;
                 if (nbytes) r->bytes += nbytes[b.targets[i]];
                 if (pred[i] == b.targets[i]) r->correct++;
-                else all = 0;
+                else every = 0;
                 any = 1;
             }
             r->answered += (uint64_t)any;
-            r->exact += (uint64_t)(any && all);
+            r->exact += (uint64_t)(any && every);
         }
         done += (uint64_t)n;
         meter.work_done += cost * n;
@@ -162,12 +162,15 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     m->training = was_training;
     if ((rc = pelab_dist_agree(rc))) return rc;
     if (pelab_dist_size() > 1) { /* counts below 2^53: exact in double */
-        double sums[4] = {loss_sum, (double)r->targets, (double)r->bytes, (double)r->correct};
-        pelab_dist_sum_double(sums, 4);
+        double sums[6] = {loss_sum, (double)r->targets, (double)r->bytes, (double)r->correct,
+                          (double)r->answered, (double)r->exact};
+        pelab_dist_sum_double(sums, 6);
         loss_sum = sums[0];
         r->targets = (uint64_t)sums[1];
         r->bytes = (uint64_t)sums[2];
         r->correct = (uint64_t)sums[3];
+        r->answered = (uint64_t)sums[4];
+        r->exact = (uint64_t)sums[5];
     }
     r->examples = all;
     if (r->targets) {
