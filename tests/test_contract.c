@@ -309,7 +309,7 @@ static void check_gradients(const struct variant *v) {
             if (pe->ops->backward_end) pe->ops->backward_end(pe);
             /* only the q and k columns are inputs; v's are not touched */
             for (int i = 0; i < B * T; i++) {
-                char what[200];
+                char what[320];
                 snprintf(what, sizeof what, "%s: layer %d, q and k of token %d", v->label, layer, i);
                 gradcheck(what, qk_objective, &qc, qkv + (long)i * ld, dqkv + (long)i * ld, 2L * D, 1e-6, 1e-8, 1e-6);
             }

@@ -18,8 +18,6 @@
 #include "pelab/model.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
-#include "kernels/cpu/matmul.h"
-#include "nn/layers.h"
 #include "nn/model_eval.h"
 
 struct pelab_eval_acts {

@@ -96,6 +96,9 @@ int pelab_posenc_angles(pelab_real **cos_out, pelab_real **sin_out, long *cap, c
         *cos_out = malloc((size_t)need * sizeof **cos_out);
         *sin_out = malloc((size_t)need * sizeof **sin_out);
         if (!*cos_out || !*sin_out) {
+            free(*cos_out);
+            free(*sin_out);
+            *cos_out = *sin_out = NULL;
             *cap = 0;
             return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for angle tables (%ld entries)", need);
         }

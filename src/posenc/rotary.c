@@ -18,7 +18,10 @@ static int reserve(pelab_real **a, pelab_real **b, long *cap, long n) {
     free(*b);
     *a = malloc((size_t)n * sizeof **a);
     *b = malloc((size_t)n * sizeof **b);
-    if (!*a || !*b) {
+    if (!*a || !*b) { /* neither kept: a table of cap 0 owns nothing */
+        free(*a);
+        free(*b);
+        *a = *b = NULL;
         *cap = 0;
         return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for rotary tables (%ld entries)", n);
     }
