@@ -27,6 +27,7 @@
 #include "pelab/precision.h"
 #include "pelab/rng.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
 
 /* x (a float value) to 8 significant bits, ties to even: written independently of the library's
  * bit manipulation, with frexp and rint (round-to-nearest-even mode). */
@@ -112,11 +113,27 @@ static void *precision_of_new_thread(void *out) {
     return NULL;
 }
 
+/* A thread of its own doing bf16 products: its own oneDNN stream, primitives and buffers, freed
+ * when it ends (the sanitizer build's leak check sees that). */
+struct thread_product {
+    int threads;
+    const pelab_real *A, *B;
+    pelab_real *C;
+    int M, N, K, rc;
+};
+static void *bf16_in_new_thread(void *arg) {
+    struct thread_product *t = arg;
+    pelab_threads_set(t->threads); /* OpenMP's thread count is per thread: the same split, the same bits */
+    t->rc = pelab_precision_set(PELAB_PRECISION_BF16);
+    if (!t->rc) pelab_gemm(0, 1, t->M, t->N, t->K, 1, t->A, t->K, t->B, t->K, 0, t->C, t->N);
+    return NULL;
+}
+
 /* fp32 is the default and stays what it was: the same bits before and after bf16 products on
  * the thread, and other threads keep their own precision. */
 static void check_fp32_unchanged(void) {
     enum { M = 70, N = 50, K = 90 };
-    static pelab_real A[M * K], B[N * K], C1[M * N], C2[M * N], C3[M * N];
+    static pelab_real A[M * K], B[N * K], C1[M * N], C2[M * N], C3[M * N], C4[M * N];
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
     for (int i = 0; i < M * K; i++) A[i] = (pelab_real)rnd(&rng, i);
@@ -130,6 +147,10 @@ static void check_fp32_unchanged(void) {
     CHECK(pthread_create(&th, NULL, precision_of_new_thread, &other) == 0, "pthread_create");
     pthread_join(th, NULL);
     CHECK(other == PELAB_PRECISION_FP32, "a new thread inherited bf16");
+    struct thread_product tp = {pelab_threads_get(), A, B, C4, M, N, K, -1};
+    CHECK(pthread_create(&th, NULL, bf16_in_new_thread, &tp) == 0, "pthread_create");
+    pthread_join(th, NULL);
+    CHECK(tp.rc == PELAB_OK && memcmp(C3, C4, sizeof C3) == 0, "bf16 on another thread: other bits");
     CHECK(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK, "fp32: %s", pelab_last_error());
     pelab_gemm(0, 1, M, N, K, 1, A, K, B, K, 0, C2, N);
     CHECK(memcmp(C1, C2, sizeof C1) == 0, "fp32 products changed after bf16 ones");
@@ -190,6 +211,7 @@ static void check_model(const char *pe) {
 }
 
 int main(void) {
+    pelab_threads_set(0); /* all cores, and pelab_threads_get() says how many */
     enum pelab_precision p;
     CHECK(pelab_precision_parse("fp16", &p) == PELAB_ERR_USAGE && strstr(pelab_last_error(), "fp16"),
           "--precision fp16 accepted or no message: %s", pelab_last_error());

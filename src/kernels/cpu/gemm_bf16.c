@@ -165,7 +165,7 @@ int pelab_precision_check(enum pelab_precision p) {
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     if (((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) != (unsigned)dnnl_cpu_isa_avx512_core_bf16)
         return pelab_fail(PELAB_ERR_USAGE, "--precision bf16 needs a CPU with AVX512-BF16 instructions; "
-                          "oneDNN finds %s here (use --precision fp32)", isa_name(isa));
+                          "oneDNN finds %s here", isa_name(isa));
     pthread_once(&once, init_once);
     if (engine_status != dnnl_success)
         return pelab_fail(PELAB_ERR_RUNTIME, "--precision bf16: oneDNN could not create its CPU engine "
