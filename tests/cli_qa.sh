@@ -3,7 +3,8 @@
 # plants one key twice in a haystack of the split's text and asks for it at the end, the scored
 # positions are exactly the key's digits (what `sample` prints as the truth), examples differ in
 # key and depth and are the same run to run; every kv example plants four facts of distinct keys
-# and asks the value of one, which is what is scored; a --seq-len too short for the template is
+# and asks the value of one, which is what is scored; every multi example plants three values of
+# one key and scores them all, in order; a --seq-len too short for the template is
 # one usage error with nothing written; a text run fine-tunes on qa with the dataset and tokens
 # carried.
 set -u
@@ -80,6 +81,25 @@ for b in blocks:
     assert truth == value, (truth, value)
     asked_index.add([k for k, _ in facts].index(m.group(1)))
 assert len(asked_index) >= 3, asked_index  # not always the same fact
+PY
+# multi: three facts of one key, all their values asked, in order
+"$P" train $QA --seq-len 256 --qa-variant multi --qa-facts 3 $TINY --steps 2 --out "$W/multi" >/dev/null 2>"$W/err" ||
+    fail "train qa multi: $(cat "$W/err")"
+"$P" sample --model "$W/multi" --count 8 --threads 1 >"$W/m1" 2>"$W/err" || fail "sample qa multi: $(cat "$W/err")"
+/usr/bin/python3 - "$W/m1" <<'PY' || fail "the multi examples: $(head -20 "$W/m1")"
+import re, sys
+text = re.sub(r"\n\d+ of \d+ right\n$", "\n", open(sys.argv[1]).read())
+blocks = re.split(r"^#", text, flags=re.M)[1:]
+assert len(blocks) == 8, len(blocks)
+for b in blocks:
+    lines = b.rstrip("\n").split("\n")
+    rows = [r for r in lines if re.match(r"\s+at \d+ predicted", r)]
+    head = "\n".join(r for r in lines if r not in rows)
+    facts = re.findall(r" The value of key ([a-z]{6}) is (\d{5})\. ", head)
+    assert len(facts) == 3 and len({k for k, _ in facts}) == 1, facts
+    assert " What are all the values of key %s? The values are " % facts[0][0] in head, head
+    truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows)
+    assert truth == ", ".join(v for _, v in facts), (truth, facts)
 PY
 expect_short() { # ARGS -- PATTERN
     "$P" train $QA $TINY "${@:1:$#-1}" --steps 1 --out "$W/short" >/dev/null 2>"$W/err"; local rc=$?

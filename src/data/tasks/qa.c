@@ -9,6 +9,9 @@
  * Variant `kv` (RULER's multi-key needles): --qa-facts facts " The value of key W is V. ", W six
  * random lower-case letters (distinct within an example), V --qa-digits digits, each at its own
  * depth (in the order drawn), then " What is the value of key W? The value is " V for one of them.
+ * Variant `multi` (RULER's multi-value needles): the facts share one key W, and the question
+ * " What are all the values of key W? The values are " is answered by every V in the order they
+ * appear, ", " between them (all scored).
  *
  * K: --qa-digits random digits (the first not 0). The haystack is a window of the text task's
  * documents of the same split (training: a random training window; val and test: their evaluation
@@ -41,12 +44,13 @@
 #define IDS_MAX 32    /* ids of one key or value: at most one per character */
 
 static const struct pelab_optdef options[] = {
-    {"qa-variant", PELAB_OPT_CHOICE, "passkey", 0, 0, "passkey|kv",
-     "what is planted and asked: passkey (one number in a long haystack) or kv (--qa-facts "
-     "key-value facts, the value of one key asked)"},
+    {"qa-variant", PELAB_OPT_CHOICE, "passkey", 0, 0, "passkey|kv|multi",
+     "what is planted and asked: passkey (one number in a long haystack), kv (--qa-facts "
+     "key-value facts, the value of one key asked) or multi (--qa-facts values of one key, all "
+     "asked)"},
     {"qa-digits", PELAB_OPT_INT, "5", 1, MAX_DIGITS, NULL, "digits of the pass key, or of each value"},
     {"qa-facts", PELAB_OPT_INT, "4", 1, MAX_FACTS, NULL,
-     "kv: facts planted, each at its own depth (passkey plants one)"},
+     "kv, multi: facts planted, each at its own depth (passkey plants one)"},
     {"qa-val-size", PELAB_OPT_INT, "256", 1, 1e7, NULL, "validation examples"},
     {"qa-test-size", PELAB_OPT_INT, "256", 1, 1e7, NULL, "test examples"},
     {"dataset", PELAB_OPT_CHOICE, "sotu", 0, 0, "sotu|moby-dick|brown|bible",
@@ -62,14 +66,16 @@ static const struct pelab_optdef options[] = {
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
-enum { VARIANT_PASSKEY, VARIANT_KV };
+enum { VARIANT_PASSKEY, VARIANT_KV, VARIANT_MULTI };
 
 /* The template's pieces (tokenized once at init). */
-enum { NEEDLE_A, NEEDLE_B, NEEDLE_C, QUESTION, KV_A, KV_B, KV_C, KV_Q1, KV_Q2, PIECES };
+enum { NEEDLE_A, NEEDLE_B, NEEDLE_C, QUESTION, KV_A, KV_B, KV_C, KV_Q1, KV_Q2, MULTI_Q1, MULTI_Q2,
+       MULTI_SEP, PIECES };
 static const char *const piece_text[PIECES] = {
     " The pass key is ", ". Remember it. ", " is the pass key. ",
     " What is the pass key? The pass key is ",
-    " The value of key ", " is ", ". ", " What is the value of key ", "? The value is "};
+    " The value of key ", " is ", ". ", " What is the value of key ", "? The value is ",
+    " What are all the values of key ", "? The values are ", ", "};
 
 struct qa {
     struct pelab_task text;        /* the haystacks: the text task at the same length */
@@ -124,7 +130,7 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
     t->state = q;
     q->variant = pelab_opt_choice(opts, options, "qa-variant");
     q->digits = (int)pelab_opt_int(opts, options, "qa-digits");
-    q->facts = q->variant == VARIANT_KV ? (int)pelab_opt_int(opts, options, "qa-facts") : 1;
+    q->facts = q->variant != VARIANT_PASSKEY ? (int)pelab_opt_int(opts, options, "qa-facts") : 1;
     q->size[PELAB_SPLIT_TRAIN] = SEQDOCS_TRAIN_SIZE;
     q->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, options, "qa-val-size");
     q->size[PELAB_SPLIT_TEST] = (uint64_t)pelab_opt_int(opts, options, "qa-test-size");
@@ -158,10 +164,13 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
     /* the longest an example's template can be: what the haystack must leave room for */
     const struct pelab_tokens *P = q->piece;
     const size_t val = ids_max(q->digits), word = ids_max(KEY_LETTERS);
+    const size_t facts = (size_t)q->facts * (P[KV_A].len + word + P[KV_B].len + val + P[KV_C].len);
     size_t fixed = q->variant == VARIANT_PASSKEY
                        ? P[NEEDLE_A].len + P[NEEDLE_B].len + P[NEEDLE_C].len + P[QUESTION].len + 3 * val
-                       : (size_t)q->facts * (P[KV_A].len + word + P[KV_B].len + val + P[KV_C].len) +
-                             P[KV_Q1].len + word + P[KV_Q2].len + val;
+                   : q->variant == VARIANT_KV
+                       ? facts + P[KV_Q1].len + word + P[KV_Q2].len + val
+                       : facts + P[MULTI_Q1].len + word + P[MULTI_Q2].len + (size_t)q->facts * val +
+                             (size_t)(q->facts - 1) * P[MULTI_SEP].len;
     t->vocab = q->text.vocab;
     t->seq_len = q->text.seq_len;
     t->pad = q->text.pad;
@@ -171,10 +180,11 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
                               "%zu tokens for the needle, the question and the answer before any "
                               "haystack (--seq-len %zu at least)", t->seq_len, q->digits, fixed,
                               fixed - 1);
-        return pelab_fail(PELAB_ERR_USAGE, "--seq-len %d: a kv example of %d facts (values of %d "
+        return pelab_fail(PELAB_ERR_USAGE, "--seq-len %d: a %s example of %d facts (values of %d "
                           "digits) needs %zu tokens for the facts, the question and the answer "
-                          "before any haystack (--seq-len %zu at least)", t->seq_len, q->facts,
-                          q->digits, fixed, fixed - 1);
+                          "before any haystack (--seq-len %zu at least)", t->seq_len,
+                          q->variant == VARIANT_KV ? "kv" : "multi", q->facts, q->digits, fixed,
+                          fixed - 1);
     }
     if (pelab_batch_alloc(&q->hay, 1, t->seq_len) ||
         !(q->seq = malloc(((size_t)t->seq_len + 1) * sizeof *q->seq)))
@@ -222,6 +232,7 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
                     struct pelab_batch *b) {
     struct qa *q = t->state; /* fill's scratch is the task's own */
     const int T = t->seq_len, F = q->facts, kv = q->variant == VARIANT_KV;
+    const int multi = q->variant == VARIANT_MULTI, facts = kv || multi;
     const struct pelab_tokens *P = q->piece;
     PELAB_ASSERT(b->T >= T && split <= PELAB_SPLIT_TEST);
     int32_t *seq = q->seq;
@@ -231,28 +242,32 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
         q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &q->hay);
         size_t n_hay = 0; /* the window's real input tokens */
         while (n_hay < (size_t)T && q->hay.tokens[n_hay] != t->pad) n_hay++;
-        /* the facts' values and (kv) keys, the keys distinct; the one asked */
+        /* the facts' values and keys: kv's distinct, multi's one key for all; the one asked */
         size_t fixed = 0;
         for (int f = 0; f < F; f++) {
             draw(q, pelab_hash64(h ^ (0x100u + (uint64_t)f)), q->digits, 0, &q->value[f]);
-            if (!kv) break;
+            if (!facts) break;
             uint64_t salt = 0;
             int again;
-            do { /* another key when it repeats an earlier one */
-                draw(q, pelab_hash64(h ^ (0x200u + (uint64_t)f) ^ (salt++ << 32)), KEY_LETTERS, 1,
-                     &q->word[f]);
+            do { /* kv: another key when it repeats an earlier one */
+                draw(q, pelab_hash64(h ^ (multi ? 0x200u : 0x200u + (uint64_t)f) ^ (salt++ << 32)),
+                     KEY_LETTERS, 1, &q->word[f]);
                 again = 0;
-                for (int g = 0; g < f; g++) again |= same_ids(&q->word[g], &q->word[f]);
+                for (int g = 0; kv && g < f; g++) again |= same_ids(&q->word[g], &q->word[f]);
             } while (again);
             fixed += P[KV_A].len + q->word[f].len + P[KV_B].len + q->value[f].len + P[KV_C].len;
         }
         const int asked = kv ? (int)(pelab_hash64(h ^ 3) % (uint64_t)F) : 0;
         const struct pelab_tokens *answer_ids = &q->value[asked];
-        if (kv)
+        if (kv) {
             fixed += P[KV_Q1].len + q->word[asked].len + P[KV_Q2].len + answer_ids->len;
-        else
+        } else if (multi) {
+            fixed += P[MULTI_Q1].len + q->word[0].len + P[MULTI_Q2].len + (size_t)(F - 1) * P[MULTI_SEP].len;
+            for (int f = 0; f < F; f++) fixed += q->value[f].len;
+        } else {
             fixed = P[NEEDLE_A].len + P[NEEDLE_B].len + P[NEEDLE_C].len + P[QUESTION].len +
                     3 * answer_ids->len;
+        }
         const size_t room = (size_t)T + 1 - fixed; /* qa_init checked that it fits */
         if (n_hay > room) n_hay = room;
         size_t depth[MAX_FACTS]; /* where each fact goes in, in order */
@@ -262,7 +277,7 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
         for (int f = 0; f < F; f++) {
             put(seq, &len, q->hay.tokens + from, depth[f] - from);
             from = depth[f];
-            if (kv) {
+            if (facts) {
                 put_tokens(seq, &len, &P[KV_A]);
                 put_tokens(seq, &len, &q->word[f]);
                 put_tokens(seq, &len, &P[KV_B]);
@@ -281,11 +296,21 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
             put_tokens(seq, &len, &P[KV_Q1]);
             put_tokens(seq, &len, &q->word[asked]);
             put_tokens(seq, &len, &P[KV_Q2]);
+        } else if (multi) {
+            put_tokens(seq, &len, &P[MULTI_Q1]);
+            put_tokens(seq, &len, &q->word[0]);
+            put_tokens(seq, &len, &P[MULTI_Q2]);
         } else {
             put_tokens(seq, &len, &P[QUESTION]);
         }
         const size_t answer = len;
-        put_tokens(seq, &len, answer_ids);
+        if (multi) /* every value, in the order they appear, ", " between */
+            for (int f = 0; f < F; f++) {
+                if (f) put_tokens(seq, &len, &P[MULTI_SEP]);
+                put_tokens(seq, &len, &q->value[f]);
+            }
+        else
+            put_tokens(seq, &len, answer_ids);
         PELAB_ASSERT(len <= (size_t)T + 1);
         int32_t *tok = b->tokens + (size_t)r * b->T, *tgt = b->targets + (size_t)r * b->T;
         int32_t *pos = b->pos + (size_t)r * b->T;
@@ -307,7 +332,7 @@ static const char *qa_token_text(const struct pelab_task *t, int32_t token) {
 
 const struct pelab_task_ops pelab_task_qa = {
     .name = "qa",
-    .summary = "long-context retrieval from text haystacks (RULER-style): passkey, kv; loss, "
+    .summary = "long-context retrieval from text haystacks (RULER-style): passkey, kv, multi; loss, "
                "accuracy and exact match of the answer",
     .options = options,
     .init = qa_init,
