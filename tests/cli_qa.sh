@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Task qa (passkey) from the command line, on a small text dataset installed here: every example
+# Task qa from the command line, on a small text dataset installed here: every passkey example
 # plants one key twice in a haystack of the split's text and asks for it at the end, the scored
 # positions are exactly the key's digits (what `sample` prints as the truth), examples differ in
-# key and depth and are the same run to run; a --seq-len too short for the template is one usage
-# error with nothing written; a text run fine-tunes on qa with the dataset and tokens carried.
+# key and depth and are the same run to run; every kv example plants four facts of distinct keys
+# and asks the value of one, which is what is scored; every multi example plants three values of
+# one key and scores them all, in order; a --seq-len too short for the template is
+# one usage error with nothing written; a text run fine-tunes on qa with the dataset and tokens
+# carried.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D="$W/data"
@@ -54,6 +57,56 @@ PY
 "$P" eval --model "$W/qa" --json --split val --threads 1 >"$W/e2" || fail "eval qa val"
 cmp -s "$W/e1" "$W/e2" && fail "val and test are the same examples"
 
+# kv: four facts with distinct keys, one of them asked, its value the answer
+"$P" train $QA --seq-len 256 --qa-variant kv $TINY --steps 2 --out "$W/kv" >/dev/null 2>"$W/err" ||
+    fail "train qa kv: $(cat "$W/err")"
+"$P" sample --model "$W/kv" --count 16 --threads 1 >"$W/k1" 2>"$W/err" || fail "sample qa kv: $(cat "$W/err")"
+/usr/bin/python3 - "$W/k1" <<'PY' || fail "the kv examples: $(head -20 "$W/k1")"
+import re, sys
+text = re.sub(r"\n\d+ of \d+ right\n$", "\n", open(sys.argv[1]).read())
+blocks = re.split(r"^#", text, flags=re.M)[1:]
+assert len(blocks) == 16, len(blocks)
+asked_index = set()
+for b in blocks:
+    lines = b.rstrip("\n").split("\n")
+    rows = [r for r in lines if re.match(r"\s+at \d+ predicted", r)]
+    head = "\n".join(r for r in lines if r not in rows)
+    facts = re.findall(r" The value of key ([a-z]{6}) is (\d{5})\. ", head)
+    assert len(facts) == 4 and len({k for k, _ in facts}) == 4, facts
+    m = re.search(r" What is the value of key ([a-z]{6})\? The value is (\d{4})$", head.rstrip())
+    assert m, head
+    value = dict(facts)[m.group(1)]
+    assert value.startswith(m.group(2)), (value, m.group(2))
+    truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows)
+    assert truth == value, (truth, value)
+    asked_index.add([k for k, _ in facts].index(m.group(1)))
+assert len(asked_index) >= 3, asked_index  # not always the same fact
+PY
+# multi: three facts of one key, all their values asked, in order
+"$P" train $QA --seq-len 256 --qa-variant multi --qa-facts 3 $TINY --steps 2 --out "$W/multi" >/dev/null 2>"$W/err" ||
+    fail "train qa multi: $(cat "$W/err")"
+"$P" sample --model "$W/multi" --count 8 --threads 1 >"$W/m1" 2>"$W/err" || fail "sample qa multi: $(cat "$W/err")"
+/usr/bin/python3 - "$W/m1" <<'PY' || fail "the multi examples: $(head -20 "$W/m1")"
+import re, sys
+text = re.sub(r"\n\d+ of \d+ right\n$", "\n", open(sys.argv[1]).read())
+blocks = re.split(r"^#", text, flags=re.M)[1:]
+assert len(blocks) == 8, len(blocks)
+for b in blocks:
+    lines = b.rstrip("\n").split("\n")
+    rows = [r for r in lines if re.match(r"\s+at \d+ predicted", r)]
+    head = "\n".join(r for r in lines if r not in rows)
+    facts = re.findall(r" The value of key ([a-z]{6}) is (\d{5})\. ", head)
+    assert len(facts) == 3 and len({k for k, _ in facts}) == 1, facts
+    assert " What are all the values of key %s? The values are " % facts[0][0] in head, head
+    truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows)
+    assert truth == ", ".join(v for _, v in facts), (truth, facts)
+PY
+expect_short() { # ARGS -- PATTERN
+    "$P" train $QA $TINY "${@:1:$#-1}" --steps 1 --out "$W/short" >/dev/null 2>"$W/err"; local rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q -- "${@: -1}" "$W/err" ||
+        fail "a too short --seq-len: exit $rc, $(cat "$W/err")"
+}
+expect_short --qa-variant kv --seq-len 150 "--seq-len 150: a kv example of 4 facts (values of 5 digits) needs"
 "$P" train $QA $TINY --seq-len 90 --steps 1 --out "$W/short" >/dev/null 2>"$W/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
     grep -q -- "--seq-len 90: a passkey example of 5 digits needs 104 tokens" "$W/err" ||

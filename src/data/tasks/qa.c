@@ -6,6 +6,13 @@
  *   hay[0..a) ␣The pass key is K. Remember it. K is the pass key.␣ hay[a..h) ␣What is the pass
  *   key? The pass key is␣ K
  *
+ * Variant `kv` (RULER's multi-key needles): --qa-facts facts " The value of key W is V. ", W six
+ * random lower-case letters (distinct within an example), V --qa-digits digits, each at its own
+ * depth (in the order drawn), then " What is the value of key W? The value is " V for one of them.
+ * Variant `multi` (RULER's multi-value needles): the facts share one key W, and the question
+ * " What are all the values of key W? The values are " is answered by every V in the order they
+ * appear, ", " between them (all scored).
+ *
  * K: --qa-digits random digits (the first not 0). The haystack is a window of the text task's
  * documents of the same split (training: a random training window; val and test: their evaluation
  * windows in order), cut to h tokens so that the whole example is T+1 tokens (T = --seq-len); the
@@ -32,11 +39,18 @@
 
 #define SALT 0x9A55CE7A5CAFE17Dull
 #define MAX_DIGITS 9
+#define MAX_FACTS 16
+#define KEY_LETTERS 6 /* kv: a key is this many random lower-case letters */
+#define IDS_MAX 32    /* ids of one key or value: at most one per character */
 
 static const struct pelab_optdef options[] = {
-    {"qa-variant", PELAB_OPT_CHOICE, "passkey", 0, 0, "passkey",
-     "what is planted and asked: passkey (one number in a long haystack)"},
-    {"qa-digits", PELAB_OPT_INT, "5", 1, MAX_DIGITS, NULL, "digits of the pass key"},
+    {"qa-variant", PELAB_OPT_CHOICE, "passkey", 0, 0, "passkey|kv|multi",
+     "what is planted and asked: passkey (one number in a long haystack), kv (--qa-facts "
+     "key-value facts, the value of one key asked) or multi (--qa-facts values of one key, all "
+     "asked)"},
+    {"qa-digits", PELAB_OPT_INT, "5", 1, MAX_DIGITS, NULL, "digits of the pass key, or of each value"},
+    {"qa-facts", PELAB_OPT_INT, "4", 1, MAX_FACTS, NULL,
+     "kv, multi: facts planted, each at its own depth (passkey plants one)"},
     {"qa-val-size", PELAB_OPT_INT, "256", 1, 1e7, NULL, "validation examples"},
     {"qa-test-size", PELAB_OPT_INT, "256", 1, 1e7, NULL, "test examples"},
     {"dataset", PELAB_OPT_CHOICE, "sotu", 0, 0, "sotu|moby-dick|brown|bible",
@@ -52,37 +66,61 @@ static const struct pelab_optdef options[] = {
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
+enum { VARIANT_PASSKEY, VARIANT_KV, VARIANT_MULTI };
+
+/* The template's pieces (tokenized once at init). */
+enum { NEEDLE_A, NEEDLE_B, NEEDLE_C, QUESTION, KV_A, KV_B, KV_C, KV_Q1, KV_Q2, MULTI_Q1, MULTI_Q2,
+       MULTI_SEP, PIECES };
+static const char *const piece_text[PIECES] = {
+    " The pass key is ", ". Remember it. ", " is the pass key. ",
+    " What is the pass key? The pass key is ",
+    " The value of key ", " is ", ". ", " What is the value of key ", "? The value is ",
+    " What are all the values of key ", "? The values are ", ", "};
+
 struct qa {
     struct pelab_task text;        /* the haystacks: the text task at the same length */
-    struct pelab_tokenizer tk;     /* for the template's pieces and the keys */
-    struct pelab_tokens piece[4];  /* " The pass key is ", ". Remember it. ", " is the pass key. ",
-                                    * " What is the pass key? The pass key is " */
-    int digits;
+    struct pelab_tokenizer tk;     /* for the template's pieces, keys and values */
+    struct pelab_tokens piece[PIECES];
+    int variant, digits, facts;
     uint64_t size[3];              /* train, val, test examples */
     uint64_t key;
+    /* fill's scratch, allocated once: the haystack window, the example, one key's and one
+     * value's ids per fact */
+    struct pelab_batch hay;
+    int32_t *seq;                  /* (T+1,) */
+    struct pelab_tokens word[MAX_FACTS], value[MAX_FACTS];
     char shown[4][64];             /* token_text's results, the last four (a caller may print two
                                     * tokens in one call) */
     int next_text;
 };
 
-enum { NEEDLE_A, NEEDLE_B, NEEDLE_C, QUESTION };
-static const char *const piece_text[4] = {" The pass key is ", ". Remember it. ",
-                                          " is the pass key. ",
-                                          " What is the pass key? The pass key is "};
-
 static void qa_free(struct pelab_task *t) {
     struct qa *q = t->state;
     if (!q) return;
     if (q->text.ops) pelab_task_free(&q->text);
-    for (int i = 0; i < 4; i++) pelab_tokens_free(&q->piece[i]);
+    for (int i = 0; i < PIECES; i++) pelab_tokens_free(&q->piece[i]);
+    for (int i = 0; i < MAX_FACTS; i++) {
+        pelab_tokens_free(&q->word[i]);
+        pelab_tokens_free(&q->value[i]);
+    }
+    if (q->hay.tokens) pelab_batch_free(&q->hay);
+    free(q->seq);
     pelab_tokenizer_free(&q->tk);
     free(q);
     t->state = NULL;
 }
 
-/* The longest the ids of a key of n digits can be: one id per digit (byte; GPT-2 merges digits,
- * never splits one). */
-static size_t key_ids_max(int n) { return (size_t)n; }
+/* The longest the ids of n characters (digits, letters) can be: one per character (byte; GPT-2
+ * merges characters, never splits one). */
+static size_t ids_max(int n) { return (size_t)n; }
+
+/* Room for IDS_MAX ids, so that encoding a key or value in fill never allocates. */
+static int reserve_ids(struct pelab_tokens *t) {
+    for (int i = 0; i < IDS_MAX; i++)
+        if (pelab_tokens_push(t, 0)) return PELAB_ERR_RUNTIME;
+    t->len = 0;
+    return PELAB_OK;
+}
 
 static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
     int rc = pelab_opts_check(opts, options);
@@ -90,7 +128,9 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
     struct qa *q = calloc(1, sizeof *q);
     if (!q) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     t->state = q;
+    q->variant = pelab_opt_choice(opts, options, "qa-variant");
     q->digits = (int)pelab_opt_int(opts, options, "qa-digits");
+    q->facts = q->variant != VARIANT_PASSKEY ? (int)pelab_opt_int(opts, options, "qa-facts") : 1;
     q->size[PELAB_SPLIT_TRAIN] = SEQDOCS_TRAIN_SIZE;
     q->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, options, "qa-val-size");
     q->size[PELAB_SPLIT_TEST] = (uint64_t)pelab_opt_int(opts, options, "qa-test-size");
@@ -114,21 +154,41 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
         return pelab_fail(PELAB_ERR_USAGE, "data directory '%.60s...' is too long", dir);
     if ((rc = pelab_tokenizer_load(&q->tk, pelab_opt_str(opts, options, "tokenizer"), vocab_dir)))
         return rc;
-    size_t fixed = 3 * key_ids_max(q->digits); /* the key twice in the needle, once answered */
-    for (int i = 0; i < 4 && !rc; i++) {
+    for (int i = 0; i < PIECES && !rc; i++)
         rc = q->tk.ops->encode(&q->tk, piece_text[i], strlen(piece_text[i]), "the qa template",
                                &q->piece[i]);
-        fixed += q->piece[i].len;
-    }
+    for (int i = 0; i < MAX_FACTS && !rc; i++)
+        if (reserve_ids(&q->word[i]) || reserve_ids(&q->value[i]))
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     if (rc) return rc;
+    /* the longest an example's template can be: what the haystack must leave room for */
+    const struct pelab_tokens *P = q->piece;
+    const size_t val = ids_max(q->digits), word = ids_max(KEY_LETTERS);
+    const size_t facts = (size_t)q->facts * (P[KV_A].len + word + P[KV_B].len + val + P[KV_C].len);
+    size_t fixed = q->variant == VARIANT_PASSKEY
+                       ? P[NEEDLE_A].len + P[NEEDLE_B].len + P[NEEDLE_C].len + P[QUESTION].len + 3 * val
+                   : q->variant == VARIANT_KV
+                       ? facts + P[KV_Q1].len + word + P[KV_Q2].len + val
+                       : facts + P[MULTI_Q1].len + word + P[MULTI_Q2].len + (size_t)q->facts * val +
+                             (size_t)(q->facts - 1) * P[MULTI_SEP].len;
     t->vocab = q->text.vocab;
     t->seq_len = q->text.seq_len;
     t->pad = q->text.pad;
-    if ((size_t)t->seq_len + 1 < fixed)
-        return pelab_fail(PELAB_ERR_USAGE, "--seq-len %d: a passkey example of %d digits needs "
-                          "%zu tokens for the needle, the question and the answer before any "
-                          "haystack (--seq-len %zu at least)", t->seq_len, q->digits, fixed,
+    if ((size_t)t->seq_len + 1 < fixed) {
+        if (q->variant == VARIANT_PASSKEY)
+            return pelab_fail(PELAB_ERR_USAGE, "--seq-len %d: a passkey example of %d digits needs "
+                              "%zu tokens for the needle, the question and the answer before any "
+                              "haystack (--seq-len %zu at least)", t->seq_len, q->digits, fixed,
+                              fixed - 1);
+        return pelab_fail(PELAB_ERR_USAGE, "--seq-len %d: a %s example of %d facts (values of %d "
+                          "digits) needs %zu tokens for the facts, the question and the answer "
+                          "before any haystack (--seq-len %zu at least)", t->seq_len,
+                          q->variant == VARIANT_KV ? "kv" : "multi", q->facts, q->digits, fixed,
                           fixed - 1);
+    }
+    if (pelab_batch_alloc(&q->hay, 1, t->seq_len) ||
+        !(q->seq = malloc(((size_t)t->seq_len + 1) * sizeof *q->seq)))
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     return PELAB_OK;
 }
 
@@ -143,48 +203,115 @@ static void put(int32_t *row, size_t *len, const int32_t *ids, size_t n) {
     *len += n;
 }
 
+/* n characters drawn from h: digits (the first not 0) or lower-case letters; their ids into out
+ * (which has room: reserve_ids). */
+static void draw(const struct qa *q, uint64_t h, int n, int letters, struct pelab_tokens *out) {
+    char text[16];
+    for (int k = 0; k < n; k++) {
+        h = pelab_hash64(h ^ (uint64_t)k);
+        text[k] = letters ? (char)('a' + h % 26) : (char)('0' + (k == 0 ? 1 + h % 9 : h % 10));
+    }
+    out->len = 0;
+    PELAB_ASSERT(q->tk.ops->encode(&q->tk, text, (size_t)n, "a qa key", out) == PELAB_OK);
+}
+
+static int same_ids(const struct pelab_tokens *a, const struct pelab_tokens *b) {
+    return a->len == b->len && memcmp(a->ids, b->ids, a->len * sizeof *a->ids) == 0;
+}
+
+static void put_tokens(int32_t *row, size_t *len, const struct pelab_tokens *t) {
+    put(row, len, t->ids, t->len);
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
 static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first,
                     struct pelab_batch *b) {
-    const struct qa *q = t->state;
-    const int T = t->seq_len;
+    struct qa *q = t->state; /* fill's scratch is the task's own */
+    const int T = t->seq_len, F = q->facts, kv = q->variant == VARIANT_KV;
+    const int multi = q->variant == VARIANT_MULTI, facts = kv || multi;
+    const struct pelab_tokens *P = q->piece;
     PELAB_ASSERT(b->T >= T && split <= PELAB_SPLIT_TEST);
-    struct pelab_batch hay;
-    PELAB_ASSERT(pelab_batch_alloc(&hay, 1, T) == PELAB_OK);
-    int32_t *seq = malloc(((size_t)T + 1) * sizeof *seq);
-    PELAB_ASSERT(seq != NULL);
+    int32_t *seq = q->seq;
     for (int r = 0; r < b->B; r++) {
         const uint64_t i = (first + (uint64_t)r) % q->size[split];
-        uint64_t h = pelab_hash64(q->key ^ pelab_hash64(((uint64_t)split << 56) ^ i));
-        q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &hay);
+        const uint64_t h = pelab_hash64(q->key ^ pelab_hash64(((uint64_t)split << 56) ^ i));
+        q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &q->hay);
         size_t n_hay = 0; /* the window's real input tokens */
-        while (n_hay < (size_t)T && hay.tokens[n_hay] != t->pad) n_hay++;
-        /* the key: digits, the first not 0, its ids */
-        char key[MAX_DIGITS + 1];
-        h = pelab_hash64(h ^ 1);
-        for (int k = 0; k < q->digits; k++) {
-            key[k] = (char)('0' + (k == 0 ? 1 + h % 9 : h % 10));
-            h /= k == 0 ? 9 : 10;
+        while (n_hay < (size_t)T && q->hay.tokens[n_hay] != t->pad) n_hay++;
+        /* the facts' values and keys: kv's distinct, multi's one key for all; the one asked */
+        size_t fixed = 0;
+        for (int f = 0; f < F; f++) {
+            draw(q, pelab_hash64(h ^ (0x100u + (uint64_t)f)), q->digits, 0, &q->value[f]);
+            if (!facts) break;
+            uint64_t salt = 0;
+            int again;
+            do { /* kv: another key when it repeats an earlier one */
+                draw(q, pelab_hash64(h ^ (multi ? 0x200u : 0x200u + (uint64_t)f) ^ (salt++ << 32)),
+                     KEY_LETTERS, 1, &q->word[f]);
+                again = 0;
+                for (int g = 0; kv && g < f; g++) again |= same_ids(&q->word[g], &q->word[f]);
+            } while (again);
+            fixed += P[KV_A].len + q->word[f].len + P[KV_B].len + q->value[f].len + P[KV_C].len;
         }
-        key[q->digits] = '\0';
-        struct pelab_tokens kid = {0};
-        PELAB_ASSERT(q->tk.ops->encode(&q->tk, key, (size_t)q->digits, "the pass key", &kid) == PELAB_OK);
-        const size_t fixed = q->piece[NEEDLE_A].len + q->piece[NEEDLE_B].len + q->piece[NEEDLE_C].len +
-                             q->piece[QUESTION].len + 3 * kid.len;
-        size_t room = (size_t)T + 1 - fixed; /* qa_init checked that it fits */
+        const int asked = kv ? (int)(pelab_hash64(h ^ 3) % (uint64_t)F) : 0;
+        const struct pelab_tokens *answer_ids = &q->value[asked];
+        if (kv) {
+            fixed += P[KV_Q1].len + q->word[asked].len + P[KV_Q2].len + answer_ids->len;
+        } else if (multi) {
+            fixed += P[MULTI_Q1].len + q->word[0].len + P[MULTI_Q2].len + (size_t)(F - 1) * P[MULTI_SEP].len;
+            for (int f = 0; f < F; f++) fixed += q->value[f].len;
+        } else {
+            fixed = P[NEEDLE_A].len + P[NEEDLE_B].len + P[NEEDLE_C].len + P[QUESTION].len +
+                    3 * answer_ids->len;
+        }
+        const size_t room = (size_t)T + 1 - fixed; /* qa_init checked that it fits */
         if (n_hay > room) n_hay = room;
-        const size_t a = (size_t)(pelab_hash64(h ^ 2) % (n_hay + 1));
-        size_t len = 0;
-        put(seq, &len, hay.tokens, a);
-        put(seq, &len, q->piece[NEEDLE_A].ids, q->piece[NEEDLE_A].len);
-        put(seq, &len, kid.ids, kid.len);
-        put(seq, &len, q->piece[NEEDLE_B].ids, q->piece[NEEDLE_B].len);
-        put(seq, &len, kid.ids, kid.len);
-        put(seq, &len, q->piece[NEEDLE_C].ids, q->piece[NEEDLE_C].len);
-        put(seq, &len, hay.tokens + a, n_hay - a);
-        put(seq, &len, q->piece[QUESTION].ids, q->piece[QUESTION].len);
+        size_t depth[MAX_FACTS]; /* where each fact goes in, in order */
+        for (int f = 0; f < F; f++) depth[f] = (size_t)(pelab_hash64(h ^ (0x300u + (uint64_t)f)) % (n_hay + 1));
+        qsort(depth, (size_t)F, sizeof *depth, cmp_size);
+        size_t len = 0, from = 0;
+        for (int f = 0; f < F; f++) {
+            put(seq, &len, q->hay.tokens + from, depth[f] - from);
+            from = depth[f];
+            if (facts) {
+                put_tokens(seq, &len, &P[KV_A]);
+                put_tokens(seq, &len, &q->word[f]);
+                put_tokens(seq, &len, &P[KV_B]);
+                put_tokens(seq, &len, &q->value[f]);
+                put_tokens(seq, &len, &P[KV_C]);
+            } else {
+                put_tokens(seq, &len, &P[NEEDLE_A]);
+                put_tokens(seq, &len, answer_ids);
+                put_tokens(seq, &len, &P[NEEDLE_B]);
+                put_tokens(seq, &len, answer_ids);
+                put_tokens(seq, &len, &P[NEEDLE_C]);
+            }
+        }
+        put(seq, &len, q->hay.tokens + from, n_hay - from);
+        if (kv) {
+            put_tokens(seq, &len, &P[KV_Q1]);
+            put_tokens(seq, &len, &q->word[asked]);
+            put_tokens(seq, &len, &P[KV_Q2]);
+        } else if (multi) {
+            put_tokens(seq, &len, &P[MULTI_Q1]);
+            put_tokens(seq, &len, &q->word[0]);
+            put_tokens(seq, &len, &P[MULTI_Q2]);
+        } else {
+            put_tokens(seq, &len, &P[QUESTION]);
+        }
         const size_t answer = len;
-        put(seq, &len, kid.ids, kid.len);
-        pelab_tokens_free(&kid);
+        if (multi) /* every value, in the order they appear, ", " between */
+            for (int f = 0; f < F; f++) {
+                if (f) put_tokens(seq, &len, &P[MULTI_SEP]);
+                put_tokens(seq, &len, &q->value[f]);
+            }
+        else
+            put_tokens(seq, &len, answer_ids);
+        PELAB_ASSERT(len <= (size_t)T + 1);
         int32_t *tok = b->tokens + (size_t)r * b->T, *tgt = b->targets + (size_t)r * b->T;
         int32_t *pos = b->pos + (size_t)r * b->T;
         for (int p = 0; p < b->T; p++) {
@@ -193,8 +320,6 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
             pos[p] = p;
         }
     }
-    free(seq);
-    pelab_batch_free(&hay);
 }
 
 static const char *qa_token_text(const struct pelab_task *t, int32_t token) {
@@ -207,7 +332,7 @@ static const char *qa_token_text(const struct pelab_task *t, int32_t token) {
 
 const struct pelab_task_ops pelab_task_qa = {
     .name = "qa",
-    .summary = "long-context retrieval from text haystacks (RULER-style): passkey; loss, "
+    .summary = "long-context retrieval from text haystacks (RULER-style): passkey, kv, multi; loss, "
                "accuracy and exact match of the answer",
     .options = options,
     .init = qa_init,
