@@ -141,14 +141,9 @@ static char sweep_spec[PELAB_OPT_VAL_MAX];
 static int read_summary(struct result *r) {
     char path[sizeof r->dir + 16];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    char *text;
-    size_t size;
-    int rc = pelab_read_file(path, &text, &size);
-    if (rc) return rc;
     struct pelab_json *j;
-    rc = pelab_json_parse(text, size, &j);
-    free(text);
-    if (rc) return fail_in(PELAB_ERR_RUNTIME, path);
+    int rc = pelab_json_load(path, &j);
+    if (rc) return rc;
     const char *keys[3] = {"test_acc", "test_loss", "wall_s"};
     double *dst[3] = {&r->test_acc, &r->test_loss, &r->wall_s};
     for (int i = 0; i < 3 && !rc; i++) {

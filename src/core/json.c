@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/status.h"
 
@@ -493,4 +494,20 @@ void pelab_sb_json_number(struct pelab_sb *sb, double x) {
         if (strtod(buf, NULL) == x) break;
     }
     pelab_sb_append(sb, buf, strlen(buf));
+}
+
+int pelab_json_load(const char *path, struct pelab_json **out) {
+    *out = NULL;
+    char *text;
+    size_t size;
+    int rc = pelab_read_file(path, &text, &size);
+    if (rc) return rc;
+    rc = pelab_json_parse(text, size, out);
+    free(text);
+    if (rc) {
+        char msg[1024]; /* copied first: pelab_fail writes the buffer pelab_last_error reads */
+        snprintf(msg, sizeof msg, "%s", pelab_last_error());
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", path, msg);
+    }
+    return PELAB_OK;
 }

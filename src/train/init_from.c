@@ -70,13 +70,8 @@ static int carry_table(struct pelab_opts *opts, const struct pelab_opts *src,
 static int source_context(const char *dir, int *len) {
     char path[PELAB_PATH_MAX];
     pelab_path(path, dir, "config.json");
-    char *text;
-    size_t size;
-    int rc = pelab_read_file(path, &text, &size);
-    if (rc) return rc;
-    struct pelab_json *j = NULL;
-    rc = pelab_json_parse(text, size, &j);
-    free(text);
+    struct pelab_json *j;
+    int rc = pelab_json_load(path, &j);
     if (rc) return rc;
     const struct pelab_json *t = pelab_json_get(pelab_json_get(j, "derived"), "max-seq");
     if (!t || t->type != PELAB_JSON_NUMBER || !(t->number >= 1 && t->number <= 1 << 24))
@@ -239,13 +234,8 @@ int pelab_init_from_read_record(struct pelab_trainer *tr) {
     if (!dir || !dir[0]) return PELAB_OK;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
-    char *text;
-    size_t size;
-    int rc = pelab_read_file(path, &text, &size);
-    if (rc) return rc;
-    struct pelab_json *j = NULL;
-    rc = pelab_json_parse(text, size, &j);
-    free(text);
+    struct pelab_json *j;
+    int rc = pelab_json_load(path, &j);
     if (rc) return rc;
     const struct pelab_json *d = pelab_json_get(j, "derived");
     const struct pelab_json *step = pelab_json_get(d, "init-from-step");

@@ -161,14 +161,9 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
  * made). *found is 0 when there is no such group (then only the task can say). */
 static int read_derived(const char *cfg_path, int *vocab, int *max_seq, int *found) {
     *found = 0;
-    char *text;
-    size_t size;
-    int rc = pelab_read_file(cfg_path, &text, &size);
+    struct pelab_json *j;
+    int rc = pelab_json_load(cfg_path, &j);
     if (rc) return rc;
-    struct pelab_json *j = NULL;
-    rc = pelab_json_parse(text, size, &j);
-    free(text);
-    if (rc) return fail_in(PELAB_ERR_RUNTIME, cfg_path);
     const struct pelab_json *d = pelab_json_get(j, "derived");
     const struct pelab_json *v = pelab_json_get(d, "vocab"), *t = pelab_json_get(d, "max-seq");
     const double most = 1 << 24; /* beyond any task's vocabulary and --seq-len */
