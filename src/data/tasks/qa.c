@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "data/tasks/seqdocs.h"
+#include "data/tasks/qa.h"
 #include "data/tasks/tasks.h"
 #include "pelab/dataset.h"
 #include "pelab/rng.h"
@@ -92,6 +93,8 @@ struct qa {
     char shown[4][64];             /* token_text's results, the last four (a caller may print two
                                     * tokens in one call) */
     int next_text;
+    int full[3];                   /* val, test: haystacks from windows of T tokens (documents of
+                                    * at least T+1 tokens), when the split has any */
 };
 
 static void qa_free(struct pelab_task *t) {
@@ -186,6 +189,12 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
                           q->variant == VARIANT_KV ? "kv" : "multi", q->facts, q->digits, fixed,
                           fixed - 1);
     }
+    /* val and test haystacks: whole windows of T tokens where the split's documents reach T+1,
+     * so that an evaluation at a longer T has a haystack of that length */
+    for (int s = PELAB_SPLIT_VAL; s <= PELAB_SPLIT_TEST; s++) {
+        struct pelab_window_count c;
+        q->full[s] = q->text.ops->windows(&q->text, (enum pelab_split)s, t->seq_len, 1, &c) > 0;
+    }
     if (pelab_batch_alloc(&q->hay, 1, t->seq_len) ||
         !(q->seq = malloc(((size_t)t->seq_len + 1) * sizeof *q->seq)))
         return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -239,7 +248,10 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
     for (int r = 0; r < b->B; r++) {
         const uint64_t i = (first + (uint64_t)r) % q->size[split];
         const uint64_t h = pelab_hash64(q->key ^ pelab_hash64(((uint64_t)split << 56) ^ i));
-        q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &q->hay);
+        if (split != PELAB_SPLIT_TRAIN && q->full[split])
+            q->text.ops->fill_windows(&q->text, split, T, 1, i, &q->hay);
+        else
+            q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &q->hay);
         size_t n_hay = 0; /* the window's real input tokens */
         while (n_hay < (size_t)T && q->hay.tokens[n_hay] != t->pad) n_hay++;
         /* the facts' values and keys: kv's distinct, multi's one key for all; the one asked */
@@ -270,8 +282,14 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
         }
         const size_t room = (size_t)T + 1 - fixed; /* qa_init checked that it fits */
         if (n_hay > room) n_hay = room;
-        size_t depth[MAX_FACTS]; /* where each fact goes in, in order */
-        for (int f = 0; f < F; f++) depth[f] = (size_t)(pelab_hash64(h ^ (0x300u + (uint64_t)f)) % (n_hay + 1));
+        /* where each fact goes in, in order: depth u·(n_hay+1), u uniform in [0,1) from h, so that
+         * an example keeps its relative depths at every length */
+        size_t depth[MAX_FACTS];
+        for (int f = 0; f < F; f++) {
+            const double u = (double)(pelab_hash64(h ^ (0x300u + (uint64_t)f)) >> 11) * 0x1p-53;
+            depth[f] = (size_t)(u * (double)(n_hay + 1));
+            if (depth[f] > n_hay) depth[f] = n_hay;
+        }
         qsort(depth, (size_t)F, sizeof *depth, cmp_size);
         size_t len = 0, from = 0;
         for (int f = 0; f < F; f++) {
@@ -328,6 +346,25 @@ static const char *qa_token_text(const struct pelab_task *t, int32_t token) {
     q->next_text = (q->next_text + 1) % 4;
     snprintf(out, sizeof q->shown[0], "%s", q->text.ops->token_text(&q->text, token));
     return out;
+}
+
+int pelab_qa_decode(const struct pelab_task *t, const int32_t *ids, size_t n,
+                    struct pelab_bytes *out) {
+    PELAB_ASSERT(t->ops == &pelab_task_qa);
+    const struct qa *q = t->state;
+    return q->tk.ops->decode(&q->tk, ids, n, out);
+}
+
+const char *pelab_qa_answer_chars(const struct pelab_task *t) {
+    if (t->ops != &pelab_task_qa) return NULL;
+    const struct qa *q = t->state;
+    return q->variant == VARIANT_MULTI ? "0123456789, " : "0123456789";
+}
+
+const char *pelab_qa_variant(const struct pelab_task *t) {
+    if (t->ops != &pelab_task_qa) return NULL;
+    static const char *const names[] = {"passkey", "kv", "multi"};
+    return names[((const struct qa *)t->state)->variant];
 }
 
 const struct pelab_task_ops pelab_task_qa = {
