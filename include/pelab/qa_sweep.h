@@ -12,9 +12,9 @@
  *                      G = max(gen_tokens, answer tokens) tokens after the question (fewer
  *                      if the padding id comes; where the encoding refuses positions past
  *                      L-1, a learned table's end, only the answer's own tokens); the text
- *                      is cut where it leaves the
- *                      answer's characters (digits; multi: digits, ", "), lower-cased, trimmed,
- *                      and compared with the answer's text, lower-cased and trimmed.
+ *                      is cut where it leaves the answer's characters (digits; multi:
+ *                      digits, ", "), trimmed, and compared lower-cased with the answer's
+ *                      text cut alike (without its final ".").
  *
  * An encoding setting that cannot be cached (dynamic NTK past L_train, the learned table's
  * interpolation) generates by a forward pass over the whole context per token instead.
@@ -58,8 +58,9 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
                    uint64_t examples, long batch_tokens, int gen_tokens, struct pelab_qa_row *rows,
                    void (*progress)(void *ctx, const struct pelab_qa_row *row), void *ctx);
 
-/* Whether a generated text is the answer: g cut at the first character (after leading white
- * space) outside `chars`, then both lower-cased and trimmed of white space, compared. */
+/* Whether a generated text is the answer: each cut at its first character (after leading white
+ * space) outside `chars` (the answer's "." end goes), trimmed of white space, and compared
+ * lower-cased. */
 int pelab_qa_match(const char *g, size_t gn, const char *answer, size_t an, const char *chars);
 
 /* The rows as a JSON array (docs/FORMATS.md, "QA sweep"). */

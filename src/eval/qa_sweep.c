@@ -53,13 +53,18 @@ static void trim(const char **s, size_t *n) {
     while (*n && isspace((unsigned char)(*s)[*n - 1])) (*n)--;
 }
 
+/* [s, s+n) cut at its first character (after leading white space) outside chars, then trimmed. */
+static void cut(const char **s, size_t *n, const char *chars) {
+    while (*n && isspace((unsigned char)**s)) (*s)++, (*n)--;
+    size_t k = 0;
+    while (k < *n && (*s)[k] && strchr(chars, (*s)[k])) k++;
+    *n = k;
+    trim(s, n);
+}
+
 int pelab_qa_match(const char *g, size_t gn, const char *answer, size_t an, const char *chars) {
-    while (gn && isspace((unsigned char)*g)) g++, gn--;
-    size_t cut = 0;
-    while (cut < gn && g[cut] && strchr(chars, g[cut])) cut++;
-    gn = cut;
-    trim(&g, &gn);
-    trim(&answer, &an);
+    cut(&g, &gn, chars);
+    cut(&answer, &an, chars);
     if (gn != an) return 0;
     for (size_t i = 0; i < an; i++)
         if (tolower((unsigned char)g[i]) != tolower((unsigned char)answer[i])) return 0;
