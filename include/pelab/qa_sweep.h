@@ -40,6 +40,8 @@ struct pelab_qa_row {
     double exact_match;    /* fraction of examples whose generation is the answer */
     double forced_match;   /* fraction of examples whose every answer token is the argmax */
     uint64_t exact, forced;
+    uint64_t tokens_right; /* examples whose generation begins with the answer's tokens, token for
+                            * token: `forced` when generation and the teacher-forced pass agree */
     uint64_t generated;    /* tokens generated over all examples */
     int cached;            /* generation used the KV cache */
     double seconds;

@@ -107,11 +107,12 @@ static int generate(struct gen *g, int a, int count, int32_t pad, int *made) {
     return PELAB_OK;
 }
 
-/* Generation EM of examples [0, count) of t at length L (this rank's share); adds to *exact and
+/* Generation EM of examples [0, count) of t at length L (this rank's share); adds to *exact,
+ * *tokens_right (generations whose first tokens are the answer's, token for token) and
  * *generated. */
 static int generate_all(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
                         uint64_t count, int gen_tokens, int *cached, uint64_t *exact,
-                        uint64_t *generated) {
+                        uint64_t *tokens_right, uint64_t *generated) {
     const int L = t->seq_len;
     const char *chars = pelab_qa_answer_chars(t);
     PELAB_ASSERT(chars);
@@ -154,6 +155,9 @@ static int generate_all(struct pelab_model *m, const struct pelab_task *t, enum 
         int made;
         if ((rc = generate(&g, a, count_gen, t->pad, &made))) break;
         *generated += (uint64_t)made;
+        int same = made >= k; /* the first k generated tokens are the answer's */
+        for (int j = 0; same && j < k; j++) same = g.seq[a + j] == b.targets[p0 + j];
+        *tokens_right += (uint64_t)same;
         text.len = truth.len = 0;
         if ((rc = pelab_qa_decode(t, g.seq + a, (size_t)made, &text)) ||
             (rc = pelab_qa_decode(t, b.targets + p0, (size_t)k, &truth)))
@@ -213,16 +217,19 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
         const long per = batch_tokens / L;
         const int batch = per < 1 ? 1 : per > 65536 ? 65536 : (int)per;
         rc = pelab_evaluate(m, &t, split, 0, count, batch, &r);
-        uint64_t exact = 0, generated = 0;
+        uint64_t exact = 0, tokens_right = 0, generated = 0;
         int cached = 0;
-        if (!rc) rc = generate_all(m, &t, split, count, gen_tokens, &cached, &exact, &generated);
+        if (!rc)
+            rc = generate_all(m, &t, split, count, gen_tokens, &cached, &exact, &tokens_right,
+                              &generated);
         pelab_task_free(&t);
         if ((rc = pelab_dist_agree(rc))) return rc;
         if (pelab_dist_size() > 1) { /* counts below 2^53: exact in double */
-            double sums[2] = {(double)exact, (double)generated};
-            pelab_dist_sum_double(sums, 2);
+            double sums[3] = {(double)exact, (double)tokens_right, (double)generated};
+            pelab_dist_sum_double(sums, 3);
             exact = (uint64_t)sums[0];
-            generated = (uint64_t)sums[1];
+            tokens_right = (uint64_t)sums[1];
+            generated = (uint64_t)sums[2];
         }
         struct pelab_qa_row *row = &rows[i];
         memset(row, 0, sizeof *row);
@@ -237,6 +244,7 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
         row->forced_match = r.exact_match;
         row->exact = exact;
         row->exact_match = count ? (double)exact / (double)count : 0;
+        row->tokens_right = tokens_right;
         row->generated = generated;
         row->cached = cached;
         row->seconds = now_s() - t0;
@@ -263,8 +271,9 @@ void pelab_qa_sweep_json(struct pelab_sb *sb, const struct pelab_qa_row *rows, i
         pelab_sb_printf(sb, ", \"exact\": %llu, \"forced_exact_match\": ",
                         (unsigned long long)r->exact);
         pelab_sb_json_number(sb, r->forced_match);
-        pelab_sb_printf(sb, ", \"forced_exact\": %llu, \"generated_tokens\": %llu, \"kv_cache\": "
-                        "%s, \"seconds\": ", (unsigned long long)r->forced,
+        pelab_sb_printf(sb, ", \"forced_exact\": %llu, \"generated_answer_tokens\": %llu, "
+                        "\"generated_tokens\": %llu, \"kv_cache\": %s, \"seconds\": ",
+                        (unsigned long long)r->forced, (unsigned long long)r->tokens_right,
                         (unsigned long long)r->generated, r->cached ? "true" : "false");
         pelab_sb_json_number(sb, r->seconds);
         pelab_sb_printf(sb, "}");
