@@ -105,6 +105,36 @@ for r in j["rows"]:
     assert r["generated_tokens"] <= 8 * 11 and r["generated_answer_tokens"] == r["forced_exact"], r' "$W/jm" ||
     fail "eval multi: $(cat "$W/jm")"
 
+# compare on qa: each encoding fine-tunes its own text run; span perplexity and EM columns at each
+# length, in compare.json and sweep.csv; a run's qa_sweep.json is what a second compare reads
+"$P" train --task text --tokenizer byte --data-dir "$D" --seq-len 32 $MODEL --pe alibi --batch 4 --steps 3 \
+    --out "$W/text-alibi" >/dev/null 2>"$W/err" || fail "train text alibi: $(cat "$W/err")"
+CMP="--task qa --pe rope:init-from=$W/text,alibi:init-from=$W/text-alibi --seeds 1 --seq-len 112
+     --qa-digits 1 --qa-val-size 8 --qa-test-size 8 --steps 2 --batch 4 --threads 1 --eval-every 0
+     --lengths 1x,2x --out $W/cmp"
+"$P" compare $CMP >"$W/c1" 2>"$W/err" || fail "compare qa: $(cat "$W/err")"
+grep -q "| encoding | test span NLL | span ppl 1x (112) | span ppl 2x (224) | EM 1x | EM 2x |" "$W/c1" ||
+    fail "compare's qa table: $(cat "$W/c1")"
+R=$(ls -d "$W"/cmp/rope*-s1)
+[ -f "$R/qa_sweep.json" ] && [ "$(ls -d "$W"/cmp/*-s1 | wc -l)" -eq 2 ] || fail "compare's runs: $(ls -R "$W/cmp")"
+/usr/bin/python3 - "$W/cmp/compare.json" "$W/cmp/sweep.csv" "$R/qa_sweep.json" <<'PY' || fail "compare.json: $(cat "$W/cmp/compare.json")"
+import csv, json, sys
+c, rows, q = json.load(open(sys.argv[1])), list(csv.DictReader(open(sys.argv[2]))), json.load(open(sys.argv[3]))
+assert c["lengths"] == ["1x", "2x"], c
+rope = [r for r in c["runs"] if r["pe"].startswith("rope")][0]
+assert rope["sweep_span_ppl"] == [r["span_perplexity"] for r in q["rows"]], (rope, q)
+assert rope["sweep_em"] == [r["exact_match"] for r in q["rows"]], (rope, q)
+assert [(r["pe"].split(":")[0], r["length"]) for r in rows] == [("rope", "112"), ("rope", "224"), ("alibi", "112"), ("alibi", "224")], rows
+assert float(rows[0]["em_mean"]) == q["rows"][0]["exact_match"], rows
+PY
+/usr/bin/python3 - "$R/qa_sweep.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); j["rows"][1]["exact_match"] = 0.625
+open(sys.argv[1], "w").write(json.dumps(j))
+PY
+"$P" compare $CMP >"$W/c2" 2>"$W/err" || fail "compare qa again: $(cat "$W/err")"
+grep "^| rope" "$W/c2" | grep -q "| 62.5 % |" || fail "the second compare did not read qa_sweep.json: $(cat "$W/c2")"
+
 # refusals: one line each, exit 2
 expect_usage() { # PATTERN ARGS...
     local pat=$1

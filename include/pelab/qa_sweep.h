@@ -29,6 +29,8 @@
 #include "pelab/sweep.h"
 #include "pelab/task.h"
 
+#define PELAB_QA_GEN_TOKENS 16 /* the SeqPE paper's greedy generation */
+
 struct pelab_qa_row {
     int length;            /* L */
     char label[24];
