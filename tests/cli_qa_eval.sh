@@ -6,9 +6,11 @@
 # generations that begin with the answer's tokens are exactly the teacher-forced exact matches
 # (generation and the forward pass agree), and with byte tokens every teacher-forced match is a
 # generated match; the same questions at every length (same keys, same relative depths); the
-# table, JSON and CSV agree, and `plot lines` draws the CSV; kv and multi answers are scored whole;
-# a length the encoding cannot reach, a question longer than the context, --gen-tokens without a
-# qa sweep and --split long are one usage error each.
+# table, JSON and CSV agree, and `plot lines` draws the CSV; multi answers are scored whole;
+# `compare --task qa` with each encoding's own --init-from has the span perplexity and EM columns
+# and reads a run's qa_sweep.json again; GPT-2 tokens where the vocabulary is installed; a length
+# the encoding cannot reach, a question longer than the context, --gen-tokens without a qa sweep
+# and --split long are one usage error each.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D="$W/data"
@@ -134,6 +136,29 @@ open(sys.argv[1], "w").write(json.dumps(j))
 PY
 "$P" compare $CMP >"$W/c2" 2>"$W/err" || fail "compare qa again: $(cat "$W/err")"
 grep "^| rope" "$W/c2" | grep -q "| 62.5 % |" || fail "the second compare did not read qa_sweep.json: $(cat "$W/c2")"
+
+# GPT-2 tokens, where the vocabulary is installed (DATA_DIR/sources/gpt2, as tests/cli_bpe.sh):
+# the same sweep, the answer's tokens those of the number and the "." alone
+VOCAB="${PELAB_DATA:-data}/sources/gpt2"
+if [ -f "$VOCAB/encoder.json" ]; then
+    G="$W/gdata"
+    mkdir -p "$G/sources"
+    ln -s "$(cd "$VOCAB" && pwd)" "$G/sources/gpt2"
+    cp -r "$D/sources/sotu" "$G/sources/sotu"
+    PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$G" >"$W/out" 2>&1 || fail "install gpt2: $(cat "$W/out")"
+    "$P" train --task qa --tokenizer gpt2 --data-dir "$G" --seq-len 64 --qa-digits 1 --qa-val-size 8 \
+        --qa-test-size 8 --d-model 16 --heads 2 --layers 1 --batch 4 --steps 2 --threads 1 \
+        --eval-every 0 --out "$W/g" >/dev/null 2>"$W/err" || fail "qa gpt2: $(cat "$W/err")"
+    "$P" eval --model "$W/g" --lengths 1x,2x --json --threads 1 >"$W/jg" 2>"$W/err" || fail "eval gpt2: $(cat "$W/err")"
+    /usr/bin/python3 -c '
+import json, sys; j = json.load(open(sys.argv[1]))
+assert [r["length"] for r in j["rows"]] == [64, 128], j
+for r in j["rows"]:
+    assert r["answer_tokens"] == 2 * 8 and r["generated_answer_tokens"] == r["forced_exact"], r' "$W/jg" ||
+        fail "eval gpt2: $(cat "$W/jg")"
+else
+    echo "note: no GPT-2 vocabulary in $VOCAB; the gpt2 part is left out"
+fi
 
 # refusals: one line each, exit 2
 expect_usage() { # PATTERN ARGS...
