@@ -63,6 +63,14 @@ assert [x["label"] for x in c] == ["1x", "2x"] and all(x["pe"] == "rope" for x i
 for x, r in zip(c, rows):
     assert float(x["em"]) == r["exact_match"] and abs(float(x["ppl"]) - r["span_perplexity"]) < 1e-6 * r["span_perplexity"], (x, r)
 PY
+# a setting the KV cache cannot hold (dynamic NTK): generation recomputes, and still agrees
+"$P" eval --model "$W/ft" --lengths 1x,2x --rope-scaling dynamic-ntk --threads 1 --json >"$W/jd" \
+    2>"$W/err" || fail "eval with dynamic NTK: $(cat "$W/err")"
+/usr/bin/python3 -c '
+import json, sys; j = json.load(open(sys.argv[1]))
+for r in j["rows"]:
+    assert r["kv_cache"] is False and r["generated_answer_tokens"] == r["forced_exact"], r' "$W/jd" ||
+    fail "eval with dynamic NTK: $(cat "$W/jd")"
 "$P" plot lines --csv "$W/q.csv" --x length --y em --group pe --png "$W/em.png" >/dev/null 2>"$W/err" &&
     [ -s "$W/em.png" ] || fail "plot lines of the qa CSV: $(cat "$W/err")"
 
