@@ -43,6 +43,14 @@ for b in blocks:
     depths.add(head.index(" The pass key is"))
 assert len(keys) >= 14 and len(depths) >= 4, (keys, depths)
 PY
+# another --data-seed: other keys for the same example numbers
+"$P" train $QA $TINY --data-seed 1 --steps 1 --out "$W/qa1" >/dev/null 2>"$W/err" || fail "train qa seed 1: $(cat "$W/err")"
+"$P" sample --model "$W/qa1" --count 16 --threads 1 >"$W/s3" 2>"$W/err" || fail "sample qa seed 1: $(cat "$W/err")"
+/usr/bin/python3 - "$W/s1" "$W/s3" <<'PY' || fail "--data-seed 1 asks the same keys as 0"
+import re, sys
+k0, k1 = (re.findall(r" The pass key is (\d{5})\. Remember", open(p).read()) for p in sys.argv[1:])
+assert len(k0) == len(k1) == 16 and sum(a == b for a, b in zip(k0, k1)) <= 1, (k0, k1)
+PY
 "$P" eval --model "$W/qa" --json --threads 1 >"$W/e1" || fail "eval qa"
 /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["targets"] == 16 * 6, j' "$W/e1" ||
     fail "eval does not score 6 answer tokens (5 digits and the end) per example: $(cat "$W/e1")"
