@@ -1,6 +1,7 @@
 /* pelab eval: loss and accuracy (indirect) or NLL, perplexity and bits per byte (text, dna,
  * music) of a run's model on a split (the whole split by default); with --lengths, the
- * length-extrapolation sweep (pelab/sweep.h), also written as CSV with --csv. */
+ * length-extrapolation sweep (pelab/sweep.h), or on a qa run the answer-span perplexity and
+ * exact match per length (pelab/qa_sweep.h), also written as CSV with --csv. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
