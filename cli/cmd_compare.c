@@ -26,11 +26,13 @@
 #define MAX_PES 16
 #define MAX_SEEDS 100
 #define AUTO_LENGTHS "1x,2x,4x,8x,10x" /* --lengths auto: those of these the task can evaluate */
+#define QA_AUTO_LENGTHS "1x,2x,4x,8x"   /* --lengths auto for qa: the SeqPE paper's Table II */
 
 static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
      "encodings to compare, comma-separated; NAME:option=value:... is a variant with settings of "
-     "its own (e.g. seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe for an ablation)"},
+     "its own (e.g. seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe for an ablation); NAME:init-from=RUN "
+     "fine-tunes that encoding's own trained run"},
     {"seeds", PELAB_OPT_INT, "3", 1, MAX_SEEDS, NULL,
      "runs per encoding, with seeds --seed, --seed+1, ..."},
     {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
@@ -42,7 +44,9 @@ static const struct pelab_optdef compare_options[] = {
     {"lengths", PELAB_OPT_STR, "auto", 0, 0, NULL,
      "tasks of documents: columns of perplexity at these lengths on the long documents (the "
      "extrapolation sweep of 'pelab eval --lengths'), checked before any run trains; auto: "
-     "those of " AUTO_LENGTHS " that the long documents hold; none: no such columns"},
+     "those of " AUTO_LENGTHS " that the long documents hold; none: no such columns. qa: "
+     "answer-span perplexity and exact match of a greedy generation at these lengths (auto: "
+     QA_AUTO_LENGTHS ")"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -104,7 +108,10 @@ void pelab_cmd_compare_help(FILE *f) {
                "DIR/compare.json. On tasks of documents (text, dna, music) the table has test\n"
                "NLL and perplexity, and perplexity at each --lengths entry on the long documents\n"
                "(each run's sweep is kept in its DIR/<pe>-s<seed>/sweep.json and reused; the\n"
-               "means go to DIR/sweep.csv for 'pelab plot lines').\n"
+               "means go to DIR/sweep.csv for 'pelab plot lines'). On task qa the columns are the\n"
+               "answer-span perplexity and the exact match of a greedy generation at each length\n"
+               "(RUN/qa_sweep.json; the SeqPE paper's Table II); --pe rope:init-from=R1,alibi:init-from=R2\n"
+               "fine-tunes each encoding's own pre-trained run.\n"
                "Runs with a summary.json are not retrained; interrupted ones\n"
                "continue where they stopped. An encoding option applies to the runs of its\n"
                "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
@@ -129,7 +136,9 @@ struct result {
     uint64_t seed;
     char dir[PELAB_OPT_VAL_MAX + 64];
     double test_acc, test_loss, test_ppl, wall_s;
-    double ppl[PELAB_SWEEP_MAX]; /* perplexity at each --lengths entry (tasks of documents) */
+    double ppl[PELAB_SWEEP_MAX]; /* perplexity at each --lengths entry (tasks of documents; qa:
+                                  * of the answer span) */
+    double em[PELAB_SWEEP_MAX];  /* qa: exact match of the greedy generation at each entry */
 };
 
 /* The --lengths columns: their labels, and how many (0: none, or not a task of documents). */
@@ -137,6 +146,8 @@ static struct pelab_sweep_length sweep_lengths[PELAB_SWEEP_MAX];
 static int n_lengths;
 /* The checked --lengths text each run sweeps after training ("": no sweep). */
 static char sweep_spec[PELAB_OPT_VAL_MAX];
+/* The task is qa: the sweeps are pelab/qa_sweep.h's (span perplexity and exact match). */
+static int qa_task;
 
 static int read_summary(struct result *r) {
     char path[sizeof r->dir + 16];
@@ -176,6 +187,7 @@ struct pe_stats {
     int seeds;
     double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
     double ppl_mean, ppl_std, len_mean[PELAB_SWEEP_MAX], len_std[PELAB_SWEEP_MAX];
+    double em_mean[PELAB_SWEEP_MAX], em_std[PELAB_SWEEP_MAX];
 };
 
 /* st[p]: the runs in rs (n) of the encoding pes[p], p < n_pes. */
@@ -206,6 +218,8 @@ static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
             double x[MAX_SEEDS];
             for (int k = 0; k < m; k++) x[k] = mine[k]->ppl[l];
             mean_std(x, m, &e->len_mean[l], &e->len_std[l]);
+            for (int k = 0; k < m; k++) x[k] = mine[k]->em[l];
+            mean_std(x, m, &e->em_mean[l], &e->em_std[l]);
         }
     }
 }
@@ -243,6 +257,11 @@ static int parse_variant(const char *entry, struct variant *v) {
         if (!eq)
             return pelab_fail(PELAB_ERR_USAGE, "--pe %s: '%s' is not option=value", entry, part);
         *eq = '\0';
+        if (strcmp(part, "init-from") == 0) { /* each encoding fine-tunes its own run */
+            int rc = pelab_opts_set(&v->set, part, eq + 1);
+            if (rc) return rc;
+            continue;
+        }
         const struct pelab_optdef *d = ops ? pelab_optdef_find(ops->options, part) : NULL;
         const struct pelab_optdef *e = ops ? pelab_optdef_find(ops->eval_options, part) : NULL;
         if (ops && !d && !e)
@@ -332,7 +351,10 @@ static int write_json(const char *dir, const char *task, const char *preset, con
         pelab_sb_json_number(&sb, rs[i].test_loss);
         pelab_sb_printf(&sb, ", \"wall_s\": ");
         pelab_sb_json_number(&sb, rs[i].wall_s);
-        if (n_lengths) {
+        if (n_lengths && qa_task) {
+            json_lengths(&sb, "sweep_span_ppl", rs[i].ppl);
+            json_lengths(&sb, "sweep_em", rs[i].em);
+        } else if (n_lengths) {
             pelab_sb_printf(&sb, ", \"test_ppl\": ");
             pelab_sb_json_number(&sb, rs[i].test_ppl);
             json_lengths(&sb, "sweep_ppl", rs[i].ppl);
@@ -352,7 +374,12 @@ static int write_json(const char *dir, const char *task, const char *preset, con
             pelab_sb_printf(&sb, ", \"%s\": ", keys[k]);
             pelab_sb_json_number(&sb, vals[k]);
         }
-        if (n_lengths) {
+        if (n_lengths && qa_task) {
+            json_lengths(&sb, "sweep_span_ppl_mean", e->len_mean);
+            json_lengths(&sb, "sweep_span_ppl_std", e->len_std);
+            json_lengths(&sb, "sweep_em_mean", e->em_mean);
+            json_lengths(&sb, "sweep_em_std", e->em_std);
+        } else if (n_lengths) {
             pelab_sb_printf(&sb, ", \"test_ppl_mean\": ");
             pelab_sb_json_number(&sb, e->ppl_mean);
             pelab_sb_printf(&sb, ", \"test_ppl_std\": ");
@@ -374,11 +401,14 @@ static int write_json(const char *dir, const char *task, const char *preset, con
  * seeds: what `pelab plot lines --x length --y ppl_mean --group pe --logx` draws. */
 static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes) {
     struct pelab_sb sb = {0};
-    pelab_sb_printf(&sb, "pe,label,length,ppl_mean,ppl_std\n");
+    pelab_sb_printf(&sb, "pe,label,length,ppl_mean,ppl_std%s\n", qa_task ? ",em_mean,em_std" : "");
     for (int p = 0; p < n_pes; p++)
-        for (int l = 0; l < n_lengths; l++)
-            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g\n", st[p].pe, sweep_lengths[l].label,
+        for (int l = 0; l < n_lengths; l++) {
+            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g", st[p].pe, sweep_lengths[l].label,
                             sweep_lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
+            if (qa_task) pelab_sb_printf(&sb, ",%.9g,%.9g", st[p].em_mean[l], st[p].em_std[l]);
+            pelab_sb_printf(&sb, "\n");
+        }
     char path[PELAB_OPT_VAL_MAX + 64];
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
     int rc = pelab_write_file_atomic(path, sb.data, sb.len);
@@ -407,6 +437,28 @@ static void print_lm_table(const struct pe_stats *st, int n_pes) {
         cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
         cell(e->seeds, 3, e->ppl_mean, e->ppl_std, "");
         for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
+        printf(" %s |\n", t);
+    }
+}
+
+/* qa: the test loss of the answer span, then its perplexity and the generated exact match at
+ * each length (the SeqPE paper's Table II). */
+static void print_qa_table(const struct pe_stats *st, int n_pes) {
+    printf("\n| encoding | test span NLL |");
+    for (int l = 0; l < n_lengths; l++) printf(" span ppl %s (%d) |", sweep_lengths[l].label, sweep_lengths[l].tokens);
+    for (int l = 0; l < n_lengths; l++) printf(" EM %s |", sweep_lengths[l].label);
+    printf(" time per run |\n|---|---|");
+    for (int l = 0; l < 2 * n_lengths; l++) printf("---|");
+    printf("---|\n");
+    for (int p = 0; p < n_pes; p++) {
+        const struct pe_stats *e = &st[p];
+        char t[32];
+        pelab_format_duration(t, sizeof t, e->wall_mean);
+        printf("| %s |", e->pe);
+        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
+        for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
+        for (int l = 0; l < n_lengths; l++)
+            cell(e->seeds, 1, 100 * e->em_mean[l], 100 * e->em_std[l], " %");
         printf(" %s |\n", t);
     }
 }
@@ -489,7 +541,11 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
     pelab_progress_printer_end(&cp.pp);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (!rc && sweep_spec[0])
+    if (!rc && sweep_spec[0] && qa_task)
+        rc = pelab_compare_qa_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
+                                    &n_lengths, (double[PELAB_SWEEP_MAX]){0},
+                                    (double[PELAB_SWEEP_MAX]){0});
+    else if (!rc && sweep_spec[0])
         rc = pelab_compare_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
                                  &n_lengths, (double[PELAB_SWEEP_MAX]){0});
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
@@ -635,6 +691,14 @@ int pelab_cmd_compare(int argc, char **argv) {
      * the first one starts. */
     const struct pelab_task_ops *tops = pelab_task_find(task);
     const int sweeps = tops && tops->windows && strcmp(lengths, "none") != 0;
+    qa_task = tops && strcmp(tops->name, "qa") == 0;
+    if (qa_task && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
+    const int qa_sweeps = qa_task && strcmp(lengths, "none") != 0;
+    if (qa_sweeps) { /* the lengths' form now; the task and the positions at each after training */
+        struct pelab_sweep_length l[PELAB_SWEEP_MAX];
+        int nl;
+        if ((rc = pelab_sweep_parse(lengths, 1, l, &nl))) return rc;
+    }
     static struct result rs[MAX_PES * MAX_SEEDS];
     int n = 0;
     for (int p = 0; p < n_pes; p++)
@@ -645,13 +709,16 @@ int pelab_cmd_compare(int argc, char **argv) {
             r->variant = p;
             r->seed = seed0 + (uint64_t)s;
             snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pes[p], r->seed);
+            /* a variant's init-from path: one directory, its slashes written as '_' */
+            for (char *c = r->dir + strlen(out) + 1; *c; c++)
+                if (*c == '/') *c = '_';
             if ((rc = run_opts(&opts, r, &one))) return rc;
             struct lengths_check lc = {lengths, &one, &variants[p].eval};
             if ((rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc))) return rc;
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
-    if (sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
+    if (sweeps || qa_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
     if (jobs == 1) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
         int todo = 0, done = 0;
@@ -686,9 +753,20 @@ int pelab_cmd_compare(int argc, char **argv) {
             if (rc) return fail_in(rc, rs[i].dir);
         }
     }
+    if (qa_sweeps) /* qa: each run's answer-span perplexity and exact match per length */
+        for (int i = 0; i < n; i++) {
+            char label[80];
+            run_label(label, sizeof label, &rs[i]);
+            pelab_eval_set_progress(pelab_eval_progress_print, label);
+            rc = pelab_compare_qa_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
+                                        sweep_lengths, &n_lengths, rs[i].ppl, rs[i].em);
+            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
+            if (rc) return fail_in(rc, rs[i].dir);
+        }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);
-    if (n_lengths || (tops && tops->windows)) print_lm_table(st, n_pes);
+    if (qa_task && n_lengths) print_qa_table(st, n_pes);
+    else if (n_lengths || (tops && tops->windows)) print_lm_table(st, n_pes);
     else print_table(st, n_pes);
     if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
     if (n_lengths && (rc = write_sweep_csv(out, st, n_pes))) return rc;

@@ -1,6 +1,7 @@
 /* pelab eval: loss and accuracy (indirect) or NLL, perplexity and bits per byte (text, dna,
  * music) of a run's model on a split (the whole split by default); with --lengths, the
- * length-extrapolation sweep (pelab/sweep.h), also written as CSV with --csv. */
+ * length-extrapolation sweep (pelab/sweep.h), or on a qa run the answer-span perplexity and
+ * exact match per length (pelab/qa_sweep.h), also written as CSV with --csv. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/precision.h"
+#include "pelab/qa_sweep.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/dist.h"
@@ -29,10 +31,14 @@ static const struct pelab_optdef eval_options[] = {
     {"lengths", PELAB_OPT_STR, "", 0, 0, NULL,
      "length-extrapolation sweep: evaluate at these lengths, multiples of the training length "
      "or token counts (1x,2x,4x,8x,10x or 512,1024), on the long documents (or --split)"},
+    {"gen-tokens", PELAB_OPT_INT, "16", 1, 1024, NULL,
+     "qa with --lengths: tokens of each greedy generation (at least the answer's), whose exact "
+     "match is the EM column"},
     {"json", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "print one JSON object instead of text"},
     {"csv", PELAB_OPT_STR, "", 0, 0, NULL,
      "with --lengths: also write the sweep to this CSV file (replaced atomically), columns "
-     "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb; for "
+     "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb (qa: "
+     "pe,label,length,multiple,examples,tokens,nll,ppl,em,forced_em); for "
      "'pelab plot lines --x length --y ppl'"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
     {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
@@ -57,7 +63,12 @@ void pelab_cmd_eval_help(FILE *f) {
                "as CSV for 'pelab plot lines --csv FILE --x length --y ppl --logx'. The task and\n"
                "encoding groups below are evaluation-time options: they apply to runs of that task\n"
                "or encoding (e.g. RoPE's length extension, --rope-scaling yarn --rope-scale 4) and\n"
-               "change only this evaluation.\n");
+               "change only this evaluation.\n"
+               "On a run of task qa, --lengths asks the same questions of the test split (or\n"
+               "--split val) with haystacks of each length: answer-span NLL and perplexity,\n"
+               "and the exact match of a greedy generation of --gen-tokens tokens with the KV\n"
+               "cache (EM) beside the teacher-forced one (forced EM), as the SeqPE paper's\n"
+               "Table II; --examples N asks the first N questions.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
@@ -189,6 +200,67 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     return rc;
 }
 
+static void qa_progress(void *ctx, const struct pelab_qa_row *row) {
+    if (!*(int *)ctx) return;
+    fprintf(stderr, "\r\033[K  %s (%d tokens): span NLL %.4f, EM %.3f, %.1f s\n", row->label,
+            row->length, row->loss, row->exact_match, row->seconds);
+}
+
+/* --lengths on a run of task qa (pelab/qa_sweep.h): the table, or the JSON, and the CSV. */
+static int qa_sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
+                    const char *spec, int batch, uint64_t examples, int gen_tokens, int json,
+                    const char *csv, const struct pelab_opts *enc) {
+    static struct pelab_sweep_length lengths[PELAB_SWEEP_MAX];
+    static struct pelab_qa_row rows[PELAB_SWEEP_MAX];
+    int n, T = run->task.seq_len;
+    int rc = pelab_sweep_parse(spec, T, lengths, &n);
+    if (rc) return rc;
+    int tty = !json && isatty(fileno(stderr)) && pelab_dist_rank() == 0;
+    long tokens = batch > 0 ? (long)batch * T : 8192;
+    rc = pelab_qa_sweep(&run->model, &run->settings, split, lengths, n, examples, tokens,
+                        gen_tokens, rows, qa_progress, &tty);
+    if (rc) return rc;
+    const char *variant = pelab_opts_get(&run->settings, "qa-variant");
+    if (!variant) variant = "passkey";
+    struct pelab_sb sb = {0};
+    if (json) {
+        pelab_sb_printf(&sb, "{\"model\": ");
+        pelab_sb_json_string(&sb, dir);
+        pelab_sb_printf(&sb, ", \"task\": \"qa\", \"variant\": ");
+        pelab_sb_json_string(&sb, variant);
+        pelab_sb_printf(&sb, ", \"pe\": ");
+        pelab_sb_json_string(&sb, run->model.cfg.pe);
+        pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"%s\", \"train_length\": %d, "
+                        "\"gen_tokens\": %d, \"eval_options\": ", run->step,
+                        pelab_split_name(split), T, gen_tokens);
+        json_options(&sb, enc);
+        pelab_sb_printf(&sb, ", \"rows\": ");
+        pelab_qa_sweep_json(&sb, rows, n);
+        pelab_sb_printf(&sb, "}\n");
+    } else {
+        pelab_sb_printf(&sb, "long-context QA: %s (qa %s, pe %s, step %" PRId64 "), fine-tuned at "
+                        "T = %d, %s questions, greedy generation of %d tokens%s\n", dir, variant,
+                        run->model.cfg.pe, run->step, T, pelab_split_name(split), gen_tokens,
+                        rows[0].cached ? " with the KV cache" : " (recomputed: no KV cache)");
+        pelab_sb_printf(&sb, "%-8s %8s %7s %9s %8s %9s %10s %7s %9s\n", "length", "tokens", "x T",
+                        "questions", "answer", "span NLL", "span ppl", "EM", "forced EM");
+        for (int i = 0; i < n; i++) {
+            const struct pelab_qa_row *r = &rows[i];
+            pelab_sb_printf(&sb, "%-8s %8d %7.2f %9" PRIu64 " %8" PRIu64 " %9.4f %10.3f %7.3f "
+                            "%9.3f\n", r->label, r->length, r->multiple, r->examples, r->tokens,
+                            r->loss, r->ppl, r->exact_match, r->forced_match);
+        }
+    }
+    fputs(sb.data, stdout);
+    pelab_sb_free(&sb);
+    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK;
+    struct pelab_sb text = {0};
+    pelab_qa_sweep_csv(&text, run->model.cfg.pe, rows, n);
+    rc = pelab_write_file_atomic(csv, text.data, text.len);
+    pelab_sb_free(&text);
+    return rc;
+}
+
 int pelab_cmd_eval(int argc, char **argv) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_eval_groups(g, "options", eval_options);
@@ -222,9 +294,6 @@ int pelab_cmd_eval(int argc, char **argv) {
                                               PELAB_SPLIT_LONG};
     enum pelab_split split = splits[pelab_opt_choice(&opts, eval_options, "split")];
     if (lengths[0] && !pelab_opts_get(&opts, "split")) split = PELAB_SPLIT_LONG;
-    if (lengths[0] && pelab_opts_get(&opts, "examples"))
-        return pelab_fail(PELAB_ERR_USAGE, "--examples does not apply with --lengths (a sweep "
-                          "evaluates every window of the documents that reach each length)");
     int batch = (int)pelab_opt_int(&opts, eval_options, "batch");
     int sweep_batch = pelab_opts_get(&opts, "batch") ? batch : 0; /* 0: the sweep's default */
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
@@ -238,7 +307,18 @@ int pelab_cmd_eval(int argc, char **argv) {
     static struct pelab_run run;
     /* across MPI ranks the evaluations below are shared out (pelab/dist.h) */
     if ((rc = pelab_dist_agree(pelab_run_open_with(&run, dir, &enc)))) return rc;
-    if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])
+    const int qa = strcmp(run.task.ops->name, "qa") == 0;
+    if (qa && lengths[0] && !pelab_opts_get(&opts, "split")) split = PELAB_SPLIT_TEST;
+    if (lengths[0] && !qa && pelab_opts_get(&opts, "examples"))
+        rc = pelab_fail(PELAB_ERR_USAGE, "--examples does not apply with --lengths (a sweep "
+                        "evaluates every window of the documents that reach each length)");
+    else if (pelab_opts_get(&opts, "gen-tokens") && !(qa && lengths[0]))
+        rc = pelab_fail(PELAB_ERR_USAGE, "--gen-tokens applies to the length sweep of a qa run "
+                        "(--lengths on a run of task qa)");
+    else if (qa && lengths[0])
+        rc = qa_sweep(dir, &run, split, lengths, sweep_batch, examples,
+                      (int)pelab_opt_int(&opts, eval_options, "gen-tokens"), json, csv, &enc);
+    else if (split == PELAB_SPLIT_LONG && !run.task.ops->windows && !lengths[0])
         rc = pelab_fail(PELAB_ERR_USAGE, "--split long: task %s has no long documents (tasks of "
                         "documents: text, dna, music)", run.task.ops->name);
     else if (lengths[0])

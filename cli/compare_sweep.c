@@ -1,10 +1,12 @@
-/* The extrapolation columns of `pelab compare` on tasks of documents: each run's
+/* The extrapolation columns of `pelab compare` on tasks of documents and qa: each run's
  * length-extrapolation sweep (pelab/sweep.h) on the long documents, kept in RUN/sweep.json so
  * that a resumed comparison does not evaluate a finished run again.
  *
  * RUN/sweep.json: {"lengths": "<the --lengths text>", "eval_options": "<name=value,...>",
  * "rows": [sweep rows, docs/FORMATS.md]}. A file made for other lengths or other evaluation-time
- * options ("eval_options" absent: none), or one that does not parse, is made again.
+ * options ("eval_options" absent: none), or one that does not parse, is made again. Runs of task
+ * qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test questions, greedy
+ * generation of PELAB_QA_GEN_TOKENS tokens).
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/options.h"
+#include "pelab/qa_sweep.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
 #include "pelab/train.h"
@@ -26,9 +29,10 @@ static void eval_text(char *buf, size_t size, const struct pelab_opts *eval) {
                  eval->kv[i].val);
 }
 
-/* Reads the perplexities of path if it was made for `spec` and the options `eval` (their
- * eval_text) with n rows; 0 when it was. */
-static int read_cached(const char *path, const char *spec, const char *eval, int n, double *ppl) {
+/* Reads the perplexities of path (and, em not NULL, the exact matches) if it was made for `spec`
+ * and the options `eval` (their eval_text) with n rows; 0 when it was. */
+static int read_cached(const char *path, const char *spec, const char *eval, int n, double *ppl,
+                       double *em) {
     char *text;
     size_t size;
     if (pelab_read_file(path, &text, &size)) {
@@ -48,9 +52,11 @@ static int read_cached(const char *path, const char *spec, const char *eval, int
              rows->type == PELAB_JSON_ARRAY && rows->count == n &&
              (e ? e->type == PELAB_JSON_STRING && strcmp(e->string, eval) == 0 : !eval[0]);
     for (int i = 0; ok && i < n; i++) {
-        const struct pelab_json *p = pelab_json_get(rows->items[i], "perplexity");
-        ok = p && p->type == PELAB_JSON_NUMBER;
+        const struct pelab_json *p = pelab_json_get(rows->items[i], em ? "span_perplexity" : "perplexity");
+        const struct pelab_json *x = em ? pelab_json_get(rows->items[i], "exact_match") : NULL;
+        ok = p && p->type == PELAB_JSON_NUMBER && (!em || (x && x->type == PELAB_JSON_NUMBER));
         if (ok) ppl[i] = p->number;
+        if (ok && em) em[i] = x->number;
     }
     pelab_json_free(j);
     return ok ? 0 : -1;
@@ -66,7 +72,7 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     snprintf(path, sizeof path, "%s/sweep.json", run_dir);
     static char etext[PELAB_OPTS_MAX * 64];
     eval_text(etext, sizeof etext, eval);
-    if (rc || read_cached(path, spec, etext, *n, ppl) == 0) {
+    if (rc || read_cached(path, spec, etext, *n, ppl, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -87,5 +93,43 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     rc = pelab_write_file_atomic(path, sb.data, sb.len);
     pelab_sb_free(&sb);
     for (int i = 0; i < *n; i++) ppl[i] = rows[i].ppl;
+    return rc;
+}
+
+int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
+                           struct pelab_sweep_length *lengths, int *n, double *ppl, double *em) {
+    static struct pelab_run run;
+    int rc = pelab_run_open_with(&run, run_dir, eval);
+    if (rc) return rc;
+    rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
+    char path[PELAB_OPT_VAL_MAX + 128];
+    snprintf(path, sizeof path, "%s/qa_sweep.json", run_dir);
+    static char etext[PELAB_OPTS_MAX * 64];
+    eval_text(etext, sizeof etext, eval);
+    if (rc || read_cached(path, spec, etext, *n, ppl, em) == 0) {
+        pelab_run_close(&run);
+        return rc;
+    }
+    static struct pelab_qa_row rows[PELAB_SWEEP_MAX];
+    rc = pelab_qa_sweep(&run.model, &run.settings, PELAB_SPLIT_TEST, lengths, *n, 0, 8192,
+                        PELAB_QA_GEN_TOKENS, rows, NULL, NULL);
+    pelab_run_close(&run);
+    if (rc) return rc;
+    struct pelab_sb sb = {0};
+    pelab_sb_printf(&sb, "{\"lengths\": ");
+    pelab_sb_json_string(&sb, spec);
+    if (etext[0]) {
+        pelab_sb_printf(&sb, ", \"eval_options\": ");
+        pelab_sb_json_string(&sb, etext);
+    }
+    pelab_sb_printf(&sb, ", \"gen_tokens\": %d, \"rows\": ", PELAB_QA_GEN_TOKENS);
+    pelab_qa_sweep_json(&sb, rows, *n);
+    pelab_sb_printf(&sb, "}\n");
+    rc = pelab_write_file_atomic(path, sb.data, sb.len);
+    pelab_sb_free(&sb);
+    for (int i = 0; i < *n; i++) {
+        ppl[i] = rows[i].ppl;
+        em[i] = rows[i].exact_match;
+    }
     return rc;
 }

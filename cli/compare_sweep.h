@@ -1,4 +1,5 @@
-/* cli/compare_sweep.h — the extrapolation columns of `pelab compare` (cli/compare_sweep.c). */
+/* cli/compare_sweep.h — the extrapolation columns of `pelab compare` (cli/compare_sweep.c):
+ * perplexity at each length for tasks of documents; span perplexity and exact match for qa. */
 #ifndef PELAB_CLI_COMPARE_SWEEP_H
 #define PELAB_CLI_COMPARE_SWEEP_H
 
@@ -10,5 +11,10 @@
  * options, else evaluated and written there (atomically). */
 int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                         struct pelab_sweep_length *lengths, int *n, double *ppl);
+
+/* The same for a run of task qa (pelab/qa_sweep.h) on the test questions, kept in
+ * run_dir/qa_sweep.json: answer-span perplexity and generated exact match at each length. */
+int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
+                           struct pelab_sweep_length *lengths, int *n, double *ppl, double *em);
 
 #endif

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Task qa from the command line, on a small text dataset installed here: every passkey example
 # plants one key twice in a haystack of the split's text and asks for it at the end, the scored
-# positions are exactly the key's digits (what `sample` prints as the truth), examples differ in
-# key and depth and are the same run to run; every kv example plants four facts of distinct keys
+# positions are exactly the key's digits and the "." that ends the answer (what `sample` prints
+# as the truth), examples differ in key and depth and are the same run to run; every kv example plants four facts of distinct keys
 # and asks the value of one, which is what is scored; every multi example plants three values of
 # one key and scores them all, in order; a --seq-len too short for the template is
 # one usage error with nothing written; a text run fine-tunes on qa with the dataset and tokens
@@ -36,16 +36,24 @@ for b in blocks:
     m = re.search(r" The pass key is (\d{5})\. Remember it\. (\d{5}) is the pass key\. ", head)
     assert m and m.group(1) == m.group(2), head
     key = m.group(1)
-    assert head.rstrip().endswith(" What is the pass key? The pass key is " + key[:-1]), head
+    assert head.rstrip().endswith(" What is the pass key? The pass key is " + key), head
     truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows if "truth" in r)
-    assert truth == key, (truth, key)  # scored: the key's digits, nothing else
+    assert truth == key + ".", (truth, key)  # scored: the key's digits and the end, nothing else
     keys.add(key)
     depths.add(head.index(" The pass key is"))
 assert len(keys) >= 14 and len(depths) >= 4, (keys, depths)
 PY
+# another --data-seed: other keys for the same example numbers
+"$P" train $QA $TINY --data-seed 1 --steps 1 --out "$W/qa1" >/dev/null 2>"$W/err" || fail "train qa seed 1: $(cat "$W/err")"
+"$P" sample --model "$W/qa1" --count 16 --threads 1 >"$W/s3" 2>"$W/err" || fail "sample qa seed 1: $(cat "$W/err")"
+/usr/bin/python3 - "$W/s1" "$W/s3" <<'PY' || fail "--data-seed 1 asks the same keys as 0"
+import re, sys
+k0, k1 = (re.findall(r" The pass key is (\d{5})\. Remember", open(p).read()) for p in sys.argv[1:])
+assert len(k0) == len(k1) == 16 and sum(a == b for a, b in zip(k0, k1)) <= 1, (k0, k1)
+PY
 "$P" eval --model "$W/qa" --json --threads 1 >"$W/e1" || fail "eval qa"
-/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["targets"] == 16 * 5, j' "$W/e1" ||
-    fail "eval does not score 5 answer tokens per example: $(cat "$W/e1")"
+/usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["targets"] == 16 * 6, j' "$W/e1" ||
+    fail "eval does not score 6 answer tokens (5 digits and the end) per example: $(cat "$W/e1")"
 /usr/bin/python3 - "$W/s1" "$W/e1" <<'PY' || fail "exact_match is not the examples sample shows all right: $(cat "$W/e1")"
 import json, re, sys
 blocks = re.split(r"^#", open(sys.argv[1]).read(), flags=re.M)[1:]
@@ -73,12 +81,12 @@ for b in blocks:
     head = "\n".join(r for r in lines if r not in rows)
     facts = re.findall(r" The value of key ([a-z]{6}) is (\d{5})\. ", head)
     assert len(facts) == 4 and len({k for k, _ in facts}) == 4, facts
-    m = re.search(r" What is the value of key ([a-z]{6})\? The value is (\d{4})$", head.rstrip())
+    m = re.search(r" What is the value of key ([a-z]{6})\? The value is (\d{5})$", head.rstrip())
     assert m, head
     value = dict(facts)[m.group(1)]
-    assert value.startswith(m.group(2)), (value, m.group(2))
+    assert value == m.group(2), (value, m.group(2))
     truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows)
-    assert truth == value, (truth, value)
+    assert truth == value + ".", (truth, value)
     asked_index.add([k for k, _ in facts].index(m.group(1)))
 assert len(asked_index) >= 3, asked_index  # not always the same fact
 PY
@@ -99,7 +107,7 @@ for b in blocks:
     assert len(facts) == 3 and len({k for k, _ in facts}) == 1, facts
     assert " What are all the values of key %s? The values are " % facts[0][0] in head, head
     truth = "".join(re.search(r"truth '(.)'", r).group(1) for r in rows)
-    assert truth == ", ".join(v for _, v in facts), (truth, facts)
+    assert truth == ", ".join(v for _, v in facts) + ".", (truth, facts)
 PY
 expect_short() { # ARGS -- PATTERN
     "$P" train $QA $TINY "${@:1:$#-1}" --steps 1 --out "$W/short" >/dev/null 2>"$W/err"; local rc=$?
@@ -109,7 +117,7 @@ expect_short() { # ARGS -- PATTERN
 expect_short --qa-variant kv --seq-len 150 "--seq-len 150: a kv example of 4 facts (values of 5 digits) needs"
 "$P" train $QA $TINY --seq-len 90 --steps 1 --out "$W/short" >/dev/null 2>"$W/err"; rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] &&
-    grep -q -- "--seq-len 90: a passkey example of 5 digits needs 104 tokens" "$W/err" ||
+    grep -q -- "--seq-len 90: a passkey example of 5 digits needs 105 tokens" "$W/err" ||
     fail "a too short --seq-len: exit $rc, $(cat "$W/err")"
 [ -e "$W/short" ] && fail "a refused qa run left $W/short behind"
 

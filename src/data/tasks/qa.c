@@ -4,34 +4,38 @@
  * the answer's tokens only. Variant `passkey` (Mohtashami & Jaggi 2023, "Landmark Attention"):
  *
  *   hay[0..a) ␣The pass key is K. Remember it. K is the pass key.␣ hay[a..h) ␣What is the pass
- *   key? The pass key is␣ K
+ *   key? The pass key is␣ K .
  *
  * Variant `kv` (RULER's multi-key needles): --qa-facts facts " The value of key W is V. ", W six
  * random lower-case letters (distinct within an example), V --qa-digits digits, each at its own
- * depth (in the order drawn), then " What is the value of key W? The value is " V for one of them.
+ * depth (in the order drawn), then " What is the value of key W? The value is " V "." for one of
+ * them.
  * Variant `multi` (RULER's multi-value needles): the facts share one key W, and the question
  * " What are all the values of key W? The values are " is answered by every V in the order they
- * appear, ", " between them (all scored).
+ * appear, ", " between them, then "." (all scored). Every answer ends with the scored ".", so a
+ * fine-tuned model learns where its answer stops (greedy generation: pelab/qa_sweep.h).
  *
  * K: --qa-digits random digits (the first not 0). The haystack is a window of the text task's
- * documents of the same split (training: a random training window; val and test: their evaluation
- * windows in order), cut to h tokens so that the whole example is T+1 tokens (T = --seq-len); the
- * needle goes in at token a, uniform in 0..h. Each piece is tokenized apart (the number too), so
- * the answer's tokens are those of K alone, with the same tokenizer as the base run (byte or
- * gpt2). Example i of a split is a function of (data-seed, split, i) alone.
+ * documents of the same split (training: a random training window; val and test: their windows
+ * of T tokens in order, from the documents of at least T+1 tokens where the split has any), cut
+ * to h tokens so that the whole example is T+1 tokens (T = --seq-len); the needle goes in at
+ * token a = floor(u·(h+1)), u uniform in [0,1): example i keeps its keys, values, question and
+ * relative depths at every T, only its haystack grows. Each piece is tokenized apart (the number
+ * too), so the answer's tokens are those of K alone (and the end's), with the same tokenizer as
+ * the base run (byte or gpt2). Example i of a split is a function of (data-seed, split, i) alone.
  *
  * The model reads tokens 0..T-1 at positions 0..T-1 and is scored on predicting each answer token
  * (targets -1 elsewhere); the evaluation reports the loss over answer tokens (answer-span NLL),
  * the fraction of answer tokens predicted right (teacher-forced) and the exact match: examples
  * whose every answer token is the argmax, i.e. whose greedy continuation of the question is the
- * answer token for token. A --seq-len too short for the
- * needle, the question and the answer with an empty haystack is a usage error naming the length
- * needed.
+ * answer token for token. A --seq-len too short for the needle, the question and the answer with
+ * an empty haystack is a usage error naming the length needed.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "data/tasks/seqdocs.h"
+#include "data/tasks/qa.h"
 #include "data/tasks/tasks.h"
 #include "pelab/dataset.h"
 #include "pelab/rng.h"
@@ -70,12 +74,12 @@ enum { VARIANT_PASSKEY, VARIANT_KV, VARIANT_MULTI };
 
 /* The template's pieces (tokenized once at init). */
 enum { NEEDLE_A, NEEDLE_B, NEEDLE_C, QUESTION, KV_A, KV_B, KV_C, KV_Q1, KV_Q2, MULTI_Q1, MULTI_Q2,
-       MULTI_SEP, PIECES };
+       MULTI_SEP, END, PIECES };
 static const char *const piece_text[PIECES] = {
     " The pass key is ", ". Remember it. ", " is the pass key. ",
     " What is the pass key? The pass key is ",
     " The value of key ", " is ", ". ", " What is the value of key ", "? The value is ",
-    " What are all the values of key ", "? The values are ", ", "};
+    " What are all the values of key ", "? The values are ", ", ", "."};
 
 struct qa {
     struct pelab_task text;        /* the haystacks: the text task at the same length */
@@ -92,6 +96,8 @@ struct qa {
     char shown[4][64];             /* token_text's results, the last four (a caller may print two
                                     * tokens in one call) */
     int next_text;
+    int full[3];                   /* val, test: haystacks from windows of T tokens (documents of
+                                    * at least T+1 tokens), when the split has any */
 };
 
 static void qa_free(struct pelab_task *t) {
@@ -165,12 +171,12 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
     const struct pelab_tokens *P = q->piece;
     const size_t val = ids_max(q->digits), word = ids_max(KEY_LETTERS);
     const size_t facts = (size_t)q->facts * (P[KV_A].len + word + P[KV_B].len + val + P[KV_C].len);
-    size_t fixed = q->variant == VARIANT_PASSKEY
+    size_t fixed = P[END].len + (q->variant == VARIANT_PASSKEY
                        ? P[NEEDLE_A].len + P[NEEDLE_B].len + P[NEEDLE_C].len + P[QUESTION].len + 3 * val
                    : q->variant == VARIANT_KV
                        ? facts + P[KV_Q1].len + word + P[KV_Q2].len + val
                        : facts + P[MULTI_Q1].len + word + P[MULTI_Q2].len + (size_t)q->facts * val +
-                             (size_t)(q->facts - 1) * P[MULTI_SEP].len;
+                             (size_t)(q->facts - 1) * P[MULTI_SEP].len);
     t->vocab = q->text.vocab;
     t->seq_len = q->text.seq_len;
     t->pad = q->text.pad;
@@ -185,6 +191,12 @@ static int qa_init(struct pelab_task *t, const struct pelab_opts *opts) {
                           "before any haystack (--seq-len %zu at least)", t->seq_len,
                           q->variant == VARIANT_KV ? "kv" : "multi", q->facts, q->digits, fixed,
                           fixed - 1);
+    }
+    /* val and test haystacks: whole windows of T tokens where the split's documents reach T+1,
+     * so that an evaluation at a longer T has a haystack of that length */
+    for (int s = PELAB_SPLIT_VAL; s <= PELAB_SPLIT_TEST; s++) {
+        struct pelab_window_count c;
+        q->full[s] = q->text.ops->windows(&q->text, (enum pelab_split)s, t->seq_len, 1, &c) > 0;
     }
     if (pelab_batch_alloc(&q->hay, 1, t->seq_len) ||
         !(q->seq = malloc(((size_t)t->seq_len + 1) * sizeof *q->seq)))
@@ -239,7 +251,10 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
     for (int r = 0; r < b->B; r++) {
         const uint64_t i = (first + (uint64_t)r) % q->size[split];
         const uint64_t h = pelab_hash64(q->key ^ pelab_hash64(((uint64_t)split << 56) ^ i));
-        q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &q->hay);
+        if (split != PELAB_SPLIT_TRAIN && q->full[split])
+            q->text.ops->fill_windows(&q->text, split, T, 1, i, &q->hay);
+        else
+            q->text.ops->fill(&q->text, split, split == PELAB_SPLIT_TRAIN ? h : i, &q->hay);
         size_t n_hay = 0; /* the window's real input tokens */
         while (n_hay < (size_t)T && q->hay.tokens[n_hay] != t->pad) n_hay++;
         /* the facts' values and keys: kv's distinct, multi's one key for all; the one asked */
@@ -268,10 +283,17 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
             fixed = P[NEEDLE_A].len + P[NEEDLE_B].len + P[NEEDLE_C].len + P[QUESTION].len +
                     3 * answer_ids->len;
         }
+        fixed += P[END].len;
         const size_t room = (size_t)T + 1 - fixed; /* qa_init checked that it fits */
         if (n_hay > room) n_hay = room;
-        size_t depth[MAX_FACTS]; /* where each fact goes in, in order */
-        for (int f = 0; f < F; f++) depth[f] = (size_t)(pelab_hash64(h ^ (0x300u + (uint64_t)f)) % (n_hay + 1));
+        /* where each fact goes in, in order: depth u·(n_hay+1), u uniform in [0,1) from h, so that
+         * an example keeps its relative depths at every length */
+        size_t depth[MAX_FACTS];
+        for (int f = 0; f < F; f++) {
+            const double u = (double)(pelab_hash64(h ^ (0x300u + (uint64_t)f)) >> 11) * 0x1p-53;
+            depth[f] = (size_t)(u * (double)(n_hay + 1));
+            if (depth[f] > n_hay) depth[f] = n_hay;
+        }
         qsort(depth, (size_t)F, sizeof *depth, cmp_size);
         size_t len = 0, from = 0;
         for (int f = 0; f < F; f++) {
@@ -311,6 +333,7 @@ static void qa_fill(const struct pelab_task *t, enum pelab_split split, uint64_t
             }
         else
             put_tokens(seq, &len, answer_ids);
+        put_tokens(seq, &len, &P[END]); /* scored: where the answer ends */
         PELAB_ASSERT(len <= (size_t)T + 1);
         int32_t *tok = b->tokens + (size_t)r * b->T, *tgt = b->targets + (size_t)r * b->T;
         int32_t *pos = b->pos + (size_t)r * b->T;
@@ -328,6 +351,25 @@ static const char *qa_token_text(const struct pelab_task *t, int32_t token) {
     q->next_text = (q->next_text + 1) % 4;
     snprintf(out, sizeof q->shown[0], "%s", q->text.ops->token_text(&q->text, token));
     return out;
+}
+
+int pelab_qa_decode(const struct pelab_task *t, const int32_t *ids, size_t n,
+                    struct pelab_bytes *out) {
+    PELAB_ASSERT(t->ops == &pelab_task_qa);
+    const struct qa *q = t->state;
+    return q->tk.ops->decode(&q->tk, ids, n, out);
+}
+
+const char *pelab_qa_answer_chars(const struct pelab_task *t) {
+    if (t->ops != &pelab_task_qa) return NULL;
+    const struct qa *q = t->state;
+    return q->variant == VARIANT_MULTI ? "0123456789, " : "0123456789";
+}
+
+const char *pelab_qa_variant(const struct pelab_task *t) {
+    if (t->ops != &pelab_task_qa) return NULL;
+    static const char *const names[] = {"passkey", "kv", "multi"};
+    return names[((const struct qa *)t->state)->variant];
 }
 
 const struct pelab_task_ops pelab_task_qa = {
