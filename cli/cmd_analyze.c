@@ -73,8 +73,9 @@ void pelab_cmd_analyze_help(FILE *f) {
                "      distances t - s = 0..max-distance; columns layer,head,distance,bias.\n"
                "      By default the query sits at t = distance and the key at s = 0, so FIRE's\n"
                "      rows with t ≥ L = |ℓ|·T use the normaliser ψ(t) (see --query-pos).\n"
-               "      pope: the phase bias δ of every layer, head and frequency, clamped to [−2π, 0]\n"
-               "      as the forward pass uses it; columns layer,head,freq,theta,delta.\n"
+               "      pope: the phase bias δ of every layer, head and frequency as the forward pass\n"
+               "      uses it (clamped to [−2π, 0] unless --pope-delta-clamp off); columns\n"
+               "      layer,head,freq,theta,delta.\n"
                "      PNG: one panel per layer, one line per head, against distance (δ: frequency).\n"
                "freq  rope, xpos, pope: frequency usage, the mean magnitude of each frequency's query\n"
                "      and key components over the real (non-padding) tokens of --batches batches and\n"
@@ -210,7 +211,7 @@ static int csv_delta(FILE *f, const struct view *v) {
 
 static int png_delta(const char *path, int width, int height, const struct view *v) {
     char title[256];
-    snprintf(title, sizeof title, "pope: phase bias δ by frequency, clamped to [−2π, 0] (%s)", v->dir);
+    snprintf(title, sizeof title, "pope: phase bias δ by frequency, as the forward pass uses it (%s)", v->dir);
     return png_per_head(path, width, height, v, title, "frequency index c", "δ");
 }
 
@@ -244,10 +245,12 @@ done:
     return rc;
 }
 
-/* PoPE's δ (H, d) per layer, clamped, with each frequency θ_c = base^(−c/d). */
+/* PoPE's δ (H, d) per layer as the forward pass uses it (clamped unless --pope-delta-clamp off),
+ * with each frequency θ_c = base^(−c/d). */
 static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_opts *settings) {
     const int d = m->cfg.d_model / v->H;
     const double base = pelab_opt_real(settings, m->pe.ops->options, "pope-base");
+    const int clamp = pelab_opt_switch(settings, m->pe.ops->options, "pope-delta-clamp");
     v->n = d;
     int rc = view_alloc(v, 1, 0);
     if (rc) return rc;
@@ -261,7 +264,7 @@ static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_
         const pelab_real *delta = pelab_params_data(&m->params, i);
         for (int j = 0; j < v->H * d; j++) {
             double x = delta[j];
-            v->a[(size_t)l * v->H * d + j] = x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
+            v->a[(size_t)l * v->H * d + j] = !clamp ? x : x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
         }
     }
     return PELAB_OK;
