@@ -28,6 +28,7 @@
 #define TWO_PI 6.283185307179586
 
 int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
+int pelab_analyze_probe(int argc, char **argv); /* cli/analyze_probe.c */
 
 static const struct pelab_optdef common_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
@@ -86,7 +87,10 @@ void pelab_cmd_analyze_help(FILE *f) {
                "Other encodings: a usage error. Extrapolation sweeps and other CSV tables are drawn\n"
                "with 'pelab plot lines'.\n");
     pelab_args_help(f, g, 3, NULL);
-    fprintf(f, "\nalso: pelab analyze seqpe --model DIR  (SeqPE's e_p . e_q matrix; its --help for options)\n");
+    fprintf(f, "\nalso: pelab analyze seqpe --model DIR  (SeqPE's e_p . e_q matrix; its --help for options)\n"
+               "      pelab analyze probe --model DIR  (indirect indexing: per checkpoint, layer and head,\n"
+               "                                        the offset δ prefers and the attention around the\n"
+               "                                        source letter; its --help for options)\n");
 }
 
 /* Every option must be common or the analysis's own; another analysis's is named as such. */
@@ -343,12 +347,13 @@ int pelab_cmd_analyze(int argc, char **argv) {
         return PELAB_OK;
     }
     if (argc < 1 || strncmp(argv[0], "--", 2) == 0)
-        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq|seqpe --model DIR");
+        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq|seqpe|probe --model DIR");
     if (strcmp(argv[0], "seqpe") == 0) return pelab_analyze_seqpe(argc - 1, argv + 1);
+    if (strcmp(argv[0], "probe") == 0) return pelab_analyze_probe(argc - 1, argv + 1);
     int which = -1;
     for (size_t a = 0; a < sizeof analyses / sizeof analyses[0]; a++)
         if (strcmp(argv[0], analyses[a].name) == 0) which = (int)a;
-    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq, seqpe)", argv[0]);
+    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq, seqpe, probe)", argv[0]);
     struct pelab_group g[] = {{"options", common_options}, {"options", bias_options}, {"options", freq_options}};
     static struct pelab_opts opts;
     int help;
