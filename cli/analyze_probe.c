@@ -16,7 +16,7 @@
  *               the string, to i − 1, to i + 1 (each averaged over the queries where it exists),
  *               and to the target's position i + shift
  *   ans_letter  mean attention from each answer position to its query's own copy of the source
- *               letter (", X, +1, "), five tokens back: a copy needs only this one
+ *               letter (", X, +1, "), six tokens back for a one-digit shift: a copy needs only this one
  *
  * Attention is the reference kernel's probabilities (pelab_model_attention) on the first
  * --batches batches of --split. The run is built from config.json alone, so a run still training
