@@ -29,6 +29,7 @@
 #define TWO_PI 6.283185307179586
 
 int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
+int pelab_analyze_probe(int argc, char **argv); /* cli/analyze_probe.c */
 
 static const struct pelab_optdef common_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
@@ -77,8 +78,9 @@ void pelab_cmd_analyze_help(FILE *f) {
                "      distances t - s = 0..max-distance; columns layer,head,distance,bias.\n"
                "      By default the query sits at t = distance and the key at s = 0, so FIRE's\n"
                "      rows with t ≥ L = |ℓ|·T use the normaliser ψ(t) (see --query-pos).\n"
-               "      pope: the phase bias δ of every layer, head and frequency, clamped to [−2π, 0]\n"
-               "      as the forward pass uses it; columns layer,head,freq,theta,delta.\n"
+               "      pope: the phase bias δ of every layer, head and frequency as the forward pass\n"
+               "      uses it (clamped to [−2π, 0] unless --pope-delta-clamp off); columns\n"
+               "      layer,head,freq,theta,delta.\n"
                "      PNG: one panel per layer, one line per head, against distance (δ: frequency).\n"
                "freq  rope, xpos, pope: frequency usage, the mean magnitude of each frequency's query\n"
                "      and key components over the real (non-padding) tokens of --batches batches and\n"
@@ -89,7 +91,10 @@ void pelab_cmd_analyze_help(FILE *f) {
                "Other encodings: a usage error. Extrapolation sweeps and other CSV tables are drawn\n"
                "with 'pelab plot lines'.\n");
     pelab_args_help(f, g, 3, NULL);
-    fprintf(f, "\nalso: pelab analyze seqpe --model DIR  (SeqPE's e_p . e_q matrix; its --help for options)\n");
+    fprintf(f, "\nalso: pelab analyze seqpe --model DIR  (SeqPE's e_p . e_q matrix; its --help for options)\n"
+               "      pelab analyze probe --model DIR  (indirect indexing: per checkpoint, layer and head,\n"
+               "                                        the offset δ prefers and the attention around the\n"
+               "                                        source letter; its --help for options)\n");
 }
 
 /* Every option must be common or the analysis's own; another analysis's is named as such. */
@@ -214,7 +219,7 @@ static int csv_delta(FILE *f, const struct view *v) {
 
 static int png_delta(const char *path, int width, int height, const struct view *v) {
     char title[256];
-    snprintf(title, sizeof title, "pope: phase bias δ by frequency, clamped to [−2π, 0] (%s)", v->dir);
+    snprintf(title, sizeof title, "pope: phase bias δ by frequency, as the forward pass uses it (%s)", v->dir);
     return png_per_head(path, width, height, v, title, "frequency index c", "δ");
 }
 
@@ -248,10 +253,12 @@ done:
     return rc;
 }
 
-/* PoPE's δ (H, d) per layer, clamped, with each frequency θ_c = base^(−c/d). */
+/* PoPE's δ (H, d) per layer as the forward pass uses it (clamped unless --pope-delta-clamp off),
+ * with each frequency θ_c = base^(−c/d). */
 static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_opts *settings) {
     const int d = m->cfg.d_model / v->H;
     const double base = pelab_opt_real(settings, m->pe.ops->options, "pope-base");
+    const int clamp = pelab_opt_switch(settings, m->pe.ops->options, "pope-delta-clamp");
     v->n = d;
     int rc = view_alloc(v, 1, 0);
     if (rc) return rc;
@@ -265,7 +272,7 @@ static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_
         const pelab_real *delta = pelab_params_data(&m->params, i);
         for (int j = 0; j < v->H * d; j++) {
             double x = delta[j];
-            v->a[(size_t)l * v->H * d + j] = x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
+            v->a[(size_t)l * v->H * d + j] = !clamp ? x : x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
         }
     }
     return PELAB_OK;
@@ -344,12 +351,13 @@ int pelab_cmd_analyze(int argc, char **argv) {
         return PELAB_OK;
     }
     if (argc < 1 || strncmp(argv[0], "--", 2) == 0)
-        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq|seqpe --model DIR");
+        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq|seqpe|probe --model DIR");
     if (strcmp(argv[0], "seqpe") == 0) return pelab_analyze_seqpe(argc - 1, argv + 1);
+    if (strcmp(argv[0], "probe") == 0) return pelab_analyze_probe(argc - 1, argv + 1);
     int which = -1;
     for (size_t a = 0; a < sizeof analyses / sizeof analyses[0]; a++)
         if (strcmp(argv[0], analyses[a].name) == 0) which = (int)a;
-    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq, seqpe)", argv[0]);
+    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq, seqpe, probe)", argv[0]);
     struct pelab_group g[] = {{"options", common_options}, {"options", bias_options}, {"options", freq_options}};
     static struct pelab_opts opts;
     int help;

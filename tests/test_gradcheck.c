@@ -158,8 +158,10 @@ static void check_qk(const char *label, const char *pe_name, const char *k1, con
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
     if (c.pe.ops->init_params) c.pe.ops->init_params(&c.pe, &rng);
-    /* δ outside [−2π, 0] in a few places: clamped, so zero gradient there */
-    if (c.params.total >= 4) c.params.data[0] = 0.3, c.params.data[3] = -7.0;
+    /* δ outside [−2π, 0] in two places of layer 1, the layer qk_f runs: clamped, so zero
+     * gradient there (layer 0 gets none at all) */
+    const long out0 = (long)H * d, out1 = (long)H * d + 3; /* layer 1's δ[0][0] and δ[0][3] */
+    if ((long)c.params.total > out1) c.params.data[out0] = 0.3, c.params.data[out1] = -7.0;
     c.ld = D + 5;
     long n_in = (long)c.B * c.T * c.ld, n_out = (long)c.B * H * c.T * c.pe.qk_dim;
     int32_t pos[8] = {3, 4, 9, 10, 0, 1, 2, 700};
@@ -179,12 +181,23 @@ static void check_qk(const char *label, const char *pe_name, const char *k1, con
     gradcheck(what, qk_f, &c, c.q, dq, n_in, H_STEP, ATOL, RTOL);
     snprintf(what, sizeof what, "%s k", label);
     gradcheck(what, qk_f, &c, c.k, dk, n_in, H_STEP, ATOL, RTOL);
-    if (c.params.total) {
+    /* PoPE's δ: clamped entries (0 and 3) get no gradient; without the clamp they do; frozen δ
+     * gets none anywhere (the numeric derivative is not 0 there, so it is not compared) */
+    const int unclamped = k1 && strcmp(k1, "pope-delta-clamp") == 0 && strcmp(v1, "off") == 0;
+    const int frozen = k1 && strcmp(k1, "pope-delta-train") == 0 && strcmp(v1, "off") == 0;
+    if (c.params.total && frozen) {
+        double most = 0;
+        for (size_t i = 0; i < c.params.total; i++) most = fmax(most, fabs(c.params.grad[i]));
+        CHECK(most == 0, "%s: frozen δ got a gradient of %.3g", label, most);
+    } else if (c.params.total) {
         snprintf(what, sizeof what, "%s parameters", label);
         gradcheck(what, qk_f, &c, c.params.data, c.params.grad, (long)c.params.total, H_STEP, ATOL, RTOL);
-        CHECK(c.params.grad[0] == 0 && c.params.grad[3] == 0, "%s: clamped δ must get no gradient", label);
+        if (unclamped)
+            CHECK(c.params.grad[out0] != 0 && c.params.grad[out1] != 0, "%s: δ outside [−2π, 0] must get a gradient", label);
+        else
+            CHECK(c.params.grad[out0] == 0 && c.params.grad[out1] == 0 && c.params.grad[out0 + 1] != 0,
+                  "%s: clamped δ must get no gradient, the others some", label);
     }
-    (void)d;
     free(c.q), free(c.k), free(c.wq), free(c.wk), free(c.qo), free(c.ko), free(dq), free(dk);
     pelab_posenc_free(&c.pe);
     pelab_params_free(&c.params);
@@ -376,6 +389,9 @@ int main(void) {
     check_qk("pope", "pope", "pope-delta-init", "uniform", NULL, NULL);
     check_qk("pope softplus off", "pope", "pope-softplus", "off", "pope-delta-init", "uniform");
     check_qk("pope delta off", "pope", "pope-delta", "off", NULL, NULL);
+    check_qk("pope clamp off", "pope", "pope-delta-clamp", "off", "pope-delta-init", "uniform");
+    check_qk("pope delta frozen", "pope", "pope-delta-train", "off", "pope-delta-init", "uniform");
+    check_qk("pope offset 2", "pope", "pope-delta-init", "offset", "pope-delta-offset", "2");
     check_qk("xpos", "xpos", NULL, NULL, NULL, NULL);
     check_qk("xpos fast decay", "xpos", "xpos-scale-base", "256", "xpos-gamma", "0.2");
     check_qk("rope resonance", "rope", "rope-resonance", "on", NULL, NULL);
@@ -403,6 +419,8 @@ int main(void) {
     check_model("rope half untied", (const char *const[]){"pe", "rope", "rope-layout", "half", "tied", "off", NULL}, 0);
     check_model("pope", (const char *const[]){"pe", "pope", "pope-delta-init", "uniform", NULL}, 0);
     check_model("pope no softplus", (const char *const[]){"pe", "pope", "pope-softplus", "off", NULL}, 0);
+    check_model("pope no clamp", (const char *const[]){"pe", "pope", "pope-delta-clamp", "off", "pope-base", "100", NULL}, 0);
+    check_model("pope offset 1", (const char *const[]){"pe", "pope", "pope-delta-init", "offset", NULL}, 0);
     check_model("pope dropout", (const char *const[]){"pe", "pope", "pope-delta-init", "uniform", NULL}, 0.25);
     check_model("rope dropout", (const char *const[]){"pe", "rope", NULL}, 0.25);
     check_model("learned", (const char *const[]){"pe", "learned", "ape-max-len", "16", NULL}, 0);

@@ -474,7 +474,62 @@ static void test_curriculum(void) {
     pelab_task_free(&t);
 }
 
+/* --indirect-shift-zero on: the full task draws shift 0 too (train, val and test), each shift of
+ * [-M, M] that fits about as often; off (the default): never 0 outside the curriculum. */
+static void test_shift_zero(void) {
+    struct pelab_task on, off;
+    const char *kv_on[] = {"indirect-shift-zero", "on", "indirect-max-shift", "1", "indirect-min-len", "6",
+                           "indirect-max-len", "10", NULL};
+    const char *kv_off[] = {"indirect-max-shift", "1", "indirect-min-len", "6", "indirect-max-len", "10",
+                            NULL};
+    CHECK(init_with(&on, kv_on) == PELAB_OK, "init: %s", pelab_last_error());
+    CHECK(init_with(&off, kv_off) == PELAB_OK, "init: %s", pelab_last_error());
+    int count[3][3] = {{0}}, off_zero = 0, n = 0;
+    for (int split = PELAB_SPLIT_TRAIN; split <= PELAB_SPLIT_TEST; split++)
+        for (uint64_t i = 0; i < 3000; i++) {
+            struct pelab_indirect_example ex, ex_off;
+            pelab_indirect_generate(&on, (enum pelab_split)split, i, &ex);
+            pelab_indirect_generate(&off, (enum pelab_split)split, i, &ex_off);
+            for (int k = 0; k < ex.n_queries; k++) {
+                CHECK(abs(ex.q[k].shift) <= 1, "shift %d beyond ±1", ex.q[k].shift);
+                CHECK(ex.q[k].target_index == ex.q[k].source_index + ex.q[k].shift &&
+                      ex.q[k].target == ex.text[ex.q[k].target_index], "target of shift %d", ex.q[k].shift);
+                count[split][ex.q[k].shift + 1]++;
+                off_zero += ex_off.q[k].shift == 0;
+                n += split == PELAB_SPLIT_TRAIN;
+            }
+        }
+    for (int split = 0; split < 3; split++)
+        CHECK(count[split][1] > 0, "split %d: shift 0 drawn with --indirect-shift-zero on", split);
+    /* Expected shares: a source inside the string (L − 2 of L) takes −1, 0, +1 alike; one at an
+     * end takes 0 or the one shift that fits, 1/2 each. L uniform in 6..10. */
+    double p[3] = {0};
+    for (int L = 6; L <= 10; L++) {
+        p[0] += ((L - 2.0) / L / 3 + 0.5 / L) / 5;
+        p[1] += ((L - 2.0) / L / 3 + 1.0 / L) / 5;
+        p[2] += ((L - 2.0) / L / 3 + 0.5 / L) / 5;
+    }
+    for (int j = 0; j < 3; j++)
+        CHECK(fabs(count[0][j] - n * p[j]) <= 5 * sqrt(n * p[j] * (1 - p[j])),
+              "shift %d: %d of %d drawn, %.1f expected", j - 1, count[0][j], n, n * p[j]);
+    CHECK(off_zero == 0, "shift 0 drawn %d times with --indirect-shift-zero off", off_zero);
+    /* the batch encodes a copy like any other query: the target is the source letter */
+    struct pelab_batch b;
+    CHECK(pelab_batch_alloc(&b, 8, on.seq_len) == PELAB_OK, "alloc");
+    on.ops->fill(&on, PELAB_SPLIT_VAL, 0, &b);
+    for (int r = 0; r < b.B; r++) {
+        struct pelab_indirect_example ex;
+        pelab_indirect_generate(&on, PELAB_SPLIT_VAL, (uint64_t)r, &ex);
+        const char *w = row_mismatch(&b, r, &ex);
+        CHECK(w == NULL, "shift-zero fill row %d: %s", r, w);
+    }
+    pelab_batch_free(&b);
+    pelab_task_free(&on);
+    pelab_task_free(&off);
+}
+
 int main(void) {
+    test_shift_zero();
     test_curriculum();
     test_registry();
     test_queries();

@@ -112,6 +112,10 @@ const pelab_real *pelab_model_losses(const struct pelab_model *m);
  * value (D), each H heads of width d, before the positional encoding. Read-only: the backward
  * pass uses it. */
 const pelab_real *pelab_model_qkv(const struct pelab_model *m, int layer);
+/* Layer l's attention probabilities of the last forward, (B,H,T,T) (row t: query t, entries above
+ * the diagonal 0), before dropout; NULL unless the model runs the reference kernel
+ * (--attention ref, or pelab_model_set_attention), the only one that keeps them. */
+const pelab_real *pelab_model_attention(const struct pelab_model *m, int layer);
 
 /* Evaluation-only forward (eval, sample, long-context sweeps): the loss of pelab_model_forward
  * with dropout off, without keeping what a backward pass reads. The layers share one set of

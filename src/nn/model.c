@@ -452,6 +452,13 @@ const pelab_real *pelab_model_qkv(const struct pelab_model *m, int layer) {
     return m->acts->qkv + (long)layer * m->cur_B * m->cur_T * 3 * m->cfg.d_model;
 }
 
+const pelab_real *pelab_model_attention(const struct pelab_model *m, int layer) {
+    PELAB_ASSERT(m->acts != NULL && layer >= 0 && layer < m->cfg.n_layers);
+    if (!m->acts->att) return NULL;
+    const long BHT = (long)m->cur_B * m->cfg.n_heads * m->cur_T;
+    return m->acts->att + layer * BHT * m->cur_T;
+}
+
 /* --- diagnostics ------------------------------------------------------------------------------ */
 
 /* One activation buffer of the last forward, with its shape for the message. */

@@ -8,8 +8,12 @@
  * so content sets only the magnitudes and position only the phases. Implemented as ordinary
  * attention on width 2d:  q' = [μ_q cos φ_q ; μ_q sin φ_q],  k' = [μ_k cos φ_k ; μ_k sin φ_k].
  *
- * δ is used as clamp(δ, −2π, 0); its gradient flows where −2π ≤ δ ≤ 0. Init 0 (`zero`, the
- * paper's choice for length generalisation) or uniform in [−2π, 0] (`uniform`).
+ * δ is used as clamp(δ, −2π, 0); its gradient flows where −2π ≤ δ ≤ 0 (--pope-delta-clamp off: δ
+ * as is, gradient everywhere; --pope-delta-train off: no gradient, δ keeps its initial value).
+ * Init 0 (`zero`, the paper's choice for length generalisation), uniform in [−2π, 0] (`uniform`),
+ * or `offset`: every head of every layer prefers the distance t − s = K (--pope-delta-offset K),
+ *   δ_c = Kθ_c − 2π·ceil(Kθ_c / 2π)  ∈ (−2π, 0]   (≡ Kθ_c mod 2π, so cos(Kθ_c − δ_c) = 1 for all c);
+ * with equal magnitudes the score Σ_c cos((t − s − K)θ_c) then peaks at t − s = K.
  *
  * backward, per element (c and its partner d+c):
  *   dμ_q = dq'_c cos φ_q + dq'_{d+c} sin φ_q;      dq = dμ_q · sigmoid(q)
@@ -31,12 +35,25 @@ static const struct pelab_optdef pope_options[] = {
     {"pope-base", PELAB_OPT_REAL, "10000", 1.0000001, 1e15, NULL, "base of the frequencies θ_c = base^(−c/d)"},
     {"pope-softplus", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "magnitudes softplus(x); off: x as is (ablation)"},
     {"pope-delta", PELAB_OPT_SWITCH, "on", 0, 0, NULL, "learnable phase bias δ per layer, head, frequency; off: δ = 0 (ablation)"},
-    {"pope-delta-init", PELAB_OPT_CHOICE, "zero", 0, 0, "zero|uniform", "δ initial value: 0, or uniform in [−2π, 0]"},
+    {"pope-delta-init", PELAB_OPT_CHOICE, "zero", 0, 0, "zero|uniform|offset",
+     "δ initial value: 0; uniform in [−2π, 0]; or offset: every head prefers t − s = "
+     "--pope-delta-offset (δ_c = Kθ_c wrapped into [−2π, 0])"},
+    {"pope-delta-offset", PELAB_OPT_INT, "1", 0, 1e6, NULL,
+     "the distance K that --pope-delta-init offset sets every head to prefer"},
+    {"pope-delta-clamp", PELAB_OPT_SWITCH, "on", 0, 0, NULL,
+     "δ used as clamp(δ, −2π, 0), no gradient outside; off: δ as is, gradient everywhere (ablation)"},
+    {"pope-delta-train", PELAB_OPT_SWITCH, "on", 0, 0, NULL,
+     "δ learnt; off: δ keeps its initial value (no gradient; ablation)"},
     {0},
 };
 
+enum delta_init { DELTA_ZERO, DELTA_UNIFORM, DELTA_OFFSET }; /* order of the choices */
+
 struct pope {
-    int softplus, delta_init_uniform;
+    int softplus;
+    enum delta_init delta_init;
+    int delta_offset;          /* K of DELTA_OFFSET */
+    int clamp, train;          /* --pope-delta-clamp, --pope-delta-train */
     int *delta;                /* (N,) parameter index per layer, or NULL when δ is off */
     double *theta;             /* (d,) */
     pelab_real *cos, *sin;     /* (B,T,d) of the current forward pass */
@@ -53,7 +70,10 @@ static int pope_init(struct pelab_posenc *pe, const struct pelab_opts *opts, str
     pe->state = p;
     pe->qk_dim = 2 * pe->d;
     p->softplus = pelab_opt_switch(opts, pope_options, "pope-softplus");
-    p->delta_init_uniform = pelab_opt_choice(opts, pope_options, "pope-delta-init") == 1;
+    p->delta_init = (enum delta_init)pelab_opt_choice(opts, pope_options, "pope-delta-init");
+    p->delta_offset = (int)pelab_opt_int(opts, pope_options, "pope-delta-offset");
+    p->clamp = pelab_opt_switch(opts, pope_options, "pope-delta-clamp");
+    p->train = pelab_opt_switch(opts, pope_options, "pope-delta-train");
     double base = pelab_opt_real(opts, pope_options, "pope-base");
     p->theta = malloc((size_t)pe->d * sizeof *p->theta);
     p->dtrig = malloc((size_t)pe->n_layers * 2 * pe->H * pe->d * sizeof *p->dtrig);
@@ -91,8 +111,15 @@ static void pope_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
     if (!p->delta) return;
     for (int l = 0; l < pe->n_layers; l++) {
         pelab_real *delta = pelab_params_data(pe->params, p->delta[l]);
-        for (int i = 0; i < pe->H * pe->d; i++)
-            delta[i] = p->delta_init_uniform ? (pelab_real)(-TWO_PI * pelab_rng_uniform(rng)) : 0;
+        for (int i = 0; i < pe->H * pe->d; i++) {
+            double x = 0;
+            if (p->delta_init == DELTA_UNIFORM) x = -TWO_PI * pelab_rng_uniform(rng);
+            if (p->delta_init == DELTA_OFFSET) {
+                double a = fmod((double)p->delta_offset * p->theta[i % pe->d], TWO_PI); /* [0, 2π) */
+                x = a > 0 ? a - TWO_PI : 0;
+            }
+            delta[i] = (pelab_real)x;
+        }
     }
 }
 
@@ -118,15 +145,15 @@ static inline pelab_real clamp_delta(pelab_real x) {
     return x < (pelab_real)-TWO_PI ? (pelab_real)-TWO_PI : x > 0 ? 0 : x;
 }
 
-/* cos and sin of clamp(δ) for one layer into p->dtrig, (2,H,d); δ = 0 when off. The forward pass
- * forms them and the backward pass of the same layer reads them: δ does not change between. */
+/* cos and sin of clamp(δ) (of δ as is with --pope-delta-clamp off) for one layer into p->dtrig,
+ * (2,H,d); δ = 0 when off. The forward pass forms them and the backward pass of the same layer reads them: δ does not change between. */
 static void delta_trig(const struct pelab_posenc *pe, int layer) {
     const struct pope *p = pe->state;
     const pelab_real *delta = p->delta ? pelab_params_data(pe->params, p->delta[layer]) : NULL;
     const int n = pe->H * pe->d;
     pelab_real *dc = p->dtrig + (long)layer * 2 * n, *ds = dc + n;
     for (int i = 0; i < n; i++) {
-        double a = delta ? clamp_delta(delta[i]) : 0;
+        double a = !delta ? 0 : p->clamp ? clamp_delta(delta[i]) : delta[i];
         dc[i] = (pelab_real)cos(a);
         ds[i] = (pelab_real)sin(a);
     }
@@ -257,15 +284,17 @@ static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
                              const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
     struct pope *p = pe->state;
     const long ntok = (long)B * T, n = (long)pe->H * pe->d;
+    const int learn = p->delta && p->train; /* frozen δ: no ∂loss/∂φ_k at all */
     const struct pope_args a = {.qo = dq, .ko = dk, .gq = dqo, .gk = dko, .q = q, .k = k,
                                 .cos = p->cos, .sin = p->sin, .dc = p->dtrig + layer * 2 * n,
                                 .ds = p->dtrig + layer * 2 * n + n,
-                                .dphase = p->delta ? p->dphase : NULL, /* sized by prepare() */
+                                .dphase = learn ? p->dphase : NULL, /* sized by prepare() */
                                 .ld = ld, .T = T, .H = pe->H, .d = pe->d, .softplus = p->softplus};
     void (*const f)(const struct pope_args *, long, long) = pelab_simd_fn(pope_bwd);
     void (*const fsum)(pelab_real *, const pelab_real *, long, long, long, long) = pelab_simd_fn(pope_dsum);
-    const pelab_real *delta = p->delta ? pelab_params_data(pe->params, p->delta[layer]) : NULL;
-    pelab_real *ddelta = p->delta ? pelab_params_grad(pe->params, p->delta[layer]) : NULL;
+    const pelab_real *delta = learn ? pelab_params_data(pe->params, p->delta[layer]) : NULL;
+    pelab_real *ddelta = learn ? pelab_params_grad(pe->params, p->delta[layer]) : NULL;
+    const int clamp = p->clamp;
 #pragma omp parallel
     {
         long lo, hi;
@@ -277,7 +306,7 @@ static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
             pelab_thread_slice(n, &lo, &hi);
             fsum(p->dsum, p->dphase, ntok, n, lo, hi);
             for (long j = lo; j < hi; j++) /* clamped: no gradient */
-                if (!(delta[j] < (pelab_real)-TWO_PI || delta[j] > 0)) ddelta[j] += p->dsum[j];
+                if (!clamp || !(delta[j] < (pelab_real)-TWO_PI || delta[j] > 0)) ddelta[j] += p->dsum[j];
         }
     }
 }

@@ -13,6 +13,8 @@
  *   L ~ U{min-len..max-len}; the string is L letters drawn uniformly without replacement from
  *   [A-Za-z]; source index ~ U{0..L-1}; shift ~ U{−M..−1, 1..M} (M = max-shift), redrawn (the
  *   shift only) until 0 <= index + shift < L. Some shift always fits since L >= 2 and M >= 1.
+ *   --indirect-shift-zero on: shift ~ U{−M..M}, 0 (a copy of the source letter) included. The
+ *   paper draws shifts "in the range [−15, +15]" without saying whether 0 is in it.
  *
  * Queries (--indirect-queries K, default 1 = the paper's format): K independent (source letter,
  * shift, target) groups follow the same string, each scored at its own answer position:
@@ -62,6 +64,8 @@ static const struct pelab_optdef options[] = {
     {"indirect-max-len", PELAB_OPT_INT, "40", 2, N_LETTERS, NULL, "longest source string"},
     {"indirect-max-shift", PELAB_OPT_INT, "15", 1, N_LETTERS - 1, NULL,
      "shifts are drawn from [-max, max] without 0 (must be < --indirect-max-len)"},
+    {"indirect-shift-zero", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "shift 0 (the answer is the source letter) is drawn too, 1 in 2·max+1"},
     {"indirect-queries", PELAB_OPT_INT, "1", 1, PELAB_INDIRECT_MAX_QUERIES, NULL,
      "queries (source letter, shift, target) per string, each scored; 1 is the paper's format"},
     {"indirect-curriculum", PELAB_OPT_INT, "0", 0, 1e15, NULL,
@@ -80,6 +84,7 @@ static const uint64_t SPLIT_SEED[3] = {
 
 struct indirect {
     int min_len, max_len, max_shift, queries;
+    int shift_zero;      /* --indirect-shift-zero: 0 among the full task's shifts */
     uint64_t curriculum; /* training examples in the curriculum, 0 = none */
     uint64_t size[3]; /* examples per split */
     uint64_t key[3];  /* per-split seed key, data-seed mixed in */
@@ -151,6 +156,7 @@ static int indirect_init(struct pelab_task *t, const struct pelab_opts *opts) {
     s->max_len = max_len;
     s->max_shift = max_shift;
     s->queries = queries;
+    s->shift_zero = pelab_opt_switch(opts, options, "indirect-shift-zero");
     s->curriculum = (uint64_t)pelab_opt_int(opts, options, "indirect-curriculum");
     s->size[PELAB_SPLIT_TRAIN] = (uint64_t)pelab_opt_int(opts, options, "indirect-train-size");
     s->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, options, "indirect-val-size");
@@ -218,14 +224,14 @@ struct shifts {
     int max, with_zero;
 };
 
-/* The shifts of the example at `cursor` (unreduced) of `split`: the full task but for training
- * examples inside the curriculum. */
+/* The shifts of the example at `cursor` (unreduced) of `split`: the full task (0 among them with
+ * --indirect-shift-zero) but for training examples inside the curriculum. */
 static struct shifts shifts_at(const struct pelab_task *t, enum pelab_split split,
                                uint64_t cursor) {
     const struct indirect *s = t->state;
     uint64_t i = cursor - t->train_origin; /* examples the run drew before this one */
     if (split != PELAB_SPLIT_TRAIN || cursor < t->train_origin || i >= s->curriculum)
-        return (struct shifts){s->max_shift, 0};
+        return (struct shifts){s->max_shift, s->shift_zero};
     return (struct shifts){(int)((double)(s->max_shift + 1) * (double)i / (double)s->curriculum),
                            1};
 }
