@@ -77,6 +77,7 @@ DEFAULTS = {
     "mlp-mult": 4, "tied": "on", "dropout": 0.0, "pe": "rope",
     "rope-base": 10000.0, "rope-layout": "interleaved",
     "pope-base": 10000.0, "pope-softplus": "on", "pope-delta": "on", "pope-delta-init": "zero",
+    "pope-delta-clamp": "on",
 }
 _INTS = ("vocab", "max-seq", "d-model", "heads", "layers", "mlp-mult")
 _FLOATS = ("dropout", "rope-base", "pope-base")
@@ -244,11 +245,12 @@ class PoPE(nn.Module):
     q' = [mu_q cos phase_q ; mu_q sin phase_q], k' likewise (width 2d), so that
     q'.k' = sum_c mu_q,c mu_k,c cos((t - s) theta_c - delta_c)."""
 
-    def __init__(self, heads, d, base, softplus, delta):
+    def __init__(self, heads, d, base, softplus, delta, clamp=True):
         super().__init__()
         self.theta = base ** (-np.arange(d, dtype=np.float64) / d)  # (d,)
         self.softplus = softplus
         self.delta = nn.Parameter(torch.zeros(heads, d)) if delta else None  # (H, d)
+        self.clamp = clamp  # --pope-delta-clamp off: delta as it is
 
     def forward(self, q, k, pos):
         mu_q = F.softplus(q) if self.softplus else q                # (B, H, T, d)
@@ -258,7 +260,8 @@ class PoPE(nn.Module):
         if self.delta is None:
             ck, sk = cq, sq
         else:
-            phase_k = a.to(q.dtype) + self.delta.clamp(-2 * math.pi, 0)[None, :, None, :]
+            delta = self.delta.clamp(-2 * math.pi, 0) if self.clamp else self.delta
+            phase_k = a.to(q.dtype) + delta[None, :, None, :]
             ck, sk = phase_k.cos(), phase_k.sin()                   # (B, H, T, d)
         return (torch.cat((mu_q * cq, mu_q * sq), dim=-1),
                 torch.cat((mu_k * ck, mu_k * sk), dim=-1))
@@ -281,7 +284,8 @@ def make_posenc(cfg):
     if pe in ("learned", "sinusoidal", "seqpe"):
         return NoPE()  # they act on the embedding (AbsolutePE, SeqPE below) or after q, k
     if pe == "pope":
-        return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]))
+        return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]),
+                    on(cfg["pope-delta-clamp"]))
     raise ValueError("the twin has no encoding '%s'" % pe)
 
 
