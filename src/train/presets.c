@@ -39,18 +39,20 @@ static const struct pelab_preset presets[] = {
     /* A 2-core machine: bytes (a 258-row softmax instead of GPT-2's 50,257, which would cost ~25x
      * the rest of a model this small), T 256, the 4x128 model, lr 2e-3. Measured here: ~11k
      * tokens per CPU-second; 300 updates reach 1.89 nats/byte on moby-dick's val split; 1200
-     * updates (4.9M tokens) should take about 4 minutes on 2 free cores (estimated; README). */
+     * updates (4.9M tokens) should take about 4 minutes on 2 free cores (estimated; README).
+     * SeqPE in the SeqPE paper's text mode, attn-bias: ahead of input at the training length
+     * (README, "SeqPE's length extrapolation"). */
     {"text", "cpu", "a 2-core machine: bytes, T 256, D 128, 4 heads, 4 layers, 1200 steps",
      "d-model=128 heads=4 layers=4 dropout=0 tokenizer=byte seq-len=256 batch=16 lr=2e-3 "
      "min-lr=2e-4 warmup=100 steps=1200 weight-decay=0.01 clip=1.0 beta2=0.99 eval-every=200 "
-     "eval-batches=4 pope-delta-init=zero"},
+     "eval-batches=4 pope-delta-init=zero seqpe-mode=attn-bias"},
     /* make demo: the text cpu preset's model at T 128 on Moby Dick (1.2 MB; its val, test and
      * long splits are small, so the final evaluation and the 1x-10x sweep take seconds), 600
      * updates (1.2M bytes, one pass over the training split). Measured in the README. */
     {"text", "demo", "make demo: Moby Dick bytes, T 128, D 128, 4 heads, 4 layers, 600 steps",
      "dataset=moby-dick d-model=128 heads=4 layers=4 dropout=0 tokenizer=byte seq-len=128 "
      "batch=16 lr=2e-3 min-lr=2e-4 warmup=50 steps=600 weight-decay=0.01 clip=1.0 beta2=0.99 "
-     "eval-every=200 eval-batches=4 pope-delta-init=zero"},
+     "eval-every=200 eval-batches=4 pope-delta-init=zero seqpe-mode=attn-bias"},
     /* The PoPE paper's genome configuration (Tables 6-7, Human Reference Genome): D 1024,
      * 16 heads, 16 layers, dropout 0.1, sequences of 1000 6-mer tokens, lr 2.5e-4 to 2.5e-5 over
      * 100k updates after 4000 warm-up, beta2 0.999, delta uniform in [-2pi, 0]. */
