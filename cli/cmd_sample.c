@@ -63,10 +63,11 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
     const struct pelab_task *t = &run->task;
     int T = t->seq_len;
     struct pelab_batch b;
-    int rc = pelab_batch_alloc(&b, count, T);
+    int rc = pelab_batch_alloc_for(&b, t, count, T);
     if (rc) return rc;
     t->ops->fill(t, split, first, &b);
     run->model.training = 0;
+    pelab_model_set_inputs(&run->model, b.inputs);
     pelab_model_forward_eval(&run->model, b.tokens, b.targets, b.pos, count, T);
     if (run->model.status) {
         pelab_batch_free(&b);
