@@ -86,6 +86,11 @@ struct pelab_task_ops {
     /* Optional: what the task feeds the model beyond tokens, from its options alone (no data read):
      * a patch task's input width and 2-D positions. Absent: token ids, 1-D positions, causal. */
     int (*model_io)(const struct pelab_opts *opts, struct pelab_model_io *io);
+    /* Optional (image tasks): evaluate at images of side × side from now on (0: the trained
+     * side), which changes seq_len; *train_side and *patch receive the trained side and the patch
+     * size. PELAB_ERR_USAGE (pelab_image_check_side's message) for a side the patch does not
+     * divide; PELAB_ERR_RUNTIME when out of memory. */
+    int (*set_side)(struct pelab_task *t, int side, int *train_side, int *patch);
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
                   struct pelab_bytes *out);

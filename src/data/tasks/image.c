@@ -45,7 +45,8 @@ static const char *const class_names[] = {"T-shirt/top", "Trouser", "Pullover", 
 
 struct image_state {
     struct pelab_images split[3]; /* train, val, test */
-    int side, patch, grid, raster;
+    int train_side;               /* --image-side */
+    int side, patch, grid, raster;/* side and grid: of the current batches (set_side) */
     uint64_t data_seed;
     pelab_real *scratch;          /* rows·cols + side² (pelab_image_tokens) */
     pelab_real *patches;          /* (G², p²) one image's */
@@ -74,6 +75,32 @@ static void image_free(struct pelab_task *t) {
     t->state = NULL;
 }
 
+/* One image's buffers at s->side: scratch rows·cols + side² (pelab_image_tokens), patches, pos. */
+static int buffers(struct image_state *s) {
+    const struct pelab_images *im = &s->split[0];
+    const long g2 = (long)s->grid * s->grid;
+    free(s->scratch), free(s->patches), free(s->pos);
+    s->scratch = malloc(sizeof(pelab_real) * (size_t)((long)s->side * s->side + (long)im->rows * im->cols));
+    s->patches = malloc(sizeof(pelab_real) * (size_t)(g2 * s->patch * s->patch));
+    s->pos = malloc(sizeof(int32_t) * (size_t)(g2 * 2));
+    if (!s->scratch || !s->patches || !s->pos)
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for images of side %d", s->side);
+    return PELAB_OK;
+}
+
+static int image_set_side(struct pelab_task *t, int side, int *train_side, int *patch) {
+    struct image_state *s = t->state;
+    *train_side = s->train_side, *patch = s->patch;
+    if (!side) side = s->train_side;
+    int rc = pelab_image_check_side(side, s->patch);
+    if (rc) return rc;
+    s->side = side;
+    s->grid = side / s->patch;
+    if ((rc = buffers(s))) return rc;
+    t->seq_len = 1 + s->grid * s->grid;
+    return PELAB_OK;
+}
+
 static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     int rc = image_io(opts, &t->io);
     if (rc) return rc;
@@ -81,7 +108,7 @@ static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     if (!s) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     t->state = s;
     s->patch = (int)pelab_opt_int(opts, options, "patch");
-    s->side = (int)pelab_opt_int(opts, options, "image-side");
+    s->side = s->train_side = (int)pelab_opt_int(opts, options, "image-side");
     s->grid = s->side / s->patch;
     s->raster = t->io.positions.dims == 1;
     s->data_seed = (uint64_t)pelab_opt_real(opts, options, "data-seed");
@@ -90,14 +117,7 @@ static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     for (int i = 0; i < 3 && !rc; i++) rc = pelab_images_load(dir, "fashion-mnist", splits[i], &s->split[i]);
     if (!rc && s->split[0].classes > (int)(sizeof class_names / sizeof *class_names))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "fashion-mnist: %d classes, not 10", s->split[0].classes);
-    if (!rc) {
-        const struct pelab_images *im = &s->split[0];
-        const long g2 = (long)s->grid * s->grid, big = s->side > im->rows ? s->side : im->rows;
-        s->scratch = malloc(sizeof(pelab_real) * (size_t)(2 * big * big + (long)im->rows * im->cols));
-        s->patches = malloc(sizeof(pelab_real) * (size_t)(g2 * s->patch * s->patch));
-        s->pos = malloc(sizeof(int32_t) * (size_t)(g2 * 2));
-        if (!s->scratch || !s->patches || !s->pos) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    }
+    if (!rc) rc = buffers(s);
     if (rc) {
         image_free(t);
         return rc;
@@ -172,4 +192,5 @@ const struct pelab_task_ops pelab_task_image = {
     .fill = image_fill,
     .token_text = image_token_text,
     .model_io = image_io,
+    .set_side = image_set_side,
 };
