@@ -678,7 +678,7 @@ int main(int argc, char **argv) {
                          li == 1 ? " [2-D]" : li == 2 ? " [bidirectional]" : "");
                 CHECK(parse_settings(v), "%s: contract variant '%s' is not 'key=value ...'", (*e)->name, v->settings);
                 n++;
-                n_twin += li == 0;
+                n_twin += li <= 1; /* the twin runs the 1-D causal and the 2-D cases */
             }
         }
     }
