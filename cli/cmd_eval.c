@@ -284,8 +284,8 @@ int pelab_cmd_eval(int argc, char **argv) {
     if (pelab_opts_get(&opts, "csv") && !csv[0])
         return pelab_fail(PELAB_ERR_USAGE, "--csv: an empty file name");
     if (csv[0] && !lengths[0] && !res[0])
-        return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a sweep: give --lengths "
-                          "too (e.g. --lengths 1x,2x,4x), or --resolutions (image)");
+        return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
+                          "too (e.g. --lengths 1x,2x,4x), or of a resolution sweep (--resolutions, image)");
     if (strcmp(csv, "-") == 0)
         return pelab_fail(PELAB_ERR_USAGE, "--csv -: standard output holds the table (or the "
                           "JSON); name a file");

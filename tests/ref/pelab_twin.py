@@ -108,9 +108,9 @@ _FLOATS += ("seqpe-alpha", "seqpe-beta")
 
 # the image task's patch model (what the task feeds the model) and the 2-D encodings
 DEFAULTS.update({"input-dim": 0, "pos-dims": 1, "bidirectional": "off", "grid": 0,
-                 "rope2d-base": 10000.0, "sin2d-base": 10000.0})
+                 "rope2d-base": 10000.0, "sin2d-base": 10000.0, "rope2d-mixed-base": 10.0})
 _INTS += ("input-dim", "pos-dims", "grid")
-_FLOATS += ("rope2d-base", "sin2d-base")
+_FLOATS += ("rope2d-base", "sin2d-base", "rope2d-mixed-base")
 
 
 def parse_config(raw):
@@ -289,6 +289,8 @@ def make_posenc(cfg):
         return NoPE()  # they act on the embedding (AbsolutePE, AbsolutePE2D, SeqPE below) or after q, k
     if pe == "rope2d":
         return RoPE2D(d, cfg["rope2d-base"])
+    if pe == "rope2d-mixed":
+        return NoPE()  # its learned frequencies are the layer's attn.rope2d_mixed (RoPE2DMixed)
     if pe == "pope":
         return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]))
     raise ValueError("the twin has no encoding '%s'" % pe)
@@ -337,6 +339,27 @@ class RoPE2D(nn.Module):
         th = torch.as_tensor(self.theta)
         p = pos.to(torch.float64)
         a = torch.cat((p[..., 0:1] * th, p[..., 1:2] * th), -1)[:, None]             # (B, 1, T, d/2)
+        cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+
+        def turn(x):
+            x0, x1 = x[..., 0::2], x[..., 1::2]
+            return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
+        return turn(q), turn(k)
+
+
+class RoPE2DMixed(nn.Module):
+    """RoPE-Mixed (Heo et al. 2024) on pos (B, T, 2): pair i of head h (interleaved) turns by
+    theta[0, h, i] * row + theta[1, h, i] * column, theta (2, H, d/2) learned per layer."""
+
+    def __init__(self, heads, d):
+        super().__init__()
+        self.theta = nn.Parameter(torch.zeros(2, heads, d // 2))
+
+    def forward(self, q, k, pos):
+        p = pos.to(torch.float64)                                                    # (B, T, 2)
+        th = self.theta.to(torch.float64)
+        a = (p[:, None, :, 0, None] * th[0][None, :, None] +
+             p[:, None, :, 1, None] * th[1][None, :, None])                         # (B, H, T, d/2)
         cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
 
         def turn(x):
@@ -602,6 +625,8 @@ class Attention(nn.Module):
         if cfg["pe"] == "seqpe" and cfg["seqpe-mode"] != "input" and cfg["seqpe-proj"] == "per-layer":
             self.seqpe = nn.Module()                 # blocks.{l}.attn.seqpe.qk.weight, (2D, D)
             self.seqpe.qk = nn.Linear(D, 2 * D, bias=False)
+        if cfg["pe"] == "rope2d-mixed":              # blocks.{l}.attn.rope2d_mixed.theta
+            self.rope2d_mixed = RoPE2DMixed(self.H, self.d)
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
@@ -612,6 +637,8 @@ class Attention(nn.Module):
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
+        if hasattr(self, "rope2d_mixed"):
+            q, k = self.rope2d_mixed(q, k, pos)
         if seqpe is not None:                                  # (mode, e (B, T, D), shared W^p or None)
             mode, e, qk = seqpe
             pq, pk = (qk if qk is not None else self.seqpe.qk)(e).view(B, T, 2, self.H, self.d).permute(2, 0, 3, 1, 4)
@@ -786,7 +813,7 @@ def decays(name, p):
     """pelab's rule: decoupled weight decay on matrices (ndim >= 2), never on gains or on the
     positional encoding's parameters (named '.pope.' etc.)."""
     return (p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
-            and not name.startswith("pos_emb2d.")
+            and not name.startswith("pos_emb2d.") and ".rope2d_mixed." not in name
             and ".seqpe." not in name and not is_bias_param(name))
 
 
