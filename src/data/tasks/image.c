@@ -176,8 +176,10 @@ static void image_fill(const struct pelab_task *t, enum pelab_split split, uint6
     }
 }
 
+/* A class's name; "image" for the tokens' placeholder (t->pad), which sample prints after the
+ * image's index. */
 static const char *image_token_text(const struct pelab_task *t, int32_t token) {
-    (void)t;
+    if (token == t->pad) return "image";
     return token >= 0 && token < 10 ? class_names[token] : "";
 }
 
