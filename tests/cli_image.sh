@@ -30,7 +30,7 @@ check() {
     grep -qF -- "$pattern" "$W/err" || fail "pelab $*: '$pattern' not in: $(cat "$W/err")"
 }
 
-for pe in rope2d rope2d-mixed sinusoidal2d learned2d nope "rope --positions raster" "learned --positions raster"; do
+for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope "rope --positions raster" "learned --positions raster"; do
     R="$W/$(tr ' ' '_' <<<"$pe")"
     "$P" train $TINY --pe $pe --steps 6 --out "$R" >/dev/null 2>"$W/err" || fail "train --pe $pe: $(tail -3 "$W/err")"
     [ "$(json "$R/config.json" 'j["training"]["task"], j["model"]["pe"]')" = "('image', '${pe%% *}')" ] ||

@@ -12,7 +12,7 @@ extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pela
 extern const struct pelab_posenc_ops pelab_pe_alibi, pelab_pe_t5, pelab_pe_fire, pelab_pe_fire_shared;
 extern const struct pelab_posenc_ops pelab_pe_seqpe;
 extern const struct pelab_posenc_ops pelab_pe_learned2d, pelab_pe_sinusoidal2d, pelab_pe_rope2d;
-extern const struct pelab_posenc_ops pelab_pe_rope2d_mixed;
+extern const struct pelab_posenc_ops pelab_pe_rope2d_mixed, pelab_pe_pope2d;
 
 static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_nope,
@@ -30,6 +30,7 @@ static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_sinusoidal2d,
     &pelab_pe_rope2d,
     &pelab_pe_rope2d_mixed,
+    &pelab_pe_pope2d,
     NULL,
 };
 

@@ -108,9 +108,10 @@ _FLOATS += ("seqpe-alpha", "seqpe-beta")
 
 # the image task's patch model (what the task feeds the model) and the 2-D encodings
 DEFAULTS.update({"input-dim": 0, "pos-dims": 1, "bidirectional": "off", "grid": 0,
-                 "rope2d-base": 10000.0, "sin2d-base": 10000.0, "rope2d-mixed-base": 10.0})
+                 "rope2d-base": 10000.0, "sin2d-base": 10000.0, "rope2d-mixed-base": 10.0,
+                 "pope2d-base": 10000.0, "pope2d-delta-init": "zero"})
 _INTS += ("input-dim", "pos-dims", "grid")
-_FLOATS += ("rope2d-base", "sin2d-base", "rope2d-mixed-base")
+_FLOATS += ("rope2d-base", "sin2d-base", "rope2d-mixed-base", "pope2d-base")
 
 
 def parse_config(raw):
@@ -289,8 +290,8 @@ def make_posenc(cfg):
         return NoPE()  # they act on the embedding (AbsolutePE, AbsolutePE2D, SeqPE below) or after q, k
     if pe == "rope2d":
         return RoPE2D(d, cfg["rope2d-base"])
-    if pe == "rope2d-mixed":
-        return NoPE()  # its learned frequencies are the layer's attn.rope2d_mixed (RoPE2DMixed)
+    if pe in ("rope2d-mixed", "pope2d"):
+        return NoPE()  # their parameters are the layer's attn.rope2d_mixed / attn.pope2d (below)
     if pe == "pope":
         return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]))
     raise ValueError("the twin has no encoding '%s'" % pe)
@@ -366,6 +367,31 @@ class RoPE2DMixed(nn.Module):
             x0, x1 = x[..., 0::2], x[..., 1::2]
             return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
         return turn(q), turn(k)
+
+
+class PoPE2D(nn.Module):
+    """Axial PoPE on pos (B, T, 2): magnitudes softplus(x); component c < d/2 has phase
+    row * theta_c, component d/2 + c column * theta_c, theta_c = base^(-c/(d/2)); keys add
+    clamp(delta, -2pi, 0), delta (H, d) per layer -> q', k' (B, H, T, 2d) = [mu cos; mu sin]."""
+
+    def __init__(self, heads, d, base):
+        super().__init__()
+        h = d // 2
+        th = base ** (-np.arange(h, dtype=np.float64) / h)
+        self.theta = np.concatenate((th, th))                                         # (d,)
+        self.h = h
+        self.delta = nn.Parameter(torch.zeros(heads, d))
+
+    def forward(self, q, k, pos):
+        p = pos.to(torch.float64)                                                    # (B, T, 2)
+        th = torch.as_tensor(self.theta)
+        coord = torch.cat((p[..., 0:1].expand(-1, -1, self.h), p[..., 1:2].expand(-1, -1, self.h)), -1)
+        a = (coord * th)[:, None]                                                    # (B, 1, T, d)
+        ak = a + self.delta.clamp(-2 * math.pi, 0).to(torch.float64)[None, :, None]  # (B, H, T, d)
+        mq, mk = F.softplus(q), F.softplus(k)
+        qo = torch.cat((mq * a.cos().to(q.dtype), mq * a.sin().to(q.dtype)), -1)
+        ko = torch.cat((mk * ak.cos().to(k.dtype), mk * ak.sin().to(k.dtype)), -1)
+        return qo, ko
 
 
 class AbsolutePE2D(nn.Module):
@@ -627,6 +653,8 @@ class Attention(nn.Module):
             self.seqpe.qk = nn.Linear(D, 2 * D, bias=False)
         if cfg["pe"] == "rope2d-mixed":              # blocks.{l}.attn.rope2d_mixed.theta
             self.rope2d_mixed = RoPE2DMixed(self.H, self.d)
+        if cfg["pe"] == "pope2d":                    # blocks.{l}.attn.pope2d.delta
+            self.pope2d = PoPE2D(self.H, self.d, cfg["pope2d-base"])
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
@@ -639,6 +667,8 @@ class Attention(nn.Module):
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
         if hasattr(self, "rope2d_mixed"):
             q, k = self.rope2d_mixed(q, k, pos)
+        if hasattr(self, "pope2d"):
+            q, k = self.pope2d(q, k, pos)
         if seqpe is not None:                                  # (mode, e (B, T, D), shared W^p or None)
             mode, e, qk = seqpe
             pq, pk = (qk if qk is not None else self.seqpe.qk)(e).view(B, T, 2, self.H, self.d).permute(2, 0, 3, 1, 4)
@@ -814,6 +844,7 @@ def decays(name, p):
     positional encoding's parameters (named '.pope.' etc.)."""
     return (p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
             and not name.startswith("pos_emb2d.") and ".rope2d_mixed." not in name
+            and ".pope2d." not in name
             and ".seqpe." not in name and not is_bias_param(name))
 
 
