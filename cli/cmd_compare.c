@@ -92,7 +92,7 @@ static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void
     for (int i = 0; i < lc->eval->count; i++)
         if ((rc = pelab_opts_set(&merged, lc->eval->kv[i].key, lc->eval->kv[i].val))) return rc;
     struct pelab_model evaluated;
-    if ((rc = pelab_model_init(&evaluated, &merged, t->vocab, t->seq_len))) return rc;
+    if ((rc = pelab_model_init_io(&evaluated, &merged, t->vocab, t->seq_len, &t->io))) return rc;
     rc = pelab_sweep_check(&evaluated, t, PELAB_SPLIT_LONG, l, n);
     pelab_model_free(&evaluated);
     return rc;

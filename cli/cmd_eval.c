@@ -1,7 +1,8 @@
 /* pelab eval: loss and accuracy (indirect) or NLL, perplexity and bits per byte (text, dna,
  * music) of a run's model on a split (the whole split by default); with --lengths, the
  * length-extrapolation sweep (pelab/sweep.h), or on a qa run the answer-span perplexity and
- * exact match per length (pelab/qa_sweep.h), also written as CSV with --csv. */
+ * exact match per length (pelab/qa_sweep.h), also written as CSV with --csv; with --resolutions
+ * (image), the accuracy at each image side, the test images resized bilinearly. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/dist.h"
+#include "pelab/image.h"
 #include "pelab/sweep.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
@@ -34,12 +36,16 @@ static const struct pelab_optdef eval_options[] = {
     {"gen-tokens", PELAB_OPT_INT, "16", 1, 1024, NULL,
      "qa with --lengths: tokens of each greedy generation (at least the answer's), whose exact "
      "match is the EM column"},
+    {"resolutions", PELAB_OPT_STR, "", 0, 0, NULL,
+     "image: resolution sweep, the split's images resized (bilinear) to these sides, multiples "
+     "of the patch (28,36,44,56,84 or 1x,2x,3x of the trained side)"},
     {"json", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "print one JSON object instead of text"},
     {"csv", PELAB_OPT_STR, "", 0, 0, NULL,
      "with --lengths: also write the sweep to this CSV file (replaced atomically), columns "
      "pe,label,length,multiple,documents,windows,tokens,nll,ppl and, for text, bpb (qa: "
      "pe,label,length,multiple,examples,tokens,nll,ppl,em,forced_em); for "
-     "'pelab plot lines --x length --y ppl'"},
+     "'pelab plot lines --x length --y ppl'. With --resolutions: columns "
+     "pe,side,grid,multiple,tokens,examples,accuracy,loss ('--x side --y accuracy')"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
     {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
      "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "
@@ -54,7 +60,8 @@ void pelab_cmd_eval_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_eval_groups(g, "options", eval_options);
     fprintf(f, "usage: pelab eval --model DIR [--split val|test|train|long] [--json] [--batch N]\n"
-               "       pelab eval --model DIR --lengths 1x,2x,4x,8x,10x [--json] [--csv FILE]\n\n"
+               "       pelab eval --model DIR --lengths 1x,2x,4x,8x,10x [--json] [--csv FILE]\n"
+               "       pelab eval --model DIR --resolutions 28,36,44,56,84 [--json] [--csv FILE]\n\n"
                "Loads DIR/config.json and DIR/model.safetensors and reports, over the target\n"
                "positions of the split, mean loss and accuracy (indirect) or NLL per token,\n"
                "perplexity and, for text, bits per byte (text, dna, music). --lengths evaluates\n"
@@ -68,7 +75,9 @@ void pelab_cmd_eval_help(FILE *f) {
                "--split val) with haystacks of each length: answer-span NLL and perplexity,\n"
                "and the exact match of a greedy generation of --gen-tokens tokens with the KV\n"
                "cache (EM) beside the teacher-forced one (forced EM), as the SeqPE paper's\n"
-               "Table II; --examples N asks the first N questions.\n");
+               "Table II; --examples N asks the first N questions. --resolutions (image) resizes\n"
+               "the split's images (bilinear, PyTorch's align_corners=False) to each side, a\n"
+               "grid of side/patch patches a side, and reports the accuracy at each.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
@@ -261,6 +270,76 @@ static int qa_sweep(const char *dir, struct pelab_run *run, enum pelab_split spl
     return rc;
 }
 
+/* The image task at each side of `spec`: accuracy and loss per side, as a table or JSON, and as
+ * CSV in `csv` when not "". */
+static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split split, const char *spec,
+                       uint64_t examples, int batch, int json, const char *csv) {
+    struct pelab_task *t = &run->task;
+    int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
+    if (!t->ops->set_side)
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)",
+                          t->ops->name);
+    int rc = t->ops->set_side(t, 0, &train_side, &patch);
+    if (!rc) rc = pelab_image_parse_sides(spec, train_side, patch, sides, &n);
+    if (rc) return rc;
+    struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
+    for (int i = 0; i < n && !rc; i++) {
+        rc = t->ops->set_side(t, sides[i], &train_side, &patch);
+        if (!rc) rc = pelab_evaluate(&run->model, t, split, 0, examples, batch, &r[i]);
+    }
+    t->ops->set_side(t, 0, &train_side, &patch);
+    if (rc) return rc;
+    struct pelab_sb sb = {0}, text = {0};
+    if (json) {
+        pelab_sb_printf(&sb, "{\"model\": ");
+        pelab_sb_json_string(&sb, dir);
+        pelab_sb_printf(&sb, ", \"task\": ");
+        pelab_sb_json_string(&sb, t->ops->name);
+        pelab_sb_printf(&sb, ", \"pe\": ");
+        pelab_sb_json_string(&sb, run->model.cfg.pe);
+        pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"%s\", \"train_side\": %d, "
+                        "\"patch\": %d, \"rows\": [", run->step, pelab_split_name(split), train_side, patch);
+        for (int i = 0; i < n; i++) {
+            pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"multiple\": ", i ? ", " : "", sides[i],
+                            sides[i] / patch);
+            pelab_sb_json_number(&sb, (double)sides[i] / train_side);
+            pelab_sb_printf(&sb, ", \"tokens\": %d, \"examples\": %" PRIu64 ", \"correct\": %" PRIu64
+                            ", \"accuracy\": ", 1 + (sides[i] / patch) * (sides[i] / patch), r[i].examples,
+                            r[i].correct);
+            pelab_sb_json_number(&sb, r[i].acc);
+            pelab_sb_printf(&sb, ", \"loss\": ");
+            pelab_sb_json_number(&sb, r[i].loss);
+            pelab_sb_printf(&sb, "}");
+        }
+        pelab_sb_printf(&sb, "]}\n");
+    } else {
+        pelab_sb_printf(&sb, "resolution extrapolation: %s (task %s, pe %s, step %" PRId64 "), trained at "
+                        "%dx%d (grid %dx%d of %dx%d patches), %s images\n", dir, t->ops->name,
+                        run->model.cfg.pe, run->step, train_side, train_side, train_side / patch,
+                        train_side / patch, patch, patch, pelab_split_name(split));
+        pelab_sb_printf(&sb, "%-6s %-7s %6s %7s %9s %9s %8s\n", "side", "grid", "x side", "tokens",
+                        "examples", "accuracy", "loss");
+        for (int i = 0; i < n; i++) {
+            char grid[32];
+            snprintf(grid, sizeof grid, "%dx%d", sides[i] / patch, sides[i] / patch);
+            pelab_sb_printf(&sb, "%-6d %-7s %6.2f %7d %9" PRIu64 " %8.2f%% %8.4f\n", sides[i], grid,
+                            (double)sides[i] / train_side, 1 + (sides[i] / patch) * (sides[i] / patch),
+                            r[i].examples, 100 * r[i].acc, r[i].loss);
+        }
+    }
+    fputs(sb.data, stdout);
+    pelab_sb_free(&sb);
+    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK;
+    pelab_sb_printf(&text, "pe,side,grid,multiple,tokens,examples,accuracy,loss\n");
+    for (int i = 0; i < n; i++)
+        pelab_sb_printf(&text, "%s,%d,%d,%.6g,%d,%" PRIu64 ",%.6g,%.6g\n", run->model.cfg.pe, sides[i],
+                        sides[i] / patch, (double)sides[i] / train_side,
+                        1 + (sides[i] / patch) * (sides[i] / patch), r[i].examples, r[i].acc, r[i].loss);
+    rc = pelab_write_file_atomic(csv, text.data, text.len);
+    pelab_sb_free(&text);
+    return rc;
+}
+
 int pelab_cmd_eval(int argc, char **argv) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_eval_groups(g, "options", eval_options);
@@ -277,14 +356,19 @@ int pelab_cmd_eval(int argc, char **argv) {
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
     const char *csv = pelab_opt_str(&opts, eval_options, "csv");
+    const char *res = pelab_opt_str(&opts, eval_options, "resolutions");
+    if (pelab_opts_get(&opts, "resolutions") && !res[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: an empty list (give sides like 28,56,84 or 1x,2x,3x)");
+    if (res[0] && lengths[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions and --lengths: one sweep at a time");
     if (pelab_opts_get(&opts, "lengths") && !lengths[0])
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: an empty list (give lengths like 1x,2x,4x "
                           "or 512,1024)");
     if (pelab_opts_get(&opts, "csv") && !csv[0])
         return pelab_fail(PELAB_ERR_USAGE, "--csv: an empty file name");
-    if (csv[0] && !lengths[0])
+    if (csv[0] && !lengths[0] && !res[0])
         return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
-                          "too (e.g. --lengths 1x,2x,4x)");
+                          "too (e.g. --lengths 1x,2x,4x), or of a resolution sweep (--resolutions, image)");
     if (strcmp(csv, "-") == 0)
         return pelab_fail(PELAB_ERR_USAGE, "--csv -: standard output holds the table (or the "
                           "JSON); name a file");
@@ -323,6 +407,8 @@ int pelab_cmd_eval(int argc, char **argv) {
                         "documents: text, dna, music)", run.task.ops->name);
     else if (lengths[0])
         rc = sweep(dir, &run, split, lengths, sweep_batch, json, csv, &enc);
+    else if (res[0])
+        rc = resolutions(dir, &run, split, res, examples, batch, json, csv);
     else {
         struct pelab_eval_result r;
         rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);

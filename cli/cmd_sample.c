@@ -56,7 +56,9 @@ void pelab_cmd_sample_help(FILE *f) {
     fprintf(f, "usage: pelab sample --model DIR [--split test] [--count 5]\n"
                "       pelab sample --model DIR [--prompt 64] [--tokens 200] [--temperature 1]\n\n"
                "indirect: prints each example's input text, the model's prediction (with its\n"
-               "probability) and the truth. text, dna, music: takes the first --prompt tokens of\n"
+               "probability) and the truth. image: each image's index in the split, the\n"
+               "predicted class (with its probability) and the true one. text, dna, music:\n"
+               "takes the first --prompt tokens of\n"
                "windows --first.. of the split, lets the model continue them (the context slides\n"
                "over the last --context tokens, the training length T by default) and prints\n"
                "prompt, continuation and the document's own continuation as text. Generation\n"
@@ -80,10 +82,11 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
     const struct pelab_task *t = &run->task;
     int T = t->seq_len;
     struct pelab_batch b;
-    int rc = pelab_batch_alloc(&b, count, T);
+    int rc = pelab_batch_alloc_for(&b, t, count, T);
     if (rc) return rc;
     t->ops->fill(t, split, first, &b);
     run->model.training = 0;
+    pelab_model_set_inputs(&run->model, b.inputs);
     pelab_model_forward_eval(&run->model, b.tokens, b.targets, b.pos, count, T);
     if (run->model.status) {
         pelab_batch_free(&b);

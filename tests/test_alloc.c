@@ -47,7 +47,9 @@ int __wrap_posix_memalign(void **p, size_t align, size_t n) {
 
 enum { V = 11, B = 2, T = 70, BT = B * T }; /* T past one attention tile */
 
-static void check_steps(const char *pe, const char *attention, const char *dropout) {
+/* patches: a patch model (input width 3) with (row, column) positions on a 9 × 9 grid,
+ * bidirectional, as the image task builds it (2-D encodings). */
+static void check_steps(const char *pe, const char *attention, const char *dropout, int patches) {
     struct pelab_opts o = {0};
     pelab_opts_set(&o, "pe", pe);
     pelab_opts_set(&o, "d-model", "16");
@@ -56,16 +58,24 @@ static void check_steps(const char *pe, const char *attention, const char *dropo
     pelab_opts_set(&o, "attention", attention);
     pelab_opts_set(&o, "dropout", dropout);
     struct pelab_model m;
-    if (pelab_model_init(&m, &o, V, T) != PELAB_OK || pelab_model_reserve(&m, B, T) != PELAB_OK) {
+    const struct pelab_model_io io = {patches ? 3 : 0, {patches ? 2 : 1, patches, patches ? 9 : 0}};
+    if (pelab_model_init_io(&m, &o, V, T, &io) != PELAB_OK || pelab_model_reserve(&m, B, T) != PELAB_OK) {
         CHECK(0, "%s: %s", pe, pelab_last_error());
         return;
     }
     pelab_model_init_weights(&m, 1);
-    int32_t tokens[BT], targets[BT], pos[BT];
+    int32_t tokens[BT], targets[BT], pos[2 * BT];
+    static pelab_real in[BT * 3];
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 2);
-    for (int i = 0; i < BT; i++)
-        tokens[i] = (int32_t)pelab_rng_below(&rng, V), targets[i] = (int32_t)pelab_rng_below(&rng, V), pos[i] = i % T;
+    for (int i = 0; i < BT; i++) {
+        tokens[i] = (int32_t)pelab_rng_below(&rng, V), targets[i] = (int32_t)pelab_rng_below(&rng, V);
+        const int t = i % T, q = t - 1;
+        if (!patches) pos[i] = t;
+        else pos[2 * i] = t ? 1 + q / 9 : 0, pos[2 * i + 1] = t ? 1 + q % 9 : 0;
+        for (int j = 0; j < 3; j++) in[3 * i + j] = (pelab_real)pelab_rng_normal(&rng);
+    }
+    if (patches) pelab_model_set_inputs(&m, in);
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
     long step_calls = 0;
     for (int step = 0; step < 3; step++) {
@@ -112,15 +122,17 @@ int main(void) {
     pelab_params_free(&p);
 
     for (const struct pelab_posenc_ops *const *e = pelab_posenc_all(); *e; e++) {
-        check_steps((*e)->name, "tiled", "0");
-        check_steps((*e)->name, "ref", "0");
+        const int patches = !pelab_posenc_serves(*e, 1);
+        check_steps((*e)->name, "tiled", "0", patches);
+        check_steps((*e)->name, "ref", "0", patches);
     }
-    check_steps("rope", "tiled", "0.1");
-    check_steps("fire", "tiled", "0.1");
+    check_steps("rope", "tiled", "0.1", 0);
+    check_steps("fire", "tiled", "0.1", 0);
+    check_steps("nope", "tiled", "0.1", 1);
     if (pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK) {
-        check_steps("rope", "tiled", "0.1");
-        check_steps("pope", "tiled", "0");
-        check_steps("seqpe", "tiled", "0");
+        check_steps("rope", "tiled", "0.1", 0);
+        check_steps("pope", "tiled", "0", 0);
+        check_steps("seqpe", "tiled", "0", 0);
         pelab_precision_set(PELAB_PRECISION_FP32);
     }
     return check_report("test_alloc");

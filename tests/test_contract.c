@@ -9,7 +9,8 @@
  *   kernels     the tiled attention kernel against the reference one, forward and every
  *               gradient, at T 1, T 70 (past one tile of 64, not a multiple of it), one head,
  *               and odd head widths (an encoding may refuse a shape with a usage error: skipped)
- *   causality   changing the tokens from t0 on leaves every output before t0 unchanged
+ *   causality   changing the tokens from t0 on leaves every output before t0 unchanged (a
+ *               bidirectional case: changes them)
  *   shift       PELAB_PE_RELATIVE only: positions p + 5 give the outputs of positions p
  *   batch       a sequence's outputs are the same alone and inside a batch
  *   threads     1, 2 and 3 threads give the same outputs and gradients
@@ -21,6 +22,11 @@
  *   twin        the PyTorch twin (tests/ref/pelab_twin.py) agrees on one forward, its gradients
  *               and 5 training steps; an encoding the twin lacks fails. Without torch this part
  *               alone is skipped, with a notice.
+ *
+ * Each case runs on the positions its encoding serves: a 1-D encoding on 1-D positions with the
+ * causal mask; one that promises PELAB_PE_BIDIRECTIONAL also without the mask (gradients and
+ * kernels, its defaults); a 2-D encoding on (row, column) positions of a 9 × 9 grid without the
+ * mask (the image task's layout), under every check.
  *
  *   build/tests/test_contract [NAME]      only the encoding NAME (all when absent)
  *
@@ -90,7 +96,13 @@ struct variant {
     char label[160];
     char kv[KV_MAX][2][64]; /* the settings parsed */
     int n_kv;
+    struct pelab_pe_layout layout; /* the positions it runs on */
 };
+
+enum { GRID = 9 }; /* 2-D cases: the training grid's side */
+
+/* Coordinates per position of the batches being made (the case's layout.dims). */
+static int batch_dims = 1;
 
 /* The model's shape: key, value pairs ending in NULL. */
 static const char *const small[] = {"d-model", "8", "heads", "2", "layers", "2", "mlp-mult", "2", NULL};
@@ -133,7 +145,8 @@ static int build(struct pelab_model *m, const struct variant *v, const char *con
     for (int i = 0; shape && shape[i]; i += 2) pelab_opts_set(&o, shape[i], shape[i + 1]);
     for (int i = 0; i < v->n_kv; i++) pelab_opts_set(&o, v->kv[i][0], v->kv[i][1]);
     memset(m, 0, sizeof *m);
-    int rc = pelab_model_init(m, &o, V, MAX_SEQ);
+    const struct pelab_model_io io = {0, v->layout};
+    int rc = pelab_model_init_io(m, &o, V, MAX_SEQ, &io);
     if (rc) return rc;
     pelab_model_init_weights(m, seed);
     perturb(m, seed + 1);
@@ -142,21 +155,28 @@ static int build(struct pelab_model *m, const struct variant *v, const char *con
 }
 
 struct batch {
-    int B, T;
-    int32_t tokens[4 * 80], targets[4 * 80], pos[4 * 80];
+    int B, T, dims;
+    int32_t tokens[4 * 80], targets[4 * 80], pos[4 * 80 * 2];
 };
 
-/* Random tokens, a target at about 3 of 4 positions, pos = t + 3b + offset. */
+/* Position q as `dims` coordinates: q itself (1-D), or (1 + q / GRID, 1 + q % GRID), row-major on
+ * the grid with coordinate 0 left for the class token (2-D). */
+static void place(int32_t *out, int q, int dims) {
+    if (dims == 1) out[0] = q;
+    else out[0] = 1 + q / GRID, out[1] = 1 + q % GRID;
+}
+
+/* Random tokens, a target at about 3 of 4 positions, pos = t + 3b + offset (placed by dims). */
 static void make_batch(struct batch *b, int B, int T, int offset, uint64_t seed) {
     PELAB_ASSERT(B * T <= 4 * 80);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, seed);
-    b->B = B, b->T = T;
+    b->B = B, b->T = T, b->dims = batch_dims;
     for (int i = 0; i < B; i++)
         for (int t = 0; t < T; t++) {
             b->tokens[i * T + t] = (int32_t)pelab_rng_below(&rng, V);
             b->targets[i * T + t] = pelab_rng_uniform(&rng) < 0.25 ? -1 : (int32_t)pelab_rng_below(&rng, V);
-            b->pos[i * T + t] = t + 3 * i + offset;
+            place(b->pos + (i * T + t) * b->dims, t + 3 * i + offset, b->dims);
         }
     b->targets[0] = 1;
 }
@@ -297,8 +317,8 @@ static void check_gradients(const struct variant *v) {
         PELAB_ASSERT(qkv && w && out && dqkv);
         fill_uniform(qkv, nin, -1, 1, &s);
         fill_uniform(w, 2 * nout, -1, 1, &s);
-        int32_t pos[2 * 5];
-        for (int i = 0; i < B * T; i++) pos[i] = i % T + 2 * (i / T);
+        int32_t pos[2 * 5 * 2];
+        for (int i = 0; i < B * T; i++) place(pos + i * pe->pos_dims, i % T + 2 * (i / T), pe->pos_dims);
         for (int layer = 0; layer < pe->n_layers; layer++) {
             CHECK(pelab_posenc_prepare(pe, pos, B, T) == PELAB_OK, "%s: prepare: %s", v->label, pelab_last_error());
             struct qk_ctx qc = {pe, layer, B, T, ld, pos, qkv, w, out, nout};
@@ -383,14 +403,18 @@ static void check_properties(const struct variant *v) {
     double worst = 0;
     for (int i = 0; i < B; i++)
         worst = fmax(worst, rel_diff(lg + (long)i * T * V, base + (long)i * T * V, (long)T0 * V));
-    CHECK(worst <= 1e-14, "%s: changing tokens from %d on changed earlier outputs by %.3g", v->label, T0, worst);
+    if (v->layout.bidirectional)
+        CHECK(worst > 1e-6, "%s: bidirectional, but changing tokens from %d on left earlier outputs as "
+              "they were (%.3g)", v->label, T0, worst);
+    else
+        CHECK(worst <= 1e-14, "%s: changing tokens from %d on changed earlier outputs by %.3g", v->label, T0, worst);
     double later = rel_diff(lg + (long)(T - 1) * V, base + (long)(T - 1) * V, V);
     CHECK(later > 1e-6, "%s: changing tokens did not change their own outputs (%.3g)", v->label, later);
 
     /* shift invariance */
     if (v->ops->contract.promises & PELAB_PE_RELATIVE) {
         c = b;
-        for (int i = 0; i < B * T; i++) c.pos[i] += 5;
+        for (int i = 0; i < B * T * b.dims; i++) c.pos[i] += 5;
         forward(&m, &c);
         CHECK(m.status == PELAB_OK, "%s: shifted positions refused: %s", v->label, pelab_last_error());
         const double d = rel_diff(pelab_model_logits(&m), base, (long)B * T * V);
@@ -400,10 +424,10 @@ static void check_properties(const struct variant *v) {
     /* batch independence: each sequence alone */
     for (int i = 0; i < B; i++) {
         struct batch one;
-        one.B = 1, one.T = T;
+        one.B = 1, one.T = T, one.dims = b.dims;
         memcpy(one.tokens, b.tokens + i * T, sizeof(int32_t) * T);
         memcpy(one.targets, b.targets + i * T, sizeof(int32_t) * T);
-        memcpy(one.pos, b.pos + i * T, sizeof(int32_t) * T);
+        memcpy(one.pos, b.pos + i * T * b.dims, sizeof(int32_t) * T * b.dims);
         one.targets[0] = 1;
         forward(&m, &one);
         const double d = rel_diff(pelab_model_logits(&m), base + (long)i * T * V, (long)T * V);
@@ -540,7 +564,8 @@ static void check_save_load(const struct variant *v, const char *dir) {
             pelab_opts_set(&settings, v->kv[i][0], v->kv[i][1]);
     memset(&back, 0, sizeof back);
     struct pelab_st_file f;
-    int rc = pelab_model_init(&back, &settings, V, MAX_SEQ);
+    const struct pelab_model_io io = {0, v->layout};
+    int rc = pelab_model_init_io(&back, &settings, V, MAX_SEQ, &io);
     if (!rc) rc = pelab_safetensors_read(path, &f);
     if (!rc) {
         rc = pelab_params_load(&f, &back.params, path);
@@ -631,34 +656,50 @@ int main(int argc, char **argv) {
 
     const char *dir = tmpdir_create("pelab-contract");
     if (!dir) return 1;
-    static struct variant vs[64];
-    int n = 0;
-    for (const struct pelab_posenc_ops *const *e = pelab_posenc_all(); *e; e++) {
-        if (argc > 1 && strcmp(argv[1], (*e)->name) != 0) continue;
-        for (int k = -1; k < PELAB_PE_VARIANTS_MAX && (k < 0 || (*e)->contract.variants[k]); k++) {
-            if (n == 64) break; /* reported below */
-            struct variant *v = &vs[n];
-            v->ops = *e;
-            v->settings = k < 0 ? "" : (*e)->contract.variants[k];
-            snprintf(v->label, sizeof v->label, "%s%s%s", (*e)->name, *v->settings ? " " : "", v->settings);
-            CHECK(parse_settings(v), "%s: contract variant '%s' is not 'key=value ...'", (*e)->name, v->settings);
-            n++;
+    enum { CASES_MAX = 128 };
+    static struct variant vs[CASES_MAX];
+    int n = 0, n_twin = 0;
+    /* the causal 1-D cases first (the twin's), then 2-D cases, then the bidirectional 1-D ones */
+    static const struct pelab_pe_layout layouts[] = {{1, 0, 0}, {2, 1, GRID}, {1, 1, 0}};
+    for (int li = 0; li < 3; li++) {
+        const struct pelab_pe_layout *lay = &layouts[li];
+        for (const struct pelab_posenc_ops *const *e = pelab_posenc_all(); *e; e++) {
+            if (argc > 1 && strcmp(argv[1], (*e)->name) != 0) continue;
+            if (!pelab_posenc_serves(*e, lay->dims)) continue;
+            if (lay->bidirectional && !((*e)->contract.promises & PELAB_PE_BIDIRECTIONAL)) continue;
+            for (int k = -1; k < PELAB_PE_VARIANTS_MAX && (k < 0 || (*e)->contract.variants[k]); k++) {
+                if (li == 2 && k >= 0) break; /* bidirectional 1-D: the defaults */
+                if (n == CASES_MAX) break; /* reported below */
+                struct variant *v = &vs[n];
+                v->ops = *e;
+                v->layout = *lay;
+                v->settings = k < 0 ? "" : (*e)->contract.variants[k];
+                snprintf(v->label, sizeof v->label, "%s%s%s%s", (*e)->name, *v->settings ? " " : "", v->settings,
+                         li == 1 ? " [2-D]" : li == 2 ? " [bidirectional]" : "");
+                CHECK(parse_settings(v), "%s: contract variant '%s' is not 'key=value ...'", (*e)->name, v->settings);
+                n++;
+                n_twin += li <= 1; /* the twin runs the 1-D causal and the 2-D cases */
+            }
         }
     }
-    CHECK(n > 0 && n < 64, "%d cases: none matched, or more than this test holds (64)", n);
+    CHECK(n > 0 && n < CASES_MAX, "%d cases: none matched, or more than this test holds (%d)", n, CASES_MAX);
     for (int i = 0; i < n; i++) {
         const int before = check_failures;
+        batch_dims = vs[i].layout.dims;
         check_sites(&vs[i]);
         check_gradients(&vs[i]);
         check_kernels(&vs[i]);
-        check_properties(&vs[i]);
-        check_threads(&vs[i]);
-        check_allocation(&vs[i]);
-        check_save_load(&vs[i], dir);
-        check_out_of_memory(&vs[i]);
+        if (vs[i].layout.dims == 2 || !vs[i].layout.bidirectional) {
+            check_properties(&vs[i]);
+            check_threads(&vs[i]);
+            check_allocation(&vs[i]);
+            check_save_load(&vs[i], dir);
+            check_out_of_memory(&vs[i]);
+        }
         printf("%-42s %s\n", vs[i].label, check_failures == before ? "keeps its contract" : "FAILED");
     }
-    check_twin(vs, n, dir);
+    batch_dims = 1;
+    check_twin(vs, n_twin, dir);
     tmpdir_remove();
     return check_report("test_contract");
 }

@@ -375,6 +375,68 @@ static void check_model(const char *label, const char *const *kv, double dropout
     pelab_model_free(&c.m);
 }
 
+/* --- the patch model (image task): patch embedding, class token, classifier ----------------- */
+struct patch_ctx { struct pelab_model m; int B, T; int32_t tokens[10], targets[10], pos[20]; double in[10 * 5]; };
+static double patch_f(void *p) {
+    struct patch_ctx *c = p;
+    pelab_model_set_inputs(&c->m, c->in);
+    return pelab_model_forward(&c->m, c->tokens, c->targets, c->pos, c->B, c->T);
+}
+/* B 2 sequences of a class token and a 2 × 2 grid of patches of 5 values, 4 classes, positions
+ * (row, column) from 1 with the class token at (0, 0), or raster 0..4 (dims 1); bidirectional. */
+static void check_patch_model(const char *label, const char *const *kv, int dims, double dropout) {
+    enum { P = 5, V = 4 };
+    struct patch_ctx c = {.B = 2, .T = 5};
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "d-model", "8");
+    pelab_opts_set(&o, "heads", "2");
+    pelab_opts_set(&o, "layers", "2");
+    pelab_opts_set(&o, "mlp-mult", "2");
+    for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
+    const struct pelab_model_io io = {P, {dims, 1, 2}};
+    int rc = pelab_model_init_io(&c.m, &o, V, c.T, &io);
+    CHECK(rc == PELAB_OK, "%s: %s", label, pelab_last_error());
+    if (rc) return;
+    CHECK(c.m.patch_w >= 0 && c.m.patch_b >= 0 && c.m.cls >= 0 && c.m.lm_head >= 0 && c.m.wte < 0,
+          "%s: a patch model has patch_emb, cls_token and a classifier, and no token embedding", label);
+    pelab_model_init_weights(&c.m, 3);
+    for (size_t i = 0; i < c.m.params.total; i++) {
+        seed = seed * 6364136223846793005ull + 1;
+        c.m.params.data[i] += (pelab_real)(0.3 * ((double)(seed >> 11) * 0x1.0p-53 - 0.5));
+    }
+    fill_uniform(c.in, 10 * P, -1, 1, &seed);
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 5; t++) {
+            c.tokens[b * 5 + t] = V;
+            c.targets[b * 5 + t] = t == 0 ? (b ? 3 : 1) : -1;
+            int32_t *q = c.pos + (b * 5 + t) * dims;
+            if (dims == 1) q[0] = t;
+            else q[0] = t ? 1 + (t - 1) / 2 : 0, q[1] = t ? 1 + (t - 1) % 2 : 0;
+        }
+    c.m.cfg.dropout = dropout;
+    c.m.training = dropout > 0;
+    c.m.dropout_key = 99;
+    const double l0 = patch_f(&c);
+    pelab_params_zero_grad(&c.m.params);
+    pelab_model_backward(&c.m, 1);
+    double *grad = malloc(c.m.params.total * sizeof *grad);
+    memcpy(grad, c.m.params.grad, c.m.params.total * sizeof *grad);
+    for (int i = 0; i < c.m.params.count; i++) {
+        const struct pelab_param *p = &c.m.params.list[i];
+        char what[120];
+        snprintf(what, sizeof what, "%s: %s", label, p->name);
+        gradcheck(what, patch_f, &c, c.m.params.data + p->offset, grad + p->offset, (long)p->size,
+                  H_STEP, ATOL, RTOL);
+    }
+    /* the class token's input row is never read; a patch's is */
+    c.in[0] += 5, c.in[5 * P] -= 3;
+    CHECK(patch_f(&c) == l0, "%s: the class token's input row changed the loss", label);
+    c.in[P + 2] += 0.5;
+    CHECK(fabs(patch_f(&c) - l0) > 1e-9, "%s: a patch's input did not change the loss", label);
+    free(grad);
+    pelab_model_free(&c.m);
+}
+
 int main(void) {
     printf("layers\n");
     check_rmsnorm();
@@ -445,5 +507,9 @@ int main(void) {
     check_model("seqpe attn-add per layer", (const char *const[]){"pe", "seqpe", "seqpe-mode", "attn-add", "seqpe-proj", "per-layer", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "1", NULL}, 0);
     check_model("seqpe attn-mul", (const char *const[]){"pe", "seqpe", "seqpe-mode", "attn-mul", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "1", NULL}, 0);
     check_model("seqpe attn-bias dropout", (const char *const[]){"pe", "seqpe", "seqpe-mode", "attn-bias", "seqpe-digits", "2", "seqpe-layers", "1", "seqpe-width", "4", "seqpe-heads", "2", NULL}, 0.25);
+    printf("patch model (image task)\n");
+    check_patch_model("patches nope 2-D", (const char *const[]){"pe", "nope", NULL}, 2, 0);
+    check_patch_model("patches rope raster dropout", (const char *const[]){"pe", "rope", NULL}, 1, 0.25);
+    check_patch_model("patches learned raster", (const char *const[]){"pe", "learned", "ape-max-len", "5", NULL}, 1, 0);
     return check_report("test_gradcheck");
 }

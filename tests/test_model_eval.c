@@ -1,5 +1,6 @@
 /* The evaluation-only forward (pelab_model_forward_eval) against the training forward, double
- * build: for every registered encoding and both attention kernels, over one chunk and over
+ * build: for every registered encoding and both attention kernels (a 2-D encoding in a patch
+ * model on a 3 × 3 grid, bidirectional, as the image task builds it), over one chunk and over
  * several, the same loss and per-position losses (to 1e-12), the argmax of the training logits
  * and its softmax probability; the training activations untouched; the same refusal of positions
  * beyond a learned table. */
@@ -12,16 +13,18 @@
 #include "pelab/rng.h"
 #include "pelab/status.h"
 
-enum { V = 11, B = 2, T = 9, BT = B * T };
+enum { V = 11, B = 2, T = 9, BT = B * T, P = 3 };
 
-static int make_model(struct pelab_model *m, const char *pe, const char *attention) {
+/* patches: a patch model of input width P with (row, column) positions on a 3 × 3 grid. */
+static int make_model(struct pelab_model *m, const char *pe, const char *attention, int patches) {
     struct pelab_opts o = {0};
     pelab_opts_set(&o, "pe", pe);
     pelab_opts_set(&o, "d-model", "16");
     pelab_opts_set(&o, "heads", "2");
     pelab_opts_set(&o, "layers", "2");
     pelab_opts_set(&o, "attention", attention);
-    if (pelab_model_init(m, &o, V, T + 2) != PELAB_OK) return 0; /* room for the shifted row */
+    const struct pelab_model_io io = {patches ? P : 0, {patches ? 2 : 1, patches, patches ? 3 : 0}};
+    if (pelab_model_init_io(m, &o, V, T + 2, &io) != PELAB_OK) return 0; /* room for the shifted row */
     pelab_model_init_weights(m, 3);
     /* every parameter away from its init (zero tables, unit gains, zero δ) */
     struct pelab_rng rng;
@@ -31,20 +34,28 @@ static int make_model(struct pelab_model *m, const char *pe, const char *attenti
     return 1;
 }
 
-static void check_encoding(const char *pe, const char *attention, long rows) {
+static void check_encoding(const char *pe, const char *attention, long rows, int patches) {
     struct pelab_model m;
-    if (!make_model(&m, pe, attention)) {
+    if (!make_model(&m, pe, attention, patches)) {
         CHECK(0, "%s: %s", pe, pelab_last_error());
         return;
     }
-    int32_t tokens[BT], targets[BT], pos[BT];
+    int32_t tokens[BT], targets[BT], pos[2 * BT];
+    static double in[BT * P];
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
     for (int i = 0; i < BT; i++) {
         tokens[i] = (int32_t)pelab_rng_below(&rng, V);
         targets[i] = i % 4 == 1 ? -1 : (int32_t)pelab_rng_below(&rng, V);
-        pos[i] = i % T + 2 * (i / T); /* the second row shifted, as a packed batch may be */
+        if (!patches) {
+            pos[i] = i % T + 2 * (i / T); /* the second row shifted, as a packed batch may be */
+            continue;
+        }
+        const int t = i % T, q = t - 1 + (i / T); /* the second row's grid shifted by one cell */
+        pos[2 * i] = t ? 1 + q / 3 : 0, pos[2 * i + 1] = t ? 1 + q % 3 : 0;
+        for (int j = 0; j < P; j++) in[i * P + j] = pelab_rng_normal(&rng);
     }
+    if (patches) pelab_model_set_inputs(&m, in);
     const double loss = pelab_model_forward(&m, tokens, targets, pos, B, T);
     const int n_targets = m.n_targets;
     static double logits[BT * V], losses[BT];
@@ -86,7 +97,7 @@ static void check_encoding(const char *pe, const char *attention, long rows) {
 /* A learned table refuses positions past its end in both forwards, with the same status. */
 static void check_refusal(void) {
     struct pelab_model m;
-    PELAB_ASSERT(make_model(&m, "learned", "tiled"));
+    PELAB_ASSERT(make_model(&m, "learned", "tiled", 0));
     int32_t tokens[BT] = {0}, pos[BT];
     for (int i = 0; i < BT; i++) pos[i] = i; /* the second row runs past T + 2 */
     pelab_real l = pelab_model_forward_eval(&m, tokens, NULL, pos, B, T);
@@ -97,9 +108,12 @@ static void check_refusal(void) {
 
 int main(void) {
     for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++)
-        for (int k = 0; k < 2; k++) {
-            check_encoding((*p)->name, k ? "ref" : "tiled", 0);  /* one chunk */
-            check_encoding((*p)->name, k ? "ref" : "tiled", 5);  /* four, the last short */
+        for (int n = 1; n <= 2; n++) {
+            if (!pelab_posenc_serves(*p, n)) continue;
+            for (int k = 0; k < 2; k++) {
+                check_encoding((*p)->name, k ? "ref" : "tiled", 0, n == 2);  /* one chunk */
+                check_encoding((*p)->name, k ? "ref" : "tiled", 5, n == 2);  /* four, the last short */
+            }
         }
     pelab_model_eval_set_rows(0);
     check_refusal();

@@ -1,6 +1,8 @@
-/* pelab/model.h — the decoder-only Transformer (pre-norm, RMSNorm, GELU MLP).
+/* pelab/model.h — the Transformer (pre-norm, RMSNorm, GELU MLP): a causal decoder over tokens,
+ * or, for the image task, a bidirectional encoder over patch vectors (struct pelab_model_io).
  *
  *   h0 = E[token] (+ e(pos) for EMBED encodings)
+ *        patches: h0[0] = c (the class token), h0[t] = Wp·x_t + bp for t ≥ 1 (+ e(pos))
  *   per layer:  h += Wo · Attn(RMSNorm(h));   h += W2 · GELU(W1 · RMSNorm(h))
  *   logits = RMSNorm(h) · E^T        (tied; a separate lm_head when untied)
  *
@@ -27,6 +29,19 @@ struct pelab_model_config {
     double dropout;/* attention-probability and residual dropout, training only */
     char pe[32];   /* encoding name */
     int attention; /* PELAB_ATTN_KERNEL_*: which kernel computes attention (same function) */
+    int input_dim; /* patch model: width of an input vector (0: token ids) */
+    struct pelab_pe_layout positions; /* their coordinates per token, causality, grid */
+};
+
+/* What a task feeds the model, beyond its vocabulary and length (pelab_model_init_io).
+ * input_dim > 0 makes a patch model: the inputs (pelab_model_set_inputs) are vectors of that
+ * width, embedded by a linear layer `patch_emb` (weight (D, input_dim), bias (D)); token 0 of each
+ * sequence is the learned class token `cls_token` (D), whose input row is never read; the output
+ * layer is an untied `classifier.weight` (V, D) (V: the classes), and the task puts the label as
+ * the target of token 0 only. positions: (dims, bidirectional, grid) of the encoding's layout. */
+struct pelab_model_io {
+    int input_dim;
+    struct pelab_pe_layout positions;
 };
 
 /* --attention: tiled (online softmax, memory linear in T; the default) or ref (materialises the
@@ -49,7 +64,9 @@ struct pelab_model {
     struct pelab_opts opts;           /* the options it was built from (read by settings) */
     struct pelab_params params;
     struct pelab_posenc pe;
-    int wte, lnf, lm_head;            /* parameter indices; lm_head -1 when tied */
+    int wte, lnf, lm_head;            /* parameter indices; lm_head -1 when tied; wte -1 for patches */
+    int patch_w, patch_b, cls;        /* patch model: patch_emb.weight, .bias, cls_token (else -1) */
+    const pelab_real *inputs;         /* patch model: (B,T,input_dim) of the next forward */
     struct pelab_layer_params *layer; /* (N,) */
 
     struct pelab_acts *acts;
@@ -68,6 +85,13 @@ struct pelab_model {
 /* Builds the model from options; vocab and max_seq are the task's. PELAB_ERR_USAGE with a
  * message naming the option for any invalid or incompatible setting. */
 int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq);
+/* The same for a task's inputs and positions (io NULL: token ids, 1-D positions, causal). An
+ * encoding that does not serve the positions is PELAB_ERR_USAGE (pelab_posenc_init_nd). */
+int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq,
+                        const struct pelab_model_io *io);
+/* Patch model: the input vectors (B,T,input_dim) the next forward reads (row 0 of each sequence,
+ * the class token's, is not read). The caller keeps them until that forward returns. */
+void pelab_model_set_inputs(struct pelab_model *m, const pelab_real *inputs);
 void pelab_model_free(struct pelab_model *m);
 
 /* The resolved settings of the model and its encoding as text: every option of
@@ -86,7 +110,8 @@ void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel ker
 /* Allocates activations for up to B×T (reuses them when large enough). */
 int pelab_model_reserve(struct pelab_model *m, int B, int T);
 
-/* tokens, pos: (B,T). targets (B,T) with -1 where no loss is taken, or NULL. Returns the mean
+/* tokens (B,T) (a patch model reads its inputs instead), pos (B,T,n) (n = cfg.positions.dims).
+ * targets (B,T) with -1 where no loss is taken, or NULL. Returns the mean
  * cross-entropy over positions with a target (also in m->loss), or -1 without targets. When the
  * encoding refuses the positions (beyond a learned table), nothing is computed: it returns NaN,
  * m->status holds the error (PELAB_ERR_USAGE) and pelab_last_error() the message; likewise

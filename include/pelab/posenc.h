@@ -4,8 +4,10 @@
  *   EMBED  adds e(p) to the token embedding                    (learned, sinusoidal, seqpe input)
  *   QK     transforms each head's query and key before q·k      (rope, pope, xpos, seqpe attn-*)
  *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)
- * Positions are always an explicit int32 array of shape (B, T), so shifted or offset positions
- * cost nothing. A QK encoding may change the per-head query/key width (PoPE makes it 2d) while
+ * Positions are always an explicit int32 array of shape (B, T, n) — n = pe->pos_dims coordinates
+ * per token: 1 for text, 2 (row, column) for image patches — so shifted or offset positions cost
+ * nothing. Where a function below says pos (B,T), read (B,T,n); a 1-D encoding (the default,
+ * ops->dims 0) only ever sees n = 1. A QK encoding may change the per-head query/key width (PoPE makes it 2d) while
  * values keep width d. A BIAS encoding is evaluated on tiles of (query positions × key
  * positions), so attention kernels never need a T×T buffer from it.
  *
@@ -37,8 +39,9 @@ enum pelab_pe_promise {
     /* Outputs depend on positions only through their differences t − s: shifting every position
      * of a sequence by the same amount leaves the model's outputs unchanged. */
     PELAB_PE_RELATIVE = 1 << 0,
-    /* Also valid without the causal mask (a bidirectional model, for image tasks). No caller
-     * uses it yet; an encoding that sets it is checked for it once one does. */
+    /* Also valid without the causal mask (a bidirectional model: the image task). The model
+     * refuses a causal-only encoding on a bidirectional task, and the contract test checks an
+     * encoding that sets it without the mask too (gradients, tiled kernel against reference). */
     PELAB_PE_BIDIRECTIONAL = 1 << 1,
 };
 
@@ -54,10 +57,20 @@ struct pelab_pe_contract {
 
 #define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */
 
+/* The positions' shape a model gives its encoding (pelab_posenc_init_nd). */
+struct pelab_pe_layout {
+    int dims;          /* n: coordinates per position, 1 or 2 */
+    int bidirectional; /* attention without the causal mask */
+    int grid;          /* n = 2: side G of the training grid (coordinates 1..G; learned2d's table) */
+};
+
 struct pelab_posenc_ops {
     const char *name;
     const char *summary; /* one line: what it is and where it comes from */
     unsigned sites;      /* PELAB_SITE_* bits: every site it may act at (pe->sites: where it does) */
+    /* Position dimensionalities it serves, as bits 1 << n: 0 means 1-D only (1 << 1). A 2-D
+     * encoding lists 1 << 2; nope, which reads no position, lists both. */
+    unsigned dims;
     const struct pelab_optdef *options; /* its own options, NULL-name terminated; may be NULL */
     /* Optional: options that change how a trained model is evaluated, not what it learns (RoPE's
      * length extension, the learned table's interpolation). `eval` and `sample` accept them for a
@@ -125,11 +138,12 @@ struct pelab_posenc_ops {
     int (*aux_forward)(struct pelab_posenc *pe, uint64_t key, double *terms, double *total);
     void (*aux_backward)(struct pelab_posenc *pe, pelab_real scale);
 
-    /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned.
+    /* BIAS, for one layer and head.  out (nq, nk): out[i][j] = bias(pos_q[i], pos_k[j]), assigned;
+     * pos_q (nq, n), pos_k (nk, n).
      * backward: parameter grads += from dout (nq, nk) into `grad`, an array laid out as the
      * encoding's own range of the parameter table's gradients (pelab_posenc_grad gives one
-     * parameter's part). Entries with pos_k[j] > pos_q[i] are masked by the caller; they are
-     * computed but receive zero gradient. Both may run on several threads at once: bias_tile
+     * parameter's part). In a causal model, entries with key j after query i are masked by the
+     * caller; they are computed but receive zero gradient. Both may run on several threads at once: bias_tile
      * writes only `out`, and each thread passes bias_tile_backward its own `grad` (the reference
      * kernel calls it serially in (b, h) order with the table's gradients; the tiled kernel gives
      * each thread an array of pelab_posenc_grad_count reals and sums them in thread order).
@@ -163,6 +177,9 @@ struct pelab_posenc {
     /* Model shape, set by the model before init. */
     int D, H, d, n_layers;
     int max_seq;   /* training context length */
+    int pos_dims;  /* n: coordinates per position (pelab_pe_layout) */
+    int bidirectional; /* the model attends without the causal mask */
+    int grid;      /* 2-D: side of the training grid */
     int qk_dim;    /* per-head query/key width after QK (d unless the encoding changes it) */
     unsigned sites;/* PELAB_SITE_* bits it acts at: ops->sites, narrowed by init to its options' */
     struct pelab_params *params;
@@ -188,6 +205,15 @@ const struct pelab_posenc_ops *const *pelab_posenc_all(void);
  * known ones). */
 int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
                       struct pelab_params *params, int D, int H, int n_layers, int max_seq);
+/* The same for positions of the given layout (NULL: 1-D, causal). PELAB_ERR_USAGE, one line, when
+ * the encoding does not serve the layout: a 1-D encoding on 2-D positions (the message names the
+ * 2-D encodings and --positions raster), a 2-D one on 1-D positions, a causal-only one on a
+ * bidirectional model. */
+int pelab_posenc_init_nd(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
+                         struct pelab_params *params, int D, int H, int n_layers, int max_seq,
+                         const struct pelab_pe_layout *layout);
+/* 1 when the encoding serves positions of n coordinates. */
+int pelab_posenc_serves(const struct pelab_posenc_ops *ops, int n);
 void pelab_posenc_free(struct pelab_posenc *pe);
 
 /* For encodings: tables cos/sin (ntok, n) of the angles pos[i]·theta[c], formed in double so

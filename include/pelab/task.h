@@ -15,7 +15,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "pelab/model.h"
 #include "pelab/options.h"
+#include "pelab/real.h"
 #include "pelab/tokenizer.h"
 
 /* PELAB_SPLIT_LONG exists only for tasks of documents (those with `windows`): the long documents
@@ -37,13 +39,17 @@ struct pelab_batch {
     int B, T;
     int32_t *tokens;  /* (B,T) */
     int32_t *targets; /* (B,T), -1 = no loss */
-    int32_t *pos;     /* (B,T), positions */
+    int32_t *pos;     /* (B,T,n), positions of n coordinates (the task's io.positions.dims) */
+    pelab_real *inputs; /* (B,T,P) a patch task's input vectors (P = io.input_dim), else NULL */
 };
 
-int pelab_batch_alloc(struct pelab_batch *b, int B, int T);
-void pelab_batch_free(struct pelab_batch *b);
-
 struct pelab_task;
+
+/* A batch of a token task: 1-D positions, no input vectors. */
+int pelab_batch_alloc(struct pelab_batch *b, int B, int T);
+/* A batch of task t's shape (its positions' coordinates and input vectors). */
+int pelab_batch_alloc_for(struct pelab_batch *b, const struct pelab_task *t, int B, int T);
+void pelab_batch_free(struct pelab_batch *b);
 
 struct pelab_task_ops {
     const char *name;
@@ -77,6 +83,14 @@ struct pelab_task_ops {
      * positions 0..b->T-1. */
     void (*fill_windows)(const struct pelab_task *t, enum pelab_split split, int L, int full,
                          uint64_t first, struct pelab_batch *b);
+    /* Optional: what the task feeds the model beyond tokens, from its options alone (no data read):
+     * a patch task's input width and 2-D positions. Absent: token ids, 1-D positions, causal. */
+    int (*model_io)(const struct pelab_opts *opts, struct pelab_model_io *io);
+    /* Optional (image tasks): evaluate at images of side × side from now on (0: the trained
+     * side), which changes seq_len; *train_side and *patch receive the trained side and the patch
+     * size. PELAB_ERR_USAGE (pelab_image_check_side's message) for a side the patch does not
+     * divide; PELAB_ERR_RUNTIME when out of memory. */
+    int (*set_side)(struct pelab_task *t, int side, int *train_side, int *patch);
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
                   struct pelab_bytes *out);
@@ -97,6 +111,7 @@ struct pelab_task {
     /* Text tasks: bytes of text each token id stands for (vocab entries), so that an evaluation
      * can report bits per byte; NULL for other tasks. */
     const uint16_t *token_bytes;
+    struct pelab_model_io io; /* what it feeds the model (model_io's; tokens, 1-D, causal without) */
     void *state;
 };
 
@@ -105,6 +120,8 @@ const struct pelab_task_ops *const *pelab_task_all(void);
 /* PELAB_ERR_USAGE for an unknown task (the message lists the known ones) or bad options. */
 int pelab_task_init(struct pelab_task *t, const char *name, const struct pelab_opts *opts);
 void pelab_task_free(struct pelab_task *t);
+/* The model's io of task `name` with these options (task.io without building the task). */
+int pelab_task_model_io(const char *name, const struct pelab_opts *opts, struct pelab_model_io *io);
 /* The task, if any, whose evaluation-time table defines option `name`, else NULL. */
 const struct pelab_task_ops *pelab_task_eval_option_owner(const char *name);
 

@@ -1,4 +1,5 @@
-/* Causal multi-head attention for one layer, given already position-transformed queries and
+/* Multi-head attention for one layer, causal (a query sees keys at or before it) or bidirectional
+ * (every key; the image task), given already position-transformed queries and
  * keys. Two kernels compute the same function:
  *   reference (attn_ref.c)  materialises the (T,T) probabilities of every head: the oracle that
  *                           faster kernels are tested against, and what its backward pass reads;
@@ -22,7 +23,8 @@ struct pelab_attn_shape {
     /* BIAS site: pe with ops->bias_tile, or NULL */
     struct pelab_posenc *pe;
     int layer;
-    const int32_t *pos; /* (B,T) */
+    const int32_t *pos; /* (B,T,n), n = pe->pos_dims coordinates per token */
+    int bidirectional;  /* no causal mask: every query attends to every key of its sequence */
     /* attention-probability dropout (training only): p, mask key and site */
     double dropout;
     uint64_t key, site;
@@ -49,7 +51,7 @@ void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 #define PELAB_ATTN_TILE 64
 
 /* q, k (B,H,T,dq); v (B,T,H,dv) rows ldv apart; out (B,T,H,dv) rows ldo apart (assigned);
- * att (B,H,T,T) probabilities before dropout (saved; entries above the diagonal are 0). */
+ * att (B,H,T,T) probabilities before dropout (saved; causal: entries above the diagonal are 0). */
 void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s);
 /* dq, dk (B,H,T,dq) assigned; dv (B,T,H,dv, rows ldv apart) assigned; datt (B,H,T,T) scratch that

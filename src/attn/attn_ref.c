@@ -1,8 +1,8 @@
-/* Reference attention: scores, causal softmax and weighted values per (batch, head), with the
- * probabilities kept for the backward pass.
+/* Reference attention: scores, softmax (causal or not) and weighted values per (batch, head), with
+ * the probabilities kept for the backward pass.
  *
- *   S[t,s] = scale · q[t]·k[s] + bias(t,s)      s ≤ t
- *   P[t,:] = softmax(S[t, 0..t]);  out[t] = Σ_s drop(P[t,s]) v[s]
+ *   S[t,s] = scale · q[t]·k[s] + bias(t,s)      s ≤ t (causal) or every s (bidirectional)
+ *   P[t,:] = softmax(S[t, 0..t]) (causal), softmax(S[t, :]) (bidirectional);  out[t] = Σ_s drop(P[t,s]) v[s]
  * backward:
  *   dP[t,s] = drop'(dout[t]·v[s]);  dS = P ⊙ (dP − rowsum(P ⊙ dP))
  *   dq[t] = scale Σ_s dS[t,s] k[s];  dk[s] = scale Σ_t dS[t,s] q[t];  dv[s] = Σ_t drop(P[t,s]) dout[t]
@@ -20,6 +20,14 @@ static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     return s;
 }
 
+/* Keys 0 .. end(t)−1 are visible from query t. */
+static inline int key_end(const struct pelab_attn_shape *s, int t) { return s->bidirectional ? s->T : t + 1; }
+
+/* (T, n) positions of sequence b. */
+static inline const int32_t *seq_pos(const struct pelab_attn_shape *s, int b) {
+    return s->pos + (long)b * s->T * s->pe->pos_dims;
+}
+
 static inline pelab_real keep(const struct pelab_attn_shape *s, long idx) {
     return s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)idx) : 1;
 }
@@ -35,7 +43,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
             const pelab_real *qh = q + bh * T * dq, *kh = k + bh * T * dq;
             pelab_real *A = att + bh * T * T;
             if (has_bias) {
-                const int32_t *pos = s->pos + (long)b * T;
+                const int32_t *pos = seq_pos(s, b);
                 s->pe->ops->bias_tile(s->pe, s->layer, h, A, pos, T, pos, T);
             } else {
                 memset(A, 0, (size_t)T * T * sizeof *A);
@@ -43,21 +51,22 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
             for (int t = 0; t < T; t++) {
                 pelab_real *row = A + (long)t * T;
                 pelab_real mx = -INFINITY;
-                for (int j = 0; j <= t; j++) {
+                const int e = key_end(s, t);
+                for (int j = 0; j < e; j++) {
                     row[j] += s->scale * dot(qh + (long)t * dq, kh + (long)j * dq, dq);
                     mx = row[j] > mx ? row[j] : mx;
                 }
                 pelab_real sum = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = 0; j < e; j++) {
                     row[j] = pelab_vexp(row[j] - mx);
                     sum += row[j];
                 }
-                for (int j = 0; j <= t; j++) row[j] /= sum;
-                for (int j = t + 1; j < T; j++) row[j] = 0;
+                for (int j = 0; j < e; j++) row[j] /= sum;
+                for (int j = e; j < T; j++) row[j] = 0;
 
                 pelab_real *o = out + ((long)b * T + t) * s->ldo + (long)h * dv;
                 memset(o, 0, (size_t)dv * sizeof *o);
-                for (int j = 0; j <= t; j++) {
+                for (int j = 0; j < e; j++) {
                     pelab_real p = row[j] * keep(s, (bh * T + t) * T + j);
                     const pelab_real *vj = v + ((long)b * T + j) * s->ldv + (long)h * dv;
                     for (int c = 0; c < dv; c++) o[c] += p * vj[c];
@@ -86,7 +95,8 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                 const pelab_real *row = A + (long)t * T;
                 pelab_real *drow = dA + (long)t * T;
                 pelab_real rowdot = 0;
-                for (int j = 0; j <= t; j++) {
+                const int e = key_end(s, t);
+                for (int j = 0; j < e; j++) {
                     pelab_real m = keep(s, (bh * T + t) * T + j);
                     const pelab_real *vj = v + ((long)b * T + j) * s->ldv + (long)h * dv_;
                     pelab_real *dvj = dv + ((long)b * T + j) * s->ldv + (long)h * dv_;
@@ -95,9 +105,9 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                     drow[j] = m * dot(o, vj, dv_);
                     rowdot += row[j] * drow[j];
                 }
-                for (int j = 0; j <= t; j++) drow[j] = row[j] * (drow[j] - rowdot);
-                for (int j = t + 1; j < T; j++) drow[j] = 0;
-                for (int j = 0; j <= t; j++) {
+                for (int j = 0; j < e; j++) drow[j] = row[j] * (drow[j] - rowdot);
+                for (int j = e; j < T; j++) drow[j] = 0;
+                for (int j = 0; j < e; j++) {
                     pelab_real g = s->scale * drow[j];
                     const pelab_real *qt = qh + (long)t * dq_, *kj = kh + (long)j * dq_;
                     pelab_real *dqt = dqh + (long)t * dq_, *dkj = dkh + (long)j * dq_;
@@ -114,7 +124,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
         pelab_real *grad = pelab_posenc_table_grad(s->pe);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++) {
-                const int32_t *pos = s->pos + (long)b * T;
+                const int32_t *pos = seq_pos(s, b);
                 s->pe->ops->bias_tile_backward(s->pe, s->layer, h, grad,
                                                datt + ((long)b * H + h) * T * T, pos, T, pos, T);
             }

@@ -3,7 +3,8 @@
  * (Dao 2023). Nothing of size T×T exists: per (b, h) and query tile I, key tiles J are visited
  * one at a time.
  *
- * forward, over the key tiles J that hold causal entries (s ≤ t) of query tile I:
+ * forward, over the key tiles J that hold visible entries of query tile I (causal: s ≤ t; every
+ * tile when s->bidirectional):
  *   S = scale · Q_I K_J^T + bias(I, J)                                (nq, nk)
  *   m' = max(m, rowmax S);  α = e^(m − m');  P̃ = e^(S − m')
  *   ℓ = α ℓ + rowsum P̃;  acc = α acc + (P̃ ⊙ keep) V_J;  m = m'
@@ -63,6 +64,23 @@ static int max_threads(void) {
 
 static int tile_of(const struct pelab_attn_shape *s) { return s->tile > 0 ? s->tile : PELAB_ATTN_TILE; }
 static int min_int(int a, int b) { return a < b ? a : b; }
+
+/* Query tile i0's key tiles: those starting before key_stop (causal: up to the diagonal one). */
+static int key_stop(const struct pelab_attn_shape *s, int i0) { return s->bidirectional ? s->T : i0 + 1; }
+/* Keys in key tile j0 for query tile i0 of nq rows (causal: the diagonal tile ends with its last
+ * query). */
+static int key_count(const struct pelab_attn_shape *s, int i0, int nq, int j0) {
+    if (s->bidirectional) return min_int(tile_of(s), s->T - j0);
+    return j0 < i0 ? tile_of(s) : nq;
+}
+/* Visible keys of query t in key tile j0 of nk keys: a prefix of it. */
+static int visible(const struct pelab_attn_shape *s, int t, int j0, int nk) {
+    return s->bidirectional ? nk : min_int(nk, t - j0 + 1);
+}
+/* (B,T,n) positions: token t of sequence b. */
+static const int32_t *pos_at(const struct pelab_attn_shape *s, int b, int t) {
+    return s->pos + ((long)b * s->T + t) * s->pe->pos_dims;
+}
 
 /* --- small dense products on tiles ------------------------------------------------------------- */
 
@@ -241,14 +259,13 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
     const long bh = (long)b * s->H + h;
     const int dq = s->dq;
     if (has_bias(s)) {
-        const int32_t *pos = s->pos + (long)b * s->T;
-        s->pe->ops->bias_tile(s->pe, s->layer, h, w->S, pos + i0, nq, pos + j0, nk);
+        s->pe->ops->bias_tile(s->pe, s->layer, h, w->S, pos_at(s, b, i0), nq, pos_at(s, b, j0), nk);
     } else {
         memset(w->S, 0, (size_t)nq * nk * sizeof *w->S);
     }
     tile_transpose(w->kt, k + (bh * s->T + j0) * dq, dq, nk, dq);
     tile_gemm(w->S, nk, q + (bh * s->T + i0) * dq, dq, w->kt, nk, nq, nk, dq, s->scale,
-              i0 == j0 ? TILE_OUT_CAUSAL : TILE_FULL);
+              i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
 }
 
 /* --- forward ------------------------------------------------------------------------------------- */
@@ -301,11 +318,11 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
     const long bh = (long)b * s->H + h;
     for (int r = 0; r < nq; r++) w->m[r] = -INFINITY, w->l[r] = 0;
     memset(w->acc, 0, (size_t)nq * dv * sizeof *w->acc);
-    for (int j0 = 0; j0 <= i0; j0 += tile) {
-        const int nk = j0 < i0 ? tile : nq; /* the diagonal tile's keys end with its last query */
+    for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile) {
+        const int nk = key_count(s, i0, nq, j0);
         scores(w, q, k, s, b, h, i0, nq, j0, nk);
         for (int r = 0; r < nq; r++) {
-            const int t = i0 + r, n = min_int(nk, t - j0 + 1);
+            const int t = i0 + r, n = visible(s, t, j0, nk);
             keep_row(w->keep, n, s, (bh * T + t) * T + j0);
             const pelab_real alpha = online_step(w->S + (long)r * nk, n, nk, &w->m[r], &w->l[r], w->keep);
             pelab_real *restrict a = w->acc + (long)r * dv;
@@ -314,7 +331,7 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
         }
         /* acc (nq, dv) += P̃ (nq, nk) · V_J (nk, dv) */
         tile_gemm(w->acc, dv, w->S, nk, v + ((long)b * T + j0) * s->ldv + (long)h * dv, s->ldv,
-                  nq, dv, nk, 1, j0 == i0 ? TILE_IN_LOWER : TILE_FULL);
+                  nq, dv, nk, 1, j0 == i0 && !s->bidirectional ? TILE_IN_LOWER : TILE_FULL);
     }
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r;
@@ -380,11 +397,11 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     /* dP (nq, nk) = dO_I · V_J^T */
     tile_transpose(w->vt, VJ, s->ldv, nk, dvw);
     memset(w->dP, 0, (size_t)nq * nk * sizeof *w->dP);
-    const int diag = i0 == j0;
+    const int diag = i0 == j0 && !s->bidirectional;
     tile_gemm(w->dP, nk, dO, s->ldo, w->vt, nk, nq, nk, dvw, 1, diag ? TILE_OUT_CAUSAL : TILE_FULL);
     /* S → P ⊙ keep,  dP → dS = P ⊙ (keep ⊙ dP − D); both 0 on masked entries */
     for (int r = 0; r < nq; r++) {
-        const int t = i0 + r, n = min_int(nk, t - j0 + 1);
+        const int t = i0 + r, n = visible(s, t, j0, nk);
         pelab_real *restrict p = w->S + (long)r * nk, *restrict ds = w->dP + (long)r * nk;
         const pelab_real lse = w->m[r], D = w->l[r];
         keep_row(w->keep, n, s, (bh * T + t) * T + j0);
@@ -403,8 +420,8 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     tile_transpose(w->X, w->dP, nk, nq, nk);
     tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
     if (bgrad) {
-        const int32_t *pos = s->pos + (long)b * T;
-        s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos + i0, nq, pos + j0, nk);
+        s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,
+                                       pos_at(s, b, j0), nk);
     }
 }
 
@@ -427,8 +444,8 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
             w->m[r] = lse[bh * T + i0 + r];
             w->l[r] = dot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
         }
-        for (int j0 = 0; j0 <= i0; j0 += tile)
-            backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, j0 < i0 ? tile : nq);
+        for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile)
+            backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
     }
 }
 

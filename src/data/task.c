@@ -15,6 +15,7 @@ static const struct pelab_task_ops *const tasks[] = {
     &pelab_task_dna,
     &pelab_task_music,
     &pelab_task_qa,
+    &pelab_task_image,
     NULL,
 };
 
@@ -60,7 +61,8 @@ int pelab_task_init(struct pelab_task *t, const char *name, const struct pelab_o
         if (rc) return rc;
     }
     t->ops = ops;
-    int rc = ops->init(t, opts);
+    int rc = pelab_task_model_io(name, opts, &t->io);
+    if (!rc) rc = ops->init(t, opts);
     if (rc) memset(t, 0, sizeof *t); /* a failing init frees what it allocated */
     return rc;
 }
@@ -68,6 +70,27 @@ int pelab_task_init(struct pelab_task *t, const char *name, const struct pelab_o
 void pelab_task_free(struct pelab_task *t) {
     if (t->ops && t->ops->free) t->ops->free(t);
     memset(t, 0, sizeof *t);
+}
+
+int pelab_task_model_io(const char *name, const struct pelab_opts *opts, struct pelab_model_io *io) {
+    const struct pelab_task_ops *ops = pelab_task_find(name);
+    *io = (struct pelab_model_io){0, {1, 0, 0}};
+    return ops && ops->model_io ? ops->model_io(opts, io) : PELAB_OK;
+}
+
+int pelab_batch_alloc_for(struct pelab_batch *b, const struct pelab_task *t, int B, int T) {
+    int rc = pelab_batch_alloc(b, B, T);
+    const int n = t->io.positions.dims, P = t->io.input_dim;
+    if (rc || (n <= 1 && !P)) return rc;
+    size_t bt = (size_t)B * (size_t)T;
+    free(b->pos);
+    b->pos = calloc(bt * (size_t)n, sizeof(int32_t));
+    if (P) b->inputs = calloc(bt * (size_t)P, sizeof(pelab_real));
+    if (!b->pos || (P && !b->inputs)) {
+        pelab_batch_free(b);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a batch of %d x %d inputs", B, T);
+    }
+    return PELAB_OK;
 }
 
 int pelab_batch_alloc(struct pelab_batch *b, int B, int T) {
@@ -93,5 +116,6 @@ void pelab_batch_free(struct pelab_batch *b) {
     free(b->tokens);
     free(b->targets);
     free(b->pos);
+    free(b->inputs);
     memset(b, 0, sizeof *b);
 }

@@ -1,6 +1,8 @@
-/* The decoder-only Transformer: parameters, activations, forward, backward.
+/* The Transformer: parameters, activations, forward, backward.
  *
  *   x0 = E[tok] (+ e(pos))                                                   (B,T,D)
+ *        patch model: x0[b,0] = c,  x0[b,t] = Wp·in[b,t] + bp  (t ≥ 1)  (+ e(pos))
+ *   attention is causal, or bidirectional when cfg.positions.bidirectional (the image task)
  *   layer l:  a = RMSNorm(x_l);  qkv = a·Wqkv^T                              (B,T,3D)
  *             q', k' = PE(q, k, pos);  y = Attn(q', k', v)·Wo^T              (B,T,D)
  *             m = x_l + drop(y);  x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T)
@@ -47,7 +49,8 @@ struct pelab_acts {
     pelab_real *logits;            /* (B,T,V); becomes dlogits in the backward pass */
     pelab_real *ce_stats;          /* (B,T,2) each row's max logit and 1/Σ e^(z − max) */
     pelab_real *losses;            /* (B,T) */
-    int32_t *tokens, *targets, *pos; /* (B,T) copies of the last forward's inputs */
+    int32_t *tokens, *targets, *pos; /* (B,T), (B,T), (B,T,n) copies of the last forward's inputs */
+    pelab_real *inputs;            /* (B,T,P) patch model: copy of the last forward's input vectors */
     /* backward scratch, one layer */
     pelab_real *dres, *dbranch, *dln, *datty; /* (B,T,D) */
     pelab_real *dqkv;              /* (B,T,3D) */
@@ -69,18 +72,22 @@ static int declare(struct pelab_params *p, const char *name, int ndim, int64_t d
     return pelab_params_declare(p, name, ndim, shape, decay);
 }
 
-static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq) {
+static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq,
+                       const struct pelab_model_io *io) {
     int rc = pelab_opts_check(opts, pelab_model_options);
     if (rc) return rc;
     if (opts) m->opts = *opts;
     struct pelab_model_config *c = &m->cfg;
+    c->input_dim = io ? io->input_dim : 0;
+    c->positions = io ? io->positions : (struct pelab_pe_layout){1, 0, 0};
+    m->patch_w = m->patch_b = m->cls = -1;
     c->vocab = vocab;
     c->max_seq = max_seq;
     c->d_model = (int)pelab_opt_int(opts, pelab_model_options, "d-model");
     c->n_heads = (int)pelab_opt_int(opts, pelab_model_options, "heads");
     c->n_layers = (int)pelab_opt_int(opts, pelab_model_options, "layers");
     c->mlp_mult = (int)pelab_opt_int(opts, pelab_model_options, "mlp-mult");
-    c->tied = pelab_opt_switch(opts, pelab_model_options, "tied");
+    c->tied = c->input_dim ? 0 : pelab_opt_switch(opts, pelab_model_options, "tied"); /* a classifier is its own */
     c->dropout = pelab_opt_real(opts, pelab_model_options, "dropout");
     c->attention = pelab_opt_choice(opts, pelab_model_options, "attention");
     const char *pe = pelab_opt_str(opts, pelab_model_options, "pe");
@@ -93,7 +100,14 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
 
     const int D = c->d_model, N = c->n_layers, MD = c->mlp_mult * c->d_model;
     struct pelab_params *p = &m->params;
-    m->wte = declare(p, "tok_emb.weight", 2, vocab, D, 1);
+    if (c->input_dim) {
+        m->wte = -1;
+        m->patch_w = declare(p, "patch_emb.weight", 2, D, c->input_dim, 1);
+        m->patch_b = declare(p, "patch_emb.bias", 1, D, 0, 0);
+        m->cls = declare(p, "cls_token", 1, D, 0, 0);
+    } else {
+        m->wte = declare(p, "tok_emb.weight", 2, vocab, D, 1);
+    }
     m->layer = calloc((size_t)N, sizeof *m->layer);
     if (!m->layer) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int l = 0; l < N; l++) {
@@ -109,15 +123,20 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
 #undef NAME
     }
     m->lnf = declare(p, "final_norm.weight", 1, D, 0, 0);
-    m->lm_head = c->tied ? -1 : declare(p, "lm_head.weight", 2, vocab, D, 1);
-    rc = pelab_posenc_init(&m->pe, c->pe, opts, p, D, c->n_heads, N, max_seq);
+    m->lm_head = c->tied ? -1 : declare(p, c->input_dim ? "classifier.weight" : "lm_head.weight", 2, vocab, D, 1);
+    rc = pelab_posenc_init_nd(&m->pe, c->pe, opts, p, D, c->n_heads, N, max_seq, &c->positions);
     if (rc) return rc;
     return pelab_params_alloc(p);
 }
 
 int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq) {
+    return pelab_model_init_io(m, opts, vocab, max_seq, NULL);
+}
+
+int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq,
+                        const struct pelab_model_io *io) {
     memset(m, 0, sizeof *m);
-    int rc = model_build(m, opts, vocab, max_seq);
+    int rc = model_build(m, opts, vocab, max_seq, io);
     if (rc) pelab_model_free(m); /* nothing half-built stays behind; the message is kept */
     return rc;
 }
@@ -133,6 +152,7 @@ static void acts_free(struct pelab_acts *a) {
     free(a->tokens);
     free(a->targets);
     free(a->pos);
+    free(a->inputs);
     pelab_attn_scratch_free(&a->attn);
     free(a);
 }
@@ -187,7 +207,8 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->losses, BT);
     ALLOC(a->tokens, BT);
     ALLOC(a->targets, BT);
-    ALLOC(a->pos, BT);
+    ALLOC(a->pos, BT * m->cfg.positions.dims);
+    if (m->cfg.input_dim) ALLOC(a->inputs, BT * m->cfg.input_dim);
     ALLOC(a->dres, BT * D);
     ALLOC(a->dbranch, BT * D);
     ALLOC(a->dln, BT * D);
@@ -228,7 +249,53 @@ void pelab_model_init_weights(struct pelab_model *m, uint64_t seed) {
         for (size_t j = 0; j < p->size; j++)
             w[j] = is_gain ? 1 : (pelab_real)(pelab_rng_normal(&rng) * (is_resid ? resid_std : std));
     }
+    if (m->cls >= 0) /* ViT's class token: N(0, 0.02) like the other embeddings */
+        for (int j = 0; j < m->cfg.d_model; j++) pelab_params_data(&m->params, m->cls)[j] = (pelab_real)(pelab_rng_normal(&rng) * std);
     if (m->pe.ops->init_params) m->pe.ops->init_params(&m->pe, &rng);
+}
+
+void pelab_model_set_inputs(struct pelab_model *m, const pelab_real *inputs) { m->inputs = inputs; }
+
+/* x (B,T,D): the token embedding E[tok], or the patch model's class token and patch embedding. */
+static void input_forward(struct pelab_model *m, pelab_real *x, const int32_t *tokens,
+                          const pelab_real *inputs, int B, int T) {
+    const int D = m->cfg.d_model, P = m->cfg.input_dim;
+    const long BT = (long)B * T;
+    if (!P) {
+        pelab_embed_forward(x, tokens, pelab_params_data(&m->params, m->wte), (int)BT, D);
+        return;
+    }
+    PELAB_ASSERT(inputs != NULL);
+    pelab_matmul_forward(x, inputs, pelab_params_data(&m->params, m->patch_w), (int)BT, P, D); /* row 0's result replaced */
+    const pelab_real *bias = pelab_params_data(&m->params, m->patch_b), *cls = pelab_params_data(&m->params, m->cls);
+    for (long r = 0; r < BT; r++) {
+        pelab_real *xr = x + r * D;
+        if (r % T == 0) memcpy(xr, cls, (size_t)D * sizeof *xr);
+        else for (int j = 0; j < D; j++) xr[j] += bias[j];
+    }
+}
+
+/* Gradients of input_forward's parameters from dx (B,T,D), which it may overwrite. */
+static void input_backward(struct pelab_model *m, pelab_real *dx, const int32_t *tokens,
+                           const pelab_real *inputs, int B, int T) {
+    const int D = m->cfg.d_model, P = m->cfg.input_dim;
+    const long BT = (long)B * T;
+    if (!P) {
+        pelab_embed_backward(pelab_params_grad(&m->params, m->wte), dx, tokens, (int)BT, D);
+        return;
+    }
+    pelab_real *dcls = pelab_params_grad(&m->params, m->cls), *dbias = pelab_params_grad(&m->params, m->patch_b);
+    for (long r = 0; r < BT; r++) {
+        pelab_real *d = dx + r * D;
+        if (r % T == 0) { /* the class token's row: into c, then out of the patch product */
+            for (int j = 0; j < D; j++) dcls[j] += d[j];
+            memset(d, 0, (size_t)D * sizeof *d);
+        } else {
+            for (int j = 0; j < D; j++) dbias[j] += d[j];
+        }
+    }
+    /* dWp (D,P) += dx^T (D,BT) · in (BT,P) */
+    pelab_gemm(1, 0, D, P, (int)BT, 1, dx, D, inputs, P, 1, pelab_params_grad(&m->params, m->patch_w), P);
 }
 
 int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
@@ -292,7 +359,7 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
     m->status = pelab_posenc_prepare(&m->pe, pos, B, T);
     if (m->status) return m->loss = (pelab_real)NAN; /* the encoding refused these positions */
 
-    pelab_embed_forward(f->x, tokens, W(m->wte), (int)BT, D);
+    input_forward(m, f->x, tokens, f->inputs, B, T);
     pelab_posenc_embed_forward(&m->pe, f->x, pos, B, T);
 
     for (int l = 0; l < N; l++) {
@@ -309,6 +376,7 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
+            .bidirectional = m->cfg.positions.bidirectional,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
             .scratch = f->scratch};
         /* what attention saves: the probabilities (reference) or each row's log-sum-exp (tiled) */
@@ -378,7 +446,8 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
     m->cur_B = B;
     m->cur_T = T;
     memcpy(a->tokens, tokens, (size_t)BT * sizeof *tokens);
-    memcpy(a->pos, pos, (size_t)BT * sizeof *pos);
+    memcpy(a->pos, pos, (size_t)BT * m->cfg.positions.dims * sizeof *pos);
+    if (m->cfg.input_dim) memcpy(a->inputs, m->inputs, (size_t)BT * m->cfg.input_dim * sizeof *a->inputs);
     if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof *targets);
     else for (long i = 0; i < BT; i++) a->targets[i] = -1;
     const struct pelab_fwd f = {
@@ -387,7 +456,7 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
         .att = a->att, .lse = a->lse, .atty = a->atty, .xmid = a->xmid, .ln2 = a->ln2,
         .rstd2 = a->ln2_rstd, .fch = a->fch, .fch_gelu = a->fch_gelu, .lnf = a->lnf,
         .lnf_rstd = a->lnf_rstd, .logits = a->logits, .ce_stats = a->ce_stats, .losses = a->losses,
-        .targets = a->targets, .scratch = &a->attn};
+        .targets = a->targets, .inputs = a->inputs, .scratch = &a->attn};
     return pelab_model_forward_pass(m, &f, a->tokens, a->pos, B, T);
 }
 
@@ -431,6 +500,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = a->pos,
+            .bidirectional = m->cfg.positions.bidirectional,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
             .scratch = &a->attn};
         attn_backward(m, l, a->dqkv + 2 * D, atty, qo, ko, qkv + 2 * D, &s);
@@ -442,7 +512,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
 
     pelab_posenc_embed_backward(&m->pe, a->dres, a->pos, B, T);
     if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
-    pelab_embed_backward(G(m->wte), a->dres, a->tokens, (int)BT, D);
+    input_backward(m, a->dres, a->tokens, a->inputs, B, T);
 }
 
 const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->logits; }

@@ -117,7 +117,7 @@ pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens
         .x = e->x, .ln = e->ln, .rstd = e->rstd, .qkv = e->qkv, .qo = e->qo, .ko = e->ko,
         .att = e->att, .lse = e->lse, .atty = e->atty, .fch = e->hidden, .logits = e->logits,
         .losses = e->losses, .pred = e->pred, .pred_prob = e->pred_prob, .targets = e->targets,
-        .scratch = &e->attn};
+        .inputs = m->inputs, .scratch = &e->attn};
     return pelab_model_forward_pass(m, &f, tokens, pos, B, T);
 }
 

@@ -27,6 +27,7 @@ struct pelab_fwd {
     int32_t *pred;
     pelab_real *pred_prob;
     const int32_t *targets;
+    const pelab_real *inputs; /* patch model: (B,T,input_dim) */
     struct pelab_attn_scratch *scratch; /* the tiled kernel's per-thread tiles */
 };
 

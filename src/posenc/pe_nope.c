@@ -7,5 +7,6 @@ const struct pelab_posenc_ops pelab_pe_nope = {
     .name = "nope",
     .summary = "no positional encoding; order is visible only through the causal mask",
     .sites = 0,
-    .contract = {PELAB_PE_RELATIVE, {NULL}},
+    .dims = 1u << 1 | 1u << 2, /* reads no position */
+    .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL, {NULL}},
 };

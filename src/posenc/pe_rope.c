@@ -115,7 +115,7 @@ const struct pelab_posenc_ops pelab_pe_rope = {
     .name = "rope",
     .summary = "rotary embedding: pair c of q and k rotated by p·base^(-2c/d) (Su et al. 2021)",
     .sites = PELAB_SITE_QK,
-    .contract = {PELAB_PE_RELATIVE,
+    .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL,
                  {"rope-layout=half", "rope-resonance=on", "rope-scaling=yarn rope-scale=4",
                   "rope-scaling=dynamic-ntk rope-scale=3", NULL}},
     .options = rope_options,

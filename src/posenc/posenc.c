@@ -11,6 +11,8 @@ extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
 extern const struct pelab_posenc_ops pelab_pe_alibi, pelab_pe_t5, pelab_pe_fire, pelab_pe_fire_shared;
 extern const struct pelab_posenc_ops pelab_pe_seqpe;
+extern const struct pelab_posenc_ops pelab_pe_learned2d, pelab_pe_sinusoidal2d, pelab_pe_rope2d;
+extern const struct pelab_posenc_ops pelab_pe_rope2d_mixed, pelab_pe_pope2d;
 
 static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_nope,
@@ -24,6 +26,11 @@ static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_fire,
     &pelab_pe_fire_shared,
     &pelab_pe_seqpe,
+    &pelab_pe_learned2d,
+    &pelab_pe_sinusoidal2d,
+    &pelab_pe_rope2d,
+    &pelab_pe_rope2d_mixed,
+    &pelab_pe_pope2d,
     NULL,
 };
 
@@ -41,8 +48,46 @@ const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name) 
     return NULL;
 }
 
+int pelab_posenc_serves(const struct pelab_posenc_ops *ops, int n) {
+    return ((ops->dims ? ops->dims : 1u << 1) >> n) & 1u;
+}
+
+/* "a, b, c": the registered encodings that serve n-D positions. */
+static void names_serving(char *out, size_t size, int n) {
+    *out = 0;
+    for (int i = 0; registry[i]; i++)
+        if (pelab_posenc_serves(registry[i], n))
+            snprintf(out + strlen(out), size - strlen(out), "%s%s", *out ? ", " : "", registry[i]->name);
+}
+
+/* PELAB_OK when ops serves the layout, else the usage error. */
+static int check_layout(const struct pelab_posenc_ops *ops, const struct pelab_pe_layout *l) {
+    char known[256];
+    if (!pelab_posenc_serves(ops, l->dims)) {
+        names_serving(known, sizeof known, l->dims);
+        if (l->dims == 2)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: a 1-D encoding, and this task's positions are 2-D "
+                              "(row, column): choose a 2-D encoding (%s) or give --positions raster", ops->name, known);
+        return pelab_fail(PELAB_ERR_USAGE, "--pe %s: an encoding of %s positions, and this task's positions "
+                          "are %d-D (encodings for it: %s)", ops->name, pelab_posenc_serves(ops, 2) ? "2-D" : "n-D",
+                          l->dims, known);
+    }
+    if (l->bidirectional && !(ops->contract.promises & PELAB_PE_BIDIRECTIONAL))
+        return pelab_fail(PELAB_ERR_USAGE, "--pe %s: causal only, and this task's attention is "
+                          "bidirectional", ops->name);
+    return PELAB_OK;
+}
+
 int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
                       struct pelab_params *params, int D, int H, int n_layers, int max_seq) {
+    return pelab_posenc_init_nd(pe, name, opts, params, D, H, n_layers, max_seq, NULL);
+}
+
+int pelab_posenc_init_nd(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
+                         struct pelab_params *params, int D, int H, int n_layers, int max_seq,
+                         const struct pelab_pe_layout *layout) {
+    static const struct pelab_pe_layout text = {1, 0, 0};
+    if (!layout) layout = &text;
     memset(pe, 0, sizeof *pe);
     pe->ops = pelab_posenc_find(name);
     if (!pe->ops) {
@@ -52,6 +97,11 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
                      registry[i]->name);
         return pelab_fail(PELAB_ERR_USAGE, "--pe: unknown encoding '%s' (known: %s)", name, known);
     }
+    int rc = check_layout(pe->ops, layout);
+    if (rc) return rc;
+    pe->pos_dims = layout->dims;
+    pe->bidirectional = layout->bidirectional;
+    pe->grid = layout->grid;
     pe->D = D;
     pe->H = H;
     pe->d = D / H;
@@ -60,7 +110,7 @@ int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pe
     pe->qk_dim = pe->d;
     pe->sites = pe->ops->sites;
     pe->params = params;
-    int rc = pelab_opts_check(opts, pe->ops->options);
+    rc = pelab_opts_check(opts, pe->ops->options);
     if (!rc) rc = pelab_opts_check(opts, pe->ops->eval_options);
     if (rc) return rc;
     pe->param_first = params->count;

@@ -113,7 +113,7 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     count = s1 - s0;
     if ((uint64_t)batch > count) batch = count > 0 ? (int)count : 1; /* no larger than needed */
     struct pelab_batch b;
-    if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
+    if ((rc = pelab_batch_alloc_for(&b, s->t, batch, T))) return rc;
     const int own_span = !meter.open;
     const double cost = pelab_eval_cost(m, T);
     if (own_span) {
@@ -133,6 +133,7 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         b.B = n;
         source_fill(s, first + done, &b);
         /* forward only: memory for one layer, not the activations a backward pass would read */
+        pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward_eval(m, b.tokens, b.targets, b.pos, n, T);
         if ((rc = m->status)) break;
         const pelab_real *losses = pelab_model_eval_losses(m);  /* (n,T) */

@@ -266,7 +266,9 @@ static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opt
         vocab = r->task.vocab;
         max_seq = r->task.seq_len;
     }
-    if (pelab_model_init(&r->model, &r->settings, vocab, max_seq)) {
+    struct pelab_model_io io;
+    if (pelab_task_model_io(task, &r->settings, &io) ||
+        pelab_model_init_io(&r->model, &r->settings, vocab, max_seq, &io)) {
         if (r->task.ops) pelab_task_free(&r->task);
         rc = fail_in(PELAB_ERR_RUNTIME, cfg_path);
         goto out;

@@ -72,7 +72,7 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
     tr->have_task = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
-    if ((rc = pelab_model_init(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len))) return rc;
+    if ((rc = pelab_model_init_io(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len, &tr->task.io))) return rc;
     tr->have_model = 1;
     tr->n_aux = 0;
     for (const char *const *n = tr->model.pe.ops->aux_names; n && *n; n++) tr->n_aux++;
@@ -93,7 +93,7 @@ static int trainer_buffers(struct pelab_trainer *tr) {
     uint64_t r0, r1;
     pelab_dist_share((uint64_t)tr->c.batch, &r0, &r1);
     int rc = pelab_model_reserve(&tr->model, (int)(r1 - r0), tr->task.seq_len);
-    if (!rc) rc = pelab_batch_alloc(&tr->batch, tr->c.batch, tr->task.seq_len);
+    if (!rc) rc = pelab_batch_alloc_for(&tr->batch, &tr->task, tr->c.batch, tr->task.seq_len);
     if (!rc) tr->have_batch = 1;
     return rc;
 }
@@ -232,8 +232,11 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
         /* rows without a target add nothing (a rank whose rows have none skips them) */
         if (n_all == 0 || n_mine > 0) {
             const double w = n_all ? (double)n_mine / (double)n_all : 1; /* this rank's share */
-            struct pelab_batch mine = {(int)n_rows, T, tr->batch.tokens + off,
-                                       tr->batch.targets + off, tr->batch.pos + off};
+            const struct pelab_model_io *io = &tr->task.io;
+            struct pelab_batch mine = {(int)n_rows, T, tr->batch.tokens + off, tr->batch.targets + off,
+                                       tr->batch.pos + off * (size_t)io->positions.dims,
+                                       io->input_dim ? tr->batch.inputs + off * (size_t)io->input_dim : NULL};
+            pelab_model_set_inputs(m, mine.inputs);
             double l = pelab_model_forward(m, mine.tokens, mine.targets, mine.pos, mine.B, T);
             if ((rc = m->status)) break;
             if (c->check_finite && pelab_model_find_nonfinite(m, where, sizeof where)) {

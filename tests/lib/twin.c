@@ -94,9 +94,27 @@ static void aux_step(struct pelab_model *m, uint64_t key, struct draw *d, double
     memcpy(d->ood_pos, r->ood_pos, (size_t)no * sizeof *d->ood_pos);
 }
 
-/* Random tokens; about a quarter of the targets are -1; pos[b][t] = t + 7b + shift. */
+/* A 2-D encoding's cases: a patch model as the image task builds it, input vectors of width
+ * TWIN_P, a class token, (row, column) positions, bidirectional, training grid TWIN_GRID. */
+#define TWIN_P 4
+#define TWIN_GRID 4
+
+/* Random tokens; about a quarter of the targets are -1; pos[b][t] = t + 7b + shift.
+ * in != NULL (a patch model): the class token's target only, position (0, 0), and every other
+ * token random (row, column) in 1 .. TWIN_GRID + 1 (some sequences on a grid larger than the
+ * training one), input vectors normal. */
 static void random_batch(struct pelab_rng *rng, int32_t *tokens, int32_t *targets, int32_t *pos,
-                         int shift) {
+                         int shift, double *in) {
+    for (int b = 0; in && b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const int i = b * T + t;
+            tokens[i] = V;
+            targets[i] = t ? -1 : (int32_t)pelab_rng_below(rng, V);
+            pos[2 * i] = t ? 1 + (int32_t)pelab_rng_below(rng, TWIN_GRID + 1) : 0;
+            pos[2 * i + 1] = t ? 1 + (int32_t)pelab_rng_below(rng, TWIN_GRID + 1) : 0;
+            for (int j = 0; j < TWIN_P; j++) in[i * TWIN_P + j] = pelab_rng_normal(rng);
+        }
+    if (in) return;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             tokens[b * T + t] = (int32_t)pelab_rng_below(rng, V);
@@ -139,7 +157,11 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
 
     struct pelab_model m;
     memset(&m, 0, sizeof m);
-    if (pelab_model_init(&m, &opts, V, max_seq) != PELAB_OK) {
+    const struct pelab_posenc_ops *ops = pelab_posenc_find(pelab_opts_get(&opts, "pe") ? pelab_opts_get(&opts, "pe") : "rope");
+    const int patches = ops && !pelab_posenc_serves(ops, 1);
+    const struct pelab_model_io io = {patches ? TWIN_P : 0, {patches ? 2 : 1, patches, patches ? TWIN_GRID : 0}};
+    const int n_pos = io.positions.dims;
+    if (pelab_model_init_io(&m, &opts, V, max_seq, &io) != PELAB_OK) {
         CHECK(0, "%s: pelab_model_init: %s", c->name, pelab_last_error());
         return 1;
     }
@@ -210,15 +232,23 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
         CHECK(pelab_opts_set(&meta, key, settings.kv[i].val) == PELAB_OK, "%s: metadata: %s",
               c->name, pelab_last_error());
     }
+    if (patches) { /* what the task feeds the model, for the twin to build the same one */
+        pelab_opts_set(&meta, "pelab.config.input-dim", "4");
+        pelab_opts_set(&meta, "pelab.config.pos-dims", "2");
+        pelab_opts_set(&meta, "pelab.config.bidirectional", "on");
+        pelab_opts_set(&meta, "pelab.config.grid", "4");
+    }
     pelab_opts_set(&meta, "format", "pelab-model");
     snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, c->name);
     CHECK(pelab_params_save(path, &m.params, &meta) == PELAB_OK, "%s: %s", path, pelab_last_error());
 
     /* One forward and backward. */
-    static int32_t tokens[STEPS + 1][B * T], targets[STEPS + 1][B * T], pos[STEPS + 1][B * T];
+    static int32_t tokens[STEPS + 1][B * T], targets[STEPS + 1][B * T], pos[STEPS + 1][B * T * 2];
+    static double inputs[STEPS + 1][B * T * TWIN_P];
     static struct draw draws[STEPS + 1];
     double aux_terms[STEPS + 1][2];
-    random_batch(&rng, tokens[0], targets[0], pos[0], 0);
+    random_batch(&rng, tokens[0], targets[0], pos[0], 0, patches ? inputs[0] : NULL);
+    pelab_model_set_inputs(&m, patches ? inputs[0] : NULL);
     CHECK(pelab_model_reserve(&m, B, T) == PELAB_OK, "%s: reserve: %s", c->name, pelab_last_error());
     double loss = forward_checked(&m, tokens[0], targets[0], pos[0], c->name);
     if (m.status) { /* refused (reported above): nothing to compare */
@@ -241,7 +271,8 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
     double lrs[STEPS], losses[STEPS], norms[STEPS];
     for (int i = 0; i < STEPS; i++) {
         int32_t *tk = tokens[i + 1], *tg = targets[i + 1], *ps = pos[i + 1];
-        random_batch(&rng, tk, tg, ps, 3 * i);
+        random_batch(&rng, tk, tg, ps, 3 * i, patches ? inputs[i + 1] : NULL);
+        pelab_model_set_inputs(&m, patches ? inputs[i + 1] : NULL);
         pelab_params_zero_grad(&m.params);
         losses[i] = forward_checked(&m, tk, tg, ps, c->name);
         pelab_model_backward(&m, 1.0);
@@ -257,7 +288,8 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
     l.n = 0;
     add(&l, "tokens", PELAB_DT_I32, tokens[0], 4, 2, B, T, 0, 0);
     add(&l, "targets", PELAB_DT_I32, targets[0], 4, 2, B, T, 0, 0);
-    add(&l, "pos", PELAB_DT_I32, pos[0], 4, 2, B, T, 0, 0);
+    add(&l, "pos", PELAB_DT_I32, pos[0], 4, n_pos == 1 ? 2 : 3, B, T, n_pos, 0);
+    if (patches) add(&l, "inputs", PELAB_DT_F64, inputs[0], 8, 3, B, T, TWIN_P, 0);
     add(&l, "logits", PELAB_DT_F64, logits, 8, 3, B, T, V, 0);
     add(&l, "loss", PELAB_DT_F64, &loss, 8, 1, 1, 0, 0, 0);
     for (int i = 0; i < m.params.count; i++)
@@ -269,7 +301,11 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
         snprintf(name, sizeof name, "step%d.targets", i);
         add(&l, name, PELAB_DT_I32, targets[i + 1], 4, 2, B, T, 0, 0);
         snprintf(name, sizeof name, "step%d.pos", i);
-        add(&l, name, PELAB_DT_I32, pos[i + 1], 4, 2, B, T, 0, 0);
+        add(&l, name, PELAB_DT_I32, pos[i + 1], 4, n_pos == 1 ? 2 : 3, B, T, n_pos, 0);
+        if (patches) {
+            snprintf(name, sizeof name, "step%d.inputs", i);
+            add(&l, name, PELAB_DT_F64, inputs[i + 1], 8, 3, B, T, TWIN_P, 0);
+        }
     }
     add(&l, "lrs", PELAB_DT_F64, lrs, 8, 1, STEPS, 0, 0, 0);
     add(&l, "losses", PELAB_DT_F64, losses, 8, 1, STEPS, 0, 0, 0);

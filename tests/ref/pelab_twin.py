@@ -107,6 +107,14 @@ DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1})
 _FLOATS += ("seqpe-alpha", "seqpe-beta")
 
 
+# the image task's patch model (what the task feeds the model) and the 2-D encodings
+DEFAULTS.update({"input-dim": 0, "pos-dims": 1, "bidirectional": "off", "grid": 0,
+                 "rope2d-base": 10000.0, "sin2d-base": 10000.0, "rope2d-mixed-base": 10.0,
+                 "pope2d-base": 10000.0, "pope2d-delta-init": "zero"})
+_INTS += ("input-dim", "pos-dims", "grid")
+_FLOATS += ("rope2d-base", "sin2d-base", "rope2d-mixed-base", "pope2d-base")
+
+
 def parse_config(raw):
     """pelab.config metadata (a JSON object, or its text) -> dict with typed values.
     Values may be numbers or strings; switches stay "on"/"off"."""
@@ -281,8 +289,12 @@ def make_posenc(cfg):
         return RoPE(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]))
     if pe == "xpos":
         return XPos(d, cfg["xpos-base"], cfg["xpos-scale-base"], cfg["xpos-gamma"])
-    if pe in ("learned", "sinusoidal", "seqpe"):
-        return NoPE()  # they act on the embedding (AbsolutePE, SeqPE below) or after q, k
+    if pe in ("learned", "sinusoidal", "seqpe", "learned2d", "sinusoidal2d"):
+        return NoPE()  # they act on the embedding (AbsolutePE, AbsolutePE2D, SeqPE below) or after q, k
+    if pe == "rope2d":
+        return RoPE2D(d, cfg["rope2d-base"])
+    if pe in ("rope2d-mixed", "pope2d"):
+        return NoPE()  # their parameters are the layer's attn.rope2d_mixed / attn.pope2d (below)
     if pe == "pope":
         return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]),
                     on(cfg["pope-delta-clamp"]))
@@ -319,6 +331,110 @@ class AbsolutePE(nn.Module):
                 raise ValueError("position %d is beyond the learned table" % (L - 1))
             table = F.interpolate(table.t()[None], size=L, mode="linear", align_corners=True)[0].t()
         return table[pos.long()]
+class RoPE2D(nn.Module):
+    """Axial RoPE (Heo et al. 2024) on pos (B, T, 2) = (row, column): of the d/2 interleaved pairs
+    (x_2c, x_2c+1), pair c < d/4 turns by row * theta_c and pair d/4 + c by column * theta_c, with
+    theta_c = base^(-2c/(d/2)) the frequencies of a d/2-wide RoPE."""
+
+    def __init__(self, d, base):
+        super().__init__()
+        self.theta = base ** (-np.arange(0, d // 2, 2, dtype=np.float64) / (d // 2))   # (d/4,)
+
+    def forward(self, q, k, pos):
+        th = torch.as_tensor(self.theta)
+        p = pos.to(torch.float64)
+        a = torch.cat((p[..., 0:1] * th, p[..., 1:2] * th), -1)[:, None]             # (B, 1, T, d/2)
+        cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+
+        def turn(x):
+            x0, x1 = x[..., 0::2], x[..., 1::2]
+            return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
+        return turn(q), turn(k)
+
+
+class RoPE2DMixed(nn.Module):
+    """RoPE-Mixed (Heo et al. 2024) on pos (B, T, 2): pair i of head h (interleaved) turns by
+    theta[0, h, i] * row + theta[1, h, i] * column, theta (2, H, d/2) learned per layer."""
+
+    def __init__(self, heads, d):
+        super().__init__()
+        self.theta = nn.Parameter(torch.zeros(2, heads, d // 2))
+
+    def forward(self, q, k, pos):
+        p = pos.to(torch.float64)                                                    # (B, T, 2)
+        th = self.theta.to(torch.float64)
+        a = (p[:, None, :, 0, None] * th[0][None, :, None] +
+             p[:, None, :, 1, None] * th[1][None, :, None])                         # (B, H, T, d/2)
+        cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+
+        def turn(x):
+            x0, x1 = x[..., 0::2], x[..., 1::2]
+            return torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), -1).flatten(-2)
+        return turn(q), turn(k)
+
+
+class PoPE2D(nn.Module):
+    """Axial PoPE on pos (B, T, 2): magnitudes softplus(x); component c < d/2 has phase
+    row * theta_c, component d/2 + c column * theta_c, theta_c = base^(-c/(d/2)); keys add
+    clamp(delta, -2pi, 0), delta (H, d) per layer -> q', k' (B, H, T, 2d) = [mu cos; mu sin]."""
+
+    def __init__(self, heads, d, base):
+        super().__init__()
+        h = d // 2
+        th = base ** (-np.arange(h, dtype=np.float64) / h)
+        self.theta = np.concatenate((th, th))                                         # (d,)
+        self.h = h
+        self.delta = nn.Parameter(torch.zeros(heads, d))
+
+    def forward(self, q, k, pos):
+        p = pos.to(torch.float64)                                                    # (B, T, 2)
+        th = torch.as_tensor(self.theta)
+        coord = torch.cat((p[..., 0:1].expand(-1, -1, self.h), p[..., 1:2].expand(-1, -1, self.h)), -1)
+        a = (coord * th)[:, None]                                                    # (B, 1, T, d)
+        ak = a + self.delta.clamp(-2 * math.pi, 0).to(torch.float64)[None, :, None]  # (B, H, T, d)
+        mq, mk = F.softplus(q), F.softplus(k)
+        qo = torch.cat((mq * a.cos().to(q.dtype), mq * a.sin().to(q.dtype)), -1)
+        ko = torch.cat((mk * ak.cos().to(k.dtype), mk * ak.sin().to(k.dtype)), -1)
+        return qo, ko
+
+
+class AbsolutePE2D(nn.Module):
+    """2-D absolute encodings on pos (B, T, 2), the class token at (0, 0), grid cells from 1:
+    sinusoidal2d: the first D/2 channels the 1-D sinusoidal embedding (width D/2) of the row, the
+      last D/2 the column's;
+    learned2d: pos_emb2d.weight (1 + G^2, D): row 0 the class token's, then the G x G grid
+      row-major; a sequence whose largest coordinate is G' reads the grid resized to G' x G' by
+      F.interpolate(mode='bilinear', align_corners=False)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.kind, D = cfg["pe"], cfg["d-model"]
+        if self.kind == "learned2d":
+            self.G = cfg["grid"]
+            self.weight = nn.Parameter(torch.zeros(1 + self.G * self.G, D))
+        else:
+            h = D // 2
+            self.freq = cfg["sin2d-base"] ** (-np.arange(0, h, 2, dtype=np.float64) / h)
+            self.h = h
+
+    def forward(self, pos):
+        if self.kind == "sinusoidal2d":
+            out = []
+            for axis in (0, 1):
+                a = pos[..., axis].to(torch.float64)[..., None] * torch.as_tensor(self.freq)
+                out.append(torch.stack((a.sin(), a.cos()), -1).flatten(-2)[..., :self.h])
+            return torch.cat(out, -1)
+        rows = []
+        grid = self.weight[1:].reshape(self.G, self.G, -1).permute(2, 0, 1)[None]   # (1, D, G, G)
+        for b in range(pos.shape[0]):
+            Gp = max(int(pos[b].max()), 1)
+            g = F.interpolate(grid, size=(Gp, Gp), mode="bilinear", align_corners=False)[0]  # (D, G', G')
+            r, c = pos[b, :, 0].long(), pos[b, :, 1].long()
+            cell = g[:, (r - 1).clamp(min=0), (c - 1).clamp(min=0)].t()                 # (T, D)
+            rows.append(torch.where((r == 0)[:, None], self.weight[0][None], cell))
+        return torch.stack(rows)
+
+
 # --- attention biases ------------------------------------------------------------------------------
 # Each maps pos: (B, T) int to bias: (B, H, T, T), bias[b, h, t, s] added to the scaled score of
 # query t and key s (entries s > t are masked afterwards).
@@ -539,6 +655,10 @@ class Attention(nn.Module):
         if cfg["pe"] == "seqpe" and cfg["seqpe-mode"] != "input" and cfg["seqpe-proj"] == "per-layer":
             self.seqpe = nn.Module()                 # blocks.{l}.attn.seqpe.qk.weight, (2D, D)
             self.seqpe.qk = nn.Linear(D, 2 * D, bias=False)
+        if cfg["pe"] == "rope2d-mixed":              # blocks.{l}.attn.rope2d_mixed.theta
+            self.rope2d_mixed = RoPE2DMixed(self.H, self.d)
+        if cfg["pe"] == "pope2d":                    # blocks.{l}.attn.pope2d.delta
+            self.pope2d = PoPE2D(self.H, self.d, cfg["pope2d-base"])
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
@@ -549,6 +669,10 @@ class Attention(nn.Module):
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
+        if hasattr(self, "rope2d_mixed"):
+            q, k = self.rope2d_mixed(q, k, pos)
+        if hasattr(self, "pope2d"):
+            q, k = self.pope2d(q, k, pos)
         if seqpe is not None:                                  # (mode, e (B, T, D), shared W^p or None)
             mode, e, qk = seqpe
             pq, pk = (qk if qk is not None else self.seqpe.qk)(e).view(B, T, 2, self.H, self.d).permute(2, 0, 3, 1, 4)
@@ -601,7 +725,16 @@ class Twin(nn.Module):
             raise ValueError("the twin has no dropout (dropout %g)" % cfg["dropout"])
         self.cfg = cfg
         V, D = cfg["vocab"], cfg["d-model"]
-        self.tok_emb = nn.Embedding(V, D)
+        self.patches = cfg["input-dim"] > 0
+        if self.patches:      # the image task: patch embedding, class token, classifier
+            self.patch_emb = nn.Linear(cfg["input-dim"], D, bias=True)
+            self.cls_token = nn.Parameter(torch.zeros(D))
+        else:
+            self.tok_emb = nn.Embedding(V, D)
+        if cfg["pe"] == "learned2d":
+            self.pos_emb2d = AbsolutePE2D(cfg)   # its table is pos_emb2d.weight
+        elif cfg["pe"] == "sinusoidal2d":
+            self.sin2d_emb = AbsolutePE2D(cfg)
         if cfg["pe"] == "learned":
             self.pos_emb = AbsolutePE(cfg)       # its table is pos_emb.weight
         elif cfg["pe"] == "sinusoidal":
@@ -611,7 +744,11 @@ class Twin(nn.Module):
             self.pe.seqpe = SeqPE(cfg)           # pe.seqpe.*
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg["layers"]))
         self.final_norm = RMSNorm(D)
-        self.lm_head = None if on(cfg["tied"]) else nn.Linear(D, V, bias=False)
+        if self.patches:
+            self.classifier = nn.Linear(D, V, bias=False)
+            self.lm_head = None
+        else:
+            self.lm_head = None if on(cfg["tied"]) else nn.Linear(D, V, bias=False)
         if bias_is_shared(cfg):                      # one bias for every layer: pe.<name>.*
             name, bias = make_bias(cfg)
             self.pe = nn.Module()
@@ -651,12 +788,20 @@ class Twin(nn.Module):
                         std /= math.sqrt(2 * self.cfg["layers"])
                     p.normal_(0, std, generator=g)
 
-    def forward(self, tokens, pos, targets=None):
-        """tokens, pos, targets: (B, T) int (targets -1: no loss) -> logits (B, T, V), loss or None."""
+    def forward(self, tokens, pos, targets=None, inputs=None):
+        """tokens, targets: (B, T) int (targets -1: no loss), pos (B, T) or (B, T, 2); a patch model
+        reads inputs (B, T, P) instead of tokens, token 0 being the class token -> logits (B, T, V),
+        loss or None."""
         B, T = tokens.shape
         mask = torch.ones(T, T, dtype=torch.bool, device=tokens.device).triu(1)  # s > t masked
-        h = self.tok_emb(tokens.long())
-        for absolute in ("pos_emb", "sin_emb"):
+        if on(self.cfg["bidirectional"]):
+            mask = torch.zeros(T, T, dtype=torch.bool, device=tokens.device)
+        if self.patches:
+            e = self.patch_emb(inputs.to(self.cls_token.dtype))
+            h = torch.cat((self.cls_token.expand(B, 1, -1), e[:, 1:]), 1)
+        else:
+            h = self.tok_emb(tokens.long())
+        for absolute in ("pos_emb", "sin_emb", "pos_emb2d", "sin2d_emb"):
             if hasattr(self, absolute):
                 h = h + getattr(self, absolute)(pos).to(h.dtype)
         shared_bias = self.shared_bias(pos) if self.shared_bias is not None else None
@@ -671,7 +816,10 @@ class Twin(nn.Module):
         for block in self.blocks:
             h = block(h, pos, mask, shared_bias, seqpe)
         h = self.final_norm(h)
-        W = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
+        if self.patches:
+            W = self.classifier.weight
+        else:
+            W = self.tok_emb.weight if self.lm_head is None else self.lm_head.weight
         logits = h @ W.t()
         loss = None
         if targets is not None:
@@ -699,6 +847,8 @@ def decays(name, p):
     """pelab's rule: decoupled weight decay on matrices (ndim >= 2), never on gains or on the
     positional encoding's parameters (named '.pope.' etc.)."""
     return (p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
+            and not name.startswith("pos_emb2d.") and ".rope2d_mixed." not in name
+            and ".pope2d." not in name
             and ".seqpe." not in name and not is_bias_param(name))
 
 

@@ -88,7 +88,10 @@ def compare_params(case, check, pelab, twin, tol):
 
 
 def batch(fx, prefix=""):
-    return tuple(torch.from_numpy(fx[prefix + k].astype(np.int64)) for k in ("tokens", "pos", "targets"))
+    """tokens, pos, targets and, for a patch model's fixture, its input vectors (else None)."""
+    ints = tuple(torch.from_numpy(fx[prefix + k].astype(np.int64)) for k in ("tokens", "pos", "targets"))
+    inputs = torch.from_numpy(fx[prefix + "inputs"]) if prefix + "inputs" in fx else None
+    return ints + (inputs,)
 
 
 def aux_terms(case, model, fx, prefix, delta_key, ood_key, i):
@@ -115,8 +118,8 @@ def check_case(case_dir):
     fx, _ = pelab_twin.read_safetensors(os.path.join(case_dir, "fixture.safetensors"))
 
     # one forward and backward (with the encoding's own loss terms where the fixture has them)
-    tokens, pos, targets = batch(fx)
-    logits, loss = model(tokens, pos, targets)
+    tokens, pos, targets, inputs = batch(fx)
+    logits, loss = model(tokens, pos, targets, inputs)
     total = loss + aux_terms(case, model, fx, "reg.", "loss_delta", "loss_ood", 0)
     report(case, "logits", rel_err(fx["logits"], logits.detach().numpy())[0], TOL_FORWARD)
     report(case, "loss", rel_err(fx["loss"], loss.detach().numpy().reshape(1))[0], TOL_FORWARD,
@@ -136,8 +139,8 @@ def check_case(case_dir):
         for g in opt.param_groups:
             g["lr"] = float(lrs[i])
         opt.zero_grad(set_to_none=False)
-        tokens, pos, targets = batch(fx, "step%d." % i)
-        _, loss = model(tokens, pos, targets)
+        tokens, pos, targets, inputs = batch(fx, "step%d." % i)
+        _, loss = model(tokens, pos, targets, inputs)
         (loss + aux_terms(case, model, fx, "step%d.reg." % i, "losses_delta", "losses_ood", i)).backward()
         norm = torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()

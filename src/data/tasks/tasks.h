@@ -11,5 +11,6 @@ extern const struct pelab_task_ops pelab_task_text;
 extern const struct pelab_task_ops pelab_task_dna;
 extern const struct pelab_task_ops pelab_task_music;
 extern const struct pelab_task_ops pelab_task_qa;
+extern const struct pelab_task_ops pelab_task_image;
 
 #endif

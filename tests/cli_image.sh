@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The image task from the command line, on synthetic 8 × 8 IDX files (tests/lib/make_idx.py) with
+# 4 × 4 patches (a 2 × 2 grid, 5 tokens with the class token): each 2-D encoding trains,
+# evaluates (accuracy of the 4 test images, as the JSON's counts say) and samples (image index,
+# prediction, truth); --resolutions reports every side asked, its grid and token count, as a
+# table, JSON and CSV; a 1-D encoding needs --positions raster (and a bidirectional one); a 2-D
+# encoding on a text task, a side the patch does not divide and a causal-only encoding are each
+# one line and exit 2.
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+D=$W/data
+mkdir -p "$W/src"
+/usr/bin/python3 tests/lib/make_idx.py "$W/src" 5040 4 8 8 >/dev/null || fail "make_idx.py failed"
+cat >"$W/fetch" <<EOS
+#!/bin/sh
+mkdir -p "\$3/sources/\$2" && cp "$W/src"/* "\$3/sources/\$2/"
+EOS
+chmod +x "$W/fetch"
+PELAB_FETCH=$W/fetch "$P" data install fashion-mnist --data-dir "$D" >/dev/null 2>"$W/err" || fail "install: $(cat "$W/err")"
+export PELAB_DATA=$D
+TINY="--task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --eval-batches 1"
+json() { /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
+
+# check CODE PATTERN -- ARGS...: exit CODE, one line on stderr containing PATTERN
+check() {
+    local code=$1 pattern=$2; shift 3
+    "$P" "$@" >"$W/out" 2>"$W/err"; local rc=$?
+    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/err"))"
+    [ "$(wc -l <"$W/err")" -eq 1 ] || fail "pelab $*: stderr is not one line: $(cat "$W/err")"
+    grep -qF -- "$pattern" "$W/err" || fail "pelab $*: '$pattern' not in: $(cat "$W/err")"
+}
+
+for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope "rope --positions raster" "learned --positions raster"; do
+    R="$W/$(tr ' ' '_' <<<"$pe")"
+    "$P" train $TINY --pe $pe --steps 6 --out "$R" >/dev/null 2>"$W/err" || fail "train --pe $pe: $(tail -3 "$W/err")"
+    [ "$(json "$R/config.json" 'j["training"]["task"], j["model"]["pe"]')" = "('image', '${pe%% *}')" ] ||
+        fail "$pe: config.json: $(head -c 300 "$R/config.json")"
+    "$P" eval --model "$R" --json >"$W/e.json" 2>"$W/err" || fail "eval --pe $pe: $(cat "$W/err")"
+    [ "$(json "$W/e.json" 'j["task"], j["examples"], j["targets"], 0 <= j["accuracy"] <= 1, j["accuracy"] * 4 == round(j["accuracy"] * 4)')" = \
+      "('image', 4, 4, True, True)" ] || fail "eval --pe $pe: $(cat "$W/e.json")"
+done
+
+# resolution sweep: 8 (2x2), 12 (3x3), 16 (4x4); learned2d interpolates its 2x2 table
+R=$W/learned2d
+"$P" eval --model "$R" --resolutions 8,12,2x --json --csv "$W/res.csv" >"$W/r.json" 2>"$W/err" || fail "--resolutions: $(cat "$W/err")"
+[ "$(json "$W/r.json" '[(r["side"], r["grid"], r["tokens"], r["examples"]) for r in j["rows"]], j["train_side"], j["patch"]')" = \
+  "([(8, 2, 5, 4), (12, 3, 10, 4), (16, 4, 17, 4)], 8, 4)" ] || fail "--resolutions JSON: $(cat "$W/r.json")"
+"$P" eval --model "$R" --json >"$W/e.json" 2>/dev/null
+[ "$(json "$W/r.json" 'j["rows"][0]["accuracy"]')" = "$(json "$W/e.json" 'j["accuracy"]')" ] ||
+    fail "the sweep at the trained side differs from eval: $(cat "$W/r.json") vs $(cat "$W/e.json")"
+[ "$(head -1 "$W/res.csv")" = "pe,side,grid,multiple,tokens,examples,accuracy,loss" ] && [ "$(wc -l <"$W/res.csv")" -eq 4 ] &&
+    grep -q "^learned2d,16,4,2,17,4," "$W/res.csv" || fail "--resolutions CSV: $(cat "$W/res.csv")"
+"$P" eval --model "$W/rope2d" --resolutions 8,16 >"$W/out" 2>"$W/err" || fail "--resolutions table: $(cat "$W/err")"
+grep -q "^resolution extrapolation: .* trained at 8x8 (grid 2x2 of 4x4 patches), test images" "$W/out" &&
+    grep -Eq "^16 +4x4 +2.00 +17 +4 " "$W/out" || fail "--resolutions table: $(cat "$W/out")"
+check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- eval --model "$R" --resolutions 8,10
+
+# sample: image index, prediction and truth
+"$P" sample --model "$W/rope2d" --count 3 >"$W/out" 2>"$W/err" || fail "sample: $(cat "$W/err")"
+[ "$(grep -c "^        at 0   predicted '.*' (p [0-9.]*)  truth '.*'  \(right\|WRONG\)$" "$W/out")" -eq 3 ] &&
+    grep -q "^#0 " "$W/out" && grep -q "^[0-3] of 3 right$" "$W/out" || fail "sample: $(cat "$W/out")"
+
+# bad input: one line each
+check 2 "--pe rope: a 1-D encoding, and this task's positions are 2-D (row, column): choose a 2-D encoding" -- \
+    train $TINY --pe rope --steps 2 --out "$W/bad"
+grep -qF -- "--positions raster" "$W/err" || fail "the 1-D encoding's refusal does not name --positions raster"
+check 2 "--pe rope2d: an encoding of 2-D positions, and this task's positions are 1-D" -- \
+    train --task indirect --pe rope2d --steps 2 --out "$W/bad"
+check 2 "--pe alibi: causal only, and this task's attention is bidirectional" -- \
+    train $TINY --pe alibi --positions raster --steps 2 --out "$W/bad"
+check 2 "resolution 8 is not a multiple of the patch size 5" -- train $TINY --patch 5 --steps 2 --out "$W/bad"
+[ ! -e "$W/bad" ] || fail "a refused run left a directory"
+echo "cli_image: ok"
