@@ -69,7 +69,11 @@ static void help_encodings(FILE *f) {
         if ((*p)->sites & PELAB_SITE_EMBED) strcat(sites, "EMBED ");
         if ((*p)->sites & PELAB_SITE_QK) strcat(sites, "QK ");
         if ((*p)->sites & PELAB_SITE_BIAS) strcat(sites, "BIAS ");
-        fprintf(f, "  %-12s %-10s %s\n", (*p)->name, sites[0] ? sites : "-", (*p)->summary);
+        char dims[16] = ""; /* the positions it serves: 1-D (sequences), 2-D (images) */
+        for (int n = 1; n <= 2; n++)
+            if (pelab_posenc_serves(*p, n))
+                snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%d-D", dims[0] ? "," : "", n);
+        fprintf(f, "  %-12s %-10s %-8s %s\n", (*p)->name, sites[0] ? sites : "-", dims, (*p)->summary);
     }
 }
 

@@ -16,7 +16,8 @@ done
 PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
 TINY="--task text --tokenizer byte --data-dir $D --seq-len 32 --d-model 16 --heads 2 --layers 2 --batch 4 --threads 1 --eval-every 0 --steps 20"
 
-encodings=$("$P" help encodings | awk 'NR > 1 && $1 ~ /^[a-z]/ { print $1 }')
+# the encodings of sequences (1-D positions), as `help encodings` marks them
+encodings=$("$P" help encodings | awk 'NR > 1 && $1 ~ /^[a-z]/ && $0 ~ / 1-D/ { print $1 }')
 [ "$(echo "$encodings" | wc -w)" -ge 11 ] || fail "help encodings lists: $encodings"
 for pe in $encodings; do
     "$P" train $TINY --pe $pe --out "$W/$pe" >/dev/null 2>"$W/err" || fail "train --pe $pe: $(tail -3 "$W/err")"

@@ -624,6 +624,7 @@ static void check_twin(struct variant *vs, int n, const char *dir) {
     int ok[64] = {0}, bad[64] = {0};
     char line[1024];
     while (fgets(line, sizeof line, p)) {
+        if (strncmp(line, "       ", 7) == 0) printf("  twin: %s", line); /* a failing check's detail */
         int c;
         char verdict[8];
         if (sscanf(line, "%7s c%d", verdict, &c) == 2 && c >= 0 && c < n && c < 64) {

@@ -51,15 +51,15 @@ def report(case, check, err, tol, detail=""):
     return ok
 
 
-def rel_err(a, b):
-    """max |a - b| / max |b|, and the flat index of the worst element."""
+def rel_err(a, b, floor=1e-30):
+    """max |a - b| / max(max |b|, floor), and the flat index of the worst element."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape:
         return float("inf"), -1
     diff = np.abs(a - b)
     if diff.size == 0:
         return 0.0, -1
-    scale = max(np.abs(b).max(), 1e-30)
+    scale = max(np.abs(b).max(), floor)
     worst = int(np.nanargmax(diff)) if not np.isnan(diff).all() else 0
     return (diff.max() / scale if not np.isnan(diff).any() else float("nan")), worst
 
@@ -68,12 +68,19 @@ def compare_params(case, check, pelab, twin, tol):
     """pelab: {name: array}; twin: {name: tensor}. One line for the worst parameter, plus one line
     for each parameter out of tolerance."""
     worst_name, worst_err, bad = "", 0.0, []
+    # A tensor is measured against its own largest entry, but not below 1e-6 of the largest entry
+    # of all: a gradient that is zero but for rounding (the bias of a ReLU unit no input reaches,
+    # ~1e-19 where others are ~0.3) has no scale of its own, and its two roundings would otherwise
+    # be compared with each other. With the gradients' tolerance (1e-10) the floor still asks
+    # agreement to 1e-16 of the largest entry: float64's own rounding of it.
+    floor = 1e-6 * max([float(np.abs(t.detach().numpy()).max()) for t in twin.values()
+                        if t.numel()] + [1e-21])
     for name, t in twin.items():
         if name not in pelab:
             bad.append((name, float("inf"), "missing in the fixture"))
             continue
         ref = t.detach().numpy()
-        err, idx = rel_err(pelab[name], ref)
+        err, idx = rel_err(pelab[name], ref, floor)
         if not err <= tol:
             where = np.unravel_index(idx, ref.shape) if idx >= 0 else ()
             bad.append((name, err, "worst at %s: pelab %.17g, twin %.17g" % (
