@@ -62,6 +62,24 @@ static int read_cached(const char *path, const char *spec, const char *eval, int
     return ok ? 0 : -1;
 }
 
+/* The start of a cache file, {"lengths": spec[, "eval_options": etext]; the caller adds its rows. */
+static void cache_head(struct pelab_sb *sb, const char *spec, const char *etext) {
+    pelab_sb_printf(sb, "{\"lengths\": ");
+    pelab_sb_json_string(sb, spec);
+    if (etext[0]) {
+        pelab_sb_printf(sb, ", \"eval_options\": ");
+        pelab_sb_json_string(sb, etext);
+    }
+}
+
+/* Closes the object in sb, writes it to path atomically and frees sb. */
+static int cache_write(struct pelab_sb *sb, const char *path) {
+    pelab_sb_printf(sb, "}\n");
+    int rc = pelab_write_file_atomic(path, sb->data, sb->len);
+    pelab_sb_free(sb);
+    return rc;
+}
+
 int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                         struct pelab_sweep_length *lengths, int *n, double *ppl) {
     static struct pelab_run run;
@@ -81,17 +99,10 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    pelab_sb_printf(&sb, "{\"lengths\": ");
-    pelab_sb_json_string(&sb, spec);
-    if (etext[0]) {
-        pelab_sb_printf(&sb, ", \"eval_options\": ");
-        pelab_sb_json_string(&sb, etext);
-    }
+    cache_head(&sb, spec, etext);
     pelab_sb_printf(&sb, ", \"rows\": ");
     pelab_sweep_json(&sb, rows, *n);
-    pelab_sb_printf(&sb, "}\n");
-    rc = pelab_write_file_atomic(path, sb.data, sb.len);
-    pelab_sb_free(&sb);
+    rc = cache_write(&sb, path);
     for (int i = 0; i < *n; i++) ppl[i] = rows[i].ppl;
     return rc;
 }
@@ -116,17 +127,10 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    pelab_sb_printf(&sb, "{\"lengths\": ");
-    pelab_sb_json_string(&sb, spec);
-    if (etext[0]) {
-        pelab_sb_printf(&sb, ", \"eval_options\": ");
-        pelab_sb_json_string(&sb, etext);
-    }
+    cache_head(&sb, spec, etext);
     pelab_sb_printf(&sb, ", \"gen_tokens\": %d, \"rows\": ", PELAB_QA_GEN_TOKENS);
     pelab_qa_sweep_json(&sb, rows, *n);
-    pelab_sb_printf(&sb, "}\n");
-    rc = pelab_write_file_atomic(path, sb.data, sb.len);
-    pelab_sb_free(&sb);
+    rc = cache_write(&sb, path);
     for (int i = 0; i < *n; i++) {
         ppl[i] = rows[i].ppl;
         em[i] = rows[i].exact_match;

@@ -15,13 +15,6 @@ set -u
 ED="/usr/bin/python3 tests/lib/st_edit.py"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 
-expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/o" 2>"$W/e"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/e"))"
-    [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
-}
 train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"; }
 sums() { (cd "$1" && find . -type f | sort | xargs md5sum); }
 lrs() { /usr/bin/python3 -c '
@@ -156,12 +149,7 @@ err=$( (trap '' XFSZ; ulimit -f 0; "$P" train --task indirect --pe rope $TINY --
 # ---- tasks of documents: a small State of the Union installed here ----
 D=$W/data
 export PELAB_FETCH=/bin/false
-mkdir -p "$D/sources/sotu/data"
-for i in $(seq 1 16); do
-    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
-        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
-done
-"$P" data install sotu --data-dir "$D" >"$W/o" 2>&1 || fail "install: $(cat "$W/o")"
+install_sotu "$D"
 TT="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --data-dir $D --task text --tokenizer byte --seq-len 32"
 train $TT --pe rope --steps 2 --out "$W/t"
 # the data may move (config.json's data-dir edited); the model's own settings may not

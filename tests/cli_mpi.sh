@@ -133,12 +133,7 @@ for k in a:
 PY
 D=$W/data
 export PELAB_FETCH=/bin/false PELAB_DATA=$W/nowhere
-mkdir -p "$D/sources/sotu/data"
-for i in $(seq 1 16); do
-    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
-        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
-done
-"$P" data install sotu --data-dir "$D" >"$W/o" 2>&1 || fail "install: $(cat "$W/o")"
+install_sotu "$D"
 "$P" train $M --eval-every 0 --data-dir "$D" --task text --tokenizer byte --seq-len 32 --steps 4 \
     --out "$W/t" >/dev/null 2>"$W/e" || fail "train text: $(cat "$W/e")"
 "$P" eval --threads 1 --model "$W/t" --lengths 1x,2x --json >"$W/sw1" || fail "sweep"

@@ -10,12 +10,7 @@
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D="$W/data"
-mkdir -p "$D/sources/sotu/data"
-for i in $(seq 1 16); do
-    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
-        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
-done
-PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
+install_sotu "$D"
 TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0"
 QA="--task qa --tokenizer byte --data-dir $D --seq-len 160 --qa-val-size 16 --qa-test-size 16"
 

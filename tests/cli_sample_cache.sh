@@ -8,12 +8,7 @@
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D="$W/data"
-mkdir -p "$D/sources/sotu/data"
-for i in $(seq 1 16); do
-    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
-        >"$D/sources/sotu/data/$((1900 + i))_speech_$i.txt"
-done
-PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
+install_sotu "$D"
 TINY="--task text --tokenizer byte --data-dir $D --seq-len 32 --d-model 16 --heads 2 --layers 2 --batch 4 --threads 1 --eval-every 0 --steps 20"
 
 # the encodings of sequences (1-D positions), as `help encodings` marks them

@@ -18,11 +18,8 @@ export PELAB_DATA=$W/nowhere  # every command names --data-dir (or reads the run
 
 # ---- sources: 16 speeches (the 8 longest are the long split; speech 3 is val, 8 test), chorales,
 # 23 stretches of "chromosome X" of which 4 are kept (0 train, 11 and 21 val, 22 test), P. falciparum
-mkdir -p "$S/sotu/data" "$S/jsb" "$S/dna-human" "$S/dna-pfal"
-for i in $(seq 1 16); do
-    for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
-        >"$S/sotu/data/$((1900 + i))_speech_$i.txt"
-done
+mkdir -p "$S/jsb" "$S/dna-human" "$S/dna-pfal"
+sotu_sources "$S"
 /usr/bin/python3 - "$S/jsb/Jsb16thSeparated.json" <<'PY'
 import json, random, sys
 random.seed(5)
@@ -43,16 +40,6 @@ awk 'BEGIN { srand(4); print ">MAL1"; s = ""
              print s }' >"$S/dna-pfal/genome_1.fa"
 "$P" data install sotu jsb dna-human dna-pfal --data-dir "$D" >"$W/out" 2>&1 || fail "install: $(cat "$W/out")"
 
-expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/o" 2>"$W/e"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/e"))"
-    [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
-}
-json() { # FILE EXPR: a field of a JSON file, full precision
-    /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
-}
 TINY0="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0"
 TINY="$TINY0 --data-dir $D"
 

