@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
+#include "pelab/clock.h"
 #include "pelab/model.h"
 #include "pelab/options.h"
 #include "pelab/rng.h"
@@ -25,12 +25,6 @@
 #include "pelab/threads.h"
 
 enum { V = 8192 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int usage(void) {
     fprintf(stderr,
@@ -95,7 +89,7 @@ int main(int argc, char **argv) {
     }
     double t0 = 0, loss = 0;
     for (int r = 0; r < warmup + reps; r++) {
-        if (r == warmup) t0 = now_s();
+        if (r == warmup) t0 = pelab_clock_s();
         loss = train ? pelab_model_forward(&m, tokens, targets, pos, 1, T)
                      : pelab_model_forward_eval(&m, tokens, targets, pos, 1, T);
         if (m.status) {
@@ -103,7 +97,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    double per = (now_s() - t0) / reps;
+    double per = (pelab_clock_s() - t0) / reps;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"T\":%d,\"attention\":\"%s\",\"pe\":\"%s\",\"forward\":\"%s\",\"tokens_per_s\":%.1f,"

@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "kernels/cpu/matmul.h"
+#include "pelab/clock.h"
 #include "pelab/precision.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
@@ -36,12 +36,6 @@ struct bench_config {
 static const struct bench_config configs[] = {
     {"A", 64, 128, 64, 32}, {"B", 64, 512, 64, 64}, {"C", 8192, 384, 256, 8}, {"D", 50257, 768, 64, 4},
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -121,14 +115,14 @@ int main(int argc, char **argv) {
     for (int r = -1; r < reps; r++)
         for (int p = 0; p < 2; p++) {
             pelab_precision_set(p ? PELAB_PRECISION_BF16 : PELAB_PRECISION_FP32);
-            const double t0 = now_s();
+            const double t0 = pelab_clock_s();
             for (int i = 0; i < n; i++) {
                 const struct shape *s = &shapes[i];
                 /* stored A (M,K) or (K,M), B (K,N) or (N,K), rows contiguous */
                 pelab_gemm(s->ta, s->tb, s->M, s->N, s->K, 1, a, s->ta ? s->M : s->K, b,
                            s->tb ? s->K : s->N, 0, c, s->N);
             }
-            const double t = now_s() - t0;
+            const double t = pelab_clock_s() - t0;
             if (r >= 0) rate[p][r] = flops / t / 1e9;
         }
     pelab_precision_set(PELAB_PRECISION_FP32);

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
+#include "pelab/clock.h"
 #include "pelab/kv_cache.h"
 #include "pelab/model.h"
 #include "pelab/options.h"
@@ -28,12 +28,6 @@
 #include "pelab/threads.h"
 
 enum { V = 8192 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int usage(void) {
     fprintf(stderr,
@@ -98,12 +92,12 @@ int main(int argc, char **argv) {
         pos[t] = t;
     }
     const int P = N - G;
-    double prefill = 0, t0 = now_s();
+    double prefill = 0, t0 = pelab_clock_s();
     int rc = PELAB_OK;
     if (cached) {
         rc = pelab_kv_cache_append(c, tokens, pos, P, NULL);
-        prefill = now_s() - t0;
-        t0 = now_s();
+        prefill = pelab_clock_s() - t0;
+        t0 = pelab_clock_s();
         for (int n = P; n < N && !rc; n++) {
             tokens[n] = argmax(pelab_kv_cache_logits(c));
             if (n + 1 < N) rc = pelab_kv_cache_append(c, tokens + n, pos + n, 1, NULL);
@@ -115,7 +109,7 @@ int main(int argc, char **argv) {
             if (!rc) tokens[n] = pelab_model_eval_pred(&m)[n - 1];
         }
     }
-    double per = (now_s() - t0) / G;
+    double per = (pelab_clock_s() - t0) / G;
     if (rc) {
         fprintf(stderr, "bench_generate: %s\n", pelab_last_error());
         return 1;

@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/model.h"
 #include "pelab/optim.h"
@@ -50,12 +50,6 @@ static const struct bench_config configs[] = {
     {"C", 8192, 384, 6, 6, 256, 8, 3, 1},
     {"D", 50257, 768, 12, 12, 64, 4, 2, 1},
 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int usage(void) {
     fprintf(stderr,
@@ -152,21 +146,21 @@ int main(int argc, char **argv) {
     const size_t off = (size_t)r0 * (size_t)c->T;
     double t0 = 0, loss = 0, allreduce = 0, wait = 0;
     for (int s = 0; s < warmup + steps; s++) {
-        if (s == warmup) t0 = now_s(), allreduce = wait = 0, pelab_prof_reset();
+        if (s == warmup) t0 = pelab_clock_s(), allreduce = wait = 0, pelab_prof_reset();
         pelab_params_zero_grad(&m.params);
         loss = pelab_model_forward(&m, tokens + off, targets + off, pos + off, rows, c->T) *
                rows / c->B;
         pelab_model_backward(&m, (pelab_real)rows / (pelab_real)c->B);
-        double ta = now_s();
+        double ta = pelab_clock_s();
         pelab_dist_barrier();
-        double tb = now_s();
+        double tb = pelab_clock_s();
         pelab_dist_sum_real(m.params.grad, m.params.total);
         wait += tb - ta;
-        allreduce += now_s() - tb;
+        allreduce += pelab_clock_s() - tb;
         pelab_clip_grad_norm(&m.params, 1.0);
         pelab_adamw_step(&opt, &m.params, 1e-3);
     }
-    double elapsed = now_s() - t0;
+    double elapsed = pelab_clock_s() - t0;
     pelab_dist_sum_double(&loss, 1);
     const double D = c->D, BT = (double)n, d = (double)c->D / c->heads, dq = m.pe.qk_dim;
     const double flops = 6 * BT * (12.0 * c->layers * D * D + D * c->V) +

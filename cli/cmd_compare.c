@@ -14,6 +14,7 @@
 #include "args.h"
 #include "compare_sweep.h"
 #include "jobs.h"
+#include "pelab/clock.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/model.h"
@@ -557,7 +558,7 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
  * one what it has left of w, and `parallel` of them run at once. */
 static double started_s;
 static void overall_progress(const struct pelab_job *js, int total, int parallel) {
-    double now = pelab_jobs_now(), w = 0, work = 0;
+    double now = pelab_clock_s(), w = 0, work = 0;
     int done = 0;
     for (int i = 0; i < total; i++)
         if (js[i].end_s > 0) {
@@ -605,7 +606,7 @@ static int train_parallel(const struct pelab_opts *opts, const struct result *rs
             todo[m++] = i;
         }
     struct batch b = {opts, rs, todo, js, m, jobs};
-    started_s = pelab_jobs_now();
+    started_s = pelab_clock_s();
     int failed = pelab_jobs_run(js, m, jobs, train_job, job_ended, &b);
     for (int i = 0; i < m; i++)
         if (js[i].status) fprintf(stderr, "%s  failed: %s\n", js[i].name, js[i].error);
@@ -723,14 +724,14 @@ int pelab_cmd_compare(int argc, char **argv) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
         int todo = 0, done = 0;
         for (int i = 0; i < n; i++) todo += !finished_earlier(&rs[i]);
-        started_s = pelab_jobs_now();
+        started_s = pelab_clock_s();
         for (int i = 0; i < n; i++) {
             char path[sizeof rs[i].dir + 16];
             snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
             if (!pelab_file_exists(path)) {
-                js[done].start_s = pelab_jobs_now();
+                js[done].start_s = pelab_clock_s();
                 if ((rc = train_one(&opts, &rs[i], 0))) return rc;
-                js[done++].end_s = pelab_jobs_now();
+                js[done++].end_s = pelab_clock_s();
                 if (todo > 1) overall_progress(js, todo, 1);
             }
             if ((rc = read_summary(&rs[i]))) return rc;

@@ -6,16 +6,10 @@
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include "jobs.h"
+#include "pelab/clock.h"
 #include "pelab/status.h"
-
-double pelab_jobs_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
 #define N_FORWARDED (int)(sizeof forwarded / sizeof forwarded[0])
@@ -80,7 +74,7 @@ static int start(struct pool *pl, struct pelab_job *job, int i, int k, int (*wor
         pl->job_of[k] = i;
         pl->fd_of[k] = fd[0];
         job->started = 1;
-        job->start_s = pelab_jobs_now();
+        job->start_s = pelab_clock_s();
     }
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (pid > 0) return 1;
@@ -168,7 +162,7 @@ int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void
         if (k == PELAB_JOBS_MAX) continue; /* not one of ours */
         running--;
         struct pelab_job *job = &jobs[pl.job_of[k]];
-        job->end_s = pelab_jobs_now();
+        job->end_s = pelab_clock_s();
         finish(job, wstatus, pl.fd_of[k]);
         if (job->status) failed++;
         if (ended) ended(ctx, pl.job_of[k], ++done);

@@ -5,9 +5,6 @@
 
 #define PELAB_JOBS_MAX 64 /* children at once */
 
-/* Seconds on the monotonic clock (what pelab_job's times are in). */
-double pelab_jobs_now(void);
-
 /* One piece of work and, once run, how it ended. */
 struct pelab_job {
     char name[64];     /* in messages */

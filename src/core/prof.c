@@ -2,7 +2,7 @@
 #include "core/prof.h"
 
 #ifdef PELAB_PROFILE
-#include <time.h>
+#include "pelab/clock.h"
 
 static struct {
     double seconds, flops;
@@ -16,14 +16,8 @@ static const char *const names[PELAB_PROF_N] = {
     "embedding", "optimizer",
 };
 
-double pelab_prof_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void pelab_prof_add(enum pelab_prof_phase phase, double t0, double flops) {
-    table[phase].seconds += pelab_prof_now() - t0;
+    table[phase].seconds += pelab_clock_s() - t0;
     table[phase].flops += flops;
     table[phase].calls++;
 }

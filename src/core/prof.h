@@ -33,9 +33,9 @@ enum pelab_prof_phase {
 };
 
 #ifdef PELAB_PROFILE
-double pelab_prof_now(void);
+#include "pelab/clock.h"
 void pelab_prof_add(enum pelab_prof_phase phase, double t0, double flops);
-#define PELAB_PROF_START() const double pelab_prof_t0_ = pelab_prof_now()
+#define PELAB_PROF_START() const double pelab_prof_t0_ = pelab_clock_s()
 #define PELAB_PROF_STOP(phase, flops) pelab_prof_add((phase), pelab_prof_t0_, (double)(flops))
 #else
 #define PELAB_PROF_START() ((void)0)

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "data/tasks/qa.h"
+#include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/kv_cache.h"
 #include "pelab/posenc.h"
@@ -16,12 +16,6 @@
 #include "pelab/train.h"
 
 #define GEN_MAX 1024
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Whether the encoding accepts positions 0..L-1: PELAB_OK, else its usage error. */
 static int accepts(struct pelab_model *m, int L) {
@@ -208,7 +202,7 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
     pelab_model_set_attention(m, PELAB_ATTN_KERNEL_TILED);
     for (int i = 0; i < n; i++) {
         const int L = lengths[i].tokens;
-        const double t0 = now_s();
+        const double t0 = pelab_clock_s();
         struct pelab_task t = {0};
         if ((rc = task_at(&t, settings, L))) return rc;
         uint64_t count = t.ops->split_size(&t, split);
@@ -247,7 +241,7 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
         row->tokens_right = tokens_right;
         row->generated = generated;
         row->cached = cached;
-        row->seconds = now_s() - t0;
+        row->seconds = pelab_clock_s() - t0;
         if (progress) progress(ctx, row);
     }
     return PELAB_OK;

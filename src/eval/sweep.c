@@ -5,19 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "pelab/clock.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
 #include "pelab/train.h"
 
 #define LENGTH_MAX (1 << 24) /* tokens; far beyond what fits a machine's memory */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* One item: "2x", "1.5x" (times T) or "512". */
 static int parse_item(const char *item, int T, struct pelab_sweep_length *out) {
@@ -122,7 +116,7 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
         int L = lengths[i].tokens;
         long b = batch_tokens / L;
         int batch = b < 1 ? 1 : b > 65536 ? 65536 : (int)b;
-        double t0 = now_s();
+        double t0 = pelab_clock_s();
         struct pelab_eval_result r;
         pelab_eval_span_part(lengths[i].label);
         if ((rc = pelab_evaluate_windows(m, t, split, L, 1, batch, &r))) {
@@ -142,7 +136,7 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
         row->loss = r.loss;
         row->ppl = r.ppl;
         row->bpb = r.bpb;
-        row->seconds = now_s() - t0;
+        row->seconds = pelab_clock_s() - t0;
         if (progress) progress(ctx, row);
     }
     pelab_eval_span_end();

@@ -3,7 +3,7 @@
  * and (text) bits per byte, at the training length or any other. */
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
+#include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
@@ -20,12 +20,6 @@ static struct {
     uint64_t windows, windows_done;
 } meter;
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void pelab_eval_set_progress(void (*hook)(void *ctx, const struct pelab_eval_progress *p),
                              void *ctx) {
     meter.hook = hook;
@@ -41,7 +35,7 @@ static void span_open(const char *what, double work, uint64_t windows) {
     snprintf(meter.what, sizeof meter.what, "%s", what);
     meter.part[0] = '\0';
     meter.unit = "windows";
-    meter.t0 = now_s();
+    meter.t0 = pelab_clock_s();
     meter.work = work;
     meter.windows = windows;
     meter.work_done = 0;
@@ -58,7 +52,7 @@ static void report(int final) {
     p.total = meter.windows;
     p.fraction = final ? 1 : meter.work > 0 ? meter.work_done / meter.work : 0;
     if (p.fraction > 1) p.fraction = 1;
-    p.elapsed_s = now_s() - meter.t0;
+    p.elapsed_s = pelab_clock_s() - meter.t0;
     p.eta_s = p.fraction > 0 ? p.elapsed_s * (1 - p.fraction) / p.fraction : -1;
     p.finished = final;
     meter.hook(meter.ctx, &p);

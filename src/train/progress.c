@@ -3,15 +3,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
+#include "pelab/clock.h"
 #include "pelab/train.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void pelab_progress_printer_init(struct pelab_progress_printer *pp, const char *label) {
     pp->label = label;
@@ -110,7 +104,7 @@ void pelab_progress_print(void *ctx, const struct pelab_train_progress *p) {
             pp->val_loss = p->val_loss;
             pp->val_acc = p->val_acc;
         }
-        double t = now_s();
+        double t = pelab_clock_s();
         int draw = pp->tty ? (t - pp->last_draw >= 0.1 || p->step == p->steps) : p->logged;
         if (!draw) return;
         pp->last_draw = t;

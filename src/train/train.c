@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+#include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/io.h"
 #include "pelab/rng.h"
@@ -28,12 +28,6 @@
 #define CURSOR_SALT 0xC0A5E5DA7A5EEDull
 /* Salt for the keys of the encoding's training-time draws (train_positions, aux_forward). */
 #define PE_SALT 0x9E5A17D8A3C0FFEEull
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static struct pelab_trainer *trainer_new(const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = calloc(1, sizeof *tr);
@@ -496,13 +490,13 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     p.acc = tr->last_acc;
     report(hooks, &p, PELAB_TRAIN_START);
 
-    double t0 = now_s(), elapsed0 = tr->elapsed_s, train0 = tr->train_s, seg_train = 0;
+    double t0 = pelab_clock_s(), elapsed0 = tr->elapsed_s, train0 = tr->train_s, seg_train = 0;
     int64_t seg_steps = 0;
     double tokens_per_update = (double)c->batch * tr->task.seq_len * c->accum;
     struct pelab_sb sb = {0};
     int rc = PELAB_OK;
     while (tr->step < c->steps) {
-        double loss = 0, acc = 0, lr = 0, aux[PELAB_PE_AUX_MAX], ts = now_s();
+        double loss = 0, acc = 0, lr = 0, aux[PELAB_PE_AUX_MAX], ts = pelab_clock_s();
         struct nan_event ev = {0};
         int64_t before = tr->step;
         rc = update(tr, &loss, &acc, aux, &lr, &ev);
@@ -512,11 +506,11 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
                             pelab_nan_handle(tr, before + 1, ev.what, ev.detail, ev.applied))))
             break;
         if (rc) break;
-        double dt = now_s() - ts;
+        double dt = pelab_clock_s() - ts;
         seg_train += dt;
         seg_steps++;
         tr->train_s = train0 + seg_train;
-        tr->elapsed_s = elapsed0 + (now_s() - t0);
+        tr->elapsed_s = elapsed0 + (pelab_clock_s() - t0);
         if (tr->step <= before) continue; /* rolled back: go on from the restored step */
         if (!skipped) {
             tr->log_loss += loss;
@@ -549,7 +543,7 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
             p.has_val = 1;
             p.val_loss = r.loss;
             p.val_acc = r.acc;
-            tr->elapsed_s = elapsed0 + (now_s() - t0);
+            tr->elapsed_s = elapsed0 + (pelab_clock_s() - t0);
             p.elapsed_s = tr->elapsed_s;
             report(hooks, &p, PELAB_TRAIN_EVAL);
         }
@@ -581,7 +575,7 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     struct pelab_eval_result val, test;
     if ((rc = evaluate(tr, PELAB_SPLIT_VAL, 0, &val))) return rc;
     if ((rc = evaluate(tr, PELAB_SPLIT_TEST, 0, &test))) return rc;
-    tr->elapsed_s = elapsed0 + (now_s() - t0);
+    tr->elapsed_s = elapsed0 + (pelab_clock_s() - t0);
     double tps = tr->train_s > 0 ? tokens_per_update * (double)tr->step / tr->train_s : 0;
     if (root && (rc = write_summary(tr, &val, &test, tps))) return rc;
     p.step = tr->step;

@@ -1,0 +1,9 @@
+/* The monotonic wall clock (clock.h). */
+#include <time.h>
+#include "pelab/clock.h"
+
+double pelab_clock_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
