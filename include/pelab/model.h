@@ -75,7 +75,11 @@ struct pelab_model {
     int cur_B, cur_T;                 /* shape of the last forward */
 
     int training;                     /* dropout on when set */
-    uint64_t dropout_key;             /* set per micro-step: masks are a function of it */
+    /* Dropout masks are a function of the key and of each element's place in a batch of which
+     * the next forward's sequences are rows dropout_row0, dropout_row0 + 1, ... (a share of an
+     * update's rows, under sharding and accumulation; 0 for a forward of a whole batch). */
+    uint64_t dropout_key;             /* set per update */
+    uint64_t dropout_row0;
 
     int status;                       /* of the last forward: PELAB_OK, or why it was refused */
     pelab_real loss;                  /* mean loss of the last forward (-1 without targets) */

@@ -25,9 +25,10 @@ struct pelab_attn_shape {
     int layer;
     const int32_t *pos; /* (B,T,n), n = pe->pos_dims coordinates per token */
     int bidirectional;  /* no causal mask: every query attends to every key of its sequence */
-    /* attention-probability dropout (training only): p, mask key and site */
+    /* attention-probability dropout (training only): p, mask key and site; row0 the batch row
+     * of sequence 0 (a share of a batch: its first row's place in the whole batch) */
     double dropout;
-    uint64_t key, site;
+    uint64_t key, site, row0;
     int tile;          /* tiled kernel: rows per query and key tile; 0 for PELAB_ATTN_TILE */
     /* tiled kernel: the caller's scratch, grown by the kernel when too small (more threads), or
      * NULL to allocate per call */
@@ -49,6 +50,14 @@ int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_
 void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 
 #define PELAB_ATTN_TILE 64
+
+/* The dropout mask index of probability (b, h, t, j): its place in the (rows, H, T, T)
+ * probabilities of the whole batch, sequence b being row row0 + b of it, so that a share of
+ * the rows draws the masks the whole batch draws there. */
+static inline uint64_t pelab_attn_drop_index(const struct pelab_attn_shape *s, int b, int h, int t, int j) {
+    return (((s->row0 + (uint64_t)b) * (uint64_t)s->H + (uint64_t)h) * (uint64_t)s->T + (uint64_t)t) *
+               (uint64_t)s->T + (uint64_t)j;
+}
 
 /* q, k (B,H,T,dq); v (B,T,H,dv) rows ldv apart; out (B,T,H,dv) rows ldo apart (assigned);
  * att (B,H,T,T) probabilities before dropout (saved; causal: entries above the diagonal are 0). */

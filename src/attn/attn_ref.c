@@ -28,8 +28,9 @@ static inline const int32_t *seq_pos(const struct pelab_attn_shape *s, int b) {
     return s->pos + (long)b * s->T * s->pe->pos_dims;
 }
 
-static inline pelab_real keep(const struct pelab_attn_shape *s, long idx) {
-    return s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)idx) : 1;
+/* keep-scale of probability (b, h, t, j) */
+static inline pelab_real keep(const struct pelab_attn_shape *s, int b, int h, int t, int j) {
+    return s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, pelab_attn_drop_index(s, b, h, t, j)) : 1;
 }
 
 void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
@@ -67,7 +68,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 pelab_real *o = out + ((long)b * T + t) * s->ldo + (long)h * dv;
                 memset(o, 0, (size_t)dv * sizeof *o);
                 for (int j = 0; j < e; j++) {
-                    pelab_real p = row[j] * keep(s, (bh * T + t) * T + j);
+                    pelab_real p = row[j] * keep(s, b, h, t, j);
                     const pelab_real *vj = v + ((long)b * T + j) * s->ldv + (long)h * dv;
                     for (int c = 0; c < dv; c++) o[c] += p * vj[c];
                 }
@@ -97,7 +98,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                 pelab_real rowdot = 0;
                 const int e = key_end(s, t);
                 for (int j = 0; j < e; j++) {
-                    pelab_real m = keep(s, (bh * T + t) * T + j);
+                    pelab_real m = keep(s, b, h, t, j);
                     const pelab_real *vj = v + ((long)b * T + j) * s->ldv + (long)h * dv_;
                     pelab_real *dvj = dv + ((long)b * T + j) * s->ldv + (long)h * dv_;
                     pelab_real pm = row[j] * m;

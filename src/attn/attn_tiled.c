@@ -245,11 +245,16 @@ static void thread_work(struct work *w, unsigned char *block, const struct pelab
 /* The bias-gradient array of a thread's block (bias_count reals). */
 static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
 
-/* keep (n,) = dropout keep-scales of the entries idx .. idx+n−1 (all 1 without dropout). */
+/* keep (n,) = dropout keep-scales of probabilities (b, h, t, j0 .. j0+n−1) (all 1 without
+ * dropout). */
 static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s,
-                                         long idx) {
-    for (int c = 0; c < n; c++)
-        keep[c] = s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, (uint64_t)(idx + c)) : 1;
+                                         int b, int h, int t, int j0) {
+    if (s->dropout <= 0) {
+        for (int c = 0; c < n; c++) keep[c] = 1;
+        return;
+    }
+    const uint64_t idx = pelab_attn_drop_index(s, b, h, t, j0);
+    for (int c = 0; c < n; c++) keep[c] = pelab_dropout_scale(s->dropout, s->key, s->site, idx + (uint64_t)c);
 }
 
 /* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
@@ -323,7 +328,7 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
         scores(w, q, k, s, b, h, i0, nq, j0, nk);
         for (int r = 0; r < nq; r++) {
             const int t = i0 + r, n = visible(s, t, j0, nk);
-            keep_row(w->keep, n, s, (bh * T + t) * T + j0);
+            keep_row(w->keep, n, s, b, h, t, j0);
             const pelab_real alpha = online_step(w->S + (long)r * nk, n, nk, &w->m[r], &w->l[r], w->keep);
             pelab_real *restrict a = w->acc + (long)r * dv;
             if (alpha != 1)
@@ -404,7 +409,7 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         const int t = i0 + r, n = visible(s, t, j0, nk);
         pelab_real *restrict p = w->S + (long)r * nk, *restrict ds = w->dP + (long)r * nk;
         const pelab_real lse = w->m[r], D = w->l[r];
-        keep_row(w->keep, n, s, (bh * T + t) * T + j0);
+        keep_row(w->keep, n, s, b, h, t, j0);
         for (int c = 0; c < n; c++) { /* vectorises in the float build, as in online_step */
             const pelab_real pc = pelab_vexp(p[c] - lse);
             p[c] = pc * w->keep[c];

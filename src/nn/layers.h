@@ -25,9 +25,10 @@ void pelab_gelu_forward(pelab_real *out, const pelab_real *x, long n);
 /* dx = dout · GELU'(x) */
 void pelab_gelu_backward(pelab_real *dx, const pelab_real *dout, const pelab_real *x, long n);
 
-/* Inverted dropout with a stateless mask: element i is kept when hash(key, site, i) >= p and
- * then scaled by 1/(1−p). x (n,) is updated in place; the backward applies the same. */
-void pelab_dropout(pelab_real *x, long n, double p, uint64_t key, uint64_t site);
+/* Inverted dropout with a stateless mask: element i of x is kept when hash(key, site, first + i)
+ * >= p and then scaled by 1/(1−p); first is x[0]'s index in the whole array the mask covers.
+ * x (n,) is updated in place; the backward applies the same. */
+void pelab_dropout(pelab_real *x, long n, double p, uint64_t key, uint64_t site, uint64_t first);
 /* Keep-scale of element i: 0 or 1/(1−p). */
 pelab_real pelab_dropout_scale(double p, uint64_t key, uint64_t site, uint64_t i);
 

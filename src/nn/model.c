@@ -65,6 +65,13 @@ enum { SITE_ATTN_PROBS, SITE_ATTN_OUT, SITE_MLP_OUT, SITES_PER_LAYER };
 
 static uint64_t site(int layer, int place) { return (uint64_t)layer * SITES_PER_LAYER + place; }
 
+/* The residual and MLP masks index the (rows, T, D) outputs of the whole batch the key covers;
+ * this forward's sequence 0 is its row m->dropout_row0, so its element 0 is there at
+ * dropout_row0·T·D. (The attention kernels index (rows, H, T, T) the same way.) */
+static uint64_t residual_drop0(const struct pelab_model *m, int T) {
+    return m->dropout_row0 * (uint64_t)T * (uint64_t)m->cfg.d_model;
+}
+
 /* --- construction ------------------------------------------------------------------------- */
 
 static int declare(struct pelab_params *p, const char *name, int ndim, int64_t d0, int64_t d1, int decay) {
@@ -355,6 +362,7 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
     const long BT = (long)B * T, BHT = BT * H, rows = f->rows;
     const int keep = f->keep, ref = m->cfg.attention == PELAB_ATTN_KERNEL_REF;
     const double p_drop = f->p_drop;
+    const uint64_t drop0 = residual_drop0(m, T); /* x[0]'s index in the whole batch's (rows,T,D) */
     m->n_targets = 0;
     m->status = pelab_posenc_prepare(&m->pe, pos, B, T);
     if (m->status) return m->loss = (pelab_real)NAN; /* the encoding refused these positions */
@@ -378,7 +386,7 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
             .bidirectional = m->cfg.positions.bidirectional,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
-            .scratch = f->scratch};
+            .row0 = m->dropout_row0, .scratch = f->scratch};
         /* what attention saves: the probabilities (reference) or each row's log-sum-exp (tiled) */
         if (ref) pelab_attn_ref_forward(atty, f->att + k * BHT * T, qo, ko, qkv + 2 * D, &s);
         else if ((m->status = pelab_attn_tiled_forward(atty, f->lse + k * BHT, qo, ko, qkv + 2 * D, &s)))
@@ -387,7 +395,7 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
          * the residual added into the branch (kept) or into x in place */
         pelab_real *branch = keep ? f->xmid + k * BT * D : ln1;
         pelab_matmul_forward(branch, atty, W(L->proj), (int)BT, D, D);
-        if (keep) pelab_dropout(branch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
+        if (keep) pelab_dropout(branch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT), drop0);
         pelab_real *xmid = keep ? branch : x;
         for (long i = 0; i < BT * D; i++) xmid[i] = x[i] + branch[i];
 
@@ -404,7 +412,9 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
             pelab_matmul_forward(fch, ln2, W(L->fc), n, D, MD);
             pelab_gelu_forward(act, fch, (long)n * MD);
             pelab_matmul_forward(out, act, W(L->fcproj), n, MD, D);
-            if (keep) pelab_dropout(out, (long)n * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
+            if (keep)
+                pelab_dropout(out, (long)n * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT),
+                              drop0 + (uint64_t)r0 * (uint64_t)D);
             pelab_real *dst = keep ? out : xmid + r0 * D;
             const pelab_real *mid = xmid + r0 * D;
             for (long i = 0; i < (long)n * D; i++) dst[i] = mid[i] + out[i];
@@ -467,6 +477,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
     const long BT = (long)B * T;
     const double p_drop = m->training ? m->cfg.dropout : 0;
+    const uint64_t drop0 = residual_drop0(m, T);
     PELAB_ASSERT(a != NULL && m->n_targets > 0);
 
     /* loss → logits → final norm; dres then carries d(residual stream) down the layers */
@@ -487,7 +498,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
 
         /* MLP branch: x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T) */
         memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
-        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT));
+        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT), drop0);
         pelab_matmul_backward_assign(a->dfch_gelu, G(L->fcproj), a->dbranch, fch_gelu, W(L->fcproj), (int)BT, MD, D);
         pelab_gelu_backward(a->dfch, a->dfch_gelu, fch, BT * MD);
         pelab_matmul_backward_assign(a->dln, G(L->fc), a->dfch, ln2, W(L->fc), (int)BT, D, MD);
@@ -495,14 +506,14 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
 
         /* attention branch: m = x_l + drop(Attn(PE(RMSNorm(x_l)·Wqkv^T))·Wo^T) */
         memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
-        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT));
+        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT), drop0);
         pelab_matmul_backward_assign(a->datty, G(L->proj), a->dbranch, atty, W(L->proj), (int)BT, D, D);
         struct pelab_attn_shape s = {
             .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
             .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = a->pos,
             .bidirectional = m->cfg.positions.bidirectional,
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
-            .scratch = &a->attn};
+            .row0 = m->dropout_row0, .scratch = &a->attn};
         attn_backward(m, l, a->dqkv + 2 * D, atty, qo, ko, qkv + 2 * D, &s);
         pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, qkv, qkv + D,
                                  3 * D, a->pos, B, T);

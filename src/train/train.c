@@ -5,8 +5,10 @@
  * whole val and test splits into summary.json.
  *
  * Everything an update depends on is a function of (settings, step, data cursor, weights,
- * moments): dropout masks are keyed by hash(seed, micro-step), batches by the cursor. A
- * checkpoint stores exactly those, so a resumed run repeats an uninterrupted one bit for bit. */
+ * moments): dropout masks are keyed by hash(seed, step) and indexed by the place of each element
+ * in the update's rows, the encoding's draws are keyed by hash(seed, micro-step), batches by the
+ * cursor. A checkpoint stores exactly those, so a resumed run repeats an uninterrupted one bit
+ * for bit. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -183,7 +185,10 @@ struct nan_event {
  * then runs forward and backward on its own rows [r0, r1) only. The micro-batch loss is a mean
  * over its n targets, so a rank's rows carry the weight n_rank / n:
  *   grad = Σ_micro (1/accum) · Σ_ranks (n_rank / n) · ∇ mean-loss(rank's rows)
- * which is one process's gradient up to the order of the sums. Rank 0 alone adds the encoding's
+ * which is one process's gradient up to the order of the sums. The dropout masks are those of
+ * one process too: keyed by the update, and indexed by the row of the update's batch (micro-batch
+ * i's rows are i·B .. i·B + B − 1, this rank's r0 + i·B on), so that neither the ranks nor the
+ * split of the update into micro-batches changes them. Rank 0 alone adds the encoding's
  * own loss terms (SeqPE's regularisers: they do not depend on the batch). One allreduce sums the
  * flat gradient buffer (after the micro-batches: accumulation divides the communication by
  * accum), so every rank clips and steps on the same gradient and keeps the same weights. */
@@ -203,20 +208,20 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
     pelab_poison_apply(tr, PELAB_POISON_WEIGHT, update_no);
     *loss = *acc = 0;
     for (int i = 0; i < tr->n_aux; i++) aux[i] = 0;
+    /* dropout: one key per update, not per micro-batch, so that accum micro-batches of B rows
+     * draw the masks of one batch of accum·B rows */
+    m->dropout_key = pelab_hash64(c->seed ^ pelab_hash64((uint64_t)tr->step));
     for (int micro = 0; micro < c->accum; micro++) {
         tr->task.ops->fill(&tr->task, PELAB_SPLIT_TRAIN, tr->cursor, &tr->batch);
         tr->cursor += (uint64_t)c->batch;
         m->training = m->cfg.dropout > 0;
-        m->dropout_key =
-            pelab_hash64(c->seed ^ pelab_hash64((uint64_t)tr->step * (uint64_t)c->accum +
-                                                (uint64_t)micro));
-        /* the encoding's own random choices: keyed like the dropout masks, apart from them */
-        const uint64_t pe_key = pelab_hash64(m->dropout_key ^ PE_SALT);
+        m->dropout_row0 = (uint64_t)micro * (uint64_t)c->batch + r0;
+        /* the encoding's own random choices, keyed by the micro-step */
+        const uint64_t micro_key = pelab_hash64(
+            c->seed ^ pelab_hash64((uint64_t)tr->step * (uint64_t)c->accum + (uint64_t)micro));
+        const uint64_t pe_key = pelab_hash64(micro_key ^ PE_SALT);
         if (pe->train_positions)
             pe->train_positions(&m->pe, tr->batch.pos, c->batch, T, pe_key);
-        /* Dropout masks are drawn per element of a forward's buffers: a rank's rows get other
-         * masks than the same rows of one process (keyed apart by rank), alike in law. */
-        if (pelab_dist_rank() > 0) m->dropout_key = pelab_hash64(m->dropout_key ^ (uint64_t)r0);
         size_t n_all = 0, n_mine = 0;
         for (size_t i = 0; i < (size_t)c->batch * (size_t)T; i++)
             if (tr->batch.targets[i] >= 0) {
@@ -266,6 +271,7 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
         }
     }
     m->training = 0;
+    m->dropout_row0 = 0;
     if ((rc = pelab_dist_agree(rc))) return rc;
     if (pelab_dist_size() > 1) {
         /* the update's means and whether any rank found a non-finite value, then the gradient */
