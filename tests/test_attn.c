@@ -2,10 +2,17 @@
  *  - outputs, dq, dk, dv and the BIAS encoding's parameter gradients agree to ~1e-12 for nope,
  *    rope, pope (query/key width 2d, values d), alibi, t5 and fire, with and without dropout, for
  *    T = 1, T a multiple of the tile and T not one, several batch rows and heads, positions from
- *    0 and shifted, on one thread and on two;
- *  - the tiled backward by central differences (q, k, v, and T5's and FIRE's parameters);
+ *    0 and shifted, the dropout masks of batch rows counted from 0 and from an offset, on one
+ *    thread and on two;
+ *  - a batch split into two shares of rows, each run with the batch row of its first sequence:
+ *    the shares' outputs and input gradients are the whole batch's rows, their parameter
+ *    gradients add up to the whole batch's, with dropout, for both kernels (MPI ranks run so);
+ *  - the tiled backward by central differences (q, k, v, and T5's and FIRE's parameters), with
+ *    and without dropout (its masks from batch row 3);
  *  - two threads give the same bits twice;
- *  - whole models with --attention ref and tiled: the same loss and gradients;
+ *  - whole models with --attention ref and tiled: the same loss and gradients; with dropout, the
+ *    rows of a batch run as two shares (dropout_row0) give its per-position losses and, weighted
+ *    by their targets, its gradients;
  *  - a 10240-token forward runs in an address space too small for one (H,T,T) matrix (SPEC §5).
  */
 #include <stdlib.h>
@@ -50,6 +57,7 @@ struct attn_case {
     int B, H, d, T, tile;
     double dropout;
     int shifted;           /* positions start at 1000 + 37·b instead of 0 */
+    int row0;              /* the dropout masks' batch row of sequence 0 */
 };
 
 /* An encoding, its parameters behind one unrelated parameter (so theirs do not start at offset 0,
@@ -93,7 +101,7 @@ static void setup_init(struct attn_setup *a, const struct attn_case *c) {
     a->s = (struct pelab_attn_shape){
         .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
         .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
-        .dropout = c->dropout, .key = 77, .site = 4, .tile = c->tile};
+        .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile};
 }
 
 static void setup_free(struct attn_setup *a) {
@@ -105,26 +113,33 @@ static void setup_free(struct attn_setup *a) {
 /* What one kernel gives: out, dq, dk, dv (inside a (B,T,3D) buffer) and the parameter gradients. */
 struct result { double *out, *dq, *dk, *dv, *grad; };
 
-static void run_kernel(struct result *r, struct attn_setup *a, int tiled) {
-    const struct pelab_attn_shape *s = &a->s;
+/* One kernel on the nb sequences b0 .. b0+nb−1 of a's batch (their inputs, positions and output
+ * gradients), the first of them counted as batch row row0 by the dropout masks. */
+static void run_rows(struct result *r, struct attn_setup *a, int tiled, int b0, int nb, uint64_t row0) {
+    struct pelab_attn_shape sh = a->s;
+    const struct pelab_attn_shape *s = &sh;
     const int D = s->H * s->dv;
-    const long BT = (long)s->B * s->T, nq = BT * s->H * s->dq;
+    const long BT = (long)nb * s->T, nq = BT * s->H * s->dq, first = (long)b0 * s->T;
+    sh.B = nb;
+    sh.row0 = row0;
+    sh.pos = a->pos + first * a->pe.pos_dims;
+    const double *q = a->qo + first * s->H * s->dq, *k = a->ko + first * s->H * s->dq;
+    const double *v = a->qkv + first * 3 * D + 2 * D, *dout = a->dout + first * D;
     r->out = vec(BT * D, 0, 0);
     r->dq = vec(nq, 0, 0), r->dk = vec(nq, 0, 0), r->dv = vec(BT * 3 * D, 0, 0);
     memset(r->dv, 0, (size_t)BT * 3 * D * sizeof *r->dv); /* only v's columns are written */
     pelab_params_zero_grad(&a->params);
-    const double *v = a->qkv + 2 * D;
     if (tiled) {
         double *lse = vec(BT * s->H, 0, 0);
-        CHECK(pelab_attn_tiled_forward(r->out, lse, a->qo, a->ko, v, s) == PELAB_OK, "tiled forward");
-        CHECK(pelab_attn_tiled_backward(r->dq, r->dk, r->dv + 2 * D, a->dout, r->out, lse, a->qo, a->ko,
-                                        v, s) == PELAB_OK, "tiled backward");
+        CHECK(pelab_attn_tiled_forward(r->out, lse, q, k, v, s) == PELAB_OK, "tiled forward");
+        CHECK(pelab_attn_tiled_backward(r->dq, r->dk, r->dv + 2 * D, dout, r->out, lse, q, k, v, s) == PELAB_OK,
+              "tiled backward");
         free(lse);
     } else {
         long tt = BT * s->H * s->T;
         double *att = vec(tt, 0, 0), *datt = vec(tt, 0, 0);
-        pelab_attn_ref_forward(r->out, att, a->qo, a->ko, v, s);
-        pelab_attn_ref_backward(r->dq, r->dk, r->dv + 2 * D, datt, a->dout, att, a->qo, a->ko, v, s);
+        pelab_attn_ref_forward(r->out, att, q, k, v, s);
+        pelab_attn_ref_backward(r->dq, r->dk, r->dv + 2 * D, datt, dout, att, q, k, v, s);
         free(att), free(datt);
     }
     r->grad = vec((long)a->params.total, 0, 0);
@@ -132,6 +147,9 @@ static void run_kernel(struct result *r, struct attn_setup *a, int tiled) {
 }
 
 static void result_free(struct result *r) { free(r->out), free(r->dq), free(r->dk), free(r->dv), free(r->grad); }
+
+/* The whole batch of a. */
+static void run_kernel(struct result *r, struct attn_setup *a, int tiled) { run_rows(r, a, tiled, 0, a->s.B, a->s.row0); }
 
 #define EQ_TOL 1e-12
 
@@ -141,8 +159,8 @@ static void check_against_ref(const struct attn_case *c) {
     const struct pelab_attn_shape *s = &a.s;
     const long BT = (long)c->B * c->T, D = (long)c->H * c->d, nq = BT * c->H * s->dq;
     char label[160];
-    snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f%s", c->pe,
-             c->B, c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, s->dq, s->dv, c->dropout,
+    snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f row0 %d%s", c->pe,
+             c->B, c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, s->dq, s->dv, c->dropout, c->row0,
              c->shifted ? " shifted" : "");
     pelab_threads_set(1);
     struct result ref, tiled[2];
@@ -191,15 +209,65 @@ static void check_cases(void) {
         {1, 3, 2, 7, 0, 0}};
     for (size_t e = 0; e < sizeof encs / sizeof *encs; e++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
-            for (int drop = 0; drop < 2; drop++) {
+            for (int drop = 0; drop < 3; drop++) { /* none; from batch row 0; from row 5 */
                 struct attn_case c = {encs[e].pe, encs[e].kv, shapes[i].B, shapes[i].H, shapes[i].d,
-                                      shapes[i].T, shapes[i].tile, drop ? 0.3 : 0, shapes[i].shifted};
+                                      shapes[i].T, shapes[i].tile, drop ? 0.3 : 0, shapes[i].shifted,
+                                      drop == 2 ? 5 : 0};
                 check_against_ref(&c);
             }
     /* the default tile, more than one of it (and a partial last one) */
-    struct attn_case big[] = {{"pope", pope_kv, 1, 2, 4, 150, 0, 0, 0}, {"t5", t5_kv, 2, 1, 4, 130, 0, 0.2, 1},
-                              {"fire", fire_kv, 1, 2, 2, 129, 0, 0, 0}};
+    struct attn_case big[] = {{"pope", pope_kv, 1, 2, 4, 150, 0, 0, 0, 0}, {"t5", t5_kv, 2, 1, 4, 130, 0, 0.2, 1, 7},
+                              {"fire", fire_kv, 1, 2, 2, 129, 0, 0, 0, 0}};
     for (size_t i = 0; i < sizeof big / sizeof *big; i++) check_against_ref(&big[i]);
+}
+
+/* --- a batch in two shares of rows, as MPI ranks run it ---------------------------------------- */
+
+/* Sequences 0 .. b1−1 and b1 .. B−1 of c's batch, run apart with their first batch rows (c->row0
+ * and c->row0 + b1): out, dq, dk, dv are the whole run's rows and the parameter gradients add up
+ * to the whole run's. The control runs the second share as if it began at c->row0, which must
+ * draw other masks. */
+static void check_shares(const struct attn_case *c, int b1) {
+    struct attn_setup a;
+    setup_init(&a, c);
+    const int D = c->H * c->d;
+    const long rowq = (long)c->T * c->H * a.s.dq; /* one sequence of q or k (H,T,dq) */
+    for (int tiled = 0; tiled < 2; tiled++) {
+        struct result whole, lo, hi, wrong;
+        run_kernel(&whole, &a, tiled);
+        run_rows(&lo, &a, tiled, 0, b1, (uint64_t)c->row0);
+        run_rows(&hi, &a, tiled, b1, c->B - b1, (uint64_t)(c->row0 + b1));
+        run_rows(&wrong, &a, tiled, b1, c->B - b1, (uint64_t)c->row0);
+        /* out, dq, dk, dv of a result, and the reals of one sequence of each */
+        const char *name[] = {"out", "dq", "dk", "dv"};
+        const long row[] = {(long)c->T * D, rowq, rowq, (long)c->T * 3 * D};
+        const double *w[] = {whole.out, whole.dq, whole.dk, whole.dv};
+        const double *share[2][4] = {{lo.out, lo.dq, lo.dk, lo.dv}, {hi.out, hi.dq, hi.dk, hi.dv}};
+        double worst = 0;
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 2; k++) { /* share k's rows inside the whole run's */
+                const long off = k ? b1 * row[i] : 0, n = (k ? c->B - b1 : b1) * row[i];
+                double d = rel_diff(share[k][i], w[i] + off, n);
+                CHECK(d <= EQ_TOL, "%s shares, %s: share %d's %s differs from the whole batch's by %.3g", c->pe,
+                      tiled ? "tiled" : "ref", k, name[i], d);
+                worst = fmax(worst, d);
+            }
+        const long np = (long)a.params.total;
+        double *sum = vec(np, 0, 0);
+        for (long i = 0; i < np; i++) sum[i] = lo.grad[i] + hi.grad[i];
+        double dg = rel_diff(sum, whole.grad, np);
+        CHECK(dg <= EQ_TOL, "%s shares, %s: the parameter gradients add up to the whole batch's within %.3g",
+              c->pe, tiled ? "tiled" : "ref", dg);
+        worst = fmax(worst, dg);
+        double control = rel_diff(wrong.out, whole.out + b1 * (long)c->T * D, (c->B - b1) * (long)c->T * D);
+        CHECK(control > 1e-3, "%s shares, %s: the second share counted from row %d drew the whole batch's "
+              "masks (out differs by %.3g only)", c->pe, tiled ? "tiled" : "ref", c->row0, control);
+        printf("  %-6s %-5s B %d rows %d+%d from row %d: max rel. diff %.2g; counted from row %d: %.2g\n", c->pe,
+               tiled ? "tiled" : "ref", c->B, b1, c->B - b1, c->row0, worst, c->row0, control);
+        free(sum);
+        result_free(&whole), result_free(&lo), result_free(&hi), result_free(&wrong);
+    }
+    setup_free(&a);
 }
 
 /* --- the tiled backward by central differences -------------------------------------------------- */
@@ -252,7 +320,7 @@ static void check_gradients(const struct attn_case *c) {
 /* --- determinism ---------------------------------------------------------------------------------- */
 
 static void check_bits(const char *pe, const char *const *kv) {
-    struct attn_case c = {pe, kv, 3, 2, 4, 23, 4, 0.1, 0};
+    struct attn_case c = {pe, kv, 3, 2, 4, 23, 4, 0.1, 0, 0};
     struct attn_setup a;
     setup_init(&a, &c);
     pelab_threads_set(2);
@@ -290,6 +358,15 @@ static void make_model(struct pelab_model *m, const char *attention, const char 
     for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += 0.2 * (pelab_rng_uniform(&rng) - 0.5);
 }
 
+/* A (MB, MT) batch: tokens, targets (-1 at every fifth position), positions shifted per row. */
+static void make_batch(int32_t *tokens, int32_t *targets, int32_t *pos) {
+    for (int i = 0; i < MB * MT; i++) {
+        tokens[i] = (int32_t)((i * 7 + 3) % MV);
+        targets[i] = i % 5 == 0 ? -1 : (int32_t)((i * 5 + 1) % MV);
+        pos[i] = i % MT + 20 * (i / MT);
+    }
+}
+
 static void check_model(const char *label, const char *const *kv, double dropout) {
     struct pelab_model m[2];
     make_model(&m[0], "ref", kv);
@@ -297,11 +374,7 @@ static void check_model(const char *label, const char *const *kv, double dropout
     CHECK(m[0].cfg.attention == PELAB_ATTN_KERNEL_REF && m[1].cfg.attention == PELAB_ATTN_KERNEL_TILED,
           "%s: --attention not read", label);
     int32_t tokens[MB * MT], targets[MB * MT], pos[MB * MT];
-    for (int i = 0; i < MB * MT; i++) {
-        tokens[i] = (int32_t)((i * 7 + 3) % MV);
-        targets[i] = i % 5 == 0 ? -1 : (int32_t)((i * 5 + 1) % MV);
-        pos[i] = i % MT + 20 * (i / MT);
-    }
+    make_batch(tokens, targets, pos);
     double loss[2];
     for (int k = 0; k < 2; k++) {
         m[k].cfg.dropout = dropout;
@@ -320,6 +393,53 @@ static void check_model(const char *label, const char *const *kv, double dropout
            dlogit, dg);
     pelab_model_free(&m[0]);
     pelab_model_free(&m[1]);
+}
+
+/* The batch's rows run one at a time, as MPI ranks run their shares (train.c): row b's forward
+ * with dropout_row0 = b gives the whole batch's losses at row b, and the backward passes, each
+ * weighted by its share of the targets, add up to the whole batch's gradient. The control: row 1
+ * counted as row 0 draws other masks (the residual, MLP and attention dropout alike). */
+static void check_model_shares(const char *label, const char *const *kv, const char *attention) {
+    struct pelab_model m;
+    make_model(&m, attention, kv);
+    int32_t tokens[MB * MT], targets[MB * MT], pos[MB * MT];
+    make_batch(tokens, targets, pos);
+    m.cfg.dropout = 0.2;
+    m.training = 1;
+    m.dropout_key = 99;
+    const long np = (long)m.params.total;
+    double *losses = vec(MB * MT, 0, 0), *grad = vec(np, 0, 0);
+    double loss = pelab_model_forward(&m, tokens, targets, pos, MB, MT);
+    const int n_all = m.n_targets;
+    memcpy(losses, pelab_model_losses(&m), MB * MT * sizeof *losses);
+    pelab_params_zero_grad(&m.params);
+    pelab_model_backward(&m, 1);
+    memcpy(grad, m.params.grad, (size_t)np * sizeof *grad);
+    pelab_params_zero_grad(&m.params);
+    double worst = 0, wsum = 0;
+    for (int b = 0; b < MB; b++) {
+        m.dropout_row0 = (uint64_t)b;
+        double l = pelab_model_forward(&m, tokens + b * MT, targets + b * MT, pos + b * MT, 1, MT);
+        double d = rel_diff(pelab_model_losses(&m), losses + b * MT, MT);
+        CHECK(d <= EQ_TOL, "%s, %s: row %d alone (dropout_row0 %d) gives other losses than in the batch (%.3g)",
+              label, attention, b, b, d);
+        worst = fmax(worst, d);
+        const double w = (double)m.n_targets / n_all;
+        wsum += l * w;
+        pelab_model_backward(&m, (pelab_real)w);
+    }
+    double dl = fabs(wsum - loss) / fabs(loss), dg = rel_diff(m.params.grad, grad, np);
+    CHECK(dl <= EQ_TOL && dg <= EQ_TOL, "%s, %s: the rows one at a time differ from the batch: loss %.3g, "
+          "gradients %.3g", label, attention, dl, dg);
+    m.dropout_row0 = 0;
+    pelab_model_forward(&m, tokens + MT, targets + MT, pos + MT, 1, MT);
+    double control = rel_diff(pelab_model_losses(&m), losses + MT, MT);
+    CHECK(control > 1e-3, "%s, %s: row 1 counted as row 0 drew the batch's masks (losses differ by %.3g only)",
+          label, attention, control);
+    printf("  model %-6s %-5s rows one at a time: rel. diff losses %.2g, loss %.2g, gradients %.2g; "
+           "row 1 as row 0: %.2g\n", label, attention, worst, dl, dg, control);
+    free(losses), free(grad);
+    pelab_model_free(&m);
 }
 
 /* The default kernel is the tiled one, and config.json (the model's settings) records it. */
@@ -395,11 +515,16 @@ int main(int argc, char **argv) {
     static const char *const fire_kv[] = {"fire-width", "5", NULL};
     for (int drop = 0; drop < 2; drop++) {
         const double p = drop ? 0.3 : 0;
-        check_gradients(&(struct attn_case){"nope", NULL, 2, 2, 3, 7, 3, p, 0});
-        check_gradients(&(struct attn_case){"pope", NULL, 1, 2, 2, 8, 3, p, 1});
-        check_gradients(&(struct attn_case){"t5", t5_kv, 2, 2, 2, 7, 2, p, 0});
-        check_gradients(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, p, 0});
+        const int row0 = drop ? 3 : 0; /* a share of a batch: its masks from batch row 3 on */
+        check_gradients(&(struct attn_case){"nope", NULL, 2, 2, 3, 7, 3, p, 0, row0});
+        check_gradients(&(struct attn_case){"pope", NULL, 1, 2, 2, 8, 3, p, 1, row0});
+        check_gradients(&(struct attn_case){"t5", t5_kv, 2, 2, 2, 7, 2, p, 0, row0});
+        check_gradients(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, p, 0, row0});
     }
+    printf("a batch in two shares of rows, dropout 0.3\n");
+    check_shares(&(struct attn_case){"t5", t5_kv, 3, 2, 4, 13, 4, 0.3, 0, 0}, 1);
+    check_shares(&(struct attn_case){"pope", NULL, 3, 2, 2, 12, 3, 0.3, 1, 5}, 2);
+    check_shares(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, 0.3, 0, 0}, 1);
     printf("determinism\n");
     check_bits("t5", t5_kv);
     check_bits("fire", fire_kv);
@@ -414,6 +539,10 @@ int main(int argc, char **argv) {
     check_model("t5 dropout", (const char *const[]){"pe", "t5", "t5-table", "per-layer", NULL}, 0.2);
     check_model("fire", (const char *const[]){"pe", "fire", "fire-width", "8", NULL}, 0);
     check_model("fire-shared drop", (const char *const[]){"pe", "fire-shared", "fire-width", "8", NULL}, 0.1);
+    for (int ref = 0; ref < 2; ref++) {
+        check_model_shares("rope", (const char *const[]){"pe", "rope", NULL}, ref ? "ref" : "tiled");
+        check_model_shares("t5", (const char *const[]){"pe", "t5", "t5-table", "per-layer", NULL}, ref ? "ref" : "tiled");
+    }
     printf("a %d-token evaluation\n", LONG_T);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' --long-eval", argv[0]);
