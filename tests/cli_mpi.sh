@@ -6,9 +6,13 @@
 #     gradient accumulation, t5 (a bias encoding with weights) and seqpe with shifted starts and
 #     its regularisers; and is far from one process at the per-rank batch (the control that
 #     shows the tolerance can fail);
+#   - with dropout 0.1 (rope) too, on 2 and 3 ranks, and one process at --batch 10 equals 2 ranks
+#     at --batch 5 --accum 2 (the masks follow each row's place in the update's batch); the
+#     control: the run without dropout is far from it;
 #   - a rank killed mid-run (rank 1 of rope; rank 0 of seqpe with dropout and accumulation)
 #     ends the job with mpirun's error naming it, leaves its checkpoints whole, and the resumed
-#     job equals the uninterrupted one bit for bit (same ranks) or to rounding (one process);
+#     job equals the uninterrupted one bit for bit (same ranks) or to rounding (rope in one
+#     process; seqpe with dropout and accumulation on 3 ranks);
 #   - ranks whose weights drift apart stop at the checkpoint's checksum, with one error line;
 #   - a NaN gradient stops with one error line; a rollback (rank 0 reads the checkpoint and
 #     sends it) equals one process's;
@@ -73,6 +77,20 @@ msg=$(compare close "$W/rope-1" "$W/rope-3") || fail "rope: 3 ranks differ from 
 # the control: one process at the batch of rank 0 (3 of 5 rows) is another run
 "$P" train $S --pe rope --batch 3 --out "$W/rope-half" >/dev/null 2>&1 || fail "rope, batch 3"
 msg=$(compare far "$W/rope-2" "$W/rope-half") || fail "rope at batch 3 is as close as 2 ranks: $msg"
+# dropout: every rank draws the masks one process draws at its rows, and so do the micro-batches
+# of an update (--eval-batches 2 of 5 rows: the validation rows of one batch of 10)
+DROP="$S --pe rope --dropout 0.1"
+"$P" train $DROP --out "$W/drop-1" >/dev/null 2>"$W/e" || fail "dropout, one process: $(cat "$W/e")"
+for n in 2 3; do
+    mpi $n train $DROP --out "$W/drop-$n" >/dev/null 2>"$W/e" || fail "dropout, $n ranks: $(cat "$W/e")"
+    msg=$(compare close "$W/drop-1" "$W/drop-$n") || fail "dropout: $n ranks differ from one process: $msg"
+done
+"$P" train $DROP --batch 10 --out "$W/drop-b10" >/dev/null 2>"$W/e" || fail "dropout, batch 10: $(cat "$W/e")"
+mpi 2 train $DROP --accum 2 --eval-batches 2 --out "$W/drop-a2" >/dev/null 2>"$W/e" ||
+    fail "dropout, 2 ranks, accum 2: $(cat "$W/e")"
+msg=$(compare close "$W/drop-b10" "$W/drop-a2") ||
+    fail "dropout: 2 ranks at --batch 5 --accum 2 differ from one process at --batch 10: $msg"
+msg=$(compare far "$W/drop-1" "$W/rope-1") || fail "dropout 0.1 is as close as the ranks to no dropout: $msg"
 # rank 0 alone wrote the run directory, and printed the progress
 [ "$(grep -c '^done ' "$W/o")" -eq 0 ] && [ "$(grep -c '^done ' "$W/e")" -eq 1 ] ||
     fail "2 ranks: expected one 'done' line: $(cat "$W/o" "$W/e")"
@@ -90,16 +108,18 @@ for cfg in "1:rope" "0:seqpe --seqpe-shift-prob 0.5 --dropout 0.1 --accum 2"; do
     grep -q "process rank $rank .*exited on signal 9" "$W/e" || fail "$cfg: no error names the killed rank: $(cat "$W/e")"
     [ "$(ls "$W/killed/checkpoints")" = "$(printf 'state-0000000005.safetensors\nstate-0000000010.safetensors')" ] ||
         fail "$cfg: checkpoints after the kill: $(ls -a "$W/killed/checkpoints")"
-    [ "$rank" = 1 ] && rm -rf "$W/killed-1" "$W/full-rope" && cp -a "$W/killed" "$W/killed-1" && cp -a "$W/full" "$W/full-rope"
+    rm -rf "$W/killed-$rank" "$W/full-$rank" && cp -a "$W/killed" "$W/killed-$rank" && cp -a "$W/full" "$W/full-$rank"
     mpi 2 train --resume "$W/killed" >/dev/null 2>"$W/e" || fail "$cfg: resume on 2 ranks: $(cat "$W/e")"
     grep -q "step 10" "$W/e" || fail "$cfg: the resume did not start from step 10: $(cat "$W/e")"
     [ "$(losses "$W/full")" = "$(losses "$W/killed")" ] || fail "$cfg: resumed on 2 ranks: log differs"
     same_weights "$W/full/model.safetensors" "$W/killed/model.safetensors" ||
         fail "$cfg: resumed on 2 ranks: weights differ from the uninterrupted run"
 done
-# on another number of ranks (rope: no dropout, whose masks depend on the ranks)
+# on another number of ranks: rope in one process, seqpe (dropout, accumulation) on 3 ranks
 "$P" train --resume "$W/killed-1" >/dev/null 2>"$W/e" || fail "resume in one process: $(cat "$W/e")"
-msg=$(compare close "$W/full-rope" "$W/killed-1") || fail "resumed in one process: $msg"
+msg=$(compare close "$W/full-1" "$W/killed-1") || fail "resumed in one process: $msg"
+mpi 3 train --resume "$W/killed-0" >/dev/null 2>"$W/e" || fail "seqpe: resume on 3 ranks: $(cat "$W/e")"
+msg=$(compare close "$W/full-0" "$W/killed-0") || fail "seqpe with dropout: resumed on 3 ranks: $msg"
 
 # ---- ranks that drift apart ----
 PELAB_TEST_RANK_FAULT=7:1:diverge mpi 2 train $K --out "$W/apart" >/dev/null 2>"$W/e" &&
