@@ -29,6 +29,12 @@
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
  *
+ * bf16 (--precision bf16, the calling thread's precision): the six tile products take bf16
+ * operands with float32 accumulation (tile_bf16.h, AVX512-BF16 where the CPU has it); scores,
+ * softmax, dropout, the bias and every sum outside the products stay in pelab_real. Those
+ * products skip no masked blocks (a diagonal tile is computed whole, its masked entries unread
+ * or multiplied by zeros).
+ *
  * Vector level. The per-tile work (forward_tile, backward_head and all they call, inlined) is
  * compiled for AVX-512, AVX2 and the build's baseline (kernels/cpu/simd.h); each call picks the
  * level the CPU runs, outside the parallel region.
@@ -37,10 +43,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "attn/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
+#include "pelab/precision.h"
 #include "pelab/status.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -165,9 +173,22 @@ struct work {
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
+    uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
+    int bf16;         /* the products in bf16 (the calling thread's --precision) */
 };
 
-static long work_reals(int tile, int dq, int dv) { return 3L * tile * tile + (long)tile * (dq + 2 * dv + 3); }
+static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
+
+/* Reals of packing space for the bf16 products: every dimension of a tile product is the tile,
+ * dq or dv. */
+static long pack_reals(int tile, int dq, int dv) {
+    const int w = max3(tile, dq, dv);
+    return (long)((pelab_tile_bf16_pack_size(w, w) * sizeof(uint16_t) + sizeof(pelab_real) - 1) / sizeof(pelab_real));
+}
+
+static long work_reals(int tile, int dq, int dv) {
+    return 3L * tile * tile + (long)tile * (dq + 2 * dv + 3) + pack_reals(tile, dq, dv);
+}
 
 /* Lays w out over buf (work_reals of it). */
 static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv) {
@@ -181,6 +202,7 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
+    w->pack = (uint16_t *)(w->keep + tile);
 }
 
 /* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, then
@@ -237,10 +259,14 @@ static unsigned char *thread_block(const struct pelab_attn_scratch *w, const str
     return w->mem + (size_t)id * thread_bytes(s);
 }
 
-/* The tiles of a thread's block. */
-static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_shape *s) {
+/* The tiles of a thread's block; bf16: whether the products are in bf16, the precision of the
+ * thread that called the kernel (read outside the parallel region: it is per thread). */
+static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_shape *s, int bf16) {
     work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
+    w->bf16 = bf16;
 }
+
+static int calling_thread_bf16(void) { return pelab_precision_get() == PELAB_PRECISION_BF16; }
 
 /* The bias-gradient array of a thread's block (bias_count reals). */
 static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
@@ -268,9 +294,14 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
     } else {
         memset(w->S, 0, (size_t)nq * nk * sizeof *w->S);
     }
-    tile_transpose(w->kt, k + (bh * s->T + j0) * dq, dq, nk, dq);
-    tile_gemm(w->S, nk, q + (bh * s->T + i0) * dq, dq, w->kt, nk, nq, nk, dq, s->scale,
-              i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
+    const pelab_real *QI = q + (bh * s->T + i0) * dq, *KJ = k + (bh * s->T + j0) * dq;
+    if (w->bf16) { /* K_J^T read while packing */
+        pelab_tile_gemm_bf16(w->S, nk, QI, dq, 0, KJ, dq, 1, nq, nk, dq, s->scale, w->pack);
+    } else {
+        tile_transpose(w->kt, KJ, dq, nk, dq);
+        tile_gemm(w->S, nk, QI, dq, w->kt, nk, nq, nk, dq, s->scale,
+                  i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
+    }
 }
 
 /* --- forward ------------------------------------------------------------------------------------- */
@@ -335,8 +366,12 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
                 for (int c = 0; c < dv; c++) a[c] *= alpha;
         }
         /* acc (nq, dv) += P̃ (nq, nk) · V_J (nk, dv) */
-        tile_gemm(w->acc, dv, w->S, nk, v + ((long)b * T + j0) * s->ldv + (long)h * dv, s->ldv,
-                  nq, dv, nk, 1, j0 == i0 && !s->bidirectional ? TILE_IN_LOWER : TILE_FULL);
+        const pelab_real *VJ = v + ((long)b * T + j0) * s->ldv + (long)h * dv;
+        if (w->bf16)
+            pelab_tile_gemm_bf16(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1, w->pack);
+        else
+            tile_gemm(w->acc, dv, w->S, nk, VJ, s->ldv, nq, dv, nk, 1,
+                      j0 == i0 && !s->bidirectional ? TILE_IN_LOWER : TILE_FULL);
     }
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r;
@@ -359,7 +394,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
     PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
-    const int threads = team_size(scratch, s);
+    const int threads = team_size(scratch, s), bf16 = calling_thread_bf16();
     if (!threads) return PELAB_ERR_RUNTIME;
     void (*const forward_tile)(struct work *, pelab_real *, pelab_real *, const pelab_real *,
                                const pelab_real *, const pelab_real *, const struct pelab_attn_shape *,
@@ -367,7 +402,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 #pragma omp parallel num_threads(threads)
     {
         struct work w;
-        thread_work(&w, thread_block(scratch, s, thread_id()), s);
+        thread_work(&w, thread_block(scratch, s, thread_id()), s, bf16);
         /* later query tiles visit more key tiles: dynamic scheduling balances them, and the rows
          * of a tile do not depend on which thread computes them */
 #pragma omp for collapse(3) schedule(dynamic)
@@ -400,10 +435,14 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
 
     scores(w, q, k, s, b, h, i0, nq, j0, nk);
     /* dP (nq, nk) = dO_I · V_J^T */
-    tile_transpose(w->vt, VJ, s->ldv, nk, dvw);
     memset(w->dP, 0, (size_t)nq * nk * sizeof *w->dP);
     const int diag = i0 == j0 && !s->bidirectional;
-    tile_gemm(w->dP, nk, dO, s->ldo, w->vt, nk, nq, nk, dvw, 1, diag ? TILE_OUT_CAUSAL : TILE_FULL);
+    if (w->bf16) {
+        pelab_tile_gemm_bf16(w->dP, nk, dO, s->ldo, 0, VJ, s->ldv, 1, nq, nk, dvw, 1, w->pack);
+    } else {
+        tile_transpose(w->vt, VJ, s->ldv, nk, dvw);
+        tile_gemm(w->dP, nk, dO, s->ldo, w->vt, nk, nq, nk, dvw, 1, diag ? TILE_OUT_CAUSAL : TILE_FULL);
+    }
     /* S → P ⊙ keep,  dP → dS = P ⊙ (keep ⊙ dP − D); both 0 on masked entries */
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r, n = visible(s, t, j0, nk);
@@ -417,13 +456,19 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         }
         for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
     }
-    /* dV_J (nk, dv) += (P ⊙ keep)^T (nk, nq) · dO_I (nq, dv) */
-    tile_transpose(w->X, w->S, nk, nq, nk);
-    tile_gemm(dVJ, s->ldv, w->X, nq, dO, s->ldo, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
-    /* dQ_I (nq, dq) += scale · dS · K_J;  dK_J (nk, dq) += scale · dS^T · Q_I */
-    tile_gemm(dQI, dqw, w->dP, nk, KJ, dqw, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
-    tile_transpose(w->X, w->dP, nk, nq, nk);
-    tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
+    /* dV_J (nk, dv) += (P ⊙ keep)^T (nk, nq) · dO_I (nq, dv)
+     * dQ_I (nq, dq) += scale · dS · K_J;  dK_J (nk, dq) += scale · dS^T · Q_I */
+    if (w->bf16) { /* the transposes read while packing */
+        pelab_tile_gemm_bf16(dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, w->pack);
+        pelab_tile_gemm_bf16(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, w->pack);
+        pelab_tile_gemm_bf16(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, w->pack);
+    } else {
+        tile_transpose(w->X, w->S, nk, nq, nk);
+        tile_gemm(dVJ, s->ldv, w->X, nq, dO, s->ldo, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(dQI, dqw, w->dP, nk, KJ, dqw, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
+        tile_transpose(w->X, w->dP, nk, nq, nk);
+        tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
+    }
     if (bgrad) {
         s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,
                                        pos_at(s, b, j0), nk);
@@ -466,7 +511,7 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
     PELAB_PROF_START();
     const int B = s->B, H = s->H, bias = has_bias_grad(s);
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
-    const int threads = team_size(scratch, s);
+    const int threads = team_size(scratch, s), bf16 = calling_thread_bf16();
     if (!threads) return PELAB_ERR_RUNTIME;
     int team = 1;
     void (*const backward_head)(struct work *, pelab_real *, pelab_real *, pelab_real *,
@@ -478,7 +523,7 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
         const int id = thread_id();
         unsigned char *block = thread_block(scratch, s, id);
         struct work w;
-        thread_work(&w, block, s);
+        thread_work(&w, block, s, bf16);
         pelab_real *bgrad = NULL;
         if (bias) {
             bgrad = bias_grad_of(block);

@@ -33,9 +33,9 @@ const struct pelab_optdef pelab_train_options[] = {
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL,
      "threads (0: all cores; under mpirun, a machine's cores divided among its ranks)"},
     {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
-     "matrix products: fp32, or bf16 operands with float32 accumulation (CPUs with AVX512-BF16, "
-     "a build with oneDNN); weights, gradients, optimizer, norms, softmax, loss, encodings and "
-     "attention stay float32"},
+     "matrix products (the linear layers' and attention's): fp32, or bf16 operands with float32 "
+     "accumulation (CPUs with AVX512-BF16, a build with oneDNN); weights, gradients, optimizer, "
+     "norms, softmax, loss and encodings stay float32"},
     {"eval-every", PELAB_OPT_INT, "200", 0, BIG, NULL,
      "validate every N updates (0: only at the end)"},
     {"eval-batches", PELAB_OPT_INT, "8", 0, 1e6, NULL,

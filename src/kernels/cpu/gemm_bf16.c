@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "pelab/precision.h"
 #include "pelab/status.h"
@@ -67,23 +68,13 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
 
 #include <dnnl.h>
 
-/* bf16(x), ties to even; a NaN stays a (quiet) NaN instead of rounding into infinity. Branch-free
- * so that the packing loop vectorises. */
-static inline uint16_t to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t r = u + 0x7fffu + ((u >> 16) & 1u);
-    r = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) : r;
-    return (uint16_t)(r >> 16);
-}
-
 /* dst (rows, cols), rows contiguous = bf16 of src (rows, cols) with row stride ld. */
 static void pack(uint16_t *dst, const pelab_real *src, long rows, long cols, long ld) {
 #pragma omp parallel for schedule(static) if (rows * cols >= (1L << 15))
     for (long r = 0; r < rows; r++) {
         const pelab_real *s = src + r * ld;
         uint16_t *d = dst + r * cols;
-        for (long c = 0; c < cols; c++) d[c] = to_bf16((float)s[c]);
+        for (long c = 0; c < cols; c++) d[c] = pelab_to_bf16((float)s[c]);
     }
 }
 
