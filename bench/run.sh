@@ -5,7 +5,8 @@
 # their fraction of the sgemm rate measured first with as many threads (bench_sgemm), and written
 # to bench/last.json (a list of objects). Then greedy generation at long contexts with and without
 # the KV cache (bench_generate, configuration C): tokens/s of each and their ratio, written to
-# bench/last_generate.json.
+# bench/last_generate.json. Last, --precision bf16 against float32 and against the twin under
+# torch.autocast (bench/precision.sh, bench/last_precision.json; skipped in one line without bf16).
 #
 #   BENCH_CONFIGS="A B C D"   configurations to run (see bench/bench_train.c)
 #   BENCH_PES="rope pope"     encodings to run
@@ -85,4 +86,8 @@ tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp"
 
 # ---- generation: tokens/s with the KV cache and recomputing the context (bench/generate.sh) ----
 BENCH_THREADS=$threads bash bench/generate.sh || status=1
+
+# ---- bf16: against pelab's float32 and the autocast twin (bench/precision.sh) ----
+echo
+BENCH_THREADS=$threads bash bench/precision.sh || status=1
 exit $status

@@ -1,7 +1,11 @@
-"""twin_bench — training throughput of the PyTorch twin (float32), as bench/bench_train does it.
+"""twin_bench — training throughput of the PyTorch twin, as bench/bench_train does it.
 
     /usr/bin/python3 bench/twin_bench.py --config A|B|C|D --pe rope|pope [--steps N] [--warmup N]
-                                         [--threads N] [--eval-T N]
+                                         [--threads N] [--eval-T N] [--precision fp32|bf16]
+
+float32 by default; --precision bf16 runs the forward pass (and the loss) under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision: its matrix products
+take bf16 operands, the weights and the optimizer stay float32.
 
 Same configuration table, same step (zero_grad, forward, backward, clip_grad_norm_(1.0), AdamW),
 random tokens with a target at every position, pos = t; prints one JSON line like bench_train.
@@ -38,6 +42,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=-1, help="untimed steps first")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     ap.add_argument("--eval-T", type=int, default=0, help="time evaluation forwards at batch 1, this length")
+    ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                    help="bf16: the forward under torch.autocast(cpu, bfloat16)")
     a = ap.parse_args()
     if a.eval_T > 0:
         return evaluate(a)
@@ -63,12 +69,13 @@ def main():
         if s == warmup:
             t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        _, loss = model(tokens, pos, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            _, loss = model(tokens, pos, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"config": a.config, "pe": a.pe, "tokens_per_s": round(B * T * steps / elapsed, 1),
+    print(json.dumps({"config": a.config, "pe": a.pe, "precision": a.precision, "tokens_per_s": round(B * T * steps / elapsed, 1),
                       "step_ms": round(1e3 * elapsed / steps, 3), "steps": steps,
                       "threads": torch.get_num_threads(), "loss": round(loss.item(), 4)},
                      separators=(",", ":")))
