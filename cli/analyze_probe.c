@@ -22,12 +22,12 @@
  * --batches batches of --split. The run is built from config.json alone, so a run still training
  * (no model.safetensors yet) or stopped early is probed over the checkpoints it has.
  */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "checkpoints.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
@@ -97,41 +97,6 @@ static int parse_row(const struct pelab_task *t, const struct pelab_batch *b, in
     }
     return count;
 }
-
-/* Loads every parameter of the model from a model or state file by name (a state file also holds
- * the optimizer's moments, which are passed over). */
-static int load_weights(struct pelab_model *m, const char *path, long *step) {
-    struct pelab_st_file f;
-    int rc = pelab_safetensors_read(path, &f);
-    if (rc) return rc;
-    for (int i = 0; i < m->params.count && !rc; i++) {
-        const struct pelab_param *p = &m->params.list[i];
-        const struct pelab_tensor *t = pelab_st_find(&f, p->name);
-        pelab_real *dst = pelab_params_data(&m->params, i);
-        if (!t || (t->dtype != PELAB_DT_F32 && t->dtype != PELAB_DT_F64) ||
-            t->nbytes != p->size * (t->dtype == PELAB_DT_F32 ? 4 : 8)) {
-            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: no tensor '%s' of %zu reals", path, p->name, p->size);
-            break;
-        }
-        for (size_t j = 0; j < p->size; j++) {
-            double x;
-            if (t->dtype == PELAB_DT_F32) {
-                float v;
-                memcpy(&v, (const char *)t->data + 4 * j, 4);
-                x = v;
-            } else {
-                memcpy(&x, (const char *)t->data + 8 * j, 8);
-            }
-            dst[j] = (pelab_real)x;
-        }
-    }
-    const char *s = pelab_opts_get(&f.metadata, "step");
-    *step = s ? strtol(s, NULL, 10) : -1;
-    pelab_st_file_free(&f);
-    return rc;
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The probe of the weights now in the model: one row per layer and head. */
 static int probe_step(FILE *f, long step, struct pelab_run *run, const struct pelab_batch *batches,
@@ -273,32 +238,9 @@ int pelab_analyze_probe(int argc, char **argv) {
     static struct pelab_run run;
     if ((rc = open_run(&run, dir))) return rc;
 
-    /* the files to probe: checkpoints/state-*.safetensors (their names sort by step), then
-     * model.safetensors when the run finished */
     char **files = NULL;
     int nf = 0;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/checkpoints", dir);
-    DIR *dp = opendir(path);
-    for (struct dirent *e; dp && (e = readdir(dp));) {
-        size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "state-", 6) != 0 || len < 12 || strcmp(e->d_name + len - 12, ".safetensors") != 0)
-            continue;
-        char **grown = realloc(files, (size_t)(nf + 2) * sizeof *files);
-        if (!grown) break;
-        files = grown;
-        files[nf] = malloc(strlen(path) + len + 2);
-        if (!files[nf]) break;
-        sprintf(files[nf++], "%s/%s", path, e->d_name);
-    }
-    if (dp) closedir(dp);
-    if (nf > 1) qsort(files, (size_t)nf, sizeof *files, cmp_str);
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (pelab_file_exists(path)) {
-        char **grown = realloc(files, (size_t)(nf + 1) * sizeof *files);
-        if (grown && (files = grown) && (files[nf] = malloc(strlen(path) + 1))) strcpy(files[nf++], path);
-    }
-    if (nf == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: no checkpoint and no model.safetensors to probe", dir);
+    rc = pelab_weight_files(dir, &files, &nf);
 
     const int nb = (int)pelab_opt_int(&opts, probe_options, "batches");
     const int B = (int)pelab_opt_int(&opts, probe_options, "batch");
@@ -323,7 +265,7 @@ int pelab_analyze_probe(int argc, char **argv) {
     long last = -1; /* model.safetensors is also saved with each checkpoint: probed once */
     for (int i = 0; !rc && i < nf; i++) {
         long step;
-        if (!(rc = load_weights(&run.model, files[i], &step)) && step != last)
+        if (!(rc = pelab_load_weights(&run.model, files[i], &step)) && step != last)
             rc = probe_step(f, step, &run, batches, nb, &run.settings);
         last = step;
     }
@@ -335,8 +277,7 @@ int pelab_analyze_probe(int argc, char **argv) {
     }
     for (int k = 0; batches && k < nb; k++) pelab_batch_free(&batches[k]);
     free(batches);
-    for (int i = 0; i < nf; i++) free(files[i]);
-    free(files);
+    pelab_weight_files_free(files, nf);
     pelab_run_close(&run);
     return rc;
 }

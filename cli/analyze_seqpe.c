@@ -13,6 +13,14 @@
  *
  *   p,nearest,distance,norm      one row per position: argmin_q |e_p - e_q|, that minimum, |e_p|
  *
+ * With --checkpoints as well, the same at every checkpoint the run kept and at its final model,
+ * summarised per band of T positions: how the embeddings beyond the training length move away
+ * from (or towards) the trained ones as training goes on:
+ *
+ *   step,from,to,distance,norm,relative    one row per step and band [from, to) of the positions
+ *                                          asked: the means of the distance, of |e_p| and of
+ *                                          distance / |e_p|
+ *
  * It reads the weights alone: the run opens without its task (no dataset needed).
  */
 #include <math.h>
@@ -20,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
+#include "checkpoints.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
@@ -37,6 +46,9 @@ static const struct pelab_optdef seqpe_options[] = {
     {"nearest", PELAB_OPT_INT, "0", 0, 1048576, NULL,
      "T > 0: instead of the matrix, each position's nearest embedding among e_0..e_{T-1} (itself "
      "left out) and the distance to it; 0: the matrix"},
+    {"checkpoints", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "with --nearest T: at every kept checkpoint and the final model, the means per band of T "
+     "positions (columns step,from,to,distance,norm,relative)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -45,12 +57,14 @@ static const struct pelab_optdef seqpe_options[] = {
 static void analyze_seqpe_help(FILE *f) {
     struct pelab_group g = {"options", seqpe_options};
     fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n"
-               "                           [--nearest T]\n\n"
+               "                           [--nearest T [--checkpoints]]\n\n"
                "Writes the dot products e_p . e_q of a SeqPE run's position embeddings (the\n"
                "encoder's output) for p, q = from, from+step, ... below to, as a CSV matrix: a\n"
                "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n"
                "With --nearest T, rows p,nearest,distance,norm instead: the nearest of the\n"
-               "training window's embeddings e_0..e_{T-1} to each e_p (p itself left out).\n");
+               "training window's embeddings e_0..e_{T-1} to each e_p (p itself left out).\n"
+               "With --checkpoints too, at every checkpoint the run kept and its final model, the\n"
+               "means per band of T positions: rows step,from,to,distance,norm,relative.\n");
     pelab_args_help(f, &g, 1, NULL);
 }
 
@@ -84,9 +98,10 @@ done:
     return rc;
 }
 
-/* Rows p,nearest,distance,norm: for each of the n positions from, from+step, ..., the q < T
- * (q != p) with the smallest |e_p - e_q|. */
-static int write_nearest(FILE *f, struct pelab_model *m, long from, long step, int n, int T) {
+/* For each of the n positions p = from, from+step, ...: the q < T (q != p) with the smallest
+ * |e_p - e_q| into arg[i], that distance into dist[i] and |e_p| into norm[i]. */
+static int nearest_of(struct pelab_model *m, long from, long step, int n, int T, int *arg, double *dist,
+                      double *norm) {
     const int D = m->cfg.d_model;
     int32_t *pos = malloc((size_t)(n + T) * sizeof *pos);
     pelab_real *e = malloc((size_t)(n + T) * D * sizeof *e);
@@ -98,12 +113,11 @@ static int write_nearest(FILE *f, struct pelab_model *m, long from, long step, i
     for (int q = 0; q < T; q++) pos[q] = q; /* the window first, then the positions asked */
     for (int i = 0; i < n; i++) pos[T + i] = (int32_t)(from + step * i);
     if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n + T, e))) goto done;
-    fprintf(f, "p,nearest,distance,norm\n");
     for (int i = 0; i < n; i++) {
         const pelab_real *ep = e + (long)(T + i) * D;
-        double best = -1, norm = 0;
-        int arg = -1;
-        for (int c = 0; c < D; c++) norm += (double)ep[c] * ep[c];
+        double best = -1, sq = 0;
+        arg[i] = -1;
+        for (int c = 0; c < D; c++) sq += (double)ep[c] * ep[c];
         for (int q = 0; q < T; q++) {
             if (q == pos[T + i]) continue;
             double d2 = 0;
@@ -111,13 +125,58 @@ static int write_nearest(FILE *f, struct pelab_model *m, long from, long step, i
                 double d = (double)ep[c] - e[(long)q * D + c];
                 d2 += d * d;
             }
-            if (best < 0 || d2 < best) best = d2, arg = q;
+            if (best < 0 || d2 < best) best = d2, arg[i] = q;
         }
-        fprintf(f, "%d,%d,%.7g,%.7g\n", pos[T + i], arg, sqrt(best), sqrt(norm));
+        dist[i] = sqrt(best);
+        norm[i] = sqrt(sq);
     }
 done:
     free(pos);
     free(e);
+    return rc;
+}
+
+/* Rows p,nearest,distance,norm for the model's weights now (checkpoints: 0), or rows
+ * step,from,to,distance,norm,relative per band of T positions (checkpoints: 1). */
+static int write_nearest(FILE *f, struct pelab_model *m, long from, long step, int n, int T, int checkpoints,
+                         long at_step) {
+    int *arg = malloc((size_t)n * sizeof *arg);
+    double *dist = malloc((size_t)n * sizeof *dist), *norm = malloc((size_t)n * sizeof *norm);
+    int rc = arg && dist && norm ? nearest_of(m, from, step, n, T, arg, dist, norm)
+                                 : pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d positions", n);
+    for (int i = 0; !rc && !checkpoints && i < n; i++)
+        fprintf(f, "%ld,%d,%.7g,%.7g\n", from + step * i, arg[i], dist[i], norm[i]);
+    for (long b0 = from - from % T; !rc && checkpoints && b0 < from + step * n; b0 += T) {
+        double sd = 0, sn = 0, sr = 0;
+        int count = 0;
+        for (int i = 0; i < n; i++) {
+            const long p = from + step * i;
+            if (p < b0 || p >= b0 + T) continue;
+            sd += dist[i], sn += norm[i], sr += norm[i] > 0 ? dist[i] / norm[i] : 0, count++;
+        }
+        if (count) fprintf(f, "%ld,%ld,%ld,%.7g,%.7g,%.7g\n", at_step, b0, b0 + T, sd / count, sn / count, sr / count);
+    }
+    free(arg);
+    free(dist);
+    free(norm);
+    return rc;
+}
+
+/* --checkpoints: the band summary at every weight file the run kept, in step order. */
+static int write_checkpoints(FILE *f, struct pelab_model *m, const char *dir, long from, long step, int n, int T) {
+    char **files;
+    int nf;
+    int rc = pelab_weight_files(dir, &files, &nf);
+    if (rc) return rc;
+    fprintf(f, "step,from,to,distance,norm,relative\n");
+    long last = -1; /* model.safetensors is also saved with the last checkpoint: once */
+    for (int i = 0; !rc && i < nf; i++) {
+        long at;
+        if (!(rc = pelab_load_weights(m, files[i], &at)) && at != last)
+            rc = write_nearest(f, m, from, step, n, T, 1, at);
+        last = at;
+    }
+    pelab_weight_files_free(files, nf);
     return rc;
 }
 
@@ -147,6 +206,9 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     if (nearest == 1)
         return pelab_fail(PELAB_ERR_USAGE, "--nearest 1: position 0 would have no other to be "
                           "near; take 2 or more (or 0 for the matrix)");
+    const int checkpoints = pelab_opt_switch(&opts, seqpe_options, "checkpoints");
+    if (checkpoints && !nearest)
+        return pelab_fail(PELAB_ERR_USAGE, "--checkpoints summarises --nearest T: give --nearest too");
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, seqpe_options, "edited"));
     const char *out = pelab_opt_str(&opts, seqpe_options, "out");
     if (strcmp(out, "-") != 0 && (rc = pelab_check_output("--out", out))) return rc;
@@ -169,7 +231,14 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         }
         f = af.f;
     }
-    rc = nearest ? write_nearest(f, m, from, step, (int)n, nearest) : write_matrix(f, m, from, step, (int)n);
+    if (checkpoints) {
+        rc = write_checkpoints(f, m, dir, from, step, (int)n, nearest);
+    } else if (nearest) {
+        fprintf(f, "p,nearest,distance,norm\n");
+        rc = write_nearest(f, m, from, step, (int)n, nearest, 0, -1);
+    } else {
+        rc = write_matrix(f, m, from, step, (int)n);
+    }
     if (f != stdout) {
         if (rc) pelab_atomic_abort(&af);
         else rc = pelab_atomic_commit(&af);

@@ -89,6 +89,27 @@ for r in near[1:]:
     assert abs(norm - math.sqrt(dots[p][p])) <= 1e-5 * norm, (p, norm)
 PY
 
+# --checkpoints: the same distances at every kept checkpoint and the final model, as band means;
+# the final step's rows are the means of --nearest on model.safetensors, and step 4's differ.
+"$P" analyze seqpe --model "$W/full" --from 0 --to 24 --step 1 --nearest 8 --checkpoints --out "$W/bands.csv" \
+    2>"$W/err" || fail "analyze seqpe --checkpoints: $(cat "$W/err")"
+"$P" analyze seqpe --model "$W/full" --from 0 --to 24 --step 1 --nearest 8 --out "$W/near8.csv" 2>"$W/err" ||
+    fail "analyze seqpe --nearest on the full run: $(cat "$W/err")"
+/usr/bin/python3 - "$W/bands.csv" "$W/near8.csv" <<'PY' || fail "analyze seqpe --checkpoints: the bands"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0] == ["step", "from", "to", "distance", "norm", "relative"], rows[0]
+got = {(int(r[0]), int(r[1])): [float(x) for x in r[3:]] for r in rows[1:]}
+assert sorted(got) == [(s, b) for s in (4, 8) for b in (0, 8, 16)], sorted(got)
+near = [[float(x) for x in r] for r in list(csv.reader(open(sys.argv[2])))[1:]]
+for b in (0, 8, 16):
+    band = [r for r in near if b <= r[0] < b + 8]
+    want = [sum(r[2] for r in band) / 8, sum(r[3] for r in band) / 8, sum(r[2] / r[3] for r in band) / 8]
+    for g, w in zip(got[(8, b)], want):
+        assert abs(g - w) <= 1e-5 * (1 + abs(w)), (b, got[(8, b)], want)
+    assert got[(4, b)] != got[(8, b)], ("step 4 equals step 8", b)
+PY
+
 # The regulariser ablation as one compare: variants NAME:option=value:... of one encoding.
 "$P" compare --task indirect --pe seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe:seqpe-beta=0,seqpe --seeds 1 \
     $TINY --seqpe-delta-batch 4 --seqpe-ood-batch 2 --steps 2 --out "$W/abl" >"$W/out" 2>"$W/err" ||
@@ -132,6 +153,7 @@ expect_usage "position 1000 has more than 3 digits in base 10" -- \
 expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
 expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
 expect_usage "--nearest 1: position 0 would have no other to be near" -- analyze seqpe --model "$W/input" --nearest 1 --out "$W/no"
+expect_usage "--checkpoints summarises --nearest T" -- analyze seqpe --model "$W/full" --checkpoints --out "$W/no"
 expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
     compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
 expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
