@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The image task from the command line, on synthetic 8 × 8 IDX files (tests/lib/make_idx.py) with
-# 4 × 4 patches (a 2 × 2 grid, 5 tokens with the class token): each 2-D encoding trains,
+# 4 × 4 patches (a 2 × 2 grid, 5 tokens with the class token): each 2-D encoding (SeqPE's
+# included) trains,
 # evaluates (accuracy of the 4 test images, as the JSON's counts say) and samples (image index,
 # prediction, truth); --resolutions reports every side asked, its grid and token count, as a
 # table, JSON and CSV; a 1-D encoding needs --positions raster (and a bidirectional one); a 2-D
@@ -30,7 +31,8 @@ check() {
     grep -qF -- "$pattern" "$W/err" || fail "pelab $*: '$pattern' not in: $(cat "$W/err")"
 }
 
-for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope "rope --positions raster" "learned --positions raster"; do
+for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope seqpe "seqpe --seqpe-mode attn-mul" \
+    "rope --positions raster" "pope --positions raster" "learned --positions raster"; do
     R="$W/$(tr ' ' '_' <<<"$pe")"
     "$P" train $TINY --pe $pe --steps 6 --out "$R" >/dev/null 2>"$W/err" || fail "train --pe $pe: $(tail -3 "$W/err")"
     [ "$(json "$R/config.json" 'j["training"]["task"], j["model"]["pe"]')" = "('image', '${pe%% *}')" ] ||
@@ -39,6 +41,12 @@ for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope "rope --positio
     [ "$(json "$W/e.json" 'j["task"], j["examples"], j["targets"], 0 <= j["accuracy"] <= 1, j["accuracy"] * 4 == round(j["accuracy"] * 4)')" = \
       "('image', 4, 4, True, True)" ] || fail "eval --pe $pe: $(cat "$W/e.json")"
 done
+
+# 2-D SeqPE: two coordinates of two digits each (the defaults on a grid), recorded as such
+[ "$(json "$W/seqpe/config.json" 'j["encoding"]["seqpe-dims"], j["encoding"]["seqpe-digits"]')" = "(0, 0)" ] ||
+    fail "seqpe on images: config.json: $(head -c 400 "$W/seqpe/config.json")"
+"$P" eval --model "$W/seqpe_--seqpe-mode_attn-mul" --resolutions 8,16 --json >"$W/r.json" 2>"$W/err" ||
+    fail "seqpe --resolutions: $(cat "$W/err")"
 
 # resolution sweep: 8 (2x2), 12 (3x3), 16 (4x4); learned2d interpolates its 2x2 table
 R=$W/learned2d
@@ -69,5 +77,7 @@ check 2 "--pe rope2d: an encoding of 2-D positions, and this task's positions ar
 check 2 "--pe alibi: causal only, and this task's attention is bidirectional" -- \
     train $TINY --pe alibi --positions raster --steps 2 --out "$W/bad"
 check 2 "resolution 8 is not a multiple of the patch size 5" -- train $TINY --patch 5 --steps 2 --out "$W/bad"
+check 2 "--seqpe-dims 1: this task's positions are 2-D" -- train $TINY --pe seqpe --seqpe-dims 1 --steps 2 --out "$W/bad"
+check 2 "--seqpe-dims 2: this task's positions are 1-D" -- train --task indirect --pe seqpe --seqpe-dims 2 --steps 2 --out "$W/bad"
 [ ! -e "$W/bad" ] || fail "a refused run left a directory"
 echo "cli_image: ok"

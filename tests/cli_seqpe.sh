@@ -136,9 +136,9 @@ expect_usage() { # PATTERN -- ARGS...
     [ -e "$W/no" ] && fail "pelab $*: left $W/no behind"
 }
 expect_usage "--seqpe-base: 1 is out of range [2, 65536]" -- train --pe seqpe --seqpe-base 1 $TINY --out "$W/no"
-expect_usage "--seqpe-digits 1 in base 10 hold positions below 10, fewer than the training context" -- \
+expect_usage "--seqpe-digits 1 in base 10 hold coordinates below 10, fewer than the training context" -- \
     train --pe seqpe --seqpe-digits 1 $TINY --out "$W/no"
-expect_usage "--seqpe-dims 2: this model's positions are 1-D" -- train --pe seqpe --seqpe-dims 2 $TINY --out "$W/no"
+expect_usage "--seqpe-dims 2: this task's positions are 1-D" -- train --pe seqpe --seqpe-dims 2 $TINY --out "$W/no"
 expect_usage "--seqpe-mode: 'attn-scalar' is not one of" -- train --pe seqpe --seqpe-mode attn-scalar $TINY --out "$W/no"
 expect_usage "--seqpe-heads 3 does not divide the encoder width 8" -- train --pe seqpe --seqpe-heads 3 $TINY --out "$W/no"
 expect_usage "--seqpe-mode does not apply to --pe rope" -- train --pe rope --seqpe-mode input --out "$W/no"

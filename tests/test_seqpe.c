@@ -647,6 +647,68 @@ static void check_shift(void) {
     pelab_params_free(&params);
 }
 
+/* 2-D (an image's grid, G = 4, the class token at (0, 0)): the defaults follow the task (2
+ * coordinates of 2 digits); a shifted sequence moves each coordinate by its own z, every token
+ * alike, within Lmax; coordinate 0 draws what a 1-D sequence draws from the same key. */
+static void check_shift_2d(void) {
+    enum { G = 4, T = 1 + G * G, B = 300 };
+    const struct pelab_pe_layout grid = {2, 1, G};
+    struct pelab_posenc pe, pe1;
+    struct pelab_params params = {0}, params1 = {0};
+    struct pelab_opts o = {0};
+    pelab_opts_set(&o, "seqpe-shift-prob", "0.5");
+    CHECK(pelab_posenc_init_nd(&pe, "seqpe", &o, &params, SD, SH, SN, T, &grid) == PELAB_OK, "2-D: %s",
+          pelab_last_error());
+    const struct pelab_seqpe_encoder *e = pelab_seqpe_encoder_of(&pe);
+    CHECK(e->dims == 2 && e->digits == 2 && e->capacity == 100, "2-D defaults: %d coordinates of %d digits",
+          e->dims, e->digits);
+    static int32_t pos[B * T * 2], base[B * T * 2];
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) { /* (0, 0), then (r, c) for r, c in 1..G */
+            base[(b * T + t) * 2] = t ? 1 + (t - 1) / G : 0;
+            base[(b * T + t) * 2 + 1] = t ? 1 + (t - 1) % G : 0;
+        }
+    memcpy(pos, base, sizeof pos);
+    pe.ops->train_positions(&pe, pos, B, T, 77);
+    int moved = 0, bad = 0, apart = 0;
+    for (int b = 0; b < B; b++) {
+        const int32_t z0 = pos[b * T * 2] - base[b * T * 2], z1 = pos[b * T * 2 + 1] - base[b * T * 2 + 1];
+        moved += z0 || z1;
+        apart += z0 != z1;
+        for (int t = 0; t < T; t++) {
+            const int32_t *p = pos + (b * T + t) * 2, *q = base + (b * T + t) * 2;
+            bad += p[0] != q[0] + z0 || p[1] != q[1] + z1 || p[0] < 0 || p[0] >= 100 || p[1] < 0 || p[1] >= 100;
+        }
+    }
+    CHECK(bad == 0 && moved > B / 3 && moved < 2 * B / 3, "50%% of images shifted as a whole (%d of %d, %d faults)",
+          moved, B, bad);
+    CHECK(apart > moved * 9 / 10, "each coordinate its own shift (%d of %d moved apart)", apart, moved);
+    /* coordinate 0 against the 1-D draw: the same rows move by the same z when the room is equal */
+    struct pelab_opts o1 = {0};
+    pelab_opts_set(&o1, "seqpe-shift-prob", "0.5");
+    pelab_opts_set(&o1, "seqpe-max-pos", "100");
+    CHECK(pelab_posenc_init(&pe1, "seqpe", &o1, &params1, SD, SH, SN, G + 1) == PELAB_OK, "1-D: %s", pelab_last_error());
+    static int32_t one[B * (G + 1)];
+    for (int i = 0; i < B * (G + 1); i++) one[i] = i % (G + 1);
+    pe1.ops->train_positions(&pe1, one, B, G + 1, 77);
+    int same = 0;
+    for (int b = 0; b < B; b++) same += one[b * (G + 1)] == pos[b * T * 2] - base[b * T * 2];
+    CHECK(same == B, "coordinate 0 moves as a 1-D sequence would (%d of %d)", same, B);
+    struct pelab_posenc bad_pe;
+    struct pelab_params bad_params = {0};
+    struct pelab_opts o2 = {0};
+    pelab_opts_set(&o2, "seqpe-dims", "1");
+    CHECK(pelab_posenc_init_nd(&bad_pe, "seqpe", &o2, &bad_params, SD, SH, SN, T, &grid) == PELAB_ERR_USAGE &&
+              strstr(pelab_last_error(), "--seqpe-dims 1: this task's positions are 2-D"),
+          "--seqpe-dims 1 on a grid: %s", pelab_last_error());
+    pelab_posenc_free(&bad_pe);
+    pelab_params_free(&bad_params);
+    pelab_posenc_free(&pe);
+    pelab_posenc_free(&pe1);
+    pelab_params_free(&params);
+    pelab_params_free(&params1);
+}
+
 int main(void) {
     pelab_threads_set(1); /* problems of a few rows: threads only cost (threading: test_attn) */
     check_digits();
@@ -677,5 +739,6 @@ int main(void) {
     check_aux("attn-bias");
     check_reg_2d();
     check_shift();
+    check_shift_2d();
     return check_report("test_seqpe");
 }

@@ -329,7 +329,7 @@ const struct pelab_posenc_ops pelab_pe_pope = {
     .name = "pope",
     .summary = "polar embedding: softplus magnitudes, phases p·base^(-c/d) + δ, width 2d (PoPE paper)",
     .sites = PELAB_SITE_QK,
-    .contract = {PELAB_PE_RELATIVE, {"pope-softplus=off", "pope-delta=off", "pope-delta-init=uniform",
+    .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL, {"pope-softplus=off", "pope-delta=off", "pope-delta-init=uniform",
                                      "pope-delta-clamp=off pope-delta-init=offset pope-delta-offset=1",
                                      NULL}},
     .options = pope_options,

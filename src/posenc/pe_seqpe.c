@@ -1,6 +1,7 @@
 /* seqpe — Sequential Position Encoding (Li et al. 2025, "SeqPE: Transformer with Sequential
  * Position Encoding"). A small causal Transformer reads each position's digits and gives its
- * embedding e_p ∈ R^D (seqpe_encoder.c); the embedding enters the model in one of four ways
+ * embedding e_p ∈ R^D (seqpe_encoder.c); a position is the task's: one integer for sequences,
+ * (row, column) on an image's grid, two digits per coordinate by default (the paper's Figure 1); the embedding enters the model in one of four ways
  * (--seqpe-mode, the paper's §3.5, Eqs. 11–14):
  *
  *   input      h0 = E[token] + e_p                                       site EMBED
@@ -55,10 +56,12 @@ static const struct pelab_optdef seqpe_options[] = {
     {"seqpe-proj", PELAB_OPT_CHOICE, "shared", 0, 0, "shared|per-layer",
      "attn modes: one W^p for all layers, or one per layer"},
     {"seqpe-base", PELAB_OPT_INT, "10", 2, 65536, NULL, "base b of the digit sequences"},
-    {"seqpe-digits", PELAB_OPT_INT, "5", 1, 31, NULL,
-     "digits k per coordinate (left-padded with 0): positions below b^k"},
-    {"seqpe-dims", PELAB_OPT_INT, "1", 1, 8, NULL,
-     "coordinates n of a position (1 for sequences; the task must provide n-D positions)"},
+    {"seqpe-digits", PELAB_OPT_INT, "0", 0, 31, NULL,
+     "digits k per coordinate (left-padded with 0): coordinates below b^k (0: 5 for sequences, "
+     "2 per coordinate for images, as the paper's Figure 1)"},
+    {"seqpe-dims", PELAB_OPT_INT, "0", 0, 8, NULL,
+     "coordinates n of a position (0: the task's, 1 for sequences and 2 for images' (row, "
+     "column); another value must match it)"},
     {"seqpe-layers", PELAB_OPT_INT, "2", 1, 64, NULL, "encoder blocks"},
     {"seqpe-width", PELAB_OPT_INT, "0", 0, 65536, NULL, "encoder width (0: d-model)"},
     {"seqpe-heads", PELAB_OPT_INT, "0", 0, 1024, NULL, "encoder attention heads (0: heads)"},
@@ -69,10 +72,11 @@ static const struct pelab_optdef seqpe_options[] = {
     {"seqpe-beta", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
      "weight β of the distillation loss L_OOD to shifted positions (0: off)"},
     {"seqpe-max-pos", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL,
-     "Lmax: the regularisers and the shifted starts draw positions below it (0: 20000, or b^k "
-     "when the digits hold fewer)"},
+     "Lmax: the regularisers and the shifted starts draw each coordinate below it (0: 20000, or "
+     "b^k when the digits hold fewer)"},
     {"seqpe-shift-prob", PELAB_OPT_REAL, "0.1", 0, 1, NULL,
-     "fraction of training sequences that start at a random position z in [0, Lmax - T)"},
+     "fraction of training sequences that start at a random position z in [0, Lmax - T) (images: "
+     "each coordinate by its own z)"},
     {"seqpe-delta-batch", PELAB_OPT_INT, "32", 1, 65536, NULL, "L_delta: pivots per micro-batch"},
     {"seqpe-candidates", PELAB_OPT_INT, "32", 1, 4096, NULL, "L_delta: candidates |C| per pivot"},
     {"seqpe-ood-batch", PELAB_OPT_INT, "32", 1, 65536, NULL,
@@ -90,11 +94,11 @@ struct seqpe {
     int n_proj;           /* distinct W^p: 1 shared, N per layer, 0 input */
     /* the table of this pass's distinct positions */
     struct pelab_seqpe_acts acts; /* encoder activations; acts.out (U,D) is E */
-    int32_t *upos;        /* (U,) sorted */
+    int32_t *upos;        /* (U,n) in lexicographic order */
     int U;
     int32_t *row;         /* (B,T) each token's row */
     int32_t *scratch;     /* (2·B·T) */
-    long tok_cap;         /* tokens room in upos, row, scratch */
+    long tok_cap;         /* tokens room in upos (times n), row, scratch */
     pelab_real *pqk;      /* (n_proj, U, 2D) [pq; pk] of each row */
     pelab_real *dE;       /* (U,D) backward: ∂loss/∂E, summed over sites and layers */
     pelab_real *dpqk;     /* (U,2D) backward scratch of one layer */
@@ -111,8 +115,10 @@ struct seqpe {
 };
 
 
-/* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. */
-static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int max_seq, int D) {
+/* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. extent:
+ * the coordinates of the training context, 0 .. extent − 1 (T for sequences, G + 1 for a G × G
+ * grid with the class token at 0). */
+static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int extent, int D) {
     s->alpha = pelab_opt_real(opts, seqpe_options, "seqpe-alpha");
     s->beta = pelab_opt_real(opts, seqpe_options, "seqpe-beta");
     s->shift_prob = pelab_opt_real(opts, seqpe_options, "seqpe-shift-prob");
@@ -123,15 +129,17 @@ static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int
         return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld is beyond what --seqpe-digits %d "
                           "in base %d hold (positions below %lld)", max_pos, s->enc.digits,
                           s->enc.base, (long long)s->enc.capacity);
-    if (s->shift_prob > 0 && max_pos <= max_seq)
+    if (s->shift_prob > 0 && max_pos <= extent)
         return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld leaves no room to shift the "
-                          "training context (%d) for --seqpe-shift-prob", max_pos, max_seq);
+                          "training context (%d) for --seqpe-shift-prob", max_pos, extent);
     const int pivots = s->alpha > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-delta-batch") : 0;
     const int C = (int)pelab_opt_int(opts, seqpe_options, "seqpe-candidates");
     const int sets = s->beta > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-batch") : 0;
     int m = (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-positions");
-    if (m > max_seq) m = max_seq; /* the training range has no more (n = 1 here) */
-    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, max_pos, max_seq, pivots, C,
+    long in_context = 1; /* the training range has no more positions: extent^n */
+    for (int c = 0; c < s->enc.dims; c++) in_context *= extent;
+    if (m > in_context) m = (int)in_context;
+    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, max_pos, extent, pivots, C,
                                   sets, m);
     if (rc) return rc;
     const long N = (long)pivots * (1 + C) + (long)sets * 2 * m, n = s->enc.dims;
@@ -153,25 +161,28 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
     s->mode = pelab_opt_choice(opts, seqpe_options, "seqpe-mode");
     s->shared = pelab_opt_choice(opts, seqpe_options, "seqpe-proj") == 0;
     const int base = (int)pelab_opt_int(opts, seqpe_options, "seqpe-base");
-    const int digits = (int)pelab_opt_int(opts, seqpe_options, "seqpe-digits");
-    const int dims = (int)pelab_opt_int(opts, seqpe_options, "seqpe-dims");
+    int digits = (int)pelab_opt_int(opts, seqpe_options, "seqpe-digits");
+    int dims = (int)pelab_opt_int(opts, seqpe_options, "seqpe-dims");
     const int layers = (int)pelab_opt_int(opts, seqpe_options, "seqpe-layers");
     int width = (int)pelab_opt_int(opts, seqpe_options, "seqpe-width");
     int heads = (int)pelab_opt_int(opts, seqpe_options, "seqpe-heads");
     if (!width) width = pe->D;
     if (!heads) heads = pe->H;
-    if (dims != 1)
-        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-dims %d: this model's positions are 1-D (one "
-                          "integer per token); %d-D positions need a task that provides them",
-                          dims, dims);
+    if (dims == 0) dims = pe->pos_dims;
+    if (dims != pe->pos_dims)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-dims %d: this task's positions are %d-D (leave "
+                          "--seqpe-dims at 0 to follow the task)", dims, pe->pos_dims);
+    if (digits == 0) digits = dims == 1 ? 5 : 2;
+    /* the coordinates of the training context: 0 .. extent − 1 */
+    const int extent = dims == 1 ? pe->max_seq : pe->grid + 1;
     const int final_norm = pelab_opt_switch(opts, seqpe_options, "seqpe-final-norm");
     int rc = pelab_seqpe_encoder_init(&s->enc, params, "pe.seqpe", base, digits, dims, layers,
                                       width, heads, final_norm, pe->D);
     if (rc) return rc;
-    if (pe->max_seq > s->enc.capacity)
-        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-digits %d in base %d hold positions below "
-                          "%lld, fewer than the training context (%d)", digits, base,
-                          (long long)s->enc.capacity, pe->max_seq);
+    if (extent > s->enc.capacity)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-digits %d in base %d hold coordinates below "
+                          "%lld, fewer than the training context's (%d)", digits, base,
+                          (long long)s->enc.capacity, extent);
     if (s->mode != MODE_INPUT) {
         s->n_proj = s->shared ? 1 : pe->n_layers;
         s->proj = malloc((size_t)pe->n_layers * sizeof *s->proj);
@@ -189,7 +200,7 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
         }
     }
     if (s->mode == MODE_BIAS) pe->qk_dim = 2 * pe->d;
-    if ((rc = regularisers_init(s, opts, pe->max_seq, pe->D))) return rc;
+    if ((rc = regularisers_init(s, opts, extent, pe->D))) return rc;
     pe->sites = s->mode == MODE_INPUT ? PELAB_SITE_EMBED : PELAB_SITE_QK;
     return PELAB_OK;
 }
@@ -247,15 +258,24 @@ static int grow(void **buf, long n, size_t elem) {
 }
 
 /* Each token's row in the current table; 0 when a position is not in it. */
+/* Lexicographic order of two positions of n coordinates: <0, 0, >0. */
+static int pos_cmp(const int32_t *a, const int32_t *b, int n) {
+    for (int c = 0; c < n; c++)
+        if (a[c] != b[c]) return a[c] < b[c] ? -1 : 1;
+    return 0;
+}
+
 static int rows_in_table(struct seqpe *s, const int32_t *pos, long ntok) {
+    const int n = s->enc.dims;
     for (long i = 0; i < ntok; i++) {
-        int lo = 0, hi = s->U; /* first upos >= pos[i] */
+        const int32_t *p = pos + i * n;
+        int lo = 0, hi = s->U; /* first upos >= p */
         while (lo < hi) {
             int mid = (lo + hi) / 2;
-            if (s->upos[mid] < pos[i]) lo = mid + 1;
+            if (pos_cmp(s->upos + (long)mid * n, p, n) < 0) lo = mid + 1;
             else hi = mid;
         }
-        if (lo == s->U || s->upos[lo] != pos[i]) return 0;
+        if (lo == s->U || pos_cmp(s->upos + (long)lo * n, p, n) != 0) return 0;
         s->row[i] = lo;
     }
     return 1;
@@ -270,7 +290,7 @@ static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
     int rc = pelab_seqpe_check(&s->enc, pos, ntok);
     if (rc) return rc;
     if (ntok > s->tok_cap) {
-        if (!grow((void **)&s->upos, ntok, sizeof *s->upos) || !grow((void **)&s->row, ntok, sizeof *s->row) ||
+        if (!grow((void **)&s->upos, ntok * s->enc.dims, sizeof *s->upos) || !grow((void **)&s->row, ntok, sizeof *s->row) ||
             !grow((void **)&s->scratch, 2 * ntok, sizeof *s->scratch))
             return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %ld positions", ntok);
         s->tok_cap = ntok;
@@ -284,7 +304,7 @@ static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
                 rows_in_table(s, pos, ntok);
     if (!reuse) {
         s->have_table = 0;
-        s->U = pelab_seqpe_unique(s->upos, s->row, pos, (int)ntok, 1, s->scratch);
+        s->U = pelab_seqpe_unique(s->upos, s->row, pos, (int)ntok, s->enc.dims, s->scratch);
         if (s->U > s->row_cap) {
             long n = s->U;
             if (!grow((void **)&s->dE, n * D, sizeof *s->dE) ||
@@ -434,15 +454,21 @@ static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, i
 
 /* --- training: shifted starts and the regularisers ------------------------------------------ */
 
-/* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − T). */
+/* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − L) (L
+ * the training context's extent per coordinate); with n coordinates each moves by its own z_c,
+ * drawn from a key of its own (coordinate 0 keeps the 1-D draw). */
 static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key) {
     const struct seqpe *s = pe->state;
     if (s->shift_prob == 0) return;
-    const int64_t room = s->reg.max_pos - T;
+    const int n = s->enc.dims;
+    const int64_t room = s->reg.max_pos - s->reg.train_len;
     for (int b = 0; b < B; b++) {
         if (pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
-        const int32_t z = (int32_t)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * (double)room);
-        for (int t = 0; t < T; t++) pos[(long)b * T + t] += z;
+        for (int c = 0; c < n; c++) {
+            const uint64_t kc = c == 0 ? key : pelab_hash64(key + (uint64_t)c);
+            const int32_t z = (int32_t)(pelab_hash_uniform(kc, 2 * (uint64_t)b + 1) * (double)room);
+            for (int t = 0; t < T; t++) pos[((long)b * T + t) * n + c] += z;
+        }
     }
 }
 
@@ -506,7 +532,8 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .name = "seqpe",
     .summary = "learned encoder of each position's digits, added at the input or to q and k (SeqPE, Li et al. 2025)",
     .sites = PELAB_SITE_EMBED | PELAB_SITE_QK,
-    .contract = {0,
+    .dims = 1u << 1 | 1u << 2,
+    .contract = {PELAB_PE_BIDIRECTIONAL,
                  {"seqpe-mode=attn-add", "seqpe-mode=attn-mul seqpe-proj=per-layer",
                   "seqpe-mode=attn-bias", "seqpe-final-norm=on seqpe-base=3 seqpe-digits=5", NULL}},
     .options = seqpe_options,

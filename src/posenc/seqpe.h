@@ -7,8 +7,8 @@
  *                    distillation to shifted positions L_OOD (§3.4, App. A.3).
  *
  * Positions here are n-dimensional: coords (U, n) int32, coordinate c of position u at
- * coords[u·n + c]. The model's positions are (B,T) scalars (n = 1); the encoder and its losses
- * take any n.
+ * coords[u·n + c]: the model's (B,T,n) positions, n = 1 for sequences and 2 for an image's
+ * (row, column); the encoder and its losses take any n.
  */
 #ifndef PELAB_POSENC_SEQPE_H
 #define PELAB_POSENC_SEQPE_H

@@ -82,17 +82,19 @@ static const struct pelab_preset presets[] = {
      "pope-delta-init=uniform"},
     /* A 2-core machine: a ViT of 4 layers × 64 on the 7 × 7 grid of 4 × 4 patches at 28 × 28,
      * 2500 updates of 128 images (320k images, about 6 epochs of the 55k), AdamW, cosine decay.
-     * Measured in the README (rope2d, one thread). */
+     * Measured in the README (rope2d, one thread). SeqPE in the SeqPE paper's image mode,
+     * attn-mul (its Table V). */
     {"image", "cpu", "a 2-core machine: 4x4 patches at 28x28, D 64, 4 heads, 4 layers, 2500 steps",
      "d-model=64 heads=4 layers=4 mlp-mult=4 dropout=0 batch=128 lr=2e-3 min-lr=1e-4 warmup=100 "
      "steps=2500 weight-decay=0.05 clip=1.0 beta2=0.99 eval-every=500 eval-batches=4 "
-     "pope-delta-init=zero"},
+     "pope-delta-init=zero seqpe-mode=attn-mul"},
     /* The SeqPE paper's image configuration (§4.3): ViT-S/16 with DeiT's recipe at 224 × 224
      * (Fashion-MNIST resized), 300 epochs of batch 1024 (about 16k updates of the 55k), AdamW
      * lr 1e-3 (5e-4 × 1024/512) with 5 warm-up epochs, weight decay 0.05. */
     {"image", "paper", "SeqPE paper, ViT-S/16 with DeiT settings at 224x224 (D 384, 6 heads, 12 layers)",
      "patch=16 image-side=224 d-model=384 heads=6 layers=12 mlp-mult=4 dropout=0 batch=1024 "
-     "lr=1e-3 min-lr=1e-5 warmup=270 steps=16100 weight-decay=0.05 clip=1.0 beta2=0.999"},
+     "lr=1e-3 min-lr=1e-5 warmup=270 steps=16100 weight-decay=0.05 clip=1.0 beta2=0.999 "
+     "seqpe-mode=attn-mul"},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -99,8 +99,8 @@ DEFAULTS.update({"t5-buckets": 32, "t5-max-distance": 128, "t5-table": "shared",
 _INTS += ("t5-buckets", "t5-max-distance", "fire-width", "fire-depth")
 
 # SeqPE
-DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10, "seqpe-digits": 5,
-                 "seqpe-dims": 1, "seqpe-layers": 2, "seqpe-width": 0, "seqpe-heads": 0,
+DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10, "seqpe-digits": 0,
+                 "seqpe-dims": 0, "seqpe-layers": 2, "seqpe-width": 0, "seqpe-heads": 0,
                  "seqpe-final-norm": "off"})
 _INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-width", "seqpe-heads")
 DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1})
@@ -600,7 +600,9 @@ class SeqPE(SeqPEEncoder):
 
     def __init__(self, cfg):
         D = cfg["d-model"]
-        super().__init__(cfg["seqpe-base"], cfg["seqpe-digits"], cfg["seqpe-dims"], cfg["seqpe-layers"],
+        dims = cfg["seqpe-dims"] or cfg["pos-dims"]              # 0: the task's
+        digits = cfg["seqpe-digits"] or (5 if dims == 1 else 2)  # 0: 5 for sequences, 2 per coordinate
+        super().__init__(cfg["seqpe-base"], digits, dims, cfg["seqpe-layers"],
                          cfg["seqpe-width"] or D, cfg["seqpe-heads"] or cfg["heads"],
                          on(cfg["seqpe-final-norm"]), D)
         self.mode, self.shared = cfg["seqpe-mode"], cfg["seqpe-proj"] == "shared"
@@ -808,7 +810,7 @@ class Twin(nn.Module):
         seqpe = None
         if self.cfg["pe"] == "seqpe":
             sq = self.pe.seqpe
-            e = sq(pos.reshape(-1, 1)).view(B, T, -1)                        # (B, T, D)
+            e = sq(pos.reshape(-1, sq.n)).view(B, T, -1)                     # (B, T, D)
             if sq.mode == "input":
                 h = h + e
             else:
