@@ -15,6 +15,7 @@
 #include "compare_sweep.h"
 #include "jobs.h"
 #include "pelab/clock.h"
+#include "pelab/image.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/model.h"
@@ -28,6 +29,7 @@
 #define MAX_SEEDS 100
 #define AUTO_LENGTHS "1x,2x,4x,8x,10x" /* --lengths auto: those of these the task can evaluate */
 #define QA_AUTO_LENGTHS "1x,2x,4x,8x"   /* --lengths auto for qa: the SeqPE paper's Table II */
+#define IMAGE_AUTO_RESOLUTIONS "1x,2x,3x" /* --resolutions auto: the SeqPE paper's 224 → 672 */
 
 static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
@@ -48,6 +50,10 @@ static const struct pelab_optdef compare_options[] = {
      "those of " AUTO_LENGTHS " that the long documents hold; none: no such columns. qa: "
      "answer-span perplexity and exact match of a greedy generation at these lengths (auto: "
      QA_AUTO_LENGTHS ")"},
+    {"resolutions", PELAB_OPT_STR, "auto", 0, 0, NULL,
+     "image: columns of test accuracy at these sides, the test images resized (bilinear) as "
+     "'pelab eval --resolutions' does (sides like 28,56 or multiples like 2x); auto: "
+     IMAGE_AUTO_RESOLUTIONS "; none: no such columns"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -99,6 +105,15 @@ static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void
     return rc;
 }
 
+/* --resolutions on an image run's task, before it trains: each side must cut into whole patches. */
+static int check_resolutions(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
+    const struct lengths_check *lc = ctx;
+    int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
+    /* side 0 is the trained side the fresh task is at: the task stays as it was */
+    int rc = t->ops->set_side((struct pelab_task *)t, 0, &train_side, &patch);
+    return rc ? rc : pelab_image_parse_sides(lc->spec, train_side, patch, sides, &n);
+}
+
 void pelab_cmd_compare_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "compare", compare_options);
@@ -137,8 +152,9 @@ struct result {
     uint64_t seed;
     char dir[PELAB_OPT_VAL_MAX + 64];
     double test_acc, test_loss, test_ppl, wall_s;
-    double ppl[PELAB_SWEEP_MAX]; /* perplexity at each --lengths entry (tasks of documents; qa:
-                                  * of the answer span) */
+    double at[PELAB_SWEEP_MAX];  /* the sweep at each entry: perplexity at each --lengths entry
+                                  * (tasks of documents; qa: of the answer span); image: test
+                                  * accuracy at each --resolutions side */
     double em[PELAB_SWEEP_MAX];  /* qa: exact match of the greedy generation at each entry */
 };
 
@@ -149,6 +165,9 @@ static int n_lengths;
 static char sweep_spec[PELAB_OPT_VAL_MAX];
 /* The task is qa: the sweeps are pelab/qa_sweep.h's (span perplexity and exact match). */
 static int qa_task;
+/* The task is image: the sweep is over --resolutions (test accuracy per side); sweep_lengths
+ * then hold each side's label ("2x" or "56") and, as .tokens, the side in pixels. */
+static int image_task;
 
 static int read_summary(struct result *r) {
     char path[sizeof r->dir + 16];
@@ -217,7 +236,7 @@ static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
         mean_std(ppl, m, &e->ppl_mean, &e->ppl_std);
         for (int l = 0; l < n_lengths; l++) {
             double x[MAX_SEEDS];
-            for (int k = 0; k < m; k++) x[k] = mine[k]->ppl[l];
+            for (int k = 0; k < m; k++) x[k] = mine[k]->at[l];
             mean_std(x, m, &e->len_mean[l], &e->len_std[l]);
             for (int k = 0; k < m; k++) x[k] = mine[k]->em[l];
             mean_std(x, m, &e->em_mean[l], &e->em_std[l]);
@@ -333,7 +352,7 @@ static int write_json(const char *dir, const char *task, const char *preset, con
     pelab_sb_printf(&sb, ",\n  \"preset\": ");
     pelab_sb_json_string(&sb, preset);
     if (n_lengths) {
-        pelab_sb_printf(&sb, ",\n  \"lengths\": [");
+        pelab_sb_printf(&sb, ",\n  \"%s\": [", image_task ? "resolutions" : "lengths");
         for (int l = 0; l < n_lengths; l++) {
             pelab_sb_printf(&sb, "%s", l ? ", " : "");
             pelab_sb_json_string(&sb, sweep_lengths[l].label);
@@ -352,13 +371,15 @@ static int write_json(const char *dir, const char *task, const char *preset, con
         pelab_sb_json_number(&sb, rs[i].test_loss);
         pelab_sb_printf(&sb, ", \"wall_s\": ");
         pelab_sb_json_number(&sb, rs[i].wall_s);
-        if (n_lengths && qa_task) {
-            json_lengths(&sb, "sweep_span_ppl", rs[i].ppl);
+        if (n_lengths && image_task) {
+            json_lengths(&sb, "sweep_acc", rs[i].at);
+        } else if (n_lengths && qa_task) {
+            json_lengths(&sb, "sweep_span_ppl", rs[i].at);
             json_lengths(&sb, "sweep_em", rs[i].em);
         } else if (n_lengths) {
             pelab_sb_printf(&sb, ", \"test_ppl\": ");
             pelab_sb_json_number(&sb, rs[i].test_ppl);
-            json_lengths(&sb, "sweep_ppl", rs[i].ppl);
+            json_lengths(&sb, "sweep_ppl", rs[i].at);
         }
         pelab_sb_printf(&sb, "}");
     }
@@ -375,7 +396,10 @@ static int write_json(const char *dir, const char *task, const char *preset, con
             pelab_sb_printf(&sb, ", \"%s\": ", keys[k]);
             pelab_sb_json_number(&sb, vals[k]);
         }
-        if (n_lengths && qa_task) {
+        if (n_lengths && image_task) {
+            json_lengths(&sb, "sweep_acc_mean", e->len_mean);
+            json_lengths(&sb, "sweep_acc_std", e->len_std);
+        } else if (n_lengths && qa_task) {
             json_lengths(&sb, "sweep_span_ppl_mean", e->len_mean);
             json_lengths(&sb, "sweep_span_ppl_std", e->len_std);
             json_lengths(&sb, "sweep_em_mean", e->em_mean);
@@ -412,6 +436,22 @@ static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes
         }
     char path[PELAB_OPT_VAL_MAX + 64];
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    int rc = pelab_write_file_atomic(path, sb.data, sb.len);
+    pelab_sb_free(&sb);
+    return rc;
+}
+
+/* DIR/resolutions.csv, one row per (encoding, side) with the mean and std over the seeds of the
+ * test accuracy: what `pelab plot lines --x side --y acc_mean --group pe` draws. */
+static int write_resolutions_csv(const char *dir, const struct pe_stats *st, int n_pes) {
+    struct pelab_sb sb = {0};
+    pelab_sb_printf(&sb, "pe,label,side,acc_mean,acc_std\n");
+    for (int p = 0; p < n_pes; p++)
+        for (int l = 0; l < n_lengths; l++)
+            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g\n", st[p].pe, sweep_lengths[l].label,
+                            sweep_lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
+    char path[PELAB_OPT_VAL_MAX + 64];
+    snprintf(path, sizeof path, "%s/resolutions.csv", dir);
     int rc = pelab_write_file_atomic(path, sb.data, sb.len);
     pelab_sb_free(&sb);
     return rc;
@@ -460,6 +500,24 @@ static void print_qa_table(const struct pe_stats *st, int n_pes) {
         for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
         for (int l = 0; l < n_lengths; l++)
             cell(e->seeds, 1, 100 * e->em_mean[l], 100 * e->em_std[l], " %");
+        printf(" %s |\n", t);
+    }
+}
+
+/* image: test accuracy and loss, then the accuracy at each side (the SeqPE paper's Table III). */
+static void print_image_table(const struct pe_stats *st, int n_pes) {
+    printf("\n| encoding | test loss |");
+    for (int l = 0; l < n_lengths; l++) printf(" acc %d (%s) |", sweep_lengths[l].tokens, sweep_lengths[l].label);
+    printf(" time per run |\n|---|---|");
+    for (int l = 0; l < n_lengths; l++) printf("---|");
+    printf("---|\n");
+    for (int p = 0; p < n_pes; p++) {
+        const struct pe_stats *e = &st[p];
+        char t[32];
+        pelab_format_duration(t, sizeof t, e->wall_mean);
+        printf("| %s |", e->pe);
+        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
+        for (int l = 0; l < n_lengths; l++) cell(e->seeds, 2, 100 * e->len_mean[l], 100 * e->len_std[l], " %");
         printf(" %s |\n", t);
     }
 }
@@ -542,7 +600,10 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
     pelab_progress_printer_end(&cp.pp);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (!rc && sweep_spec[0] && qa_task)
+    if (!rc && sweep_spec[0] && image_task)
+        rc = pelab_compare_resolutions(r->dir, sweep_spec, sweep_lengths, &n_lengths,
+                                       (double[PELAB_SWEEP_MAX]){0});
+    else if (!rc && sweep_spec[0] && qa_task)
         rc = pelab_compare_qa_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
                                     &n_lengths, (double[PELAB_SWEEP_MAX]){0},
                                     (double[PELAB_SWEEP_MAX]){0});
@@ -659,7 +720,14 @@ int pelab_cmd_compare(int argc, char **argv) {
     if (!lengths[0])
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: an empty list (give lengths like 1x,2x,4x, "
                           "auto or none)");
+    static char resolutions[PELAB_OPT_VAL_MAX];
+    snprintf(resolutions, sizeof resolutions, "%s", pelab_opt_str(&opts, compare_options, "resolutions"));
+    const int resolutions_given = pelab_opts_get(&opts, "resolutions") != NULL;
+    if (!resolutions[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: an empty list (give sides like 28,56,84, "
+                          "multiples like 1x,2x,3x, auto or none)");
     pelab_opts_unset(&opts, "lengths");
+    pelab_opts_unset(&opts, "resolutions");
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");
     pelab_opts_unset(&opts, "jobs");
@@ -695,6 +763,12 @@ int pelab_cmd_compare(int argc, char **argv) {
     qa_task = tops && strcmp(tops->name, "qa") == 0;
     if (qa_task && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
     const int qa_sweeps = qa_task && strcmp(lengths, "none") != 0;
+    image_task = tops && strcmp(tops->name, "image") == 0;
+    if (resolutions_given && !image_task)
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)", task);
+    if (image_task && strcmp(resolutions, "auto") == 0)
+        snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
+    const int image_sweeps = image_task && strcmp(resolutions, "none") != 0;
     if (qa_sweeps) { /* the lengths' form now; the task and the positions at each after training */
         struct pelab_sweep_length l[PELAB_SWEEP_MAX];
         int nl;
@@ -715,11 +789,18 @@ int pelab_cmd_compare(int argc, char **argv) {
                 if (*c == '/') *c = '_';
             if ((rc = run_opts(&opts, r, &one))) return rc;
             struct lengths_check lc = {lengths, &one, &variants[p].eval};
-            if ((rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc))) return rc;
+            if (image_sweeps) {
+                lc.spec = resolutions;
+                rc = pelab_train_validate_with(&one, check_resolutions, &lc);
+            } else {
+                rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc);
+            }
+            if (rc) return rc;
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
     if (sweeps || qa_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
+    if (image_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", resolutions);
     if (jobs == 1) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
         int todo = 0, done = 0;
@@ -749,7 +830,7 @@ int pelab_cmd_compare(int argc, char **argv) {
             run_label(label, sizeof label, &rs[i]);
             pelab_eval_set_progress(pelab_eval_progress_print, label);
             rc = pelab_compare_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
-                                     sweep_lengths, &n_lengths, rs[i].ppl);
+                                     sweep_lengths, &n_lengths, rs[i].at);
             pelab_eval_set_progress(pelab_eval_progress_print, NULL);
             if (rc) return fail_in(rc, rs[i].dir);
         }
@@ -760,17 +841,28 @@ int pelab_cmd_compare(int argc, char **argv) {
             run_label(label, sizeof label, &rs[i]);
             pelab_eval_set_progress(pelab_eval_progress_print, label);
             rc = pelab_compare_qa_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
-                                        sweep_lengths, &n_lengths, rs[i].ppl, rs[i].em);
+                                        sweep_lengths, &n_lengths, rs[i].at, rs[i].em);
+            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
+            if (rc) return fail_in(rc, rs[i].dir);
+        }
+    if (image_sweeps) /* image: each run's test accuracy per side */
+        for (int i = 0; i < n; i++) {
+            char label[80];
+            run_label(label, sizeof label, &rs[i]);
+            pelab_eval_set_progress(pelab_eval_progress_print, label);
+            rc = pelab_compare_resolutions(rs[i].dir, resolutions, sweep_lengths, &n_lengths, rs[i].at);
             pelab_eval_set_progress(pelab_eval_progress_print, NULL);
             if (rc) return fail_in(rc, rs[i].dir);
         }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);
-    if (qa_task && n_lengths) print_qa_table(st, n_pes);
+    if (image_task && n_lengths) print_image_table(st, n_pes);
+    else if (qa_task && n_lengths) print_qa_table(st, n_pes);
     else if (n_lengths || (tops && tops->windows)) print_lm_table(st, n_pes);
     else print_table(st, n_pes);
     if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
-    if (n_lengths && (rc = write_sweep_csv(out, st, n_pes))) return rc;
+    if (n_lengths && image_task && (rc = write_resolutions_csv(out, st, n_pes))) return rc;
+    else if (n_lengths && !image_task && (rc = write_sweep_csv(out, st, n_pes))) return rc;
     printf("\n%d runs in %s; results in %s/compare.json\n", n, out, out);
     return PELAB_OK;
 }

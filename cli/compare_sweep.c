@@ -6,13 +6,16 @@
  * "rows": [sweep rows, docs/FORMATS.md]}. A file made for other lengths or other evaluation-time
  * options ("eval_options" absent: none), or one that does not parse, is made again. Runs of task
  * qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test questions, greedy
- * generation of PELAB_QA_GEN_TOKENS tokens).
+ * generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep RUN/resolutions.json:
+ * {"lengths": "<the --resolutions text>", "rows": [{"side", "grid", "accuracy", "loss",
+ * "examples"}, ...]}, the whole test split at each side.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "compare_sweep.h"
+#include "pelab/image.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/options.h"
@@ -29,10 +32,10 @@ static void eval_text(char *buf, size_t size, const struct pelab_opts *eval) {
                  eval->kv[i].val);
 }
 
-/* Reads the perplexities of path (and, em not NULL, the exact matches) if it was made for `spec`
- * and the options `eval` (their eval_text) with n rows; 0 when it was. */
-static int read_cached(const char *path, const char *spec, const char *eval, int n, double *ppl,
-                       double *em) {
+/* Reads each row's number `key` of path into ppl (and, em not NULL, the exact matches) if it was
+ * made for `spec` and the options `eval` (their eval_text) with n rows; 0 when it was. */
+static int read_cached(const char *path, const char *spec, const char *eval, int n, const char *key,
+                       double *ppl, double *em) {
     char *text;
     size_t size;
     if (pelab_read_file(path, &text, &size)) {
@@ -52,7 +55,7 @@ static int read_cached(const char *path, const char *spec, const char *eval, int
              rows->type == PELAB_JSON_ARRAY && rows->count == n &&
              (e ? e->type == PELAB_JSON_STRING && strcmp(e->string, eval) == 0 : !eval[0]);
     for (int i = 0; ok && i < n; i++) {
-        const struct pelab_json *p = pelab_json_get(rows->items[i], em ? "span_perplexity" : "perplexity");
+        const struct pelab_json *p = pelab_json_get(rows->items[i], key);
         const struct pelab_json *x = em ? pelab_json_get(rows->items[i], "exact_match") : NULL;
         ok = p && p->type == PELAB_JSON_NUMBER && (!em || (x && x->type == PELAB_JSON_NUMBER));
         if (ok) ppl[i] = p->number;
@@ -90,7 +93,7 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     snprintf(path, sizeof path, "%s/sweep.json", run_dir);
     static char etext[PELAB_OPTS_MAX * 64];
     eval_text(etext, sizeof etext, eval);
-    if (rc || read_cached(path, spec, etext, *n, ppl, NULL) == 0) {
+    if (rc || read_cached(path, spec, etext, *n, "perplexity", ppl, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -117,7 +120,7 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     snprintf(path, sizeof path, "%s/qa_sweep.json", run_dir);
     static char etext[PELAB_OPTS_MAX * 64];
     eval_text(etext, sizeof etext, eval);
-    if (rc || read_cached(path, spec, etext, *n, ppl, em) == 0) {
+    if (rc || read_cached(path, spec, etext, *n, "span_perplexity", ppl, em) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -136,4 +139,51 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
         em[i] = rows[i].exact_match;
     }
     return rc;
+}
+
+int pelab_compare_resolutions(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
+                              int *n, double *acc) {
+    static struct pelab_run run;
+    int rc = pelab_run_open_with(&run, run_dir, NULL);
+    if (rc) return rc;
+    struct pelab_task *t = &run.task;
+    int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
+    rc = t->ops->set_side ? t->ops->set_side(t, 0, &train_side, &patch)
+                          : pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images", t->ops->name);
+    if (!rc) rc = pelab_image_parse_sides(spec, train_side, patch, sides, n);
+    /* the labels: the items of spec as given */
+    char items[PELAB_OPT_VAL_MAX];
+    snprintf(items, sizeof items, "%s", spec);
+    char *save, *item = strtok_r(items, ",", &save);
+    for (int i = 0; !rc && i < *n; i++, item = strtok_r(NULL, ",", &save)) {
+        snprintf(lengths[i].label, sizeof lengths[i].label, "%s", item ? item : "");
+        lengths[i].tokens = sides[i];
+    }
+    char path[PELAB_OPT_VAL_MAX + 128];
+    snprintf(path, sizeof path, "%s/resolutions.json", run_dir);
+    if (rc || read_cached(path, spec, "", *n, "accuracy", acc, NULL) == 0) {
+        pelab_run_close(&run);
+        return rc;
+    }
+    struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
+    for (int i = 0; i < *n && !rc; i++) {
+        rc = t->ops->set_side(t, sides[i], &train_side, &patch);
+        if (!rc) rc = pelab_evaluate(&run.model, t, PELAB_SPLIT_TEST, 0, 0, 64, &r[i]);
+    }
+    pelab_run_close(&run);
+    if (rc) return rc;
+    struct pelab_sb sb = {0};
+    cache_head(&sb, spec, "");
+    pelab_sb_printf(&sb, ", \"rows\": [");
+    for (int i = 0; i < *n; i++) {
+        pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", i ? ", " : "",
+                        sides[i], sides[i] / patch, (unsigned long long)r[i].examples);
+        pelab_sb_json_number(&sb, r[i].acc);
+        pelab_sb_printf(&sb, ", \"loss\": ");
+        pelab_sb_json_number(&sb, r[i].loss);
+        pelab_sb_printf(&sb, "}");
+        acc[i] = r[i].acc;
+    }
+    pelab_sb_printf(&sb, "]");
+    return cache_write(&sb, path);
 }

@@ -1,5 +1,6 @@
 /* cli/compare_sweep.h — the extrapolation columns of `pelab compare` (cli/compare_sweep.c):
- * perplexity at each length for tasks of documents; span perplexity and exact match for qa. */
+ * perplexity at each length for tasks of documents; span perplexity and exact match for qa;
+ * accuracy at each resolution for images. */
 #ifndef PELAB_CLI_COMPARE_SWEEP_H
 #define PELAB_CLI_COMPARE_SWEEP_H
 
@@ -16,5 +17,11 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
  * run_dir/qa_sweep.json: answer-span perplexity and generated exact match at each length. */
 int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                            struct pelab_sweep_length *lengths, int *n, double *ppl, double *em);
+
+/* The same for a run of task image: test accuracy at each side of spec ("1x,2x,3x" or sides in
+ * pixels, as 'pelab eval --resolutions'), the sides into lengths[0..*n) (label as given, .tokens
+ * the side), kept in run_dir/resolutions.json. */
+int pelab_compare_resolutions(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
+                              int *n, double *acc);
 
 #endif

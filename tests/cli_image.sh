@@ -63,6 +63,33 @@ grep -q "^resolution extrapolation: .* trained at 8x8 (grid 2x2 of 4x4 patches),
     grep -Eq "^16 +4x4 +2.00 +17 +4 " "$W/out" || fail "--resolutions table: $(cat "$W/out")"
 check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- eval --model "$R" --resolutions 8,10
 
+# compare: a column of test accuracy per side (--resolutions, auto 1x,2x,3x), the same as each run's
+# eval --resolutions, in compare.json and DIR/resolutions.csv (mean and std over the seeds)
+"$P" compare $TINY --steps 4 --pe rope2d,seqpe --seeds 2 --resolutions 1x,12,2x --out "$W/cmp" >"$W/out" 2>"$W/err" ||
+    fail "compare --resolutions: $(tail -3 "$W/err")"
+grep -q "^| encoding | test loss | acc 8 (1x) | acc 12 (12) | acc 16 (2x) | time per run |$" "$W/out" ||
+    fail "compare --resolutions: the table: $(cat "$W/out")"
+"$P" eval --model "$W/cmp/seqpe-s2" --resolutions 1x,12,2x --json >"$W/r.json" 2>"$W/err" || fail "eval of a compared run: $(cat "$W/err")"
+/usr/bin/python3 - "$W/cmp" "$W/r.json" <<'PY' || fail "compare --resolutions: compare.json, resolutions.csv"
+import csv, json, statistics, sys
+d = sys.argv[1]
+c = json.load(open(d + "/compare.json"))
+assert c["resolutions"] == ["1x", "12", "2x"], c
+run = [r for r in c["runs"] if r["pe"] == "seqpe" and r["seed"] == 2][0]
+want = [row["accuracy"] for row in json.load(open(sys.argv[2]))["rows"]]
+assert run["sweep_acc"] == want, (run["sweep_acc"], want)
+rows = list(csv.DictReader(open(d + "/resolutions.csv")))
+assert [(r["pe"], r["label"], r["side"]) for r in rows] == [(p, l, s) for p in ("rope2d", "seqpe")
+                                                           for l, s in (("1x", "8"), ("12", "12"), ("2x", "16"))], rows
+for p in ("rope2d", "seqpe"):
+    accs = [r["sweep_acc"] for r in c["runs"] if r["pe"] == p]
+    for i, r in enumerate(x for x in rows if x["pe"] == p):
+        assert abs(float(r["acc_mean"]) - statistics.mean(a[i] for a in accs)) < 1e-9, (r, accs)
+        assert abs(float(r["acc_std"]) - statistics.stdev(a[i] for a in accs)) < 1e-9, (r, accs)
+PY
+check 2 "--resolutions: task indirect has no images" -- compare --task indirect --pe rope --resolutions 1x --out "$W/bad"
+check 2 "resolution 10 is not a multiple of the patch size 4" -- compare $TINY --pe rope2d --resolutions 8,10 --out "$W/bad"
+
 # sample: image index, prediction and truth
 "$P" sample --model "$W/rope2d" --count 3 >"$W/out" 2>"$W/err" || fail "sample: $(cat "$W/err")"
 [ "$(grep -c "^        at 0   predicted '.*' (p [0-9.]*)  truth '.*'  \(right\|WRONG\)$" "$W/out")" -eq 3 ] &&
