@@ -21,6 +21,15 @@
  *                                          asked: the means of the distance, of |e_p| and of
  *                                          distance / |e_p|
  *
+ * A run on images (2-D positions, the class token at (0, 0) and patches from 1) gives instead the
+ * data of the paper's Figure 3: for five positions of a G × G grid (its corners and centre), the
+ * dot product with every grid position,
+ *
+ *   p_row,p_col,row,col,dot      one row per selected position p and grid cell (row, col)
+ *
+ * With --png, the figure: the matrix as one heatmap (Figure 2), or the five grids side by side on
+ * one colour scale (row 1 at the bottom, as a heatmap's axes run).
+ *
  * It reads the weights alone: the run opens without its task (no dataset needed).
  */
 #include <math.h>
@@ -29,6 +38,7 @@
 #include <string.h>
 #include "args.h"
 #include "checkpoints.h"
+#include "plot.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
@@ -46,6 +56,13 @@ static const struct pelab_optdef seqpe_options[] = {
     {"nearest", PELAB_OPT_INT, "0", 0, 1048576, NULL,
      "T > 0: instead of the matrix, each position's nearest embedding among e_0..e_{T-1} (itself "
      "left out) and the distance to it; 0: the matrix"},
+    {"grid", PELAB_OPT_INT, "0", 0, 1000, NULL,
+     "image runs: the side G of the grid drawn (0: the training grid; larger: a higher resolution)"},
+    {"png", PELAB_OPT_STR, "", 0, 0, NULL,
+     "also draw the figure into this PNG file (replaced atomically; needs a build with cairo): the "
+     "matrix as a heatmap, or an image run's five grids"},
+    {"width", PELAB_OPT_INT, "1000", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG width in pixels"},
+    {"height", PELAB_OPT_INT, "700", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG height in pixels"},
     {"checkpoints", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "with --nearest T: at every kept checkpoint and the final model, the means per band of T "
      "positions (columns step,from,to,distance,norm,relative)"},
@@ -57,19 +74,23 @@ static const struct pelab_optdef seqpe_options[] = {
 static void analyze_seqpe_help(FILE *f) {
     struct pelab_group g = {"options", seqpe_options};
     fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n"
-               "                           [--nearest T [--checkpoints]]\n\n"
+               "                           [--nearest T [--checkpoints]] [--png FILE]\n"
+               "       pelab analyze seqpe --model DIR [--out FILE|-] [--grid G] [--png FILE]   (images)\n\n"
                "Writes the dot products e_p . e_q of a SeqPE run's position embeddings (the\n"
                "encoder's output) for p, q = from, from+step, ... below to, as a CSV matrix: a\n"
                "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n"
                "With --nearest T, rows p,nearest,distance,norm instead: the nearest of the\n"
                "training window's embeddings e_0..e_{T-1} to each e_p (p itself left out).\n"
                "With --checkpoints too, at every checkpoint the run kept and its final model, the\n"
-               "means per band of T positions: rows step,from,to,distance,norm,relative.\n");
+               "means per band of T positions: rows step,from,to,distance,norm,relative.\n"
+               "For a run on images, the SeqPE paper's Figure 3: the dot products of five positions\n"
+               "of the G x G grid (its corners and centre) with every grid position, rows\n"
+               "p_row,p_col,row,col,dot. --png draws the matrix, or the five grids, as heatmaps.\n");
     pelab_args_help(f, &g, 1, NULL);
 }
 
-/* The matrix, one row at a time. */
-static int write_matrix(FILE *f, struct pelab_model *m, long from, long step, int n) {
+/* The matrix, one row at a time; dots (n, n), when not NULL, receives it for the figure. */
+static int write_matrix(FILE *f, struct pelab_model *m, long from, long step, int n, double *dots) {
     const int D = m->cfg.d_model;
     int32_t *pos = malloc((size_t)n * sizeof *pos);
     pelab_real *e = malloc((size_t)n * D * sizeof *e);
@@ -89,6 +110,7 @@ static int write_matrix(FILE *f, struct pelab_model *m, long from, long step, in
             double dot = 0;
             for (int c = 0; c < D; c++) dot += (double)e[(long)i * D + c] * e[(long)j * D + c];
             fprintf(f, ",%.7g", dot);
+            if (dots) dots[(long)i * n + j] = dot;
         }
         fprintf(f, "\n");
     }
@@ -180,6 +202,66 @@ static int write_checkpoints(FILE *f, struct pelab_model *m, const char *dir, lo
     return rc;
 }
 
+enum { GRID_PICKS = 5 };
+
+/* The five positions of a G × G grid (coordinates 1..G): the corners and the centre. */
+static void grid_picks(int G, int32_t pick[GRID_PICKS][2]) {
+    const int c = (G + 1) / 2;
+    const int32_t p[GRID_PICKS][2] = {{1, 1}, {1, G}, {c, c}, {G, 1}, {G, G}};
+    memcpy(pick, p, sizeof p);
+}
+
+/* Rows p_row,p_col,row,col,dot for the picks against every cell of the G × G grid; maps
+ * (GRID_PICKS, G, G), when not NULL, receives the dot products, cell (row, col) at
+ * [row − 1][col − 1]. */
+static int write_grid(FILE *f, struct pelab_model *m, int G, double *maps) {
+    const int D = m->cfg.d_model, n = G * G + GRID_PICKS;
+    int32_t *pos = malloc((size_t)n * 2 * sizeof *pos), pick[GRID_PICKS][2];
+    pelab_real *e = malloc((size_t)n * D * sizeof *e);
+    int rc = PELAB_OK;
+    if (!pos || !e) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d position embeddings", n);
+        goto done;
+    }
+    grid_picks(G, pick);
+    for (int r = 0; r < G; r++)
+        for (int c = 0; c < G; c++) pos[2 * (r * G + c)] = r + 1, pos[2 * (r * G + c) + 1] = c + 1;
+    memcpy(pos + 2 * G * G, pick, sizeof pick);
+    if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n, e))) goto done;
+    fprintf(f, "p_row,p_col,row,col,dot\n");
+    for (int k = 0; k < GRID_PICKS; k++) {
+        const pelab_real *ep = e + (long)(G * G + k) * D;
+        for (int i = 0; i < G * G; i++) {
+            double dot = 0;
+            for (int c = 0; c < D; c++) dot += (double)ep[c] * e[(long)i * D + c];
+            fprintf(f, "%d,%d,%d,%d,%.7g\n", pick[k][0], pick[k][1], pos[2 * i], pos[2 * i + 1], dot);
+            if (maps) maps[(long)k * G * G + i] = dot;
+        }
+    }
+done:
+    free(pos);
+    free(e);
+    return rc;
+}
+
+/* --png: the matrix as one heatmap (n_maps 1, side n) or the five grids (side G). */
+static int draw(const char *png, const struct pelab_opts *opts, const char *dir, const double *z, int n_maps,
+                int side, long from, long step) {
+    static char titles[GRID_PICKS][48], title[PELAB_OPT_VAL_MAX + 64];
+    struct pelab_plot_matrix maps[GRID_PICKS];
+    int32_t pick[GRID_PICKS][2];
+    if (n_maps > 1) grid_picks(side, pick);
+    for (int k = 0; k < n_maps; k++) {
+        if (n_maps > 1) snprintf(titles[k], sizeof titles[k], "position (%d, %d)", pick[k][0], pick[k][1]);
+        else snprintf(titles[k], sizeof titles[k], "positions %ld + %ld·i", from, step);
+        maps[k] = (struct pelab_plot_matrix){titles[k], n_maps > 1 ? "column − 1" : "i", n_maps > 1 ? "row − 1" : "j",
+                                             z + (long)k * side * side, side, side};
+    }
+    snprintf(title, sizeof title, "%s: SeqPE position embeddings, dot products", dir);
+    return pelab_plot_heatmaps(png, (int)pelab_opt_int(opts, seqpe_options, "width"),
+                               (int)pelab_opt_int(opts, seqpe_options, "height"), title, "e_p · e_q", maps, n_maps);
+}
+
 int pelab_analyze_seqpe(int argc, char **argv) {
     struct pelab_group g = {"options", seqpe_options};
     static struct pelab_opts opts;
@@ -209,6 +291,11 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     const int checkpoints = pelab_opt_switch(&opts, seqpe_options, "checkpoints");
     if (checkpoints && !nearest)
         return pelab_fail(PELAB_ERR_USAGE, "--checkpoints summarises --nearest T: give --nearest too");
+    const char *png = pelab_opt_str(&opts, seqpe_options, "png");
+    if (png[0] && !pelab_plot_available()) return pelab_plot_unavailable("--png");
+    if (png[0] && nearest)
+        return pelab_fail(PELAB_ERR_USAGE, "--png draws the matrix (or an image run's grids); --nearest is CSV only");
+    if (png[0] && (rc = pelab_check_output("--png", png))) return rc;
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, seqpe_options, "edited"));
     const char *out = pelab_opt_str(&opts, seqpe_options, "out");
     if (strcmp(out, "-") != 0 && (rc = pelab_check_output("--out", out))) return rc;
@@ -218,6 +305,22 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     if (!m->pe.ops->position_vectors || strcmp(m->pe.ops->name, "seqpe") != 0) {
         rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s; analyze seqpe needs a --pe seqpe run",
                         dir, m->pe.ops->name);
+        pelab_run_close(&run);
+        return rc;
+    }
+    const int image = m->pe.pos_dims == 2;
+    const int G = pelab_opt_int(&opts, seqpe_options, "grid") ? (int)pelab_opt_int(&opts, seqpe_options, "grid") : m->pe.grid;
+    static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
+    for (int i = 0; i < 5 && !rc; i++)
+        if (image && pelab_opts_get(&opts, sequence_only[i]))
+            rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on images, whose positions are a grid "
+                            "(--grid G); --%s is for runs on sequences", sequence_only[i], dir, sequence_only[i]);
+    if (!rc && !image && pelab_opts_get(&opts, "grid"))
+        rc = pelab_fail(PELAB_ERR_USAGE, "--grid: %s is a run on sequences; --grid is for runs on images", dir);
+    double *z = NULL; /* the figure's values */
+    if (!rc && png[0] && !(z = malloc(sizeof *z * (image ? (size_t)GRID_PICKS * G * G : (size_t)n * n))))
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the figure");
+    if (rc) {
         pelab_run_close(&run);
         return rc;
     }
@@ -231,18 +334,22 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         }
         f = af.f;
     }
-    if (checkpoints) {
+    if (image) {
+        rc = write_grid(f, m, G, z);
+    } else if (checkpoints) {
         rc = write_checkpoints(f, m, dir, from, step, (int)n, nearest);
     } else if (nearest) {
         fprintf(f, "p,nearest,distance,norm\n");
         rc = write_nearest(f, m, from, step, (int)n, nearest, 0, -1);
     } else {
-        rc = write_matrix(f, m, from, step, (int)n);
+        rc = write_matrix(f, m, from, step, (int)n, z);
     }
     if (f != stdout) {
         if (rc) pelab_atomic_abort(&af);
         else rc = pelab_atomic_commit(&af);
     } else if (fflush(stdout) != 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
+    if (!rc && z) rc = draw(png, &opts, dir, z, image ? GRID_PICKS : 1, image ? G : (int)n, from, step);
+    free(z);
     pelab_run_close(&run);
     return rc;
 }

@@ -63,6 +63,28 @@ grep -q "^resolution extrapolation: .* trained at 8x8 (grid 2x2 of 4x4 patches),
     grep -Eq "^16 +4x4 +2.00 +17 +4 " "$W/out" || fail "--resolutions table: $(cat "$W/out")"
 check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- eval --model "$R" --resolutions 8,10
 
+# analyze seqpe on an image run: the five picks (corners, centre) against every cell of the grid,
+# at the training grid and a larger one; the dot product is symmetric across picks; 1-D options refused
+"$P" analyze seqpe --model "$W/seqpe" --grid 3 --out "$W/grid.csv" 2>"$W/err" || fail "analyze seqpe on an image run: $(cat "$W/err")"
+/usr/bin/python3 - "$W/grid.csv" <<'PY' || fail "analyze seqpe on an image run: the grid"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0] == ["p_row", "p_col", "row", "col", "dot"], rows[0]
+dot = {(int(r[0]), int(r[1]), int(r[2]), int(r[3])): float(r[4]) for r in rows[1:]}
+picks = [(1, 1), (1, 3), (2, 2), (3, 1), (3, 3)]
+assert len(rows) == 1 + 5 * 9 and sorted({k[:2] for k in dot}) == sorted(picks), sorted({k[:2] for k in dot})
+for a in picks:
+    for b in picks:
+        assert abs(dot[a + b] - dot[b + a]) <= 1e-6 * (1 + abs(dot[a + b])), (a, b)
+PY
+"$P" analyze seqpe --model "$W/seqpe" --out "$W/grid2.csv" 2>"$W/err" && [ "$(wc -l <"$W/grid2.csv")" -eq $((1 + 5 * 4)) ] ||
+    fail "analyze seqpe at the training grid: $(cat "$W/err") $(head -3 "$W/grid2.csv")"
+check 2 "--nearest: $W/seqpe is a run on images, whose positions are a grid" -- analyze seqpe --model "$W/seqpe" --nearest 4
+if "$P" --version | grep -q cairo; then
+    "$P" analyze seqpe --model "$W/seqpe" --png "$W/grid.png" --out "$W/g.csv" 2>"$W/err" &&
+        [ "$(head -c 8 "$W/grid.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "analyze seqpe --png: $(cat "$W/err")"
+fi
+
 # compare: a column of test accuracy per side (--resolutions, auto 1x,2x,3x), the same as each run's
 # eval --resolutions, in compare.json and DIR/resolutions.csv (mean and std over the seeds)
 "$P" compare $TINY --steps 4 --pe rope2d,seqpe --seeds 2 --resolutions 1x,12,2x --out "$W/cmp" >"$W/out" 2>"$W/err" ||

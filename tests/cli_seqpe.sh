@@ -89,6 +89,13 @@ for r in near[1:]:
     assert abs(norm - math.sqrt(dots[p][p])) <= 1e-5 * norm, (p, norm)
 PY
 
+# --png: the matrix as a heatmap (the paper's Figure 2), the CSV unchanged beside it
+if "$P" --version | grep -q cairo; then
+    "$P" analyze seqpe --model "$R" --from 3 --to 40 --step 4 --out "$W/sim3.csv" --png "$W/sim.png" 2>"$W/err" &&
+        [ "$(head -c 8 "$W/sim.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] && cmp -s "$W/sim.csv" "$W/sim3.csv" ||
+        fail "analyze seqpe --png: $(cat "$W/err")"
+fi
+
 # --checkpoints: the same distances at every kept checkpoint and the final model, as band means;
 # the final step's rows are the means of --nearest on model.safetensors, and step 4's differ.
 "$P" analyze seqpe --model "$W/full" --from 0 --to 24 --step 1 --nearest 8 --checkpoints --out "$W/bands.csv" \
@@ -154,6 +161,8 @@ expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analy
 expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
 expect_usage "--nearest 1: position 0 would have no other to be near" -- analyze seqpe --model "$W/input" --nearest 1 --out "$W/no"
 expect_usage "--checkpoints summarises --nearest T" -- analyze seqpe --model "$W/full" --checkpoints --out "$W/no"
+expect_usage "--png draws the matrix (or an image run's grids); --nearest is CSV only" -- analyze seqpe --model "$W/full" --nearest 8 --png "$W/no.png"
+expect_usage "is a run on sequences; --grid is for runs on images" -- analyze seqpe --model "$W/full" --grid 4 --out "$W/no"
 expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
     compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
 expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
