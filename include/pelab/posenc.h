@@ -221,6 +221,10 @@ void pelab_posenc_free(struct pelab_posenc *pe);
  * each). PELAB_ERR_RUNTIME when out of memory. */
 int pelab_posenc_angles(pelab_real **cos, pelab_real **sin, long *cap, const int32_t *pos,
                         long ntok, const double *theta, int n);
+/* The same for positions (ntok, dims): angle c of token i is pos[i·dims + axis[c]]·theta[c]
+ * (axis NULL: coordinate 0 for every c). */
+int pelab_posenc_angles_nd(pelab_real **cos, pelab_real **sin, long *cap, const int32_t *pos, long ntok,
+                           int dims, const int *axis, const double *theta, int n);
 
 /* The encoding, if any, whose evaluation-time table defines option `name`, else NULL. */
 const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name);

@@ -10,17 +10,16 @@
  * δ is used as clamp(δ, −2π, 0), its gradient flowing where −2π ≤ δ ≤ 0; init 0 or uniform in
  * [−2π, 0] (--pope2d-delta-init).
  *
- * backward, per component c (partner d + c):
- *   dq_c = sigmoid(q_c)·(dq'_c cos φ_q + dq'_{d+c} sin φ_q);   dk_c likewise with φ_k
- *   dδ_c += μ_k,c (−dk'_c sin φ_k + dk'_{d+c} cos φ_k)
- * Site QK, query/key width 2d. Parameter `blocks.{l}.attn.pope2d.delta` (H, d), no weight decay.
- * Threads split the heads, each owning its row of δ, so the sums keep one order. Needs d even.
+ * The forward and backward passes are pope's (pope_core.c), with each component's coordinate
+ * chosen by its axis. Site QK, query/key width 2d. Parameter `blocks.{l}.attn.pope2d.delta`
+ * (H, d), no weight decay. Needs d even.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "posenc/pope_core.h"
 
 #define TWO_PI 6.283185307179586
 
@@ -32,9 +31,9 @@ static const struct pelab_optdef pope2d_options[] = {
 };
 
 struct pope2d {
+    struct pelab_pope_core core; /* θ_c' and the axis (row, column) of component c */
     int first;      /* parameter index of layer 0's δ; layer l's is first + l */
     int uniform;    /* δ init uniform in [−2π, 0] */
-    double *theta;  /* (d,) θ_c' of component c */
 };
 
 static int pope2d_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
@@ -47,9 +46,12 @@ static int pope2d_init(struct pelab_posenc *pe, const struct pelab_opts *opts, s
     p->uniform = pelab_opt_choice(opts, pope2d_options, "pope2d-delta-init") == 1;
     const double base = pelab_opt_real(opts, pope2d_options, "pope2d-base");
     const int h = pe->d / 2;
-    p->theta = malloc((size_t)pe->d * sizeof *p->theta);
-    if (!p->theta) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    for (int c = 0; c < pe->d; c++) p->theta[c] = pow(base, -(double)(c % h) / h);
+    int rc = pelab_pope_core_init(&p->core, pe->H, pe->d, 2, pe->n_layers, 1, 1);
+    if (rc) return rc;
+    for (int c = 0; c < pe->d; c++) {
+        p->core.theta[c] = pow(base, -(double)(c % h) / h);
+        p->core.axis[c] = c >= h; /* the row, then the column */
+    }
     for (int l = 0; l < pe->n_layers; l++) {
         char name[PELAB_PARAM_NAME_MAX];
         snprintf(name, sizeof name, "blocks.%d.attn.pope2d.delta", l);
@@ -63,7 +65,7 @@ static int pope2d_init(struct pelab_posenc *pe, const struct pelab_opts *opts, s
 static void pope2d_free(struct pelab_posenc *pe) {
     struct pope2d *p = pe->state;
     if (!p) return;
-    free(p->theta);
+    pelab_pope_core_free(&p->core);
     free(p);
 }
 
@@ -76,56 +78,25 @@ static void pope2d_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
     }
 }
 
-static double softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
-static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
-static double clamp_delta(double x) { return x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x; }
-
-/* φ of component c of token tok: its axis's coordinate times θ_c' (+ δ for keys). */
-static double phase(const struct pelab_posenc *pe, const int32_t *pos, long tok, int c) {
-    const struct pope2d *p = pe->state;
-    return (double)pos[2 * tok + (c >= pe->d / 2)] * p->theta[c];
+static int pope2d_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
+    struct pope2d *p = pe->state;
+    return pelab_pope_core_prepare(&p->core, pos, (long)B * T, 1);
 }
 
 static void pope2d_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                               const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
                               int B, int T) {
-    const struct pope2d *p = pe->state;
-    const pelab_real *delta = pelab_params_data(pe->params, p->first + layer);
-    const int H = pe->H, d = pe->d;
-#pragma omp parallel for schedule(static)
-    for (int h = 0; h < H; h++)
-        for (long tok = 0; tok < (long)B * T; tok++) {
-            const long b = tok / T, t = tok % T, in = tok * ld + (long)h * d;
-            pelab_real *yq = qo + ((b * H + h) * T + t) * 2 * d, *yk = ko + ((b * H + h) * T + t) * 2 * d;
-            for (int c = 0; c < d; c++) {
-                const double a = phase(pe, pos, tok, c), ak = a + clamp_delta(delta[h * d + c]);
-                const double mq = softplus(q[in + c]), mk = softplus(k[in + c]);
-                yq[c] = (pelab_real)(mq * cos(a)), yq[d + c] = (pelab_real)(mq * sin(a));
-                yk[c] = (pelab_real)(mk * cos(ak)), yk[d + c] = (pelab_real)(mk * sin(ak));
-            }
-        }
+    struct pope2d *p = pe->state;
+    pelab_pope_core_forward(&p->core, layer, pelab_params_data(pe->params, p->first + layer), qo, ko, q, k,
+                            ld, B, T);
 }
 
 static void pope2d_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
                                const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                                const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
-    const struct pope2d *p = pe->state;
-    const pelab_real *delta = pelab_params_data(pe->params, p->first + layer);
-    pelab_real *ddelta = pelab_params_grad(pe->params, p->first + layer);
-    const int H = pe->H, d = pe->d;
-#pragma omp parallel for schedule(static)
-    for (int h = 0; h < H; h++)
-        for (long tok = 0; tok < (long)B * T; tok++) {
-            const long b = tok / T, t = tok % T, in = tok * ld + (long)h * d;
-            const pelab_real *gq = dqo + ((b * H + h) * T + t) * 2 * d, *gk = dko + ((b * H + h) * T + t) * 2 * d;
-            for (int c = 0; c < d; c++) {
-                const double dl = delta[h * d + c], a = phase(pe, pos, tok, c), ak = a + clamp_delta(dl);
-                dq[in + c] = (pelab_real)(sigmoid(q[in + c]) * (gq[c] * cos(a) + gq[d + c] * sin(a)));
-                dk[in + c] = (pelab_real)(sigmoid(k[in + c]) * (gk[c] * cos(ak) + gk[d + c] * sin(ak)));
-                if (dl >= -TWO_PI && dl <= 0)
-                    ddelta[h * d + c] += (pelab_real)(softplus(k[in + c]) * (-gk[c] * sin(ak) + gk[d + c] * cos(ak)));
-            }
-        }
+    struct pope2d *p = pe->state;
+    pelab_pope_core_backward(&p->core, layer, pelab_params_data(pe->params, p->first + layer),
+                             pelab_params_grad(pe->params, p->first + layer), dq, dk, dqo, dko, q, k, ld, B, T);
 }
 
 const struct pelab_posenc_ops pelab_pe_pope2d = {
@@ -139,6 +110,7 @@ const struct pelab_posenc_ops pelab_pe_pope2d = {
     .init = pope2d_init,
     .free = pope2d_free,
     .init_params = pope2d_init_params,
+    .prepare = pope2d_prepare,
     .qk_forward = pope2d_qk_forward,
     .qk_backward = pope2d_qk_backward,
 };

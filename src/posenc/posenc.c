@@ -139,6 +139,11 @@ int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
 
 int pelab_posenc_angles(pelab_real **cos_out, pelab_real **sin_out, long *cap, const int32_t *pos,
                         long ntok, const double *theta, int n) {
+    return pelab_posenc_angles_nd(cos_out, sin_out, cap, pos, ntok, 1, NULL, theta, n);
+}
+
+int pelab_posenc_angles_nd(pelab_real **cos_out, pelab_real **sin_out, long *cap, const int32_t *pos, long ntok,
+                           int dims, const int *axis, const double *theta, int n) {
     long need = ntok * n;
     if (need > *cap) {
         free(*cos_out);
@@ -158,7 +163,7 @@ int pelab_posenc_angles(pelab_real **cos_out, pelab_real **sin_out, long *cap, c
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < ntok; i++)
         for (int c = 0; c < n; c++) {
-            double a = (double)pos[i] * theta[c];
+            double a = (double)pos[i * dims + (axis ? axis[c] : 0)] * theta[c];
             cs[i * n + c] = (pelab_real)cos(a);
             sn[i * n + c] = (pelab_real)sin(a);
         }
