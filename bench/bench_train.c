@@ -1,16 +1,22 @@
 /* bench_train — training throughput of one benchmark configuration (float build).
  *
- *   build/bench/bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]
+ *   build/bench/bench_train --config A|B|C|D|I --pe rope|pope [--steps N] [--warmup N] [--threads N]
  *                           [--attention tiled|ref] [--precision fp32|bf16]
  *
  * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
- * every position with a target, pos = t, after `warmup` untimed steps. Prints one JSON line:
+ * every position with a target, pos = t, after `warmup` untimed steps. Configuration I is the
+ * image task's model instead (the `cpu` image preset's ViT: 4 × 4 patches of a 28 × 28 image, a
+ * 7 × 7 grid and the class token, T 50): random patch vectors, positions (row, column) with the
+ * class token at (0, 0), bidirectional attention, a label on the class token only; --pe rope and
+ * pope run their 2-D forms, rope2d and pope2d. Prints one JSON line (I adds images_per_s):
  *   {"config":"A","pe":"rope","precision":"fp32","tokens_per_s":...,"step_ms":...,"steps":...,
  *    "threads":...,"gflop_per_step":...,"gflops":...}
  * A step's floating-point operations are counted as the model's arithmetic, not the kernels':
  *   matrix products  6·B·T·(12·N·D² + D·V)         (forward 2·, backward 4· per weight and token)
  *   attention        3·N·B·H·T·(T+1)·(dq + dv)     (the causal half of Q·Kᵀ and P·V, forward
  *                                                  once, backward twice; recomputation not counted)
+ *   I:               6·B·T·(12·N·D² + D·P) + 6·B·D·V and 3·N·B·H·2T²·(dq + dv)  (the patch
+ *                    embedding of width P, the classifier on the class token, every key visible)
  * with dq the query/key width per head (d, 2d for PoPE) and dv = d; the norms, GELU, loss and
  * optimizer are left out. bench/run.sh compares the GFLOP/s with bench_sgemm's rate.
  * bench/twin_bench.py prints the same line for the PyTorch twin; bench/run.sh puts them side
@@ -41,25 +47,28 @@ struct bench_config {
     const char *name;
     int V, D, layers, heads, T, B;
     int steps, warmup; /* defaults: the whole `make bench` in about 15 minutes on 2 cores */
+    int patch_dim, grid; /* the image model: patch vectors of this width on a grid × grid; 0: text */
 };
 
 /* The configurations of the benchmark issue; keep bench/twin_bench.py's table the same. */
 static const struct bench_config configs[] = {
-    {"A", 64, 128, 4, 4, 64, 32, 12, 2},
-    {"B", 64, 512, 8, 8, 64, 64, 2, 1},
-    {"C", 8192, 384, 6, 6, 256, 8, 3, 1},
-    {"D", 50257, 768, 12, 12, 64, 4, 2, 1},
+    {"A", 64, 128, 4, 4, 64, 32, 12, 2, 0, 0},
+    {"B", 64, 512, 8, 8, 64, 64, 2, 1, 0, 0},
+    {"C", 8192, 384, 6, 6, 256, 8, 3, 1, 0, 0},
+    {"D", 50257, 768, 12, 12, 64, 4, 2, 1, 0, 0},
+    {"I", 10, 64, 4, 4, 50, 128, 4, 1, 16, 7},
 };
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: bench_train --config A|B|C|D --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
+            "usage: bench_train --config A|B|C|D|I --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
             "                   [--attention tiled|ref] [--precision fp32|bf16]\n"
             "  --config   benchmark configuration (A: V 64 D 128 N 4 H 4 T 64 B 32;\n"
             "             B: V 64 D 512 N 8 H 8 T 64 B 64; C: V 8192 D 384 N 6 H 6 T 256 B 8;\n"
-            "             D: V 50257 D 768 N 12 H 12 T 64 B 4)\n"
+            "             D: V 50257 D 768 N 12 H 12 T 64 B 4; I: images, 10 classes D 64 N 4\n"
+            "             H 4, 7x7 patches of 16 and the class token (T 50), B 128)\n"
             "  --pe       positional encoding (rope or pope; any registered name works)\n"
-            "  --steps    timed steps (default per configuration: A 12, B 2, C 3, D 2)\n"
+            "  --steps    timed steps (default per configuration: A 12, B 2, C 3, D 2, I 4)\n"
             "  --warmup   untimed steps first (default: A 2, others 1)\n"
             "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n"
             "  --attention  attention kernel (default tiled, the model's default)\n"
@@ -107,7 +116,10 @@ int main(int argc, char **argv) {
     pelab_opts_set(&opts, "heads", buf);
     snprintf(buf, sizeof buf, "%d", c->layers);
     pelab_opts_set(&opts, "layers", buf);
-    pelab_opts_set(&opts, "pe", pe);
+    const int image = c->patch_dim > 0;
+    char pe_name[64];
+    snprintf(pe_name, sizeof pe_name, "%s%s", pe, image && (!strcmp(pe, "rope") || !strcmp(pe, "pope")) ? "2d" : "");
+    pelab_opts_set(&opts, "pe", pe_name);
     pelab_opts_set(&opts, "attention", attention);
     if (strcmp(pe, "pope") == 0) { /* the paper's PoPE, as the twin runs it */
         pelab_opts_set(&opts, "pope-softplus", "on");
@@ -115,7 +127,8 @@ int main(int argc, char **argv) {
     }
     struct pelab_model m;
     memset(&m, 0, sizeof m);
-    if (pelab_model_init(&m, &opts, c->V, c->T) != PELAB_OK ||
+    const struct pelab_model_io io = {c->patch_dim, {image ? 2 : 1, image, c->grid}};
+    if (pelab_model_init_io(&m, &opts, c->V, c->T, &io) != PELAB_OK ||
         pelab_model_reserve(&m, c->B, c->T) != PELAB_OK || c->B < pelab_dist_size()) {
         fprintf(stderr, "bench_train: %s\n", pelab_last_error());
         return 1;
@@ -124,19 +137,26 @@ int main(int argc, char **argv) {
     m.training = 1; /* dropout is 0: the same work as evaluation, plus the bookkeeping */
 
     size_t n = (size_t)c->B * c->T;
+    const int dims = image ? 2 : 1;
     int32_t *tokens = malloc(n * sizeof *tokens), *targets = malloc(n * sizeof *targets);
-    int32_t *pos = malloc(n * sizeof *pos);
-    if (!tokens || !targets || !pos) {
+    int32_t *pos = malloc(n * dims * sizeof *pos);
+    pelab_real *inputs = image ? malloc(n * c->patch_dim * sizeof *inputs) : NULL;
+    if (!tokens || !targets || !pos || (image && !inputs)) {
         fprintf(stderr, "bench_train: out of memory\n");
         return 1;
     }
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 42);
     for (size_t i = 0; i < n; i++) {
-        tokens[i] = (int32_t)pelab_rng_below(&rng, (uint64_t)c->V);
-        targets[i] = (int32_t)pelab_rng_below(&rng, (uint64_t)c->V);
-        pos[i] = (int32_t)(i % (size_t)c->T);
+        const int t = (int)(i % (size_t)c->T);
+        tokens[i] = image ? 0 : (int32_t)pelab_rng_below(&rng, (uint64_t)c->V);
+        targets[i] = image && t > 0 ? -1 : (int32_t)pelab_rng_below(&rng, (uint64_t)c->V);
+        if (image) /* the class token at (0, 0), patch t − 1 at (row + 1, column + 1) */
+            pos[2 * i] = t ? 1 + (t - 1) / c->grid : 0, pos[2 * i + 1] = t ? 1 + (t - 1) % c->grid : 0;
+        else
+            pos[i] = t;
     }
+    for (size_t i = 0; image && i < n * c->patch_dim; i++) inputs[i] = (pelab_real)pelab_rng_normal(&rng);
 
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
     /* this rank's rows, and their share of the batch's loss (every position has a target) */
@@ -144,11 +164,12 @@ int main(int argc, char **argv) {
     pelab_dist_share((uint64_t)c->B, &r0, &r1);
     const int rows = (int)(r1 - r0);
     const size_t off = (size_t)r0 * (size_t)c->T;
+    if (image) pelab_model_set_inputs(&m, inputs + off * c->patch_dim);
     double t0 = 0, loss = 0, allreduce = 0, wait = 0;
     for (int s = 0; s < warmup + steps; s++) {
         if (s == warmup) t0 = pelab_clock_s(), allreduce = wait = 0, pelab_prof_reset();
         pelab_params_zero_grad(&m.params);
-        loss = pelab_model_forward(&m, tokens + off, targets + off, pos + off, rows, c->T) *
+        loss = pelab_model_forward(&m, tokens + off, targets + off, pos + off * dims, rows, c->T) *
                rows / c->B;
         pelab_model_backward(&m, (pelab_real)rows / (pelab_real)c->B);
         double ta = pelab_clock_s();
@@ -163,21 +184,26 @@ int main(int argc, char **argv) {
     double elapsed = pelab_clock_s() - t0;
     pelab_dist_sum_double(&loss, 1);
     const double D = c->D, BT = (double)n, d = (double)c->D / c->heads, dq = m.pe.qk_dim;
-    const double flops = 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
-                         3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
+    const double flops =
+        image ? 6 * BT * (12.0 * c->layers * D * D + D * c->patch_dim) + 6.0 * c->B * D * c->V +
+                    3.0 * c->layers * c->B * c->heads * 2.0 * c->T * c->T * (dq + d)
+              : 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
+                    3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
     if (pelab_dist_rank() == 0)
         printf("{\"config\":\"%s\",\"pe\":\"%s\",\"precision\":\"%s\",\"tokens_per_s\":%.1f,"
                "\"step_ms\":%.3f,\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
                "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
-               "\"allreduce_ms\":%.3f}\n",
+               "\"allreduce_ms\":%.3f,\"images_per_s\":%.1f}\n",
                c->name, pe, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
                pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
-               pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps);
+               pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps,
+               image ? (double)c->B * steps / elapsed : 0.0);
     /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */
     pelab_prof_report(stderr, steps, elapsed / steps);
     free(tokens);
     free(targets);
     free(pos);
+    free(inputs);
     pelab_model_free(&m);
     pelab_dist_finalize();
     return 0;

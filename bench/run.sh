@@ -8,7 +8,7 @@
 # bench/last_generate.json. Last, --precision bf16 against float32 and against the twin under
 # torch.autocast (bench/precision.sh, bench/last_precision.json; skipped in one line without bf16).
 #
-#   BENCH_CONFIGS="A B C D"   configurations to run (see bench/bench_train.c)
+#   BENCH_CONFIGS="A B C D I" configurations to run (see bench/bench_train.c; I: images)
 #   BENCH_PES="rope pope"     encodings to run
 #   BENCH_REPS=3              repetitions of each measurement
 #   BENCH_THREADS=N           threads for both (default: all cores)
@@ -17,7 +17,7 @@
 #                             (bench/generate.sh runs that part alone)
 set -u
 cd "$(dirname "$0")/.."
-configs=${BENCH_CONFIGS:-A B C D}
+configs=${BENCH_CONFIGS:-A B C D I}
 pes=${BENCH_PES:-rope pope}
 reps=${BENCH_REPS:-3}
 threads=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}

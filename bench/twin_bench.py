@@ -1,6 +1,6 @@
 """twin_bench — training throughput of the PyTorch twin, as bench/bench_train does it.
 
-    /usr/bin/python3 bench/twin_bench.py --config A|B|C|D --pe rope|pope [--steps N] [--warmup N]
+    /usr/bin/python3 bench/twin_bench.py --config A|B|C|D|I --pe rope|pope [--steps N] [--warmup N]
                                          [--threads N] [--eval-T N] [--precision fp32|bf16]
 
 float32 by default; --precision bf16 runs the forward pass (and the loss) under
@@ -31,7 +31,9 @@ CONFIGS = {
     "B": (64, 512, 8, 8, 64, 64, 2, 1),
     "C": (8192, 384, 6, 6, 256, 8, 3, 1),
     "D": (50257, 768, 12, 12, 64, 4, 2, 1),
+    "I": (10, 64, 4, 4, 50, 128, 4, 1),   # images: 7x7 patches of 16 and the class token
 }
+IMAGE = {"I": (16, 7)}  # patch width, grid side
 
 
 def main():
@@ -54,6 +56,10 @@ def main():
 
     cfg = {"vocab": V, "max-seq": T, "d-model": D, "heads": heads, "layers": layers, "pe": a.pe,
            "pope-softplus": "on", "pope-delta": "on"}
+    image = a.config in IMAGE
+    if image:  # as bench_train: the 2-D forms of rope and pope, bidirectional, labels on token 0
+        P, G = IMAGE[a.config]
+        cfg.update({"pe": a.pe + "2d", "input-dim": P, "pos-dims": 2, "bidirectional": "on", "grid": G})
     model = pelab_twin.Twin(cfg, torch.float32)
     model.train()
     # foreach: torch 1.13's faster multi-tensor AdamW (same arithmetic as the default loop)
@@ -63,6 +69,14 @@ def main():
     tokens = torch.randint(0, V, (B, T), generator=g)
     targets = torch.randint(0, V, (B, T), generator=g)
     pos = torch.arange(T).repeat(B, 1)
+    inputs = None
+    if image:
+        tokens.zero_()
+        targets[:, 1:] = -1
+        t = torch.arange(1, T)
+        grid = torch.stack((1 + (t - 1) // G, 1 + (t - 1) % G), 1)              # (T-1, 2)
+        pos = torch.cat((torch.zeros(1, 2, dtype=torch.long), grid)).repeat(B, 1, 1)
+        inputs = torch.randn(B, T, P, generator=g)
 
     t0 = 0.0
     for s in range(warmup + steps):
@@ -70,12 +84,14 @@ def main():
             t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
-            _, loss = model(tokens, pos, targets)
+            _, loss = model(tokens, pos, targets, inputs)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"config": a.config, "pe": a.pe, "precision": a.precision, "tokens_per_s": round(B * T * steps / elapsed, 1),
+    print(json.dumps({"config": a.config, "pe": a.pe, "precision": a.precision,
+                      "images_per_s": round(B * steps / elapsed, 1) if image else 0,
+                      "tokens_per_s": round(B * T * steps / elapsed, 1),
                       "step_ms": round(1e3 * elapsed / steps, 3), "steps": steps,
                       "threads": torch.get_num_threads(), "loss": round(loss.item(), 4)},
                      separators=(",", ":")))
