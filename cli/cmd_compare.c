@@ -463,11 +463,14 @@ static void cell(int seeds, int prec, double mean, double std, const char *unit)
     else printf(" %.*f%s |", prec, mean, unit);
 }
 
-/* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. */
-static void print_lm_table(const struct pe_stats *st, int n_pes) {
-    printf("\n| encoding | test NLL | test ppl |");
-    for (int l = 0; l < n_lengths; l++) printf(" ppl %s (%d) |", sweep_lengths[l].label, sweep_lengths[l].tokens);
-    printf(" time per run |\n|---|---|---|");
+/* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. image:
+ * test loss, then the accuracy at each side (the SeqPE paper's Table III). */
+static void print_sweep_table(const struct pe_stats *st, int n_pes, int image) {
+    printf(image ? "\n| encoding | test loss |" : "\n| encoding | test NLL | test ppl |");
+    for (int l = 0; l < n_lengths; l++)
+        if (image) printf(" acc %d (%s) |", sweep_lengths[l].tokens, sweep_lengths[l].label);
+        else printf(" ppl %s (%d) |", sweep_lengths[l].label, sweep_lengths[l].tokens);
+    printf(image ? " time per run |\n|---|---|" : " time per run |\n|---|---|---|");
     for (int l = 0; l < n_lengths; l++) printf("---|");
     printf("---|\n");
     for (int p = 0; p < n_pes; p++) {
@@ -476,8 +479,10 @@ static void print_lm_table(const struct pe_stats *st, int n_pes) {
         pelab_format_duration(t, sizeof t, e->wall_mean);
         printf("| %s |", e->pe);
         cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
-        cell(e->seeds, 3, e->ppl_mean, e->ppl_std, "");
-        for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
+        if (!image) cell(e->seeds, 3, e->ppl_mean, e->ppl_std, "");
+        for (int l = 0; l < n_lengths; l++)
+            if (image) cell(e->seeds, 2, 100 * e->len_mean[l], 100 * e->len_std[l], " %");
+            else cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
         printf(" %s |\n", t);
     }
 }
@@ -500,24 +505,6 @@ static void print_qa_table(const struct pe_stats *st, int n_pes) {
         for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
         for (int l = 0; l < n_lengths; l++)
             cell(e->seeds, 1, 100 * e->em_mean[l], 100 * e->em_std[l], " %");
-        printf(" %s |\n", t);
-    }
-}
-
-/* image: test accuracy and loss, then the accuracy at each side (the SeqPE paper's Table III). */
-static void print_image_table(const struct pe_stats *st, int n_pes) {
-    printf("\n| encoding | test loss |");
-    for (int l = 0; l < n_lengths; l++) printf(" acc %d (%s) |", sweep_lengths[l].tokens, sweep_lengths[l].label);
-    printf(" time per run |\n|---|---|");
-    for (int l = 0; l < n_lengths; l++) printf("---|");
-    printf("---|\n");
-    for (int p = 0; p < n_pes; p++) {
-        const struct pe_stats *e = &st[p];
-        char t[32];
-        pelab_format_duration(t, sizeof t, e->wall_mean);
-        printf("| %s |", e->pe);
-        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
-        for (int l = 0; l < n_lengths; l++) cell(e->seeds, 2, 100 * e->len_mean[l], 100 * e->len_std[l], " %");
         printf(" %s |\n", t);
     }
 }
@@ -856,9 +843,9 @@ int pelab_cmd_compare(int argc, char **argv) {
         }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);
-    if (image_task && n_lengths) print_image_table(st, n_pes);
+    if (image_task && n_lengths) print_sweep_table(st, n_pes, 1);
     else if (qa_task && n_lengths) print_qa_table(st, n_pes);
-    else if (n_lengths || (tops && tops->windows)) print_lm_table(st, n_pes);
+    else if (n_lengths || (tops && tops->windows)) print_sweep_table(st, n_pes, 0);
     else print_table(st, n_pes);
     if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
     if (n_lengths && image_task && (rc = write_resolutions_csv(out, st, n_pes))) return rc;
