@@ -7,6 +7,7 @@
 #include "plot.h"
 #include "pelab/dist.h"
 #include "pelab/posenc.h"
+#include "pelab/precision.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
 #include "pelab/threads.h"
@@ -56,7 +57,10 @@ static void usage(FILE *f) {
     fprintf(f, "  %-10s %s\n", "help",
             "'pelab help <command>' lists every option with its default;\n"
             "             'pelab help encodings|tasks|presets' lists what can be plugged in");
-    fprintf(f, "\nbuild: %s, %s, %s\n", pelab_build_info(),
+    const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK;
+    pelab_clear_error();
+    fprintf(f, "\nbuild: %s, %s, %s, %s\n", pelab_build_info(),
+            bf16 ? "bf16 (--precision bf16: oneDNN, AVX512-BF16)" : "no bf16 (--precision bf16 needs oneDNN and AVX512-BF16)",
             pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)",
             pelab_dist_built() ? "MPI (mpirun -np N pelab train|eval)" : "no MPI (one process)");
 }
@@ -130,7 +134,9 @@ static int run(int argc, char **argv) {
         return PELAB_OK;
     }
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
-        printf("pelab %s (%s, %s, %s)\n", PELAB_VERSION, pelab_build_info(),
+        const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK; /* oneDNN and the CPU */
+        pelab_clear_error();
+        printf("pelab %s (%s, %s, %s, %s)\n", PELAB_VERSION, pelab_build_info(), bf16 ? "bf16" : "no bf16",
                pelab_dist_built() ? "MPI" : "no MPI", pelab_plot_available() ? "cairo" : "no cairo");
         return PELAB_OK;
     }
