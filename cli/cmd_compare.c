@@ -588,8 +588,8 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
     if (!rc && sweep_spec[0] && image_task)
-        rc = pelab_compare_resolutions(r->dir, sweep_spec, sweep_lengths, &n_lengths,
-                                       (double[PELAB_SWEEP_MAX]){0});
+        rc = pelab_compare_resolutions(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
+                                       &n_lengths, (double[PELAB_SWEEP_MAX]){0});
     else if (!rc && sweep_spec[0] && qa_task)
         rc = pelab_compare_qa_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
                                     &n_lengths, (double[PELAB_SWEEP_MAX]){0},
@@ -837,7 +837,8 @@ int pelab_cmd_compare(int argc, char **argv) {
             char label[80];
             run_label(label, sizeof label, &rs[i]);
             pelab_eval_set_progress(pelab_eval_progress_print, label);
-            rc = pelab_compare_resolutions(rs[i].dir, resolutions, sweep_lengths, &n_lengths, rs[i].at);
+            rc = pelab_compare_resolutions(rs[i].dir, resolutions, &variants[rs[i].variant].eval,
+                                           sweep_lengths, &n_lengths, rs[i].at);
             pelab_eval_set_progress(pelab_eval_progress_print, NULL);
             if (rc) return fail_in(rc, rs[i].dir);
         }

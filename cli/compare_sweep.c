@@ -141,10 +141,10 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     return rc;
 }
 
-int pelab_compare_resolutions(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
-                              int *n, double *acc) {
+int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
+                              struct pelab_sweep_length *lengths, int *n, double *acc) {
     static struct pelab_run run;
-    int rc = pelab_run_open_with(&run, run_dir, NULL);
+    int rc = pelab_run_open_with(&run, run_dir, eval);
     if (rc) return rc;
     struct pelab_task *t = &run.task;
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
@@ -161,7 +161,9 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, struct pela
     }
     char path[PELAB_OPT_VAL_MAX + 128];
     snprintf(path, sizeof path, "%s/resolutions.json", run_dir);
-    if (rc || read_cached(path, spec, "", *n, "accuracy", acc, NULL) == 0) {
+    static char etext[PELAB_OPTS_MAX * 64];
+    eval_text(etext, sizeof etext, eval);
+    if (rc || read_cached(path, spec, etext, *n, "accuracy", acc, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -173,7 +175,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, struct pela
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, "");
+    cache_head(&sb, spec, etext);
     pelab_sb_printf(&sb, ", \"rows\": [");
     for (int i = 0; i < *n; i++) {
         pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", i ? ", " : "",

@@ -21,7 +21,7 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
 /* The same for a run of task image: test accuracy at each side of spec ("1x,2x,3x" or sides in
  * pixels, as 'pelab eval --resolutions'), the sides into lengths[0..*n) (label as given, .tokens
  * the side), kept in run_dir/resolutions.json. */
-int pelab_compare_resolutions(const char *run_dir, const char *spec, struct pelab_sweep_length *lengths,
-                              int *n, double *acc);
+int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
+                              struct pelab_sweep_length *lengths, int *n, double *acc);
 
 #endif

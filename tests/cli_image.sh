@@ -109,6 +109,11 @@ for p in ("rope2d", "seqpe"):
         assert abs(float(r["acc_mean"]) - statistics.mean(a[i] for a in accs)) < 1e-9, (r, accs)
         assert abs(float(r["acc_std"]) - statistics.stdev(a[i] for a in accs)) < 1e-9, (r, accs)
 PY
+# an evaluation-time option reaches the image sweep: the learned table interpolated at 2x
+"$P" compare $TINY --steps 2 --positions raster --pe learned --ape-extend interpolate --seeds 1 --resolutions 1x,2x \
+    --out "$W/cmp2" >"$W/out" 2>"$W/err" || fail "compare --resolutions with --ape-extend: $(tail -3 "$W/err")"
+grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp2/learned-s1/resolutions.json" ||
+    fail "resolutions.json does not record the evaluation-time option: $(cat "$W/cmp2/learned-s1/resolutions.json")"
 check 2 "--resolutions: task indirect has no images" -- compare --task indirect --pe rope --resolutions 1x --out "$W/bad"
 check 2 "resolution 10 is not a multiple of the patch size 4" -- compare $TINY --pe rope2d --resolutions 8,10 --out "$W/bad"
 

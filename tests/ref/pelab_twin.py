@@ -391,10 +391,11 @@ class PoPE2D(nn.Module):
         th = torch.as_tensor(self.theta)
         coord = torch.cat((p[..., 0:1].expand(-1, -1, self.h), p[..., 1:2].expand(-1, -1, self.h)), -1)
         a = (coord * th)[:, None]                                                    # (B, 1, T, d)
-        ak = a + self.delta.clamp(-2 * math.pi, 0).to(torch.float64)[None, :, None]  # (B, H, T, d)
+        # the angles in double, the keys' phases with δ in the model's dtype, as PoPE's
+        ak = a.to(k.dtype) + self.delta.clamp(-2 * math.pi, 0)[None, :, None]        # (B, H, T, d)
         mq, mk = F.softplus(q), F.softplus(k)
         qo = torch.cat((mq * a.cos().to(q.dtype), mq * a.sin().to(q.dtype)), -1)
-        ko = torch.cat((mk * ak.cos().to(k.dtype), mk * ak.sin().to(k.dtype)), -1)
+        ko = torch.cat((mk * ak.cos(), mk * ak.sin()), -1)
         return qo, ko
 
 
