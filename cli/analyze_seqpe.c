@@ -56,7 +56,7 @@ static const struct pelab_optdef seqpe_options[] = {
     {"nearest", PELAB_OPT_INT, "0", 0, 1048576, NULL,
      "T > 0: instead of the matrix, each position's nearest embedding among e_0..e_{T-1} (itself "
      "left out) and the distance to it; 0: the matrix"},
-    {"grid", PELAB_OPT_INT, "0", 0, 1000, NULL,
+    {"grid", PELAB_OPT_INT, "0", 0, 256, NULL,
      "image runs: the side G of the grid drawn (0: the training grid; larger: a higher resolution)"},
     {"png", PELAB_OPT_STR, "", 0, 0, NULL,
      "also draw the figure into this PNG file (replaced atomically; needs a build with cairo): the "
