@@ -309,7 +309,7 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         return rc;
     }
     const int image = m->pe.pos_dims == 2;
-    const int G = pelab_opt_int(&opts, seqpe_options, "grid") ? (int)pelab_opt_int(&opts, seqpe_options, "grid") : m->pe.grid;
+    const int grid = (int)pelab_opt_int(&opts, seqpe_options, "grid"), G = grid ? grid : m->pe.grid;
     static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
     for (int i = 0; i < 5 && !rc; i++)
         if (image && pelab_opts_get(&opts, sequence_only[i]))

@@ -558,6 +558,15 @@ static void child_progress(void *ctx, const struct pelab_train_progress *p) {
     pelab_progress_print(&cp->pp, p);
 }
 
+/* The run's sweep of sweep_spec, kept in its directory (compare_sweep.h): perplexity per length
+ * into at (qa: span perplexity, and exact match into em), or image accuracy per side. */
+static int run_sweep(const struct result *r, double *at, double *em) {
+    const struct pelab_opts *eval = &variants[r->variant].eval;
+    if (image_task) return pelab_compare_resolutions(r->dir, sweep_spec, eval, sweep_lengths, &n_lengths, at);
+    if (qa_task) return pelab_compare_qa_sweep(r->dir, sweep_spec, eval, sweep_lengths, &n_lengths, at, em);
+    return pelab_compare_sweep(r->dir, sweep_spec, eval, sweep_lengths, &n_lengths, at);
+}
+
 /* Trains one run, or continues it from its config.json: the whole work of the sequential loop
  * for a run, and of a --jobs child (`child`: progress as a child prints it). */
 static int train_one(const struct pelab_opts *opts, const struct result *r, int child) {
@@ -587,16 +596,7 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
     pelab_progress_printer_end(&cp.pp);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (!rc && sweep_spec[0] && image_task)
-        rc = pelab_compare_resolutions(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
-                                       &n_lengths, (double[PELAB_SWEEP_MAX]){0});
-    else if (!rc && sweep_spec[0] && qa_task)
-        rc = pelab_compare_qa_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
-                                    &n_lengths, (double[PELAB_SWEEP_MAX]){0},
-                                    (double[PELAB_SWEEP_MAX]){0});
-    else if (!rc && sweep_spec[0])
-        rc = pelab_compare_sweep(r->dir, sweep_spec, &variants[r->variant].eval, sweep_lengths,
-                                 &n_lengths, (double[PELAB_SWEEP_MAX]){0});
+    if (!rc && sweep_spec[0]) rc = run_sweep(r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     return rc ? fail_in(rc, r->dir) : PELAB_OK;
 }
@@ -786,7 +786,7 @@ int pelab_cmd_compare(int argc, char **argv) {
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
-    if (sweeps || qa_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
+    if ((sweeps || qa_sweeps) && strcmp(lengths, "none") != 0) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
     if (image_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", resolutions);
     if (jobs == 1) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
@@ -810,38 +810,15 @@ int pelab_cmd_compare(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             if ((rc = read_summary(&rs[i]))) return rc;
     }
-    /* Tasks of documents: each run's sweep (kept in its directory), one column per length. */
-    if (sweeps && strcmp(lengths, "none") != 0) {
-        for (int i = 0; i < n; i++) {
-            char label[80];
-            run_label(label, sizeof label, &rs[i]);
-            pelab_eval_set_progress(pelab_eval_progress_print, label);
-            rc = pelab_compare_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
-                                     sweep_lengths, &n_lengths, rs[i].at);
-            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-            if (rc) return fail_in(rc, rs[i].dir);
-        }
+    /* Each run's sweep (kept in its directory): a column per length or side. */
+    for (int i = 0; sweep_spec[0] && i < n; i++) {
+        char label[80];
+        run_label(label, sizeof label, &rs[i]);
+        pelab_eval_set_progress(pelab_eval_progress_print, label);
+        rc = run_sweep(&rs[i], rs[i].at, rs[i].em);
+        pelab_eval_set_progress(pelab_eval_progress_print, NULL);
+        if (rc) return fail_in(rc, rs[i].dir);
     }
-    if (qa_sweeps) /* qa: each run's answer-span perplexity and exact match per length */
-        for (int i = 0; i < n; i++) {
-            char label[80];
-            run_label(label, sizeof label, &rs[i]);
-            pelab_eval_set_progress(pelab_eval_progress_print, label);
-            rc = pelab_compare_qa_sweep(rs[i].dir, lengths, &variants[rs[i].variant].eval,
-                                        sweep_lengths, &n_lengths, rs[i].at, rs[i].em);
-            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-            if (rc) return fail_in(rc, rs[i].dir);
-        }
-    if (image_sweeps) /* image: each run's test accuracy per side */
-        for (int i = 0; i < n; i++) {
-            char label[80];
-            run_label(label, sizeof label, &rs[i]);
-            pelab_eval_set_progress(pelab_eval_progress_print, label);
-            rc = pelab_compare_resolutions(rs[i].dir, resolutions, &variants[rs[i].variant].eval,
-                                           sweep_lengths, &n_lengths, rs[i].at);
-            pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-            if (rc) return fail_in(rc, rs[i].dir);
-        }
     struct pe_stats st[MAX_PES];
     pe_stats_fill(st, rs, n, pes, n_pes);
     if (image_task && n_lengths) print_sweep_table(st, n_pes, 1);

@@ -276,18 +276,9 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
                        uint64_t examples, int batch, int json, const char *csv) {
     struct pelab_task *t = &run->task;
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
-    if (!t->ops->set_side)
-        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)",
-                          t->ops->name);
-    int rc = t->ops->set_side(t, 0, &train_side, &patch);
-    if (!rc) rc = pelab_image_parse_sides(spec, train_side, patch, sides, &n);
-    if (rc) return rc;
     struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
-    for (int i = 0; i < n && !rc; i++) {
-        rc = t->ops->set_side(t, sides[i], &train_side, &patch);
-        if (!rc) rc = pelab_evaluate(&run->model, t, split, 0, examples, batch, &r[i]);
-    }
-    t->ops->set_side(t, 0, &train_side, &patch);
+    int rc = pelab_evaluate_sides(&run->model, t, split, spec, examples, batch, sides, &n, &train_side,
+                                  &patch, r);
     if (rc) return rc;
     struct pelab_sb sb = {0}, text = {0};
     if (json) {

@@ -146,12 +146,15 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
     static struct pelab_run run;
     int rc = pelab_run_open_with(&run, run_dir, eval);
     if (rc) return rc;
-    struct pelab_task *t = &run.task;
+    char path[PELAB_OPT_VAL_MAX + 128];
+    snprintf(path, sizeof path, "%s/resolutions.json", run_dir);
+    static char etext[PELAB_OPTS_MAX * 64];
+    eval_text(etext, sizeof etext, eval);
+    /* the sides (checked first: a cached file counts only for what is asked now), labelled as given */
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
-    rc = t->ops->set_side ? t->ops->set_side(t, 0, &train_side, &patch)
-                          : pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images", t->ops->name);
+    rc = run.task.ops->set_side ? run.task.ops->set_side(&run.task, 0, &train_side, &patch)
+                                : pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images", run.task.ops->name);
     if (!rc) rc = pelab_image_parse_sides(spec, train_side, patch, sides, n);
-    /* the labels: the items of spec as given */
     char items[PELAB_OPT_VAL_MAX];
     snprintf(items, sizeof items, "%s", spec);
     char *save, *item = strtok_r(items, ",", &save);
@@ -159,19 +162,13 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         snprintf(lengths[i].label, sizeof lengths[i].label, "%s", item ? item : "");
         lengths[i].tokens = sides[i];
     }
-    char path[PELAB_OPT_VAL_MAX + 128];
-    snprintf(path, sizeof path, "%s/resolutions.json", run_dir);
-    static char etext[PELAB_OPTS_MAX * 64];
-    eval_text(etext, sizeof etext, eval);
     if (rc || read_cached(path, spec, etext, *n, "accuracy", acc, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
     struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
-    for (int i = 0; i < *n && !rc; i++) {
-        rc = t->ops->set_side(t, sides[i], &train_side, &patch);
-        if (!rc) rc = pelab_evaluate(&run.model, t, PELAB_SPLIT_TEST, 0, 0, 64, &r[i]);
-    }
+    rc = pelab_evaluate_sides(&run.model, &run.task, PELAB_SPLIT_TEST, spec, 0, 64, sides, n, &train_side,
+                              &patch, r);
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include "pelab/clock.h"
 #include "pelab/dist.h"
+#include "pelab/image.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
 
@@ -219,4 +220,20 @@ int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
                           t->ops->name, L + 1, L, (unsigned long long)c.longest);
     struct source s = {t, split, L, full, 1};
     return run(m, &s, 0, count, batch, r);
+}
+
+int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
+                         const char *spec, uint64_t count, int batch, int *sides, int *n,
+                         int *train_side, int *patch, struct pelab_eval_result *r) {
+    if (!t->ops->set_side)
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)",
+                          t->ops->name);
+    int rc = t->ops->set_side(t, 0, train_side, patch);
+    if (!rc) rc = pelab_image_parse_sides(spec, *train_side, *patch, sides, n);
+    for (int i = 0; !rc && i < *n; i++) {
+        rc = t->ops->set_side(t, sides[i], train_side, patch);
+        if (!rc) rc = pelab_evaluate(m, t, split, 0, count, batch, &r[i]);
+    }
+    t->ops->set_side(t, 0, train_side, patch);
+    return rc;
 }
