@@ -23,7 +23,8 @@
  *
  * A run on images (2-D positions, the class token at (0, 0) and patches from 1) gives instead the
  * data of the paper's Figure 3: for five positions of a G × G grid (its corners and centre), the
- * dot product with every grid position,
+ * dot product with every grid position; the figure's other panel, APE-Learn, is a learned2d run
+ * (its table rows, interpolated for a G larger than its training grid),
  *
  *   p_row,p_col,row,col,dot      one row per selected position p and grid cell (row, col)
  *
@@ -45,7 +46,7 @@
 #include "pelab/train.h"
 
 static const struct pelab_optdef seqpe_options[] = {
-    {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of a --pe seqpe run (required)"},
+    {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of a --pe seqpe run, or of a --pe learned2d run on images (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
     {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
@@ -85,7 +86,9 @@ static void analyze_seqpe_help(FILE *f) {
                "means per band of T positions: rows step,from,to,distance,norm,relative.\n"
                "For a run on images, the SeqPE paper's Figure 3: the dot products of five positions\n"
                "of the G x G grid (its corners and centre) with every grid position, rows\n"
-               "p_row,p_col,row,col,dot. --png draws the matrix, or the five grids, as heatmaps.\n");
+               "p_row,p_col,row,col,dot; a --pe learned2d run (the paper's APE-Learn) gives the\n"
+               "same of its table, interpolated for a larger --grid as its evaluation does.\n"
+               "--png draws the matrix, or the five grids, as heatmaps.\n");
     pelab_args_help(f, &g, 1, NULL);
 }
 
@@ -245,8 +248,8 @@ done:
 }
 
 /* --png: the matrix as one heatmap (n_maps 1, side n) or the five grids (side G). */
-static int draw(const char *png, const struct pelab_opts *opts, const char *dir, const double *z, int n_maps,
-                int side, long from, long step) {
+static int draw(const char *png, const struct pelab_opts *opts, const char *dir, const char *pe_name,
+                const double *z, int n_maps, int side, long from, long step) {
     static char titles[GRID_PICKS][48], title[PELAB_OPT_VAL_MAX + 64];
     struct pelab_plot_matrix maps[GRID_PICKS];
     int32_t pick[GRID_PICKS][2];
@@ -257,7 +260,7 @@ static int draw(const char *png, const struct pelab_opts *opts, const char *dir,
         maps[k] = (struct pelab_plot_matrix){titles[k], n_maps > 1 ? "column − 1" : "i", n_maps > 1 ? "row − 1" : "j",
                                              z + (long)k * side * side, side, side};
     }
-    snprintf(title, sizeof title, "%s: SeqPE position embeddings, dot products", dir);
+    snprintf(title, sizeof title, "%s: %s position embeddings, dot products", dir, pe_name);
     return pelab_plot_heatmaps(png, (int)pelab_opt_int(opts, seqpe_options, "width"),
                                (int)pelab_opt_int(opts, seqpe_options, "height"), title, "e_p · e_q", maps, n_maps);
 }
@@ -302,9 +305,9 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     static struct pelab_run run;
     if ((rc = pelab_run_open_model(&run, dir))) return rc;
     struct pelab_model *m = &run.model;
-    if (!m->pe.ops->position_vectors || strcmp(m->pe.ops->name, "seqpe") != 0) {
-        rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s; analyze seqpe needs a --pe seqpe run",
-                        dir, m->pe.ops->name);
+    if (!m->pe.ops->position_vectors) {
+        rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s, which has no position vectors; analyze "
+                        "seqpe needs a --pe seqpe run, or a --pe learned2d run on images", dir, m->pe.ops->name);
         pelab_run_close(&run);
         return rc;
     }
@@ -348,7 +351,7 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         if (rc) pelab_atomic_abort(&af);
         else rc = pelab_atomic_commit(&af);
     } else if (fflush(stdout) != 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
-    if (!rc && z) rc = draw(png, &opts, dir, z, image ? GRID_PICKS : 1, image ? G : (int)n, from, step);
+    if (!rc && z) rc = draw(png, &opts, dir, m->pe.ops->name, z, image ? GRID_PICKS : 1, image ? G : (int)n, from, step);
     free(z);
     pelab_run_close(&run);
     return rc;

@@ -80,6 +80,28 @@ PY
 "$P" analyze seqpe --model "$W/seqpe" --out "$W/grid2.csv" 2>"$W/err" && [ "$(wc -l <"$W/grid2.csv")" -eq $((1 + 5 * 4)) ] ||
     fail "analyze seqpe at the training grid: $(cat "$W/err") $(head -3 "$W/grid2.csv")"
 check 2 "--nearest: $W/seqpe is a run on images, whose positions are a grid" -- analyze seqpe --model "$W/seqpe" --nearest 4
+# the figure's APE-Learn panel: a learned2d run's table rows (model.safetensors), dotted; a larger
+# grid interpolates; an encoding without position vectors is refused
+"$P" analyze seqpe --model "$W/learned2d" --out "$W/ape.csv" 2>"$W/err" || fail "analyze seqpe on learned2d: $(cat "$W/err")"
+/usr/bin/python3 - "$W/ape.csv" "$W/learned2d/model.safetensors" <<'PY' || fail "analyze seqpe on learned2d: the table's dot products"
+import csv, json, struct, sys
+rows = list(csv.reader(open(sys.argv[1])))[1:]
+raw = open(sys.argv[2], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+meta = json.loads(raw[8:8 + n])["pos_emb2d.weight"]
+assert meta["dtype"] == "F32", meta
+(G2, D), (a, b) = meta["shape"], meta["data_offsets"]
+vals = struct.unpack("<%df" % (G2 * D), raw[8 + n + a:8 + n + b])
+G = round((G2 - 1) ** 0.5)
+row = lambda r, c: vals[(1 + (r - 1) * G + (c - 1)) * D:(2 + (r - 1) * G + (c - 1)) * D]
+assert len(rows) == 5 * G * G, len(rows)
+for pr, pc, r, c, dot in rows:
+    want = sum(x * y for x, y in zip(row(int(pr), int(pc)), row(int(r), int(c))))
+    assert abs(float(dot) - want) <= 1e-5 * (1 + abs(want)), (pr, pc, r, c, dot, want)
+PY
+"$P" analyze seqpe --model "$W/learned2d" --grid 5 --out "$W/ape5.csv" 2>"$W/err" && [ "$(wc -l <"$W/ape5.csv")" -eq $((1 + 5 * 25)) ] ||
+    fail "analyze seqpe on learned2d, a larger grid: $(cat "$W/err")"
+check 2 "a run of --pe rope2d, which has no position vectors" -- analyze seqpe --model "$W/rope2d"
 if "$P" --version | grep -q cairo; then
     "$P" analyze seqpe --model "$W/seqpe" --png "$W/grid.png" --out "$W/g.csv" 2>"$W/err" &&
         [ "$(head -c 8 "$W/grid.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "analyze seqpe --png: $(cat "$W/err")"

@@ -58,6 +58,7 @@ struct attn_case {
     double dropout;
     int shifted;           /* positions start at 1000 + 37·b instead of 0 */
     int row0;              /* the dropout masks' batch row of sequence 0 */
+    int bidirectional;     /* no causal mask (images) */
 };
 
 /* An encoding, its parameters behind one unrelated parameter (so theirs do not start at offset 0,
@@ -101,7 +102,8 @@ static void setup_init(struct attn_setup *a, const struct attn_case *c) {
     a->s = (struct pelab_attn_shape){
         .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
         .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
-        .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile};
+        .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile,
+        .bidirectional = c->bidirectional};
 }
 
 static void setup_free(struct attn_setup *a) {
@@ -159,9 +161,9 @@ static void check_against_ref(const struct attn_case *c) {
     const struct pelab_attn_shape *s = &a.s;
     const long BT = (long)c->B * c->T, D = (long)c->H * c->d, nq = BT * c->H * s->dq;
     char label[160];
-    snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f row0 %d%s", c->pe,
+    snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f row0 %d%s%s", c->pe,
              c->B, c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, s->dq, s->dv, c->dropout, c->row0,
-             c->shifted ? " shifted" : "");
+             c->shifted ? " shifted" : "", c->bidirectional ? " bidirectional" : "");
     pelab_threads_set(1);
     struct result ref, tiled[2];
     run_kernel(&ref, &a, 0);
@@ -212,13 +214,24 @@ static void check_cases(void) {
             for (int drop = 0; drop < 3; drop++) { /* none; from batch row 0; from row 5 */
                 struct attn_case c = {encs[e].pe, encs[e].kv, shapes[i].B, shapes[i].H, shapes[i].d,
                                       shapes[i].T, shapes[i].tile, drop ? 0.3 : 0, shapes[i].shifted,
-                                      drop == 2 ? 5 : 0};
+                                      drop == 2 ? 5 : 0, 0};
                 check_against_ref(&c);
             }
     /* the default tile, more than one of it (and a partial last one) */
-    struct attn_case big[] = {{"pope", pope_kv, 1, 2, 4, 150, 0, 0, 0, 0}, {"t5", t5_kv, 2, 1, 4, 130, 0, 0.2, 1, 7},
-                              {"fire", fire_kv, 1, 2, 2, 129, 0, 0, 0, 0}};
+    struct attn_case big[] = {{"pope", pope_kv, 1, 2, 4, 150, 0, 0, 0, 0, 0}, {"t5", t5_kv, 2, 1, 4, 130, 0, 0.2, 1, 7, 0},
+                              {"fire", fire_kv, 1, 2, 2, 129, 0, 0, 0, 0, 0}};
     for (size_t i = 0; i < sizeof big / sizeof *big; i++) check_against_ref(&big[i]);
+    /* bidirectional (every key of the sequence), as the image task runs it: partial tiles, an
+     * image's 50 tokens in one default tile with heads 16 wide, and more than one default tile */
+    const struct { int B, H, d, T, tile; } bshapes[] = {{2, 3, 4, 13, 4}, {2, 2, 16, 50, 0}, {1, 2, 4, 130, 0}};
+    const int bencs[] = {0, 1, 2}; /* the encodings that allow it: nope, rope, pope */
+    for (size_t e = 0; e < sizeof bencs / sizeof *bencs; e++)
+        for (size_t i = 0; i < sizeof bshapes / sizeof *bshapes; i++)
+            for (int drop = 0; drop < 2; drop++) {
+                struct attn_case c = {encs[bencs[e]].pe, encs[bencs[e]].kv, bshapes[i].B, bshapes[i].H,
+                                      bshapes[i].d, bshapes[i].T, bshapes[i].tile, drop ? 0.3 : 0, 0, 0, 1};
+                check_against_ref(&c);
+            }
 }
 
 /* --- a batch in two shares of rows, as MPI ranks run it ---------------------------------------- */
@@ -320,7 +333,7 @@ static void check_gradients(const struct attn_case *c) {
 /* --- determinism ---------------------------------------------------------------------------------- */
 
 static void check_bits(const char *pe, const char *const *kv) {
-    struct attn_case c = {pe, kv, 3, 2, 4, 23, 4, 0.1, 0, 0};
+    struct attn_case c = {pe, kv, 3, 2, 4, 23, 4, 0.1, 0, 0, 0};
     struct attn_setup a;
     setup_init(&a, &c);
     pelab_threads_set(2);
@@ -516,15 +529,16 @@ int main(int argc, char **argv) {
     for (int drop = 0; drop < 2; drop++) {
         const double p = drop ? 0.3 : 0;
         const int row0 = drop ? 3 : 0; /* a share of a batch: its masks from batch row 3 on */
-        check_gradients(&(struct attn_case){"nope", NULL, 2, 2, 3, 7, 3, p, 0, row0});
-        check_gradients(&(struct attn_case){"pope", NULL, 1, 2, 2, 8, 3, p, 1, row0});
-        check_gradients(&(struct attn_case){"t5", t5_kv, 2, 2, 2, 7, 2, p, 0, row0});
-        check_gradients(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, p, 0, row0});
+        check_gradients(&(struct attn_case){"nope", NULL, 2, 2, 3, 7, 3, p, 0, row0, 0});
+        check_gradients(&(struct attn_case){"pope", NULL, 1, 2, 2, 8, 3, p, 1, row0, 0});
+        check_gradients(&(struct attn_case){"t5", t5_kv, 2, 2, 2, 7, 2, p, 0, row0, 0});
+        check_gradients(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, p, 0, row0, 0});
+        check_gradients(&(struct attn_case){"pope", NULL, 2, 2, 2, 10, 4, p, 0, row0, 1}); /* bidirectional */
     }
     printf("a batch in two shares of rows, dropout 0.3\n");
-    check_shares(&(struct attn_case){"t5", t5_kv, 3, 2, 4, 13, 4, 0.3, 0, 0}, 1);
-    check_shares(&(struct attn_case){"pope", NULL, 3, 2, 2, 12, 3, 0.3, 1, 5}, 2);
-    check_shares(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, 0.3, 0, 0}, 1);
+    check_shares(&(struct attn_case){"t5", t5_kv, 3, 2, 4, 13, 4, 0.3, 0, 0, 0}, 1);
+    check_shares(&(struct attn_case){"pope", NULL, 3, 2, 2, 12, 3, 0.3, 1, 5, 0}, 2);
+    check_shares(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, 0.3, 0, 0, 0}, 1);
     printf("determinism\n");
     check_bits("t5", t5_kv);
     check_bits("fire", fire_kv);

@@ -25,7 +25,8 @@
  * count, and the encodings' tile backward (FIRE's is an MLP backward per distance) runs on every
  * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
  * keep them, which is the T×T memory this kernel exists to avoid.
- * Per thread: 3 tiles² + tile·(dq + 2 dv + 3) reals, plus the encoding's parameter count, in
+ * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 3) reals (wide: the tile rounded up to a
+ * vector block), plus the encoding's parameter count, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
  *
@@ -92,69 +93,103 @@ static const int32_t *pos_at(const struct pelab_attn_shape *s, int b, int t) {
 
 /* --- small dense products on tiles ------------------------------------------------------------- */
 
-/* C (m, n) += alpha · A (m, kd) · B (kd, n); rows ldc, lda, ldb apart.
+/* C (m, n) += alpha · op(A) (m, kd) · B (kd, n); C's and B's rows ldc and ldb apart. op(A) is A
+ * (m, kd) with rows lda apart, or, a_trans, the transpose of A (kd, m) with rows lda apart, read in
+ * place (a transposed copy of a 64-wide tile cost more than the product it fed).
  * Blocks of GEMM_MR rows × GEMM_NR columns of C are summed in a local array over all of kd and
  * added once: with constant bounds the compiler keeps the block in vector registers (8 rows of
- * 64 bytes: 8 AVX-512 or 16 AVX2 registers), and each row of B loaded serves 8 rows of C. Edges
- * take the plain loop. Measured on Zen 4, one thread, T 1024, d 64: 8 × 64 bytes ≈ 85 GFLOP/s
- * forward, 4 × 64 bytes 80, 4 × 128 bytes 63, 2 × 64 bytes 51. */
+ * 64 bytes: 8 AVX-512 or 16 AVX2 registers), and each row of B loaded serves 8 rows of C.
+ * Measured on Zen 4, one thread, T 1024, d 64: 8 × 64 bytes ≈ 85 GFLOP/s forward, 4 × 64 bytes
+ * 80, 4 × 128 bytes 63, 2 × 64 bytes 51.
+ * b_wide: B's rows may be read to n rounded up to GEMM_NR (a padded buffer, wide_of), so the last
+ * columns are a block too, of which only the first n are stored; otherwise they, and the rows past
+ * the last whole block, take the plain loop. */
 enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
+
+/* n rounded up to whole column blocks: the row stride of a buffer tile_gemm may read wide. */
+static int wide_of(int n) { return (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR; }
 
 /* What a product on a diagonal tile (query i0 = key j0, so local row r and local key r are the
  * same position) may leave out, the causal mask being known:
  *   TILE_FULL        nothing (tiles below the diagonal);
  *   TILE_OUT_CAUSAL  C(r, j) is read only for j ≤ r: blocks wholly above the diagonal are skipped;
- *   TILE_IN_LOWER    A(r, x) = 0 for x > r: row r sums over x ≤ r;
- *   TILE_IN_UPPER    A(r, x) = 0 for x < r: row r sums over x ≥ r.
+ *   TILE_IN_LOWER    op(A)(r, x) = 0 for x > r: row r sums over x ≤ r;
+ *   TILE_IN_UPPER    op(A)(r, x) = 0 for x < r: row r sums over x ≥ r.
  * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
 enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
 
+/* op(A)(r, x) */
+static PELAB_ALWAYS_INLINE pelab_real op_a(const pelab_real *restrict A, long lda, int a_trans, int r, int x) {
+    return a_trans ? A[(long)x * lda + r] : A[(long)r * lda + x];
+}
+
 static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A,
-                                          long lda, const pelab_real *restrict B, long ldb, int m, int n,
-                                          int kd, pelab_real alpha, enum tile_mask mask) {
-    const int m_full = m - m % GEMM_MR, n_full = n - n % GEMM_NR;
+                                          long lda, int a_trans, const pelab_real *restrict B, long ldb,
+                                          int b_wide, int m, int n, int kd, pelab_real alpha,
+                                          enum tile_mask mask) {
+    const int m_full = m - m % GEMM_MR;
+    const int n_blocks = b_wide ? wide_of(n) : n - n % GEMM_NR; /* columns the blocks cover */
     for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
         const int x0 = mask == TILE_IN_UPPER ? min_int(r0, kd) : 0;
         const int x1 = mask == TILE_IN_LOWER ? min_int(r0 + GEMM_MR, kd) : kd;
-        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r0 + GEMM_MR, n_full) : n_full;
+        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r0 + GEMM_MR, n_blocks) : n_blocks;
         for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
             pelab_real acc[GEMM_MR][GEMM_NR] = {{0}};
             for (int x = x0; x < x1; x++) {
                 const pelab_real *restrict b = B + x * ldb + j0;
                 for (int i = 0; i < GEMM_MR; i++) {
-                    const pelab_real a = A[(r0 + i) * lda + x];
+                    const pelab_real a = op_a(A, lda, a_trans, r0 + i, x);
 #pragma omp simd
                     for (int j = 0; j < GEMM_NR; j++) acc[i][j] += a * b[j];
                 }
             }
+            const int w = min_int(GEMM_NR, n - j0);
             for (int i = 0; i < GEMM_MR; i++)
 #pragma omp simd
-                for (int j = 0; j < GEMM_NR; j++) C[(r0 + i) * ldc + j0 + j] += alpha * acc[i][j];
+                for (int j = 0; j < w; j++) C[(r0 + i) * ldc + j0 + j] += alpha * acc[i][j];
         }
     }
-    /* the edges: rows past m_full (all columns), columns past n_full (rows before m_full) */
-    for (int r = 0; r < m; r++) {
-        const int j_from = r < m_full ? n_full : 0;
+    /* rows past m_full, one at a time: each column block's row sums in one vector register */
+    for (int r = m_full; r < m; r++) {
+        const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
+        const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
+        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r + 1, n_blocks) : n_blocks;
+        for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
+            pelab_real acc[GEMM_NR] = {0};
+            for (int x = x0; x < x1; x++) {
+                const pelab_real a = op_a(A, lda, a_trans, r, x), *restrict b = B + x * ldb + j0;
+#pragma omp simd
+                for (int j = 0; j < GEMM_NR; j++) acc[j] += a * b[j];
+            }
+            const int w = min_int(GEMM_NR, n - j0);
+#pragma omp simd
+            for (int j = 0; j < w; j++) C[r * ldc + j0 + j] += alpha * acc[j];
+        }
+    }
+    /* columns past the blocks (b_wide: none), every row */
+    for (int r = 0; r < m && n_blocks < n; r++) {
         const int n_to = mask == TILE_OUT_CAUSAL ? min_int(n, r + 1) : n;
         const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
         const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
         pelab_real *restrict c = C + r * ldc;
         for (int x = x0; x < x1; x++) {
-            const pelab_real a = alpha * A[r * lda + x];
+            const pelab_real a = alpha * op_a(A, lda, a_trans, r, x);
             const pelab_real *restrict b = B + x * ldb;
 #pragma omp simd
-            for (int j = j_from; j < n_to; j++) c[j] += a * b[j];
+            for (int j = n_blocks; j < n_to; j++) c[j] += a * b[j];
         }
     }
 }
 
-/* out (n, m) = in (m, n)^T; in's rows ldi apart. */
-static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, const pelab_real *restrict in,
+/* out (n, m) = in (m, n)^T with out's rows ldo ≥ m apart, columns m .. ldo−1 zero; in's rows ldi
+ * apart. */
+static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, long ldo, const pelab_real *restrict in,
                                                long ldi, int m, int n) {
+    for (int j = 0; j < n; j++)
+        for (long r = m; r < ldo; r++) out[j * ldo + r] = 0;
     for (int r = 0; r < m; r++)
-        for (int j = 0; j < n; j++) out[(long)j * m + r] = in[r * ldi + j];
+        for (int j = 0; j < n; j++) out[(long)j * ldo + r] = in[r * ldi + j];
 }
-
 static PELAB_ALWAYS_INLINE pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
 #pragma omp simd reduction(+ : s)
@@ -167,9 +202,8 @@ static PELAB_ALWAYS_INLINE pelab_real dot(const pelab_real *a, const pelab_real 
 struct work {
     pelab_real *S;    /* (tile, tile) scores; then P̃ ⊙ keep */
     pelab_real *dP;   /* (tile, tile) backward: dO V^T, then dS */
-    pelab_real *X;    /* (tile, tile) backward: transposes of P ⊙ keep and of dS */
-    pelab_real *kt;   /* (dq, tile) K_J transposed */
-    pelab_real *vt;   /* (dv, tile) V_J transposed (backward) */
+    pelab_real *kt;   /* (dq, wide_of(tile)) K_J transposed, zero-padded: B of the scores' product */
+    pelab_real *vt;   /* (dv, wide_of(tile)) V_J transposed, alike (backward) */
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
@@ -187,7 +221,7 @@ static long pack_reals(int tile, int dq, int dv) {
 }
 
 static long work_reals(int tile, int dq, int dv) {
-    return 3L * tile * tile + (long)tile * (dq + 2 * dv + 3) + pack_reals(tile, dq, dv);
+    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
 }
 
 /* Lays w out over buf (work_reals of it). */
@@ -195,10 +229,9 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     const long t2 = (long)tile * tile;
     w->S = buf;
     w->dP = w->S + t2;
-    w->X = w->dP + t2;
-    w->kt = w->X + t2;
-    w->vt = w->kt + (long)dq * tile;
-    w->acc = w->vt + (long)dv * tile;
+    w->kt = w->dP + t2;
+    w->vt = w->kt + (long)dq * wide_of(tile);
+    w->acc = w->vt + (long)dv * wide_of(tile);
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
@@ -298,8 +331,8 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
     if (w->bf16) { /* K_J^T read while packing */
         pelab_tile_gemm_bf16(w->S, nk, QI, dq, 0, KJ, dq, 1, nq, nk, dq, s->scale, w->pack);
     } else {
-        tile_transpose(w->kt, KJ, dq, nk, dq);
-        tile_gemm(w->S, nk, QI, dq, w->kt, nk, nq, nk, dq, s->scale,
+        tile_transpose(w->kt, wide_of(nk), KJ, dq, nk, dq);
+        tile_gemm(w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
                   i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
     }
 }
@@ -370,7 +403,7 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
         if (w->bf16)
             pelab_tile_gemm_bf16(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1, w->pack);
         else
-            tile_gemm(w->acc, dv, w->S, nk, VJ, s->ldv, nq, dv, nk, 1,
+            tile_gemm(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1,
                       j0 == i0 && !s->bidirectional ? TILE_IN_LOWER : TILE_FULL);
     }
     for (int r = 0; r < nq; r++) {
@@ -440,8 +473,9 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     if (w->bf16) {
         pelab_tile_gemm_bf16(w->dP, nk, dO, s->ldo, 0, VJ, s->ldv, 1, nq, nk, dvw, 1, w->pack);
     } else {
-        tile_transpose(w->vt, VJ, s->ldv, nk, dvw);
-        tile_gemm(w->dP, nk, dO, s->ldo, w->vt, nk, nq, nk, dvw, 1, diag ? TILE_OUT_CAUSAL : TILE_FULL);
+        tile_transpose(w->vt, wide_of(nk), VJ, s->ldv, nk, dvw);
+        tile_gemm(w->dP, nk, dO, s->ldo, 0, w->vt, wide_of(nk), 1, nq, nk, dvw, 1,
+                  diag ? TILE_OUT_CAUSAL : TILE_FULL);
     }
     /* S → P ⊙ keep,  dP → dS = P ⊙ (keep ⊙ dP − D); both 0 on masked entries */
     for (int r = 0; r < nq; r++) {
@@ -463,11 +497,9 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         pelab_tile_gemm_bf16(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, w->pack);
         pelab_tile_gemm_bf16(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, w->pack);
     } else {
-        tile_transpose(w->X, w->S, nk, nq, nk);
-        tile_gemm(dVJ, s->ldv, w->X, nq, dO, s->ldo, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
-        tile_gemm(dQI, dqw, w->dP, nk, KJ, dqw, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
-        tile_transpose(w->X, w->dP, nk, nq, nk);
-        tile_gemm(dKJ, dqw, w->X, nq, QI, dqw, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
+        tile_gemm(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
     }
     if (bgrad) {
         s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,

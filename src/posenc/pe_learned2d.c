@@ -18,6 +18,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 
@@ -145,6 +146,16 @@ static void learned2d_embed_backward(struct pelab_posenc *pe, const pelab_real *
     }
 }
 
+/* e_p of each position: what EMBED adds to its token, the n positions read as one grid (its side
+ * their largest coordinate, as a sequence's). */
+static int learned2d_position_vectors(struct pelab_posenc *pe, const int32_t *pos, int n, pelab_real *out) {
+    int rc = learned2d_prepare(pe, pos, 1, n);
+    if (rc) return rc;
+    memset(out, 0, (size_t)n * pe->D * sizeof *out);
+    learned2d_embed_forward(pe, out, pos, 1, n);
+    return PELAB_OK;
+}
+
 const struct pelab_posenc_ops pelab_pe_learned2d = {
     .name = "learned2d",
     .summary = "learned table on the training grid of (row, column), bilinearly interpolated to "
@@ -158,4 +169,5 @@ const struct pelab_posenc_ops pelab_pe_learned2d = {
     .prepare = learned2d_prepare,
     .embed_forward = learned2d_embed_forward,
     .embed_backward = learned2d_embed_backward,
+    .position_vectors = learned2d_position_vectors,
 };
