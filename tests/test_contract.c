@@ -4,6 +4,7 @@
  * its table's contract.variants. For each, on a small model (double build):
  *
  *   sites       pe->sites is within ops->sites, and each site it acts at has its functions
+ *   vectors     position_vectors, where an encoding has it and acts at EMBED, is what EMBED adds
  *   gradients   central differences against the backward pass for every parameter of the model
  *               (the encoding's own included) and, at the QK site, for every entry of q and k
  *   kernels     the tiled attention kernel against the reference one, forward and every
@@ -246,6 +247,30 @@ static void check_sites(const struct variant *v) {
               "%s: acts at BIAS without bias_tile (or with parameters and no bias_tile_backward)", v->label);
     CHECK((o->contract.promises & ~(unsigned)(PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL)) == 0,
           "%s: unknown promise bits %#x", v->label, o->contract.promises);
+    pelab_model_free(&m);
+}
+
+/* An encoding's vector of each position (position_vectors, for analyses) is what it adds to that
+ * token at EMBED, when it acts there. */
+static void check_position_vectors(const struct variant *v) {
+    struct pelab_model m;
+    if (build(&m, v, NULL, "tiled", 1)) return; /* check_sites reports it */
+    struct pelab_posenc *pe = &m.pe;
+    if (pe->ops->position_vectors && (pe->sites & PELAB_SITE_EMBED)) {
+        enum { N = 12 };
+        const int D = pe->D;
+        int32_t pos[N * 2];
+        for (int q = 0; q < N; q++) place(pos + q * batch_dims, q, batch_dims);
+        static double vec[N * 64], emb[N * 64];
+        CHECK(D <= 64, "%s: D %d", v->label, D);
+        CHECK(pe->ops->position_vectors(pe, pos, N, vec) == PELAB_OK, "%s: position_vectors: %s", v->label,
+              pelab_last_error());
+        memset(emb, 0, sizeof emb);
+        CHECK(pelab_posenc_prepare(pe, pos, 1, N) == PELAB_OK, "%s: prepare: %s", v->label, pelab_last_error());
+        pe->ops->embed_forward(pe, emb, pos, 1, N);
+        CHECK(rel_diff(vec, emb, (long)N * D) <= 1e-12, "%s: position_vectors differ from what EMBED adds by %.3g",
+              v->label, rel_diff(vec, emb, (long)N * D));
+    }
     pelab_model_free(&m);
 }
 
@@ -688,6 +713,7 @@ int main(int argc, char **argv) {
         const int before = check_failures;
         batch_dims = vs[i].layout.dims;
         check_sites(&vs[i]);
+        check_position_vectors(&vs[i]);
         check_gradients(&vs[i]);
         check_kernels(&vs[i]);
         if (vs[i].layout.dims == 2 || !vs[i].layout.bidirectional) {
