@@ -62,6 +62,15 @@ R=$W/learned2d
 grep -q "^resolution extrapolation: .* trained at 8x8 (grid 2x2 of 4x4 patches), test images" "$W/out" &&
     grep -Eq "^16 +4x4 +2.00 +17 +4 " "$W/out" || fail "--resolutions table: $(cat "$W/out")"
 check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- eval --model "$R" --resolutions 8,10
+# rope2d's evaluation-time --rope2d-extend interpolate: the training side unchanged, a larger one
+# evaluated with its coordinates scaled into the training grid; another encoding's run refuses it
+"$P" eval --model "$W/rope2d" --resolutions 8,16 --json >"$W/x.json" 2>"$W/err" &&
+    "$P" eval --model "$W/rope2d" --resolutions 8,16 --rope2d-extend interpolate --json >"$W/i.json" 2>>"$W/err" ||
+    fail "eval --rope2d-extend interpolate: $(cat "$W/err")"
+[ "$(json "$W/x.json" 'j["rows"][0]["loss"]')" = "$(json "$W/i.json" 'j["rows"][0]["loss"]')" ] &&
+    [ "$(json "$W/x.json" 'j["rows"][1]["loss"]')" != "$(json "$W/i.json" 'j["rows"][1]["loss"]')" ] ||
+    fail "--rope2d-extend interpolate: $(cat "$W/x.json") vs $(cat "$W/i.json")"
+check 2 "--rope2d-extend applies to runs of --pe rope2d" -- eval --model "$R" --rope2d-extend interpolate
 
 # analyze seqpe on an image run: the five picks (corners, centre) against every cell of the grid,
 # at the training grid and a larger one; the dot product is symmetric across picks; 1-D options refused

@@ -5,6 +5,7 @@
  *    position 1, equal values computed by hand: YaRN's blend and attention factor, NTK's base,
  *    dynamic NTK's base beyond L_train, Resonance RoPE's rounding; PI divides positions by s;
  *  - settings that make no sense are usage errors naming the option;
+ *  - rope2d's --rope2d-extend interpolate on a grid of 2G is rope2d at half the coordinates;
  *  - xPos's q'(t)·k'(s) equals Σ_c ζ_c^((t−s)/γ_s)·(RoPE's pair score), at large positions too.
  */
 #include <stdlib.h>
@@ -184,6 +185,47 @@ static void check_pi_positions(void) {
     done(&b);
 }
 
+/* rope2d --rope2d-extend interpolate: a sequence of largest coordinate G' > G (the training grid)
+ * turns by its coordinates times G/G', so on a grid of 2G coordinate 2x is plain rope2d's x, bit
+ * for bit; on a grid within G nothing changes. */
+static void check_rope2d_interpolate(void) {
+    enum { G = 4 };
+    const struct pelab_pe_layout grid = {2, 1, G};
+    struct pelab_opts io = {0}, none = {0};
+    pelab_opts_set(&io, "rope2d-extend", "interpolate");
+    static struct qk a, b;
+    for (int i = 0; i < 2; i++) {
+        struct qk *s = i ? &b : &a;
+        memset(s, 0, sizeof *s);
+        PELAB_ASSERT(pelab_posenc_init_nd(&s->pe, "rope2d", i ? &none : &io, &s->params, D, H, 1, 1 + G * G,
+                                          &grid) == PELAB_OK);
+        PELAB_ASSERT(pelab_params_alloc(&s->params) == PELAB_OK);
+        struct pelab_rng rng;
+        pelab_rng_seed(&rng, 21);
+        for (int j = 0; j < NT * D; j++) s->q[j] = pelab_rng_normal(&rng), s->k[j] = pelab_rng_normal(&rng);
+    }
+    /* (row, column) of NT tokens: the class token, then cells; the first grid reaches 2G = 8 */
+    const int32_t wide[NT * 2] = {0, 0, 2, 2, 2, 8, 8, 4, 6, 6, 8, 8}, half[NT * 2] = {0, 0, 1, 1, 1, 4, 4, 2, 3, 3, 4, 4};
+    const int32_t *pos[2] = {wide, half};
+    for (int i = 0; i < 2; i++) {
+        struct qk *s = i ? &b : &a;
+        PELAB_ASSERT(pelab_posenc_prepare(&s->pe, pos[i], 1, NT) == PELAB_OK);
+        pelab_posenc_qk_forward(&s->pe, 0, s->qo, s->ko, s->q, s->k, D, pos[i], 1, NT);
+    }
+    CHECK(memcmp(a.qo, b.qo, sizeof a.qo) == 0 && memcmp(a.ko, b.ko, sizeof a.ko) == 0,
+          "rope2d interpolate on a grid of 8 at 2x differs from rope2d at x (training grid 4)");
+    /* within the training grid interpolate is plain rope2d */
+    for (int i = 0; i < 2; i++) {
+        struct qk *s = i ? &b : &a;
+        PELAB_ASSERT(pelab_posenc_prepare(&s->pe, half, 1, NT) == PELAB_OK);
+        pelab_posenc_qk_forward(&s->pe, 0, s->qo, s->ko, s->q, s->k, D, half, 1, NT);
+    }
+    CHECK(memcmp(a.qo, b.qo, sizeof a.qo) == 0 && memcmp(a.ko, b.ko, sizeof a.ko) == 0,
+          "rope2d interpolate within the training grid differs from rope2d");
+    done(&a);
+    done(&b);
+}
+
 /* --- options ------------------------------------------------------------------------------------ */
 
 static void expect_usage(const char *const *kv, const char *option) {
@@ -240,6 +282,7 @@ int main(void) {
     check_scale_one();
     check_frequencies();
     check_pi_positions();
+    check_rope2d_interpolate();
     check_options();
     const int32_t near[NT] = {0, 1, 5, 17, 300, 900};
     const int32_t far[NT] = {1000000, 1000001, 1000005, 1000017, 1000300, 1000900};

@@ -8,6 +8,12 @@
  *   axis spans RoPE's whole range.
  *
  * q_t·k_s then depends on positions only through (r_t − r_s, c_t − c_s): relative on each axis.
+ *
+ * Evaluation on a larger grid G' > G (the training grid's side; --rope2d-extend): extrapolate
+ * (default) turns by the coordinates as they are, so offsets up to G' − 1 appear, of which only
+ * those below G were trained; interpolate scales each sequence's coordinates by G/G' (G' its
+ * largest coordinate), position interpolation in 2-D: every offset stays within the trained
+ * range, and an object resized with the image keeps its offsets in position units.
  * Needs d a multiple of 4. Site QK; no parameters. prepare() fills the cos/sin tables of every
  * (token, pair) once per pass (angles in double); the rotation is rotary.c's.
  */
@@ -23,9 +29,17 @@ static const struct pelab_optdef rope2d_options[] = {
     {0},
 };
 
+static const struct pelab_optdef rope2d_eval_options[] = {
+    {"rope2d-extend", PELAB_OPT_CHOICE, "extrapolate", 0, 0, "extrapolate|interpolate",
+     "a grid larger than the training one: the coordinates as they are, or scaled by G/G' into "
+     "the training grid's range (position interpolation)"},
+    {0},
+};
+
 struct rope2d {
     struct pelab_rotary rot; /* tables of the current pass, interleaved layout */
     double *theta;           /* (d/4,) θ_j */
+    int interpolate;         /* --rope2d-extend interpolate */
 };
 
 static int rope2d_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
@@ -41,6 +55,7 @@ static int rope2d_init(struct pelab_posenc *pe, const struct pelab_opts *opts, s
     r->theta = malloc((size_t)n * sizeof *r->theta);
     if (!r->theta) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int j = 0; j < n; j++) r->theta[j] = pow(base, -4.0 * j / pe->d);
+    r->interpolate = pelab_opt_choice(opts, rope2d_eval_options, "rope2d-extend") == 1;
     return PELAB_OK;
 }
 
@@ -52,20 +67,31 @@ static void rope2d_free(struct pelab_posenc *pe) {
     free(r);
 }
 
-/* pos (B,T,2): table row i = [row·θ_0 .. row·θ_{n−1}, col·θ_0 .. col·θ_{n−1}] as cos and sin. */
+/* pos (B,T,2): table row i = [row·θ_0 .. row·θ_{n−1}, col·θ_0 .. col·θ_{n−1}]·scale as cos and
+ * sin; scale = G/G' for a sequence of largest coordinate G' > G under interpolate, else 1. */
 static int rope2d_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct rope2d *r = pe->state;
-    const long ntok = (long)B * T;
     const int n = pe->d / 4, pairs = pe->d / 2;
-    if (pelab_rotary_reserve(&r->rot, ntok, pairs, 0)) return PELAB_ERR_RUNTIME;
+    if (pelab_rotary_reserve(&r->rot, (long)B * T, pairs, 0)) return PELAB_ERR_RUNTIME;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < ntok; i++)
-        for (int axis = 0; axis < 2; axis++)
-            for (int j = 0; j < n; j++) {
-                const double a = (double)pos[2 * i + axis] * r->theta[j];
-                r->rot.cos_q[i * pairs + axis * n + j] = (pelab_real)cos(a);
-                r->rot.sin_q[i * pairs + axis * n + j] = (pelab_real)sin(a);
-            }
+    for (int b = 0; b < B; b++) {
+        const int32_t *seq = pos + (long)b * T * 2;
+        double scale = 1;
+        if (r->interpolate && pe->grid > 0) {
+            int Gp = 1;
+            for (int t = 0; t < 2 * T; t++) Gp = seq[t] > Gp ? seq[t] : Gp;
+            if (Gp > pe->grid) scale = (double)pe->grid / Gp;
+        }
+        for (int t = 0; t < T; t++) {
+            const long i = (long)b * T + t;
+            for (int axis = 0; axis < 2; axis++)
+                for (int j = 0; j < n; j++) {
+                    const double a = (double)seq[2 * t + axis] * scale * r->theta[j];
+                    r->rot.cos_q[i * pairs + axis * n + j] = (pelab_real)cos(a);
+                    r->rot.sin_q[i * pairs + axis * n + j] = (pelab_real)sin(a);
+                }
+        }
+    }
     return PELAB_OK;
 }
 
@@ -93,6 +119,7 @@ const struct pelab_posenc_ops pelab_pe_rope2d = {
     .dims = 1u << 2,
     .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL, {NULL}},
     .options = rope2d_options,
+    .eval_options = rope2d_eval_options,
     .init = rope2d_init,
     .free = rope2d_free,
     .prepare = rope2d_prepare,

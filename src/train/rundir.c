@@ -91,13 +91,15 @@ done:
 }
 
 /* Builds the run's encoding alone (no weights) from `opts`: the check of its options. */
-static int probe_encoding(const struct pelab_opts *opts, const char *pe, int max_seq) {
+static int probe_encoding(const struct pelab_opts *opts, const char *task, const char *pe, int max_seq) {
     struct pelab_posenc probe;
     struct pelab_params params = {0};
+    struct pelab_model_io io;
+    if (pelab_task_model_io(task, opts, &io)) return PELAB_ERR_USAGE;
     const struct pelab_optdef *M = pelab_model_options;
     int D = (int)pelab_opt_int(opts, M, "d-model"), H = (int)pelab_opt_int(opts, M, "heads");
-    int rc = pelab_posenc_init(&probe, pe, opts, &params, D, H, (int)pelab_opt_int(opts, M, "layers"),
-                               max_seq);
+    int rc = pelab_posenc_init_nd(&probe, pe, opts, &params, D, H, (int)pelab_opt_int(opts, M, "layers"),
+                                  max_seq, &io.positions);
     pelab_posenc_free(&probe);
     pelab_params_free(&params);
     return rc;
@@ -141,7 +143,7 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
     if (!any) return PELAB_OK;
     char cfg_path[PELAB_PATH_MAX];
     pelab_path(cfg_path, dir, "config.json");
-    if (probe_encoding(&r->settings, pe, r->task.seq_len))
+    if (probe_encoding(&r->settings, r->task.ops->name, pe, r->task.seq_len))
         return fail_in(PELAB_ERR_RUNTIME, cfg_path);
     /* A run fine-tuned with a length extension records it (--init-from): the method given anew
      * (the table's first option, --rope-scaling) replaces the recorded one with all its
@@ -154,7 +156,7 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
         if (pelab_posenc_eval_option_owner(eval_opts->kv[i].key) &&
             pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))
             return PELAB_ERR_USAGE;
-    return probe_encoding(&r->settings, pe, r->task.seq_len);
+    return probe_encoding(&r->settings, r->task.ops->name, pe, r->task.seq_len);
 }
 
 /* The model's V and T as config.json's "derived" group records them (the task's, when the run was
