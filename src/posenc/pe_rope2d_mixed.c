@@ -14,8 +14,8 @@
  *   backward (dx0, dx1) = (d0 cos a + d1 sin a, −d0 sin a + d1 cos a)   for output gradient (d0, d1)
  *            ∂L/∂a = y0·d1 − y1·d0 (y the rotated pair), summed over q and k;
  *            dθx += ∂L/∂a · row,  dθy += ∂L/∂a · col
- * Angles are formed in double. Threads split the heads, each owning its heads' parameters, so the
- * sums keep one order.
+ * Angles are formed in double, each angle's cos and sin once per pass for q and k together.
+ * Threads split the heads, each owning its heads' parameters, so the sums keep one order.
  */
 #include <math.h>
 #include <stdio.h>
@@ -72,26 +72,28 @@ static void rope2d_mixed_init_params(struct pelab_posenc *pe, struct pelab_rng *
     }
 }
 
-/* Rotates (or, inverse, rotates back) one head's vectors of every token:
- * forward: in (B,T,H,d) rows ld apart → out (B,H,T,d);  inverse: in (B,H,T,d) → out (B,T,H,d). */
-static void rotate(const struct pelab_posenc *pe, const pelab_real *th, pelab_real *out, const pelab_real *in,
-                   int ld, const int32_t *pos, int B, int T, int h, int inverse) {
+/* The angle a of pair i of head h at a token's (row, col), in double. */
+static inline double angle(const pelab_real *th, int H, int n, int h, int i, double row, double col) {
+    return (double)th[h * n + i] * row + (double)th[H * n + h * n + i] * col;
+}
+
+/* Head h of every token, q and k rotated together (each angle's cos and sin formed once):
+ * in (B,T,H,d) rows ld apart → out (B,H,T,d). */
+static void rotate_head(const struct pelab_posenc *pe, const pelab_real *th, pelab_real *qo, pelab_real *ko,
+                        const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos, int B, int T, int h) {
     const int H = pe->H, d = pe->d, n = d / 2;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const long tok = (long)b * T + t;
-            const double row = pos[2 * tok], col = pos[2 * tok + 1];
-            const long flat = tok * ld + (long)h * d, head = (((long)b * H + h) * T + t) * d;
-            const pelab_real *x = in + (inverse ? head : flat);
-            pelab_real *y = out + (inverse ? flat : head);
-            for (int i = 0; i < n; i++) {
-                const double a = (double)th[h * n + i] * row + (double)th[H * n + h * n + i] * col;
-                const pelab_real c = (pelab_real)cos(a), s = (pelab_real)(inverse ? -sin(a) : sin(a));
-                const pelab_real x0 = x[2 * i], x1 = x[2 * i + 1];
-                y[2 * i] = x0 * c - x1 * s;
-                y[2 * i + 1] = x0 * s + x1 * c;
-            }
+    for (long tok = 0; tok < (long)B * T; tok++) {
+        const double row = pos[2 * tok], col = pos[2 * tok + 1];
+        const long flat = tok * ld + (long)h * d, head = (((tok / T) * H + h) * T + tok % T) * d;
+        for (int i = 0; i < n; i++) {
+            const double a = angle(th, H, n, h, i, row, col);
+            const pelab_real c = (pelab_real)cos(a), s = (pelab_real)sin(a);
+            const pelab_real q0 = q[flat + 2 * i], q1 = q[flat + 2 * i + 1];
+            const pelab_real k0 = k[flat + 2 * i], k1 = k[flat + 2 * i + 1];
+            qo[head + 2 * i] = q0 * c - q1 * s, qo[head + 2 * i + 1] = q0 * s + q1 * c;
+            ko[head + 2 * i] = k0 * c - k1 * s, ko[head + 2 * i + 1] = k0 * s + k1 * c;
         }
+    }
 }
 
 static void rope2d_mixed_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
@@ -100,31 +102,38 @@ static void rope2d_mixed_qk_forward(struct pelab_posenc *pe, int layer, pelab_re
     const struct rope2d_mixed *r = pe->state;
     const pelab_real *th = pelab_params_data(pe->params, r->first + layer);
 #pragma omp parallel for schedule(static)
-    for (int h = 0; h < pe->H; h++) {
-        rotate(pe, th, qo, q, ld, pos, B, T, h, 0);
-        rotate(pe, th, ko, k, ld, pos, B, T, h, 0);
-    }
+    for (int h = 0; h < pe->H; h++) rotate_head(pe, th, qo, ko, q, k, ld, pos, B, T, h);
 }
 
-/* ∂L/∂a of every pair from the rotated vectors y = R(a)x (recomputed) and their gradients g:
- * y0·g1 − y1·g0; into dθx (× row) and dθy (× col) of head h. */
-static void angle_grads(const struct pelab_posenc *pe, const pelab_real *th, pelab_real *dth, const pelab_real *g,
-                        const pelab_real *x, int ld, const int32_t *pos, int B, int T, int h) {
+/* Head h of every token, for q and k together, each angle's cos and sin formed once: ∂L/∂a of
+ * every pair from the rotated vectors y = R(a)x (recomputed) and their gradients g, y0·g1 − y1·g0,
+ * into dθx (× row) and dθy (× col); and the gradients rotated back, g (B,H,T,d) → dx (B,T,H,d). */
+static void backward_head(const struct pelab_posenc *pe, const pelab_real *th, pelab_real *dth, pelab_real *dq,
+                          pelab_real *dk, const pelab_real *gq, const pelab_real *gk, const pelab_real *q,
+                          const pelab_real *k, int ld, const int32_t *pos, int B, int T, int h) {
     const int H = pe->H, d = pe->d, n = d / 2;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            const long tok = (long)b * T + t;
-            const double row = pos[2 * tok], col = pos[2 * tok + 1];
-            const pelab_real *xi = x + tok * ld + (long)h * d, *gi = g + (((long)b * H + h) * T + t) * d;
-            for (int i = 0; i < n; i++) {
-                const double a = (double)th[h * n + i] * row + (double)th[H * n + h * n + i] * col;
-                const double c = cos(a), s = sin(a), x0 = xi[2 * i], x1 = xi[2 * i + 1];
+    for (long tok = 0; tok < (long)B * T; tok++) {
+        const double row = pos[2 * tok], col = pos[2 * tok + 1];
+        const long flat = tok * ld + (long)h * d, head = (((tok / T) * H + h) * T + tok % T) * d;
+        for (int i = 0; i < n; i++) {
+            const double a = angle(th, H, n, h, i, row, col), c = cos(a), s = sin(a);
+            for (int side = 0; side < 2; side++) { /* q, then k */
+                const pelab_real *x = side ? k : q, *g = side ? gk : gq;
+                const double x0 = x[flat + 2 * i], x1 = x[flat + 2 * i + 1];
                 const double y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
-                const double ga = y0 * gi[2 * i + 1] - y1 * gi[2 * i];
+                const double ga = y0 * g[head + 2 * i + 1] - y1 * g[head + 2 * i];
                 dth[h * n + i] += (pelab_real)(ga * row);
                 dth[H * n + h * n + i] += (pelab_real)(ga * col);
             }
+            const pelab_real cf = (pelab_real)c, sf = (pelab_real)-s;
+            for (int side = 0; side < 2; side++) {
+                const pelab_real *g = side ? gk : gq;
+                pelab_real *dx = side ? dk : dq;
+                const pelab_real g0 = g[head + 2 * i], g1 = g[head + 2 * i + 1];
+                dx[flat + 2 * i] = g0 * cf - g1 * sf, dx[flat + 2 * i + 1] = g0 * sf + g1 * cf;
+            }
         }
+    }
 }
 
 static void rope2d_mixed_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
@@ -134,12 +143,7 @@ static void rope2d_mixed_qk_backward(struct pelab_posenc *pe, int layer, pelab_r
     const pelab_real *th = pelab_params_data(pe->params, r->first + layer);
     pelab_real *dth = pelab_params_grad(pe->params, r->first + layer);
 #pragma omp parallel for schedule(static)
-    for (int h = 0; h < pe->H; h++) {
-        angle_grads(pe, th, dth, dqo, q, ld, pos, B, T, h);
-        angle_grads(pe, th, dth, dko, k, ld, pos, B, T, h);
-        rotate(pe, th, dq, dqo, ld, pos, B, T, h, 1);
-        rotate(pe, th, dk, dko, ld, pos, B, T, h, 1);
-    }
+    for (int h = 0; h < pe->H; h++) backward_head(pe, th, dth, dq, dk, dqo, dko, q, k, ld, pos, B, T, h);
 }
 
 const struct pelab_posenc_ops pelab_pe_rope2d_mixed = {
