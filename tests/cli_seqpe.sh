@@ -157,7 +157,7 @@ expect_usage "--seqpe-alpha: -1 is out of range" -- train --pe seqpe --seqpe-alp
 expect_usage "position 1000 has more than 3 digits in base 10" -- \
     analyze seqpe --model "$W/attn-bias_--seqpe-digits_3" --from 992 --to 1010 --out "$W/no"
 "$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"
-expect_usage "a run of --pe rope; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
+expect_usage "a run of --pe rope, which has no position vectors; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
 expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
 expect_usage "--nearest 1: position 0 would have no other to be near" -- analyze seqpe --model "$W/input" --nearest 1 --out "$W/no"
 expect_usage "--checkpoints summarises --nearest T" -- analyze seqpe --model "$W/full" --checkpoints --out "$W/no"
