@@ -24,13 +24,15 @@ struct qk {
     double qo[H * NT * d], ko[H * NT * d]; /* (1,H,T,d) */
 };
 
-/* The encoding `pe` with options kv (NULL-terminated pairs) and training context max_seq;
- * random q and k. Returns the init status (the struct is freed on failure). */
-static int setup(struct qk *s, const char *pe, const char *const *kv, int max_seq) {
+/* The encoding `pe` with options kv (NULL-terminated pairs), training context max_seq and
+ * positions of `layout` (NULL: 1-D, causal); random q and k. Returns the init status (the struct is
+ * freed on failure). */
+static int setup_nd(struct qk *s, const char *pe, const char *const *kv, int max_seq,
+                    const struct pelab_pe_layout *layout) {
     memset(s, 0, sizeof *s);
     struct pelab_opts o = {0};
     for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
-    int rc = pelab_posenc_init(&s->pe, pe, &o, &s->params, D, H, 1, max_seq);
+    int rc = pelab_posenc_init_nd(&s->pe, pe, &o, &s->params, D, H, 1, max_seq, layout);
     if (rc) {
         pelab_posenc_free(&s->pe);
         pelab_params_free(&s->params);
@@ -41,6 +43,10 @@ static int setup(struct qk *s, const char *pe, const char *const *kv, int max_se
     pelab_rng_seed(&rng, 21);
     for (int i = 0; i < NT * D; i++) s->q[i] = pelab_rng_normal(&rng), s->k[i] = pelab_rng_normal(&rng);
     return PELAB_OK;
+}
+
+static int setup(struct qk *s, const char *pe, const char *const *kv, int max_seq) {
+    return setup_nd(s, pe, kv, max_seq, NULL);
 }
 
 static void done(struct qk *s) {
@@ -191,35 +197,18 @@ static void check_pi_positions(void) {
 static void check_rope2d_interpolate(void) {
     enum { G = 4 };
     const struct pelab_pe_layout grid = {2, 1, G};
-    struct pelab_opts io = {0}, none = {0};
-    pelab_opts_set(&io, "rope2d-extend", "interpolate");
+    const char *interpolate[] = {"rope2d-extend", "interpolate", NULL};
     static struct qk a, b;
-    for (int i = 0; i < 2; i++) {
-        struct qk *s = i ? &b : &a;
-        memset(s, 0, sizeof *s);
-        PELAB_ASSERT(pelab_posenc_init_nd(&s->pe, "rope2d", i ? &none : &io, &s->params, D, H, 1, 1 + G * G,
-                                          &grid) == PELAB_OK);
-        PELAB_ASSERT(pelab_params_alloc(&s->params) == PELAB_OK);
-        struct pelab_rng rng;
-        pelab_rng_seed(&rng, 21);
-        for (int j = 0; j < NT * D; j++) s->q[j] = pelab_rng_normal(&rng), s->k[j] = pelab_rng_normal(&rng);
-    }
+    PELAB_ASSERT(setup_nd(&a, "rope2d", interpolate, 1 + G * G, &grid) == PELAB_OK &&
+                 setup_nd(&b, "rope2d", NULL, 1 + G * G, &grid) == PELAB_OK);
     /* (row, column) of NT tokens: the class token, then cells; the first grid reaches 2G = 8 */
     const int32_t wide[NT * 2] = {0, 0, 2, 2, 2, 8, 8, 4, 6, 6, 8, 8}, half[NT * 2] = {0, 0, 1, 1, 1, 4, 4, 2, 3, 3, 4, 4};
-    const int32_t *pos[2] = {wide, half};
-    for (int i = 0; i < 2; i++) {
-        struct qk *s = i ? &b : &a;
-        PELAB_ASSERT(pelab_posenc_prepare(&s->pe, pos[i], 1, NT) == PELAB_OK);
-        pelab_posenc_qk_forward(&s->pe, 0, s->qo, s->ko, s->q, s->k, D, pos[i], 1, NT);
-    }
+    run(&a, wide);
+    run(&b, half);
     CHECK(memcmp(a.qo, b.qo, sizeof a.qo) == 0 && memcmp(a.ko, b.ko, sizeof a.ko) == 0,
           "rope2d interpolate on a grid of 8 at 2x differs from rope2d at x (training grid 4)");
     /* within the training grid interpolate is plain rope2d */
-    for (int i = 0; i < 2; i++) {
-        struct qk *s = i ? &b : &a;
-        PELAB_ASSERT(pelab_posenc_prepare(&s->pe, half, 1, NT) == PELAB_OK);
-        pelab_posenc_qk_forward(&s->pe, 0, s->qo, s->ko, s->q, s->k, D, half, 1, NT);
-    }
+    run(&a, half);
     CHECK(memcmp(a.qo, b.qo, sizeof a.qo) == 0 && memcmp(a.ko, b.ko, sizeof a.ko) == 0,
           "rope2d interpolate within the training grid differs from rope2d");
     done(&a);

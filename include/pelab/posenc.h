@@ -216,6 +216,10 @@ int pelab_posenc_init_nd(struct pelab_posenc *pe, const char *name, const struct
 int pelab_posenc_serves(const struct pelab_posenc_ops *ops, int n);
 void pelab_posenc_free(struct pelab_posenc *pe);
 
+/* For encodings of 2-D positions: the side G' of one sequence's grid, its largest coordinate (at
+ * least 1); pos (T, 2). */
+int pelab_posenc_grid_side(const int32_t *pos, int T);
+
 /* For encodings: tables cos/sin (ntok, n) of the angles pos[i]·theta[c], formed in double so
  * large positions keep their precision. The buffers grow as needed (*cap counts elements of
  * each). PELAB_ERR_RUNTIME when out of memory. */

@@ -88,8 +88,7 @@ static int learned2d_prepare(struct pelab_posenc *pe, const int32_t *pos, int B,
     const int G = l->G;
     for (int b = 0; b < B; b++) {
         const int32_t *p = pos + (long)b * T * 2;
-        int Gp = 1;
-        for (int t = 0; t < 2 * T; t++) Gp = p[t] > Gp ? p[t] : Gp;
+        const int Gp = pelab_posenc_grid_side(p, T);
         for (int t = 0; t < T; t++) {
             const long i = (long)b * T + t;
             int32_t *tap = l->tap + 4 * i;

@@ -76,12 +76,8 @@ static int rope2d_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, in
 #pragma omp parallel for schedule(static)
     for (int b = 0; b < B; b++) {
         const int32_t *seq = pos + (long)b * T * 2;
-        double scale = 1;
-        if (r->interpolate && pe->grid > 0) {
-            int Gp = 1;
-            for (int t = 0; t < 2 * T; t++) Gp = seq[t] > Gp ? seq[t] : Gp;
-            if (Gp > pe->grid) scale = (double)pe->grid / Gp;
-        }
+        const int Gp = r->interpolate && pe->grid > 0 ? pelab_posenc_grid_side(seq, T) : 0;
+        const double scale = Gp > pe->grid ? (double)pe->grid / Gp : 1;
         for (int t = 0; t < T; t++) {
             const long i = (long)b * T + t;
             for (int axis = 0; axis < 2; axis++)

@@ -137,6 +137,12 @@ int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
     return rc;
 }
 
+int pelab_posenc_grid_side(const int32_t *pos, int T) {
+    int side = 1;
+    for (int i = 0; i < 2 * T; i++) side = pos[i] > side ? pos[i] : side;
+    return side;
+}
+
 int pelab_posenc_angles(pelab_real **cos_out, pelab_real **sin_out, long *cap, const int32_t *pos,
                         long ntok, const double *theta, int n) {
     return pelab_posenc_angles_nd(cos_out, sin_out, cap, pos, ntok, 1, NULL, theta, n);
