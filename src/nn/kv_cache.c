@@ -10,10 +10,10 @@
  *             x += GELU(RMSNorm(x)·W1^T)·W2^T
  *   logits = RMSNorm(x)·E^T          (every new row, or only the last)
  *
- * P (cap,) are the cached tokens' positions, the keys of the bias rows. The operations are the
- * model's on the same operands; what differs from a full pass is only the order of the
- * attention's sums (the tiled kernel's online softmax), so logits agree to rounding. A change to
- * the layer in model.c needs the same change here (and in model_eval.c).
+ * P (cap,) are the cached tokens' positions, the keys of the bias rows. The layers are model.c's
+ * (pelab_model_forward_pass) with this file's attention in place of the kernels; what differs
+ * from a full pass is only the order of the attention's sums (the tiled kernel's online softmax),
+ * so logits agree to rounding.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
 #include "pelab/status.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vmath.h"
-#include "nn/layers.h"
+#include "nn/model_eval.h"
 
 #define CHUNK_MAX 64            /* new tokens per pass through the layers */
 #define SCORES_MAX (8L << 20)   /* reals of the (H, chunk, t0+n) scores of one chunk, at most */
@@ -100,7 +100,6 @@ int pelab_kv_cache_length(const struct pelab_kv_cache *c) { return c->len; }
 
 const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c) { return c->logits; }
 
-#define W(i) pelab_params_data(&m->params, (i))
 
 static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
@@ -163,56 +162,52 @@ static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, 
                        d, 0, c->atty + (long)h * d, D);
 }
 
-/* One chunk of n ≤ c->chunk tokens; the logits of its rows into logits (n,V) when not NULL, and
- * the last row's into c->logits. */
+/* The cache's attention for pelab_model_forward_pass (struct pelab_fwd's attend): layer l's
+ * keys and values of the chunk into the cache at t0, then attend. */
+struct chunk_pass {
+    struct pelab_kv_cache *c;
+    const int32_t *pos;
+    int t0, n;
+};
+
+static int attend_cached(void *ctx, int l, pelab_real *atty, const pelab_real *qo,
+                         const pelab_real *ko, const pelab_real *qkv) {
+    const struct chunk_pass *p = ctx;
+    struct pelab_kv_cache *c = p->c;
+    const int D = c->m->cfg.d_model, H = c->m->cfg.n_heads, d = D / H, dq = c->m->pe.qk_dim;
+    PELAB_ASSERT(atty == c->atty && qo == c->qo);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < p->n; i++) {
+            const long at = ((long)l * H + h) * c->cap + p->t0 + i;
+            memcpy(c->k + at * dq, ko + ((long)h * p->n + i) * dq, (size_t)dq * sizeof *c->k);
+            memcpy(c->v + at * d, qkv + (long)i * 3 * D + 2 * D + (long)h * d, (size_t)d * sizeof *c->v);
+        }
+    attend(c, l, p->pos, p->t0, p->n);
+    return PELAB_OK;
+}
+
+/* One chunk of n ≤ c->chunk tokens through the model's layers (pelab_model_forward_pass, with
+ * the cache's attention); the logits of its rows into logits (n,V) when not NULL, and the last
+ * row's into c->logits. */
 static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const int32_t *pos, int n,
                         pelab_real *logits) {
     struct pelab_model *m = c->m;
     struct pelab_posenc *pe = &m->pe;
-    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
-    const int d = D / H, dq = pe->qk_dim, MD = m->cfg.mlp_mult * D;
-    const int t0 = c->len, cap = c->cap;
+    const long V = m->cfg.vocab;
+    struct chunk_pass p = {.c = c, .pos = pos, .t0 = c->len, .n = n};
+    memcpy(c->pos + c->len, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
+    const struct pelab_fwd f = {
+        .keep = 0, .rows = n, .x = c->x, .ln = c->ln, .rstd = c->rstd, .qkv = c->qkv, .qo = c->qo,
+        .ko = c->ko, .atty = c->atty, .fch = c->hidden, .attend = attend_cached, .ctx = &p,
+        .logits_only = 1, .logits_from = logits ? 0 : n - 1, .logits = logits ? logits : c->logits};
     /* an encoding that centres positions per pass measures them from the cache's middle */
     pe->has_cache_ref = 1;
-    pe->cache_ref = (cap - 1) / 2;
-    int rc = pelab_posenc_prepare(pe, pos, 1, n);
-    if (!rc) {
-        memcpy(c->pos + t0, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
-        pelab_embed_forward(c->x, tokens, W(m->wte), n, D);
-        pelab_posenc_embed_forward(pe, c->x, pos, 1, n);
-    }
-    for (int l = 0; l < N && !rc; l++) {
-        const struct pelab_layer_params *L = &m->layer[l];
-        pelab_rmsnorm_forward(c->ln, c->rstd, c->x, W(L->ln1), n, D);
-        pelab_matmul_forward(c->qkv, c->ln, W(L->qkv), n, D, 3 * D);
-        pelab_posenc_qk_forward(pe, l, c->qo, c->ko, c->qkv, c->qkv + D, 3 * D, pos, 1, n);
-        for (int h = 0; h < H; h++) /* the chunk's keys and values into the cache */
-            for (int i = 0; i < n; i++) {
-                const long at = ((long)l * H + h) * cap + t0 + i;
-                memcpy(c->k + at * dq, c->ko + ((long)h * n + i) * dq, (size_t)dq * sizeof *c->k);
-                memcpy(c->v + at * d, c->qkv + (long)i * 3 * D + 2 * D + (long)h * d,
-                       (size_t)d * sizeof *c->v);
-            }
-        attend(c, l, pos, t0, n);
-        pelab_matmul_forward(c->ln, c->atty, W(L->proj), n, D, D);
-        for (long i = 0; i < (long)n * D; i++) c->x[i] += c->ln[i];
-        pelab_rmsnorm_forward(c->ln, c->rstd, c->x, W(L->ln2), n, D);
-        pelab_matmul_forward(c->hidden, c->ln, W(L->fc), n, D, MD);
-        pelab_gelu_forward(c->hidden, c->hidden, (long)n * MD);
-        pelab_matmul_forward(c->atty, c->hidden, W(L->fcproj), n, MD, D);
-        for (long i = 0; i < (long)n * D; i++) c->x[i] += c->atty[i];
-    }
+    pe->cache_ref = (c->cap - 1) / 2;
+    pelab_model_forward_pass(m, &f, tokens, pos, 1, n);
     pe->has_cache_ref = 0;
-    if (rc) return rc;
-    const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
-    pelab_rmsnorm_forward(c->ln, c->rstd, c->x, W(m->lnf), n, D);
-    if (logits) {
-        pelab_matmul_forward(logits, c->ln, wout, n, D, V);
-        memcpy(c->logits, logits + (long)(n - 1) * V, (size_t)V * sizeof *logits);
-    } else {
-        pelab_matmul_forward(c->logits, c->ln + (long)(n - 1) * D, wout, 1, D, V);
-    }
-    c->len = t0 + n;
+    if (m->status) return m->status;
+    if (logits) memcpy(c->logits, logits + (n - 1) * V, (size_t)V * sizeof *logits);
+    c->len += n;
     return PELAB_OK;
 }
 

@@ -388,7 +388,9 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
             .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
             .row0 = m->dropout_row0, .scratch = f->scratch};
         /* what attention saves: the probabilities (reference) or each row's log-sum-exp (tiled) */
-        if (ref) pelab_attn_ref_forward(atty, f->att + k * BHT * T, qo, ko, qkv + 2 * D, &s);
+        if (f->attend) {
+            if ((m->status = f->attend(f->ctx, l, atty, qo, ko, qkv))) return m->loss = (pelab_real)NAN;
+        } else if (ref) pelab_attn_ref_forward(atty, f->att + k * BHT * T, qo, ko, qkv + 2 * D, &s);
         else if ((m->status = pelab_attn_tiled_forward(atty, f->lse + k * BHT, qo, ko, qkv + 2 * D, &s)))
             return m->loss = (pelab_real)NAN; /* out of memory for its scratch; the message says so */
         /* m = x + drop(atty·Wo^T): the branch formed in xmid (kept) or in ln1, spent (evaluation);
@@ -424,6 +426,12 @@ pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fw
     /* logits = RMSNorm(x_N)·E^T and the loss, per chunk of positions */
     const pelab_real *xN = f->x + (keep ? (long)N * BT * D : 0);
     const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
+    if (f->logits_only) { /* generation: the rows asked for, no loss */
+        const long r0 = f->logits_from, n = BT - r0;
+        pelab_rmsnorm_forward(f->ln + r0 * D, f->rstd + r0, xN + r0 * D, W(m->lnf), (int)n, D);
+        pelab_matmul_forward(f->logits, f->ln + r0 * D, wout, (int)n, D, V);
+        return m->loss = 0;
+    }
     for (long r0 = 0; r0 < BT; r0 += rows) {
         const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
         pelab_real *lnf = (keep ? f->lnf : f->ln) + r0 * D, *rstdf = (keep ? f->lnf_rstd : f->rstd) + r0;

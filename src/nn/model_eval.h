@@ -29,6 +29,15 @@ struct pelab_fwd {
     const int32_t *targets;
     const pelab_real *inputs; /* patch model: (B,T,input_dim) */
     struct pelab_attn_scratch *scratch; /* the tiled kernel's per-thread tiles */
+    /* Generation with a KV cache (nn/kv_cache.c), not kept: attend(ctx, l, atty, qo, ko, qkv)
+     * takes the attention kernels' place (it stores layer l's keys and values with the earlier
+     * ones and writes atty), and logits_only skips the loss: the output layer's rows
+     * logits_from .. B·T − 1 into logits (B·T − logits_from, V). */
+    int (*attend)(void *ctx, int layer, pelab_real *atty, const pelab_real *qo, const pelab_real *ko,
+                  const pelab_real *qkv);
+    void *ctx;
+    int logits_only;
+    long logits_from;
 };
 
 /* The forward pass of model.c into f's buffers: the mean loss (also m->loss), m->n_targets and
