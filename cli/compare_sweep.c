@@ -152,9 +152,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
     eval_text(etext, sizeof etext, eval);
     /* the sides (checked first: a cached file counts only for what is asked now), labelled as given */
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
-    rc = run.task.ops->set_side ? run.task.ops->set_side(&run.task, 0, &train_side, &patch)
-                                : pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images", run.task.ops->name);
-    if (!rc) rc = pelab_image_parse_sides(spec, train_side, patch, sides, n);
+    rc = pelab_task_sides(&run.task, spec, sides, n, &train_side, &patch);
     char items[PELAB_OPT_VAL_MAX];
     snprintf(items, sizeof items, "%s", spec);
     char *save, *item = strtok_r(items, ",", &save);
@@ -167,8 +165,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         return rc;
     }
     struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
-    rc = pelab_evaluate_sides(&run.model, &run.task, PELAB_SPLIT_TEST, spec, 0, 64, sides, n, &train_side,
-                              &patch, r);
+    rc = pelab_evaluate_sides(&run.model, &run.task, PELAB_SPLIT_TEST, sides, *n, 0, 64, r);
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};

@@ -218,14 +218,17 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
 int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
                            enum pelab_split split, int L, int full, int batch,
                            struct pelab_eval_result *r);
-/* The image task at each side of `spec` ("28,56,84" or "1x,2x,3x", pelab_image_parse_sides): the
- * split's images resized to the side, examples [0, count) (0: all) in batches of `batch`, into
- * r[i] for sides[i], i < *n (room for PELAB_IMAGE_MAX_SIDES of each); *train_side and *patch the
- * task's. The task is at its trained side again on return. PELAB_ERR_USAGE for a task without
- * images or a side the patch does not divide. */
+/* The sides of `spec` ("28,56,84" or "1x,2x,3x", pelab_image_parse_sides) for task t's images:
+ * sides[i], i < *n (room for PELAB_IMAGE_MAX_SIDES), and the task's *train_side and *patch.
+ * PELAB_ERR_USAGE for a task without images or a side the patch does not divide. */
+int pelab_task_sides(struct pelab_task *t, const char *spec, int *sides, int *n, int *train_side,
+                     int *patch);
+/* The image task at each of sides[0..n) (pelab_task_sides): the split's images resized to the
+ * side, examples [0, count) (0: all) in batches of `batch`, into r[i]. The task is at its trained
+ * side again on return. */
 int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
-                         const char *spec, uint64_t count, int batch, int *sides, int *n,
-                         int *train_side, int *patch, struct pelab_eval_result *r);
+                         const int *sides, int n, uint64_t count, int batch,
+                         struct pelab_eval_result *r);
 
 /* Progress of evaluations, for work that can run for minutes (a whole split, a length sweep):
  * after each forward pass the hook gets the span's label, its windows (examples) done and in all,

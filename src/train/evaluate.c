@@ -222,18 +222,23 @@ int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
     return run(m, &s, 0, count, batch, r);
 }
 
-int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
-                         const char *spec, uint64_t count, int batch, int *sides, int *n,
-                         int *train_side, int *patch, struct pelab_eval_result *r) {
+int pelab_task_sides(struct pelab_task *t, const char *spec, int *sides, int *n, int *train_side,
+                     int *patch) {
     if (!t->ops->set_side)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)",
                           t->ops->name);
     int rc = t->ops->set_side(t, 0, train_side, patch);
-    if (!rc) rc = pelab_image_parse_sides(spec, *train_side, *patch, sides, n);
-    for (int i = 0; !rc && i < *n; i++) {
-        rc = t->ops->set_side(t, sides[i], train_side, patch);
+    return rc ? rc : pelab_image_parse_sides(spec, *train_side, *patch, sides, n);
+}
+
+int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
+                         const int *sides, int n, uint64_t count, int batch,
+                         struct pelab_eval_result *r) {
+    int train_side, patch, rc = PELAB_OK;
+    for (int i = 0; !rc && i < n; i++) {
+        rc = t->ops->set_side(t, sides[i], &train_side, &patch);
         if (!rc) rc = pelab_evaluate(m, t, split, 0, count, batch, &r[i]);
     }
-    t->ops->set_side(t, 0, train_side, patch);
+    t->ops->set_side(t, 0, &train_side, &patch);
     return rc;
 }
