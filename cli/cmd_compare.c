@@ -109,9 +109,8 @@ static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void
 static int check_resolutions(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
     const struct lengths_check *lc = ctx;
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
-    /* side 0 is the trained side the fresh task is at: the task stays as it was */
-    int rc = t->ops->set_side((struct pelab_task *)t, 0, &train_side, &patch);
-    return rc ? rc : pelab_image_parse_sides(lc->spec, train_side, patch, sides, &n);
+    /* the fresh task is at its trained side, and stays there */
+    return pelab_task_sides((struct pelab_task *)t, lc->spec, sides, &n, &train_side, &patch);
 }
 
 void pelab_cmd_compare_help(FILE *f) {
