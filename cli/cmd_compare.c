@@ -131,7 +131,8 @@ void pelab_cmd_compare_help(FILE *f) {
                "continue where they stopped. An encoding option applies to the runs of its\n"
                "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
                "e.g. --ape-extend interpolate), which applies to the sweeps of its runs (a\n"
-               "variant may give one: learned:ape-extend=interpolate). With --jobs N > 1 the runs\n"
+               "variant may give one: learned:ape-extend=interpolate; entries that differ only in\n"
+               "such options share their runs, each with its own sweep). With --jobs N > 1 the runs\n"
                "print a line when they start and end and one about every 30 s; the results equal\n"
                "--jobs 1 at the same threads per run.\n");
     pelab_args_help(f, g, n, "pe,out");
@@ -150,6 +151,7 @@ struct result {
     int variant;
     uint64_t seed;
     char dir[PELAB_OPT_VAL_MAX + 64];
+    int shares;                  /* the index of the earlier result with the same run, or -1 */
     double test_acc, test_loss, test_ppl, wall_s;
     double at[PELAB_SWEEP_MAX];  /* the sweep at each entry: perplexity at each --lengths entry
                                   * (tasks of documents; qa: of the answer span); image: test
@@ -253,11 +255,14 @@ static void json_lengths(struct pelab_sb *sb, const char *key, const double *x) 
     pelab_sb_printf(sb, "]");
 }
 
-/* One entry of --pe: the encoding, the settings of the variant (none for a plain encoding) and
- * the evaluation-time options of its sweeps. */
+/* One entry of --pe: the encoding, the settings of the variant (none for a plain encoding), the
+ * evaluation-time options of its sweeps, and the name of its runs: the entry without those
+ * options, so that entries differing only in them (learned, learned:ape-extend=interpolate) share
+ * their runs and differ in their sweeps. */
 struct variant {
     char name[32];
     struct pelab_opts set, eval;
+    char run_name[PELAB_OPT_VAL_MAX];
 };
 static struct variant variants[MAX_PES];
 
@@ -290,6 +295,10 @@ static int parse_variant(const char *entry, struct variant *v) {
         if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
         if (rc) return rc;
     }
+    snprintf(v->run_name, sizeof v->run_name, "%s", v->name);
+    for (int i = 0; i < v->set.count; i++) /* in the order given */
+        snprintf(v->run_name + strlen(v->run_name), sizeof v->run_name - strlen(v->run_name), ":%s=%s",
+                 v->set.kv[i].key, v->set.kv[i].val);
     return PELAB_OK;
 }
 
@@ -528,13 +537,15 @@ static void run_label(char *buf, size_t size, const struct result *r) {
     snprintf(buf, size, "[%.50s s%" PRIu64 "]", r->pe, r->seed);
 }
 
-/* Whether r has its summary.json (then it is not trained again), said on stderr. */
+/* Whether r is not to be trained, said on stderr: it has its summary.json, or it shares the run
+ * of an earlier entry (it differs only in evaluation-time options). */
 static int finished_earlier(const struct result *r) {
     char path[sizeof r->dir + 16], label[80];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    if (!pelab_file_exists(path)) return 0;
+    const int done = pelab_file_exists(path);
+    if (!done && r->shares < 0) return 0;
     run_label(label, sizeof label, r);
-    fprintf(stderr, "%s  finished earlier: %s\n", label, r->dir);
+    fprintf(stderr, "%s  %s: %s\n", label, r->shares >= 0 ? "shares the run" : "finished earlier", r->dir);
     return 1;
 }
 
@@ -769,10 +780,13 @@ int pelab_cmd_compare(int argc, char **argv) {
             snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
             r->variant = p;
             r->seed = seed0 + (uint64_t)s;
-            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pes[p], r->seed);
+            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, variants[p].run_name, r->seed);
             /* a variant's init-from path: one directory, its slashes written as '_' */
             for (char *c = r->dir + strlen(out) + 1; *c; c++)
                 if (*c == '/') *c = '_';
+            r->shares = -1;
+            for (int j = 0; j < n && r->shares < 0; j++)
+                if (strcmp(rs[j].dir, r->dir) == 0) r->shares = j;
             if ((rc = run_opts(&opts, r, &one))) return rc;
             struct lengths_check lc = {lengths, &one, &variants[p].eval};
             if (image_sweeps) {
@@ -795,7 +809,7 @@ int pelab_cmd_compare(int argc, char **argv) {
         for (int i = 0; i < n; i++) {
             char path[sizeof rs[i].dir + 16];
             snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
-            if (!pelab_file_exists(path)) {
+            if (rs[i].shares < 0 && !pelab_file_exists(path)) {
                 js[done].start_s = pelab_clock_s();
                 if ((rc = train_one(&opts, &rs[i], 0))) return rc;
                 js[done++].end_s = pelab_clock_s();
@@ -827,6 +841,8 @@ int pelab_cmd_compare(int argc, char **argv) {
     if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
     if (n_lengths && image_task && (rc = write_resolutions_csv(out, st, n_pes))) return rc;
     else if (n_lengths && !image_task && (rc = write_sweep_csv(out, st, n_pes))) return rc;
-    printf("\n%d runs in %s; results in %s/compare.json\n", n, out, out);
+    int runs = 0;
+    for (int i = 0; i < n; i++) runs += rs[i].shares < 0;
+    printf("\n%d runs in %s; results in %s/compare.json\n", runs, out, out);
     return PELAB_OK;
 }

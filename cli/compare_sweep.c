@@ -2,11 +2,13 @@
  * length-extrapolation sweep (pelab/sweep.h) on the long documents, kept in RUN/sweep.json so
  * that a resumed comparison does not evaluate a finished run again.
  *
- * RUN/sweep.json: {"lengths": "<the --lengths text>", "eval_options": "<name=value,...>",
- * "rows": [sweep rows, docs/FORMATS.md]}. A file made for other lengths or other evaluation-time
- * options ("eval_options" absent: none), or one that does not parse, is made again. Runs of task
+ * RUN/sweep.json: {"lengths": "<the --lengths text>", "rows": [sweep rows, docs/FORMATS.md]};
+ * with evaluation-time options the file is RUN/sweep-<name=value,...>.json and has
+ * "eval_options": "<name=value,...>" too, so that variants differing only in those options
+ * (learned, learned:ape-extend=interpolate) share one run and keep a sweep each. A file made for
+ * other lengths or other options, or one that does not parse, is made again. Runs of task
  * qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test questions, greedy
- * generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep RUN/resolutions.json:
+ * generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep RUN/resolutions.json alike:
  * {"lengths": "<the --resolutions text>", "rows": [{"side", "grid", "accuracy", "loss",
  * "examples"}, ...]}, the whole test split at each side.
  */
@@ -30,6 +32,20 @@ static void eval_text(char *buf, size_t size, const struct pelab_opts *eval) {
     for (int i = 0; i < eval->count; i++)
         snprintf(buf + strlen(buf), size - strlen(buf), "%s%s=%s", i ? "," : "", eval->kv[i].key,
                  eval->kv[i].val);
+}
+
+/* The run opened with the evaluation-time options `eval`, their text into cache_etext and the
+ * cache file's path into cache_path: RUN/<base>.json, or RUN/<base>-<etext>.json ('/' written as '_'). */
+#define CACHE_PATH_MAX (PELAB_OPT_VAL_MAX + PELAB_OPTS_MAX * 64 + 64)
+static char cache_etext[PELAB_OPTS_MAX * 64], cache_path[CACHE_PATH_MAX];
+static int cache_open(struct pelab_run *run, const char *run_dir, const struct pelab_opts *eval,
+                      const char *base) {
+    eval_text(cache_etext, sizeof cache_etext, eval);
+    snprintf(cache_path, sizeof cache_path, "%s/%s%s%s.json", run_dir, base, cache_etext[0] ? "-" : "",
+             cache_etext);
+    for (char *c = cache_path + strlen(run_dir) + 1; *c; c++)
+        if (*c == '/') *c = '_';
+    return pelab_run_open_with(run, run_dir, eval);
 }
 
 /* Reads each row's number `key` of path into ppl (and, em not NULL, the exact matches) if it was
@@ -86,14 +102,10 @@ static int cache_write(struct pelab_sb *sb, const char *path) {
 int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                         struct pelab_sweep_length *lengths, int *n, double *ppl) {
     static struct pelab_run run;
-    int rc = pelab_run_open_with(&run, run_dir, eval);
+    int rc = cache_open(&run, run_dir, eval, "sweep");
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
-    char path[PELAB_OPT_VAL_MAX + 128];
-    snprintf(path, sizeof path, "%s/sweep.json", run_dir);
-    static char etext[PELAB_OPTS_MAX * 64];
-    eval_text(etext, sizeof etext, eval);
-    if (rc || read_cached(path, spec, etext, *n, "perplexity", ppl, NULL) == 0) {
+    if (rc || read_cached(cache_path, spec, cache_etext, *n, "perplexity", ppl, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -102,10 +114,10 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, etext);
+    cache_head(&sb, spec, cache_etext);
     pelab_sb_printf(&sb, ", \"rows\": ");
     pelab_sweep_json(&sb, rows, *n);
-    rc = cache_write(&sb, path);
+    rc = cache_write(&sb, cache_path);
     for (int i = 0; i < *n; i++) ppl[i] = rows[i].ppl;
     return rc;
 }
@@ -113,14 +125,10 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
 int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                            struct pelab_sweep_length *lengths, int *n, double *ppl, double *em) {
     static struct pelab_run run;
-    int rc = pelab_run_open_with(&run, run_dir, eval);
+    int rc = cache_open(&run, run_dir, eval, "qa_sweep");
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
-    char path[PELAB_OPT_VAL_MAX + 128];
-    snprintf(path, sizeof path, "%s/qa_sweep.json", run_dir);
-    static char etext[PELAB_OPTS_MAX * 64];
-    eval_text(etext, sizeof etext, eval);
-    if (rc || read_cached(path, spec, etext, *n, "span_perplexity", ppl, em) == 0) {
+    if (rc || read_cached(cache_path, spec, cache_etext, *n, "span_perplexity", ppl, em) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -130,10 +138,10 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, etext);
+    cache_head(&sb, spec, cache_etext);
     pelab_sb_printf(&sb, ", \"gen_tokens\": %d, \"rows\": ", PELAB_QA_GEN_TOKENS);
     pelab_qa_sweep_json(&sb, rows, *n);
-    rc = cache_write(&sb, path);
+    rc = cache_write(&sb, cache_path);
     for (int i = 0; i < *n; i++) {
         ppl[i] = rows[i].ppl;
         em[i] = rows[i].exact_match;
@@ -144,12 +152,8 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
 int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                               struct pelab_sweep_length *lengths, int *n, double *acc) {
     static struct pelab_run run;
-    int rc = pelab_run_open_with(&run, run_dir, eval);
+    int rc = cache_open(&run, run_dir, eval, "resolutions");
     if (rc) return rc;
-    char path[PELAB_OPT_VAL_MAX + 128];
-    snprintf(path, sizeof path, "%s/resolutions.json", run_dir);
-    static char etext[PELAB_OPTS_MAX * 64];
-    eval_text(etext, sizeof etext, eval);
     /* the sides (checked first: a cached file counts only for what is asked now), labelled as given */
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
     rc = pelab_task_sides(&run.task, spec, sides, n, &train_side, &patch);
@@ -160,7 +164,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         snprintf(lengths[i].label, sizeof lengths[i].label, "%s", item ? item : "");
         lengths[i].tokens = sides[i];
     }
-    if (rc || read_cached(path, spec, etext, *n, "accuracy", acc, NULL) == 0) {
+    if (rc || read_cached(cache_path, spec, cache_etext, *n, "accuracy", acc, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -169,7 +173,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, etext);
+    cache_head(&sb, spec, cache_etext);
     pelab_sb_printf(&sb, ", \"rows\": [");
     for (int i = 0; i < *n; i++) {
         pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", i ? ", " : "",
@@ -181,5 +185,5 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         acc[i] = r[i].acc;
     }
     pelab_sb_printf(&sb, "]");
-    return cache_write(&sb, path);
+    return cache_write(&sb, cache_path);
 }

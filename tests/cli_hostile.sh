@@ -179,14 +179,23 @@ expect 2 "position 63 is beyond the table of 32 positions (--ape-max-len); evalu
 "$P" compare $TT --pe learned,rope --seeds 1 --steps 2 --lengths 1x,2x --ape-extend interpolate --out "$W/cmp" \
     >"$W/o" 2>"$W/e" || fail "compare with --ape-extend: $(cat "$W/e")"
 grep -qE '^\| learned \| ' "$W/o" || fail "no learned row: $(cat "$W/o")"
-grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp/learned-s1/sweep.json" || fail "learned sweep not made with --ape-extend"
+grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp/learned-s1/sweep-ape-extend=interpolate.json" ||
+    fail "learned sweep not made with --ape-extend"
 grep -q 'eval_options' "$W/cmp/rope-s1/sweep.json" && fail "--ape-extend reached the rope runs"
-PELAB_PROGRESS_EVERY=0 "$P" compare $TT --pe learned:ape-extend=interpolate,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmp" \
+PELAB_PROGRESS_EVERY=0 "$P" compare $TT --pe learned:ape-extend=interpolate,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmpv" \
     >"$W/o2" 2>"$W/e" || fail "compare with a variant's --ape-extend: $(cat "$W/e")"
-grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp/learned:ape-extend=interpolate-s1/sweep.json" ||
+grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmpv/learned-s1/sweep-ape-extend=interpolate.json" ||
     fail "the variant's sweep not made with --ape-extend"
 grep -q "^\[learned:ape-extend=interpolate s1\]  length sweep of 2 lengths at 2x: 100% " "$W/e" ||
     fail "compare's sweep progress not labelled with its run: $(cat "$W/e")"
+# entries that differ only in evaluation-time options share their runs and keep a sweep each
+"$P" compare $TT --pe rope,rope:rope-scaling=pi:rope-scale=2 --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmps" \
+    >"$W/o3" 2>"$W/e" || fail "compare with an evaluation-only variant: $(cat "$W/e")"
+[ "$(ls -d "$W/cmps"/*-s1)" = "$W/cmps/rope-s1" ] || fail "an evaluation-only variant trained its own run: $(ls "$W/cmps")"
+grep -q "^\[rope:rope-scaling=pi:rope-scale=2 s1\]  shares the run: $W/cmps/rope-s1$" "$W/e" || fail "sharing not said: $(cat "$W/e")"
+grep -q '"eval_options": "rope-scaling=pi,rope-scale=2"' "$W/cmps/rope-s1/sweep-rope-scaling=pi,rope-scale=2.json" &&
+    ! grep -q 'eval_options' "$W/cmps/rope-s1/sweep.json" || fail "the two sweeps of the shared run: $(ls "$W/cmps/rope-s1")"
+[ "$(grep -c '^| rope' "$W/o3")" = 2 ] || fail "not a row per entry: $(cat "$W/o3")"
 expect 2 "--ape-extend applies to the runs of --pe learned, which --pe does not list" -- \
     compare $TT --pe rope --seeds 1 --steps 2 --ape-extend interpolate --out "$W/cmp1"
 [ -e "$W/cmp0" ] || [ -e "$W/cmp1" ] && fail "a refused compare left a directory"
