@@ -212,14 +212,17 @@ static void check_cases(void) {
     for (size_t e = 0; e < sizeof encs / sizeof *encs; e++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             for (int drop = 0; drop < 3; drop++) { /* none; from batch row 0; from row 5 */
-                struct attn_case c = {encs[e].pe, encs[e].kv, shapes[i].B, shapes[i].H, shapes[i].d,
-                                      shapes[i].T, shapes[i].tile, drop ? 0.3 : 0, shapes[i].shifted,
-                                      drop == 2 ? 5 : 0, 0};
+                struct attn_case c = {.pe = encs[e].pe, .kv = encs[e].kv, .B = shapes[i].B,
+                                      .H = shapes[i].H, .d = shapes[i].d, .T = shapes[i].T,
+                                      .tile = shapes[i].tile, .dropout = drop ? 0.3 : 0,
+                                      .shifted = shapes[i].shifted, .row0 = drop == 2 ? 5 : 0};
                 check_against_ref(&c);
             }
     /* the default tile, more than one of it (and a partial last one) */
-    struct attn_case big[] = {{"pope", pope_kv, 1, 2, 4, 150, 0, 0, 0, 0, 0}, {"t5", t5_kv, 2, 1, 4, 130, 0, 0.2, 1, 7, 0},
-                              {"fire", fire_kv, 1, 2, 2, 129, 0, 0, 0, 0, 0}};
+    struct attn_case big[] = {
+        {.pe = "pope", .kv = pope_kv, .B = 1, .H = 2, .d = 4, .T = 150},
+        {.pe = "t5", .kv = t5_kv, .B = 2, .H = 1, .d = 4, .T = 130, .dropout = 0.2, .shifted = 1, .row0 = 7},
+        {.pe = "fire", .kv = fire_kv, .B = 1, .H = 2, .d = 2, .T = 129}};
     for (size_t i = 0; i < sizeof big / sizeof *big; i++) check_against_ref(&big[i]);
     /* bidirectional (every key of the sequence), as the image task runs it: partial tiles, an
      * image's 50 tokens in one default tile with heads 16 wide, and more than one default tile */
@@ -228,8 +231,10 @@ static void check_cases(void) {
     for (size_t e = 0; e < sizeof bencs / sizeof *bencs; e++)
         for (size_t i = 0; i < sizeof bshapes / sizeof *bshapes; i++)
             for (int drop = 0; drop < 2; drop++) {
-                struct attn_case c = {encs[bencs[e]].pe, encs[bencs[e]].kv, bshapes[i].B, bshapes[i].H,
-                                      bshapes[i].d, bshapes[i].T, bshapes[i].tile, drop ? 0.3 : 0, 0, 0, 1};
+                struct attn_case c = {.pe = encs[bencs[e]].pe, .kv = encs[bencs[e]].kv,
+                                      .B = bshapes[i].B, .H = bshapes[i].H, .d = bshapes[i].d,
+                                      .T = bshapes[i].T, .tile = bshapes[i].tile,
+                                      .dropout = drop ? 0.3 : 0, .bidirectional = 1};
                 check_against_ref(&c);
             }
 }
@@ -529,16 +534,24 @@ int main(int argc, char **argv) {
     for (int drop = 0; drop < 2; drop++) {
         const double p = drop ? 0.3 : 0;
         const int row0 = drop ? 3 : 0; /* a share of a batch: its masks from batch row 3 on */
-        check_gradients(&(struct attn_case){"nope", NULL, 2, 2, 3, 7, 3, p, 0, row0, 0});
-        check_gradients(&(struct attn_case){"pope", NULL, 1, 2, 2, 8, 3, p, 1, row0, 0});
-        check_gradients(&(struct attn_case){"t5", t5_kv, 2, 2, 2, 7, 2, p, 0, row0, 0});
-        check_gradients(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, p, 0, row0, 0});
-        check_gradients(&(struct attn_case){"pope", NULL, 2, 2, 2, 10, 4, p, 0, row0, 1}); /* bidirectional */
+        check_gradients(&(struct attn_case){.pe = "nope", .B = 2, .H = 2, .d = 3, .T = 7,
+                .tile = 3, .dropout = p, .row0 = row0});
+        check_gradients(&(struct attn_case){.pe = "pope", .B = 1, .H = 2, .d = 2, .T = 8,
+                .tile = 3, .dropout = p, .shifted = 1, .row0 = row0});
+        check_gradients(&(struct attn_case){.pe = "t5", .kv = t5_kv, .B = 2, .H = 2, .d = 2,
+                .T = 7, .tile = 2, .dropout = p, .row0 = row0});
+        check_gradients(&(struct attn_case){.pe = "fire", .kv = fire_kv, .B = 2, .H = 2, .d = 2,
+                .T = 11, .tile = 4, .dropout = p, .row0 = row0});
+        check_gradients(&(struct attn_case){.pe = "pope", .B = 2, .H = 2, .d = 2, .T = 10,
+                .tile = 4, .dropout = p, .row0 = row0, .bidirectional = 1});
     }
     printf("a batch in two shares of rows, dropout 0.3\n");
-    check_shares(&(struct attn_case){"t5", t5_kv, 3, 2, 4, 13, 4, 0.3, 0, 0, 0}, 1);
-    check_shares(&(struct attn_case){"pope", NULL, 3, 2, 2, 12, 3, 0.3, 1, 5, 0}, 2);
-    check_shares(&(struct attn_case){"fire", fire_kv, 2, 2, 2, 11, 4, 0.3, 0, 0, 0}, 1);
+    check_shares(&(struct attn_case){.pe = "t5", .kv = t5_kv, .B = 3, .H = 2, .d = 4, .T = 13,
+            .tile = 4, .dropout = 0.3}, 1);
+    check_shares(&(struct attn_case){.pe = "pope", .B = 3, .H = 2, .d = 2, .T = 12, .tile = 3,
+            .dropout = 0.3, .shifted = 1, .row0 = 5}, 2);
+    check_shares(&(struct attn_case){.pe = "fire", .kv = fire_kv, .B = 2, .H = 2, .d = 2, .T = 11,
+            .tile = 4, .dropout = 0.3}, 1);
     printf("determinism\n");
     check_bits("t5", t5_kv);
     check_bits("fire", fire_kv);
