@@ -351,9 +351,11 @@ static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pe
  *   not kept (eval)   one set of buffers overwritten layer after layer, the residual stream x
  *                     updated in place, and the position-wise part (MLP, final norm, output layer
  *                     and loss) over chunks of f->rows positions, which is what keeps evaluation's
- *                     memory linear in B·T with no (B,T,V) logits.
- * The operations and their operands are the same either way (a sum a + b where one path wrote
- * b + a: addition commutes exactly), so the two give the same loss bit for bit.
+ *                     memory linear in B·T with no (B,T,V) logits;
+ *   generation        not kept, with the KV cache's attention (f->attend: the keys and values of
+ *                     earlier passes) and logits only (nn/kv_cache.c).
+ * The operations and their operands are the same for training and evaluation (a sum a + b where
+ * one path wrote b + a: addition commutes exactly), so the two give the same loss bit for bit.
  * tokens, pos (B,T); f->targets (B,T), -1 where none. Sets m->status, m->n_targets, m->loss. */
 pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, const int32_t *tokens,
                                     const int32_t *pos, int B, int T) {
