@@ -22,8 +22,9 @@ static const struct pelab_preset presets[] = {
      * scored queries per string, a 3-layer 64-wide model and a higher learning rate. δ starts
      * uniform in [−2π, 0] as in the paper's indirect-indexing runs: from δ = 0 the first updates
      * push most entries above 0, where the clamp holds them at 0 with no gradient (measured:
-     * ~90% of δ after 400 steps), so PoPE loses its learnable offsets. Measured so far (README):
-     * neither RoPE nor PoPE leaves the plateau within 20k steps here; the budget is still open. */
+     * ~90% of δ after 400 steps), so PoPE loses its learnable offsets. Measured (README,
+     * "Indirect indexing"): neither RoPE nor PoPE leaves the plateau within 20k steps here; on
+     * the ±1 variant at the paper's learning rate (2e-4, 24k steps) both do, RoPE first. */
     {"indirect", "cpu", "a 2-core machine: strings 6-10, shifts 1-3, 4 queries, D 64, 3 layers",
      "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=3000 "
      "weight-decay=0.01 clip=1.0 eval-every=500 eval-batches=4 indirect-min-len=6 "
