@@ -143,8 +143,8 @@ PY
 # an evaluation-time option reaches the image sweep: the learned table interpolated at 2x
 "$P" compare $TINY --steps 2 --positions raster --pe learned --ape-extend interpolate --seeds 1 --resolutions 1x,2x \
     --out "$W/cmp2" >"$W/out" 2>"$W/err" || fail "compare --resolutions with --ape-extend: $(tail -3 "$W/err")"
-grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp2/learned-s1/resolutions.json" ||
-    fail "resolutions.json does not record the evaluation-time option: $(cat "$W/cmp2/learned-s1/resolutions.json")"
+grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp2/learned-s1/resolutions-ape-extend=interpolate.json" ||
+    fail "the image sweep with the evaluation-time option: $(ls "$W/cmp2/learned-s1")"
 check 2 "--resolutions: task indirect has no images" -- compare --task indirect --pe rope --resolutions 1x --out "$W/bad"
 check 2 "resolution 10 is not a multiple of the patch size 4" -- compare $TINY --pe rope2d --resolutions 8,10 --out "$W/bad"
 
