@@ -295,10 +295,11 @@ static int parse_variant(const char *entry, struct variant *v) {
         if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
         if (rc) return rc;
     }
-    snprintf(v->run_name, sizeof v->run_name, "%s", v->name);
-    for (int i = 0; i < v->set.count; i++) /* in the order given */
-        snprintf(v->run_name + strlen(v->run_name), sizeof v->run_name - strlen(v->run_name), ":%s=%s",
-                 v->set.kv[i].key, v->set.kv[i].val);
+    char run[sizeof v->run_name]; /* NAME:option=value:... of the settings, in the order given */
+    size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
+    for (int i = 0; i < v->set.count && len < sizeof run; i++)
+        len += (size_t)snprintf(run + len, sizeof run - len, ":%s=%s", v->set.kv[i].key, v->set.kv[i].val);
+    memcpy(v->run_name, run, sizeof run);
     return PELAB_OK;
 }
 
