@@ -34,16 +34,20 @@ static void eval_text(char *buf, size_t size, const struct pelab_opts *eval) {
                  eval->kv[i].val);
 }
 
-/* The run opened with the evaluation-time options `eval`, their text into cache_etext and the
- * cache file's path into cache_path: RUN/<base>.json, or RUN/<base>-<etext>.json ('/' written as '_'). */
-#define CACHE_PATH_MAX (PELAB_OPT_VAL_MAX + PELAB_OPTS_MAX * 64 + 64)
-static char cache_etext[PELAB_OPTS_MAX * 64], cache_path[CACHE_PATH_MAX];
-static int cache_open(struct pelab_run *run, const char *run_dir, const struct pelab_opts *eval,
-                      const char *base) {
-    eval_text(cache_etext, sizeof cache_etext, eval);
-    snprintf(cache_path, sizeof cache_path, "%s/%s%s%s.json", run_dir, base, cache_etext[0] ? "-" : "",
-             cache_etext);
-    for (char *c = cache_path + strlen(run_dir) + 1; *c; c++)
+/* A run's cached sweep: the text of its evaluation-time options ("name=value,...", "" for none)
+ * and its file, RUN/<base>.json or RUN/<base>-<etext>.json ('/' written as '_'). */
+struct sweep_cache {
+    char etext[PELAB_OPTS_MAX * 64];
+    char path[PELAB_OPT_VAL_MAX + PELAB_OPTS_MAX * 64 + 64];
+};
+
+/* The run opened with the evaluation-time options `eval`, and its cache file for `base` into sc. */
+static int cache_open(struct pelab_run *run, struct sweep_cache *sc, const char *run_dir,
+                      const struct pelab_opts *eval, const char *base) {
+    eval_text(sc->etext, sizeof sc->etext, eval);
+    snprintf(sc->path, sizeof sc->path, "%s/%s%s%s.json", run_dir, base, sc->etext[0] ? "-" : "",
+             sc->etext);
+    for (char *c = sc->path + strlen(run_dir) + 1; *c; c++)
         if (*c == '/') *c = '_';
     return pelab_run_open_with(run, run_dir, eval);
 }
@@ -102,10 +106,11 @@ static int cache_write(struct pelab_sb *sb, const char *path) {
 int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                         struct pelab_sweep_length *lengths, int *n, double *ppl) {
     static struct pelab_run run;
-    int rc = cache_open(&run, run_dir, eval, "sweep");
+    static struct sweep_cache sc;
+    int rc = cache_open(&run, &sc, run_dir, eval, "sweep");
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
-    if (rc || read_cached(cache_path, spec, cache_etext, *n, "perplexity", ppl, NULL) == 0) {
+    if (rc || read_cached(sc.path, spec, sc.etext, *n, "perplexity", ppl, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -114,10 +119,10 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, cache_etext);
+    cache_head(&sb, spec, sc.etext);
     pelab_sb_printf(&sb, ", \"rows\": ");
     pelab_sweep_json(&sb, rows, *n);
-    rc = cache_write(&sb, cache_path);
+    rc = cache_write(&sb, sc.path);
     for (int i = 0; i < *n; i++) ppl[i] = rows[i].ppl;
     return rc;
 }
@@ -125,10 +130,11 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
 int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                            struct pelab_sweep_length *lengths, int *n, double *ppl, double *em) {
     static struct pelab_run run;
-    int rc = cache_open(&run, run_dir, eval, "qa_sweep");
+    static struct sweep_cache sc;
+    int rc = cache_open(&run, &sc, run_dir, eval, "qa_sweep");
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
-    if (rc || read_cached(cache_path, spec, cache_etext, *n, "span_perplexity", ppl, em) == 0) {
+    if (rc || read_cached(sc.path, spec, sc.etext, *n, "span_perplexity", ppl, em) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -138,10 +144,10 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, cache_etext);
+    cache_head(&sb, spec, sc.etext);
     pelab_sb_printf(&sb, ", \"gen_tokens\": %d, \"rows\": ", PELAB_QA_GEN_TOKENS);
     pelab_qa_sweep_json(&sb, rows, *n);
-    rc = cache_write(&sb, cache_path);
+    rc = cache_write(&sb, sc.path);
     for (int i = 0; i < *n; i++) {
         ppl[i] = rows[i].ppl;
         em[i] = rows[i].exact_match;
@@ -152,7 +158,8 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
 int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                               struct pelab_sweep_length *lengths, int *n, double *acc) {
     static struct pelab_run run;
-    int rc = cache_open(&run, run_dir, eval, "resolutions");
+    static struct sweep_cache sc;
+    int rc = cache_open(&run, &sc, run_dir, eval, "resolutions");
     if (rc) return rc;
     /* the sides (checked first: a cached file counts only for what is asked now), labelled as given */
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
@@ -164,7 +171,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         snprintf(lengths[i].label, sizeof lengths[i].label, "%s", item ? item : "");
         lengths[i].tokens = sides[i];
     }
-    if (rc || read_cached(cache_path, spec, cache_etext, *n, "accuracy", acc, NULL) == 0) {
+    if (rc || read_cached(sc.path, spec, sc.etext, *n, "accuracy", acc, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -173,7 +180,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, cache_etext);
+    cache_head(&sb, spec, sc.etext);
     pelab_sb_printf(&sb, ", \"rows\": [");
     for (int i = 0; i < *n; i++) {
         pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", i ? ", " : "",
@@ -185,5 +192,5 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         acc[i] = r[i].acc;
     }
     pelab_sb_printf(&sb, "]");
-    return cache_write(&sb, cache_path);
+    return cache_write(&sb, sc.path);
 }

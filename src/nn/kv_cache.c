@@ -100,7 +100,6 @@ int pelab_kv_cache_length(const struct pelab_kv_cache *c) { return c->len; }
 
 const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c) { return c->logits; }
 
-
 static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
     pelab_real s = 0;
 #pragma omp simd reduction(+ : s)
@@ -109,12 +108,13 @@ static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
 }
 
 /* Layer l's attention for the chunk's n queries (qo) against the t0 + n cached keys and values,
- * into c->atty (n,D): per head, S = scale·Q·K^T (+ bias), the causal softmax of each row over
+ * into atty (n,D): per head, S = scale·Q·K^T (+ bias), the causal softmax of each row over
  * keys 0..t0+i (later keys get probability 0), atty_h = P·V. A chunk of GEMM_ROWS queries or more
  * (a prompt) forms S and P·V as matrix products; fewer (a generated token) as dot products, which
  * read the cache once instead of packing it for a product of one row. */
 #define GEMM_ROWS 16
-static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, int n) {
+static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, int n,
+                   const pelab_real *qo, pelab_real *atty) {
     struct pelab_model *m = c->m;
     struct pelab_posenc *pe = &m->pe;
     const int D = m->cfg.d_model, H = m->cfg.n_heads, d = D / H, dq = pe->qk_dim;
@@ -130,14 +130,14 @@ static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, 
     }
     if (gemm)
         for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
-            pelab_gemm(0, 1, n, nk, dq, scale, c->qo + (long)h * n * dq, dq,
+            pelab_gemm(0, 1, n, nk, dq, scale, qo + (long)h * n * dq, dq,
                        K + (long)h * cap * dq, dq, has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
 #pragma omp parallel for collapse(2) schedule(static)
     for (int h = 0; h < H; h++)
         for (int i = 0; i < n; i++) {
             const int t = t0 + i; /* keys 0..t */
             pelab_real *row = c->scores + ((long)h * n + i) * nk;
-            const pelab_real *q = c->qo + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
+            const pelab_real *q = qo + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
             if (!gemm)
                 for (int j = 0; j <= t; j++) row[j] += scale * dot(q, Kh + (long)j * dq, dq);
             pelab_real mx = -INFINITY;
@@ -150,7 +150,7 @@ static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, 
             for (int j = 0; j <= t; j++) row[j] /= sum;
             for (int j = t + 1; j < nk; j++) row[j] = 0;
             if (gemm) continue;
-            pelab_real *o = c->atty + (long)i * D + (long)h * d;
+            pelab_real *o = atty + (long)i * D + (long)h * d;
             const pelab_real *Vh = Vv + (long)h * cap * d;
             memset(o, 0, (size_t)d * sizeof *o);
             for (int j = 0; j <= t; j++)
@@ -159,7 +159,7 @@ static void attend(struct pelab_kv_cache *c, int l, const int32_t *pos, int t0, 
     if (gemm)
         for (int h = 0; h < H; h++) /* atty[:, h] (n,d), rows D apart = (n,nk)·(nk,d) */
             pelab_gemm(0, 0, n, d, nk, 1, c->scores + (long)h * n * nk, nk, Vv + (long)h * cap * d,
-                       d, 0, c->atty + (long)h * d, D);
+                       d, 0, atty + (long)h * d, D);
 }
 
 /* The cache's attention for pelab_model_forward_pass (struct pelab_fwd's attend): layer l's
@@ -175,14 +175,13 @@ static int attend_cached(void *ctx, int l, pelab_real *atty, const pelab_real *q
     const struct chunk_pass *p = ctx;
     struct pelab_kv_cache *c = p->c;
     const int D = c->m->cfg.d_model, H = c->m->cfg.n_heads, d = D / H, dq = c->m->pe.qk_dim;
-    PELAB_ASSERT(atty == c->atty && qo == c->qo);
     for (int h = 0; h < H; h++)
         for (int i = 0; i < p->n; i++) {
             const long at = ((long)l * H + h) * c->cap + p->t0 + i;
             memcpy(c->k + at * dq, ko + ((long)h * p->n + i) * dq, (size_t)dq * sizeof *c->k);
             memcpy(c->v + at * d, qkv + (long)i * 3 * D + 2 * D + (long)h * d, (size_t)d * sizeof *c->v);
         }
-    attend(c, l, p->pos, p->t0, p->n);
+    attend(c, l, p->pos, p->t0, p->n, qo, atty);
     return PELAB_OK;
 }
 
