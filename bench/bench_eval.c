@@ -41,6 +41,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
     const char *attention = "tiled", *pe = "rope", *forward = "eval";
     int T = 0, reps = 1, warmup = 0, threads = 0;
     for (int i = 1; i < argc; i += 2) {

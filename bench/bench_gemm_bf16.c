@@ -71,6 +71,7 @@ static int shapes_of(const char *name, struct shape *s) {
 }
 
 int main(int argc, char **argv) {
+    pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
     const char *config = NULL;
     int reps = 5, threads = 0;
     for (int i = 1; i < argc; i += 2) {

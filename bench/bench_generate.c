@@ -48,6 +48,7 @@ static int argmax(const pelab_real *row) {
 }
 
 int main(int argc, char **argv) {
+    pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
     const char *pe = "rope", *cache = "on";
     int N = 0, G = 16, threads = 0;
     for (int i = 1; i < argc; i += 2) {

@@ -77,6 +77,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
     const char *config = NULL, *pe = NULL, *attention = "tiled", *precision = "fp32";
     int steps = -1, warmup = -1, threads = 0;
     for (int i = 1; i < argc; i += 2) {

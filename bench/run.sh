@@ -42,10 +42,20 @@ tps() { field tokens_per_s; }
 median() { sort -g | awk '{ x[NR] = $1 } END { if (NR == 0) print "null";
     else if (NR % 2) print x[(NR + 1) / 2]; else printf "%.1f\n", (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
 
+# pelab and the twin on the same OpenBLAS kernels, the ones pelab chooses for this CPU, so that the
+# ratios compare code, not CPU detection (src/kernels/cpu/blas_kernels.h)
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    core=$(bash scripts/blas-core.sh ./pelab) && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
+fi
+echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 echo "pelab: $pelab_bin, twin: PyTorch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)," \
      "$threads threads, $reps repetitions (medians)"
-sgemm=$("$sgemm_bin" --threads "$threads" | field gflops)
-echo "sgemm (2048³, $threads threads): $sgemm GFLOP/s"
+sgemm_json=$("$sgemm_bin" --threads "$threads")
+sgemm=$(printf '%s\n' "$sgemm_json" | field gflops)
+onednn=$(printf '%s\n' "$sgemm_json" | field onednn_gflops)
+peak=$(printf '%s\n' "$sgemm_json" | field peak_gflops_2fma)
+echo "sgemm (2048³, $threads threads): $sgemm GFLOP/s on $(printf '%s\n' "$sgemm_json" | sed -n 's/.*"kernels":"\([^"]*\)".*/\1/p')" \
+     "(oneDNN's sgemm ${onednn:-not built}; peak at the nominal clock with 2 FMA units a core: ${peak:-unknown})"
 status=0
 rows=()
 json="["

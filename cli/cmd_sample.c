@@ -204,7 +204,10 @@ static int generate_one(struct pelab_run *run, struct context *cx, enum pelab_sp
     int last = 0;
     for (int p = 0; p < T; p++)
         if (b.targets[p] >= 0) last = p;
-    size_t have = (size_t)last + 2, cap = (size_t)prompt + (size_t)tokens;
+    /* the prompt is at most the window's inputs; `tokens` follow it, however long it is */
+    const size_t have = (size_t)last + 2, P = (size_t)prompt < have - 1 ? (size_t)prompt : have - 1;
+    const size_t cap = P + (size_t)tokens;
+    size_t n = P;
     int32_t *window = malloc(have * sizeof *window), *seq = malloc(cap * sizeof *seq);
     if (!window || !seq) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -212,7 +215,6 @@ static int generate_one(struct pelab_run *run, struct context *cx, enum pelab_sp
     }
     memcpy(window, b.tokens, (have - 1) * sizeof *window);
     window[have - 1] = b.targets[last];
-    size_t P = (size_t)prompt < have - 1 ? (size_t)prompt : have - 1, n = P;
     memcpy(seq, window, P * sizeof *seq);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, pelab_hash64(seed ^ pelab_hash64((uint64_t)i)));

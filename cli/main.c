@@ -59,7 +59,7 @@ static void usage(FILE *f) {
             "             'pelab help encodings|tasks|presets' lists what can be plugged in");
     const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK;
     pelab_clear_error();
-    fprintf(f, "\nbuild: %s, %s, %s, %s\n", pelab_build_info(),
+    fprintf(f, "\nbuild: %s (%s), %s, %s, %s\n", pelab_build_info(), pelab_blas_kernels(),
             bf16 ? "bf16 (--precision bf16: oneDNN, AVX512-BF16)" : "no bf16 (--precision bf16 needs oneDNN and AVX512-BF16)",
             pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)",
             pelab_dist_built() ? "MPI (mpirun -np N pelab train|eval)" : "no MPI (one process)");
@@ -138,11 +138,15 @@ static int run(int argc, char **argv) {
         pelab_clear_error();
         printf("pelab %s (%s, %s, %s, %s)\n", PELAB_VERSION, pelab_build_info(), bf16 ? "bf16" : "no bf16",
                pelab_dist_built() ? "MPI" : "no MPI", pelab_plot_available() ? "cairo" : "no cairo");
+        printf("matrix products: %s\n", pelab_blas_kernels());
         return PELAB_OK;
     }
     const struct command *c = find(name);
     if (!c)
         return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')", name));
+    /* every rank runs one command line: options that size the collectives must agree (a rank
+     * with another --d-model would overrun the others' buffers in the first sum) */
+    if (pelab_dist_same_words(argc - 1, argv + 1, "command line")) return fail(PELAB_ERR_USAGE);
     if (pelab_dist_size() > 1 && strcmp(name, "train") != 0 && strcmp(name, "eval") != 0) {
         /* alike on every rank: rank 0 says it */
         int rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "pelab %s runs in one process: "
@@ -160,6 +164,7 @@ static int run(int argc, char **argv) {
  * that the ranks agreed on, or a usage error (the same options on every rank), ends each rank by
  * itself; any other error of one rank ends the whole job, so that no rank waits for it forever. */
 int main(int argc, char **argv) {
+    pelab_blas_mend(argv); /* before MPI or any thread starts: it may run pelab again */
     if (pelab_dist_init(&argc, &argv)) return fail(PELAB_ERR_RUNTIME);
     if (pelab_dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
         fprintf(stderr, "pelab: rank %d: cannot silence standard output\n", pelab_dist_rank());

@@ -5,15 +5,18 @@
 #   - after every kill, the resume starts from a checkpoint no older than the last one the log
 #     proves complete (the log line of step L is written after every checkpoint before L), so
 #     a kill loses at most the updates since the last checkpoint;
-#   - the finished run equals an uninterrupted one: every log line (but speed and time), the
-#     final weights bit for bit, the summary's metrics;
+#   - the finished run equals an uninterrupted one trained in the same directory: every log line
+#     (but speed and time), the summary's metrics, the tensors of its kept checkpoints (whose
+#     metadata hold the wall time), and its config.json and model.safetensors byte for byte
+#     (options recorded in one canonical form: "--lr 1e-3" and the "0.001" a resume reads back
+#     from config.json write the same bytes);
 #   - no temporary file is left, and at most --keep checkpoints;
 #   - a run being trained cannot be resumed by a second process at the same time.
 # KILL_TEST_KILLS (default 20) is the fewest kills the test must have made over both runs.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
-S="$TINY --steps 50 --warmup 5 --log-every 1 --eval-every 10 --eval-batches 1"
+S="$TINY --steps 50 --warmup 5 --log-every 1 --eval-every 10 --eval-batches 1 --lr 1e-3 --eps 1e-8 --min-lr 1E-4"
 MIN_KILLS=${KILL_TEST_KILLS:-20}
 
 # step, lr, loss, acc, val_loss, val_acc of each log line (not the speed or the time).
@@ -39,8 +42,9 @@ for cfg in "--pe rope --save-every 1 --keep 2:1" "--pe pope --dropout 0.1 --accu
     opts=${cfg%:*} every=${cfg##*:}
     rm -rf "$W/ref" "$W/run"
     start=$(date +%s%N)
-    "$P" train $S $opts --out "$W/ref" >/dev/null 2>"$W/err" || fail "reference run: $(tail -2 "$W/err")"
+    "$P" train $S $opts --out "$W/run" >/dev/null 2>"$W/err" || fail "reference run: $(tail -2 "$W/err")"
     ref_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    mv "$W/run" "$W/ref" # the killed run trains in the same directory, which its files record
     # Kill after 0 .. max_ms: about three updates' time at first, then adapted so that a segment
     # makes about two updates (the machine may be busy), some none at all.
     max_ms=$(( 3 * ref_ms / 50 > 20 ? 3 * ref_ms / 50 : 20 ))
@@ -87,6 +91,12 @@ for cfg in "--pe rope --save-every 1 --keep 2:1" "--pe pope --dropout 0.1 --accu
         fail "$opts: after $kills kills the log differs from the uninterrupted run: $(head -5 "$W/diff")"
     same_weights "$W/ref/model.safetensors" "$W/run/model.safetensors" ||
         fail "$opts: after $kills kills the final weights differ"
+    for f in config.json model.safetensors; do
+        cmp -s "$W/ref/$f" "$W/run/$f" || fail "$opts: after $kills kills $f is not byte-identical to the uninterrupted run's"
+    done
+    for f in $(cd "$W/ref" && ls checkpoints/*); do # their metadata hold the wall time trained
+        same_weights "$W/ref/$f" "$W/run/$f" || fail "$opts: after $kills kills $f holds other tensors"
+    done
     [ "$(metrics "$W/ref")" = "$(metrics "$W/run")" ] || fail "$opts: summary metrics differ"
     ls -A "$W/run" "$W/run/checkpoints" | grep -q '\.tmp\.' && fail "$opts: temporary files left"
     keep=$(echo "$opts" | sed 's/.*--keep \([0-9]*\).*/\1/')

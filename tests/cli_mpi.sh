@@ -182,4 +182,26 @@ mpi 2 sample --model "$W/rope-1" >/dev/null 2>"$W/e"; rc=$?
 mpi 2 eval --model "$W/rope-1" --split long >/dev/null 2>"$W/e"; rc=$?
 [ $rc -eq 2 ] && [ "$(grep -c '^pelab: ' "$W/e")" -eq 1 ] && grep -q "^pelab: --split long: task indirect" "$W/e" ||
     fail "eval --split long on 2 ranks: exit $rc: $(cat "$W/e")"
+# ranks that run different command lines (mpirun's "A : B" form) stop before any collective: one
+# line naming the first setting that differs, exit 2 on every rank, no rank left running, no run
+mpmd() { timeout 60 mpirun --oversubscribe --bind-to none -np 1 "$P" $1 : -np 1 "$P" $2; }
+for pair in "--d-model 32|--d-model 64|'--d-model 64' where rank 0 has '--d-model 32'" \
+            "--pe rope|--pe pope|'--pe pope' where rank 0 has '--pe rope'" \
+            "--steps 20|--steps 21|'--steps 21' where rank 0 has '--steps 20'" \
+            "--lr 1e-3|--lr 2e-3|'--lr 2e-3' where rank 0 has '--lr 1e-3'"; do
+    IFS='|' read -r a b want <<<"$pair"
+    rm -rf "$W/mm"
+    base="--heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16 --eval-every 0 --out $W/mm"
+    mpmd "train --d-model 32 --pe rope --steps 20 --lr 1e-3 $base $a" "train --d-model 32 --pe rope --steps 20 --lr 1e-3 $base $b" \
+        >/dev/null 2>"$W/e"; rc=$?
+    [ $rc -eq 2 ] && [ "$(grep -c '^pelab: ' "$W/e")" -eq 1 ] &&
+        grep -qF "pelab: rank 1's command line differs from rank 0's: it has $want" "$W/e" ||
+        fail "ranks with $a and $b: exit $rc: $(cat "$W/e")"
+    [ ! -e "$W/mm" ] || fail "ranks with $a and $b made a run directory"
+done
+mpmd "train $S --pe rope --out $W/mix" "eval --model $W/rope-1" >/dev/null 2>"$W/e"; rc=$?
+[ $rc -eq 2 ] && [ "$(grep -c '^pelab: ' "$W/e")" -eq 1 ] &&
+    grep -qF "pelab: rank 1's command line differs from rank 0's: it has 'eval' where rank 0 has 'train'" "$W/e" ||
+    fail "train and eval in one launch: exit $rc: $(cat "$W/e")"
+pgrep -f "$P (train|eval)" >/dev/null && fail "a rank is left running"
 echo "ok"

@@ -11,6 +11,12 @@ cd "$(dirname "$0")/.."
 # the working ones need, and small test problems then run many times slower.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 test_dir=${PELAB_TEST_DIR:-build/tests}
+# Every program runs on the OpenBLAS kernels pelab chooses for this CPU (scripts/blas-core.sh):
+# the C tests too, and pelab says nothing about a choice already made.
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    core=$(bash scripts/blas-core.sh "${PELAB_BIN:-./pelab}") && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
+fi
+[ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS kernels: $OPENBLAS_CORETYPE"
 cli_tests=()
 if [ -n "${PELAB_CLI_TESTS:-}" ]; then
     for n in $PELAB_CLI_TESTS; do cli_tests+=("tests/$n.sh"); done

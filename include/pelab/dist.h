@@ -44,6 +44,13 @@ int pelab_dist_follower(void);
  * the job need not be aborted. */
 int pelab_dist_agreed(void);
 
+/* Collective: whether every rank holds the n words (a command line, or a run's settings as
+ * key=value) that rank 0 holds, `what` naming them ("command line", "settings"). PELAB_OK when all
+ * do; otherwise PELAB_ERR_USAGE on every rank with one message, the same everywhere (so rank 0
+ * prints it and no rank waits), naming the lowest rank that differs and its first differing word
+ * beside rank 0's. Call it before any collective whose sizes the words decide. */
+int pelab_dist_same_words(int n, char *const *words, const char *what);
+
 /* Collective: x (n,) := Σ over ranks of x, in place. */
 void pelab_dist_sum_real(pelab_real *x, size_t n);
 void pelab_dist_sum_double(double *x, size_t n);

@@ -46,8 +46,12 @@ void pelab_sb_printf(struct pelab_sb *sb, const char *fmt, ...) __attribute__((f
 void pelab_sb_append(struct pelab_sb *sb, const char *s, size_t n);
 /* Appends s as a quoted, escaped JSON string. */
 void pelab_sb_json_string(struct pelab_sb *sb, const char *s);
-/* Appends a number: integers exactly, others with 17 significant digits (round-trips);
- * non-finite values as null. */
+/* Appends a number in its canonical text (pelab_json_number_text). */
 void pelab_sb_json_number(struct pelab_sb *sb, double x);
+/* The canonical text of a number, at most 32 bytes: integers below 2^53 exactly ("50257", "-0"),
+ * others with the fewest of 15, 16 or 17 significant digits that read back to the same double
+ * ("1e-3" and "0.001" both give "0.001"); non-finite values as "null". One number, one text: what a
+ * run records of an option is the same whether it came from the command line or from config.json. */
+void pelab_json_number_text(char *buf, size_t size, double x);
 
 #endif

@@ -9,5 +9,14 @@ int pelab_threads_get(void);
 /* How the build does matrix products and threads, what it was compiled for and which vector
  * kernels run on this CPU, e.g. "OpenBLAS, OpenMP, portable x86-64 build, avx512 kernels". */
 const char *pelab_build_info(void);
+/* The matrix-product kernels that run, e.g. "OpenBLAS 0.3.21 SkylakeX kernels"; with
+ * OPENBLAS_CORETYPE set, also that, and the better core this CPU allows if there is one. */
+const char *pelab_blas_kernels(void);
+/* Call first in main(), before any other work: where OpenBLAS chose kernels below what the CPU's
+ * instructions allow (a model its table does not know) and OPENBLAS_CORETYPE is unset, says so in
+ * one line on stderr and runs the program again (execv of /proc/self/exe with the same argv) with
+ * OPENBLAS_CORETYPE set to the best core the CPU allows; returns otherwise
+ * (src/kernels/cpu/blas_kernels.h). */
+void pelab_blas_mend(char **argv);
 
 #endif

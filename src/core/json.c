@@ -476,23 +476,25 @@ void pelab_sb_json_string(struct pelab_sb *sb, const char *s) {
     pelab_sb_append(sb, "\"", 1);
 }
 
-/* Integers below 2^53 print exactly as integers ("50257", "-0"); others print with the fewest
- * of 15, 16 or 17 significant digits that read back to the same double, so 0.1 stays "0.1"
- * while every value still round-trips. JSON has no inf/nan: those become null. */
-void pelab_sb_json_number(struct pelab_sb *sb, double x) {
+/* 0.1 stays "0.1" while every value still round-trips. JSON has no inf/nan: those become null. */
+void pelab_json_number_text(char *buf, size_t size, double x) {
     if (!isfinite(x)) {
-        pelab_sb_append(sb, "null", 4);
+        snprintf(buf, size, "null");
         return;
     }
     if (fabs(x) < 9007199254740992.0 && x == floor(x)) {
-        pelab_sb_printf(sb, "%.0f", x);
+        snprintf(buf, size, "%.0f", x);
         return;
     }
-    char buf[32];
     for (int digits = 15; digits <= 17; digits++) {
-        snprintf(buf, sizeof buf, "%.*g", digits, x);
+        snprintf(buf, size, "%.*g", digits, x);
         if (strtod(buf, NULL) == x) break;
     }
+}
+
+void pelab_sb_json_number(struct pelab_sb *sb, double x) {
+    char buf[32];
+    pelab_json_number_text(buf, sizeof buf, x);
     pelab_sb_append(sb, buf, strlen(buf));
 }
 

@@ -76,7 +76,7 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
     int rc = pelab_model_reserve(m, batch, T);
     if (rc) return rc;
     struct pelab_batch b;
-    if ((rc = pelab_batch_alloc(&b, batch, T))) return rc;
+    if ((rc = pelab_batch_alloc_for(&b, t, batch, T))) return rc; /* images: pixels and (row, col) */
     unsigned char *keep = malloc((size_t)batch * T);
     if (!keep) {
         pelab_batch_free(&b);
@@ -86,12 +86,16 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
     m->training = 0;
     for (int n = 0; n < batches && !rc; n++) {
         t->ops->fill(t, split, (first + (uint64_t)n * batch) % size, &b);
+        pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward(m, b.tokens, b.targets, b.pos, batch, T);
         if ((rc = m->status)) break;
-        for (long i = 0; i < (long)batch * T; i++) keep[i] = b.tokens[i] != t->pad;
+        /* text: every token but padding; images: every patch and the class token (their token
+         * ids are not read: the inputs are pixels) */
+        for (long i = 0; i < (long)batch * T; i++) keep[i] = t->io.input_dim > 0 || b.tokens[i] != t->pad;
         pelab_freq_add(f, m, keep);
     }
     m->training = was_training;
+    pelab_model_set_inputs(m, NULL);
     free(keep);
     pelab_batch_free(&b);
     return rc;

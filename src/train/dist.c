@@ -112,6 +112,56 @@ int pelab_dist_agree(int rc) {
 #endif
 }
 
+/* "'--d-model 64'": word i with the option it is the value of, or the value it takes; "nothing"
+ * past the end. */
+static void describe(char *out, size_t size, int n, char *const *w, int i) {
+    if (i >= n) snprintf(out, size, "nothing more");
+    else if (strncmp(w[i], "--", 2) == 0 && i + 1 < n && strncmp(w[i + 1], "--", 2) != 0)
+        snprintf(out, size, "'%s %s'", w[i], w[i + 1]);
+    else if (i > 0 && strncmp(w[i - 1], "--", 2) == 0 && strncmp(w[i], "--", 2) != 0)
+        snprintf(out, size, "'%s %s'", w[i - 1], w[i]);
+    else snprintf(out, size, "'%s'", w[i]);
+}
+
+int pelab_dist_same_words(int n, char *const *words, const char *what) {
+    if (size_ == 1) return PELAB_OK;
+    /* rank 0's words, NUL-separated: their count and bytes first, then the bytes */
+    uint64_t head[2] = {(uint64_t)n, 0};
+    for (int i = 0; i < n; i++) head[1] += strlen(words[i]) + 1;
+    pelab_dist_bcast(head, sizeof head);
+    char *text = malloc(head[1] + 1);
+    char **root = malloc((head[0] + 1) * sizeof *root);
+    if (!text || !root) {
+        free(text);
+        free(root);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the ranks' %s", what);
+    }
+    if (rank_ == 0)
+        for (int i = 0, at = 0; i < n; i++) at += sprintf(text + at, "%s", words[i]) + 1;
+    pelab_dist_bcast(text, head[1]);
+    const int n0 = (int)head[0];
+    for (int i = 0, at = 0; i < n0; i++) root[i] = text + at, at += (int)strlen(text + at) + 1;
+    int differ = -1; /* the first word that is not rank 0's */
+    for (int i = 0; differ < 0 && i < (n > n0 ? n : n0); i++)
+        if (i >= n || i >= n0 || strcmp(words[i], root[i]) != 0) differ = i;
+    const int first = pelab_dist_first(differ >= 0);
+    char msg[1024] = "";
+    if (first == rank_) {
+        char mine[400], theirs[400];
+        describe(mine, sizeof mine, n, words, differ);
+        describe(theirs, sizeof theirs, n0, root, differ);
+        snprintf(msg, sizeof msg, "rank %d's %s differs from rank 0's: it has %s where rank 0 has %s "
+                 "(every rank of one job must run the same %s)", rank_, what, mine, theirs, what);
+    }
+    free(text);
+    free(root);
+    if (first < 0) return PELAB_OK;
+    pelab_dist_bcast_from(msg, sizeof msg, first);
+    agreed_ = 1;
+    follower_ = rank_ != 0;
+    return pelab_fail(PELAB_ERR_USAGE, "%s", msg);
+}
+
 int pelab_dist_follower(void) { return follower_; }
 int pelab_dist_agreed(void) { return agreed_; }
 

@@ -1,9 +1,11 @@
 /* The resolved settings of a run, grouped (training, model, encoding, task, derived), and their
  * two written forms: config.json and safetensors metadata. Reading config.json back is in
  * rundir.c. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pelab/json.h"
 #include "pelab/model.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
@@ -16,9 +18,17 @@ static int is_number_type(const struct pelab_optdef *d) {
     return d && (d->type == PELAB_OPT_INT || d->type == PELAB_OPT_REAL);
 }
 
+/* A number is recorded in its canonical text (pelab/json.h), in config.json and in the weights'
+ * metadata alike: "--lr 1e-3" and a resumed run's "0.001" from config.json write the same bytes. */
 static void add(struct pelab_settings *s, int g, const char *key, const char *val, int number) {
     struct pelab_opts *o = &s->group[g];
     int i = o->count;
+    char *end, canonical[32];
+    const double x = strtod(val, &end);
+    if (number && *val && *end == '\0' && isfinite(x)) {
+        pelab_json_number_text(canonical, sizeof canonical, x);
+        val = canonical;
+    }
     PELAB_ASSERT(pelab_opts_set(o, key, val) == PELAB_OK); /* lengths were checked on input */
     if (o->count > i) s->number[g][i] = number;
 }

@@ -673,6 +673,23 @@ static void remove_new_dirs(const char *dir, const char *made) {
     }
 }
 
+/* Every rank resolved the same settings, key=value in order. The command lines agreed already
+ * (cli/main.c), but each rank reads a preset's --init-from source or a resumed run's config.json
+ * from its own file system. */
+static int ranks_same_settings(const struct pelab_opts *o) {
+    if (pelab_dist_size() == 1) return PELAB_OK;
+    enum { WORD = PELAB_OPT_KEY_MAX + PELAB_OPT_VAL_MAX + 1 };
+    char *text = malloc((size_t)o->count * WORD + 1), *words[PELAB_OPTS_MAX];
+    if (!text) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int i = 0; i < o->count; i++) {
+        words[i] = text + (size_t)i * WORD;
+        snprintf(words[i], WORD, "%s=%s", o->kv[i].key, o->kv[i].val);
+    }
+    const int rc = pelab_dist_same_words(o->count, words, "settings");
+    free(text);
+    return rc;
+}
+
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -698,7 +715,7 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
     }
     rc = trainer_buffers(tr);
 agree:
-    if ((rc = pelab_dist_agree(rc))) goto done;
+    if ((rc = pelab_dist_agree(rc)) || (rc = ranks_same_settings(&tr->opts))) goto done;
     pelab_trainer_fresh_start(tr);
     if (root) {
         /* The outermost directory of --out that does not exist yet: what a run that fails before
@@ -824,7 +841,7 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto agree;
     pelab_settings_build(&tr->settings, &tr->opts, &tr->model, &tr->task);
 agree:
-    if ((rc = pelab_dist_agree(rc))) goto done;
+    if ((rc = pelab_dist_agree(rc)) || (rc = ranks_same_settings(&tr->opts))) goto done;
 
     int found = 0;
     if (root) {

@@ -9,6 +9,10 @@
 # (Not itself named cli_*.sh: tests/run.sh runs each of those as a test.)
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 P=$(realpath "${PELAB_BIN:-pelab}")
+# the OpenBLAS kernels pelab would choose, chosen once (scripts/blas-core.sh)
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    core=$(bash scripts/blas-core.sh "$P") && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
+fi
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
