@@ -110,7 +110,7 @@ static int check_resolutions(struct pelab_model *m, const struct pelab_task *t, 
     const struct lengths_check *lc = ctx;
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
     /* the fresh task is at its trained side, and stays there */
-    return pelab_task_sides((struct pelab_task *)t, lc->spec, sides, &n, &train_side, &patch);
+    return pelab_task_sides((struct pelab_task *)t, m, lc->spec, sides, &n, &train_side, &patch);
 }
 
 void pelab_cmd_compare_help(FILE *f) {

@@ -277,7 +277,7 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
     struct pelab_task *t = &run->task;
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
     struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
-    int rc = pelab_task_sides(t, spec, sides, &n, &train_side, &patch);
+    int rc = pelab_task_sides(t, &run->model, spec, sides, &n, &train_side, &patch);
     if (!rc) rc = pelab_evaluate_sides(&run->model, t, split, sides, n, examples, batch, r);
     if (rc) return rc;
     struct pelab_sb sb = {0}, text = {0};

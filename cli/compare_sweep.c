@@ -163,7 +163,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
     if (rc) return rc;
     /* the sides (checked first: a cached file counts only for what is asked now), labelled as given */
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
-    rc = pelab_task_sides(&run.task, spec, sides, n, &train_side, &patch);
+    rc = pelab_task_sides(&run.task, &run.model, spec, sides, n, &train_side, &patch);
     char items[PELAB_OPT_VAL_MAX];
     snprintf(items, sizeof items, "%s", spec);
     char *save, *item = strtok_r(items, ",", &save);

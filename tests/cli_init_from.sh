@@ -104,6 +104,20 @@ recorded=$(loss)
 "$P" sample --model "$W/ty" --count 1 --prompt 8 --tokens 8 --threads 1 >"$W/out" 2>"$W/err" ||
     fail "sample of a fine-tuned run: $(cat "$W/err")"
 grep -q "^--- model" "$W/out" || fail "sample output: $(cat "$W/out")"
+# a yarn fine-tune fine-tuned again with another scaling: what the new one does not read is left
+# out, in one notice, not held against the user
+for method in pi none; do
+    "$P" train --init-from "$W/ty" --rope-scaling $method --batch 4 --steps 2 --threads 1 --eval-every 0 \
+        --out "$W/ty-$method" >/dev/null 2>"$W/err" || fail "fine-tune the yarn run with --rope-scaling $method: $(cat "$W/err")"
+    want="--rope-original-len 32"
+    [ $method = none ] && want="--rope-scale 2, --rope-original-len 32"
+    grep -qF -- "--init-from $W/ty: not carried over, as --rope-scaling $method does not use them: $want" "$W/err" ||
+        fail "fine-tune with --rope-scaling $method: the notice: $(cat "$W/err")"
+    [ "$(json "$W/ty-$method/config.json" 'j["encoding"].get("rope-original-len")')" = None ] ||
+        fail "--rope-scaling $method recorded the source's rope-original-len"
+done
+[ "$(json "$W/ty-pi/config.json" '[j["encoding"][k] for k in ("rope-scaling", "rope-scale")]')" = "['pi', 2]" ] ||
+    fail "--rope-scaling pi did not keep the source's scale: $(cat "$W/ty-pi/config.json")"
 expect 2 "not of training (except to fine-tune a trained run at a longer length: --init-from RUN)" -- \
     train $TEXT --rope-scaling pi --rope-scale 2 $FROZEN --out "$W/x"
 expect 2 "--rope-scaling applies to runs of --pe rope, not --pe alibi" -- \

@@ -32,6 +32,55 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 assert all(math.isfinite(float(r["query_norm"])) and float(r["query_norm"]) > 0 for r in rows), rows[:3]
 PY
 done
+# 5, 11. every requested side is checked before any work: SeqPE's digits (here 1 a coordinate:
+# coordinates count from 1: grids below 10, sides below 40 with 4-pixel patches), and at most 8x the training side
+train $IMG --pe seqpe --seqpe-digits 1 --steps 2 --out "$W/img-seqpe"
+start=$SECONDS
+expect 2 "--resolutions: side 40: --pe seqpe: coordinate 1 of a position 10 has more than 1 digits in base 10" -- \
+    eval --model "$W/img-seqpe" --resolutions 8,36,40 --threads 1
+expect 2 "--resolutions: side 40: --pe seqpe: coordinate 1" -- \
+    compare $IMG --pe seqpe --seqpe-digits 1 --steps 2 --resolutions 8,40 --out "$W/cmp-seqpe"
+[ ! -e "$W/cmp-seqpe" ] || fail "compare trained before refusing a side SeqPE cannot take"
+expect 2 "--resolutions: '9x': at most 8x the training side, 64 pixels here" -- eval --model "$W/img-rope" --resolutions 1x,9x
+expect 2 "--resolutions: '4100': a side is 4 (the patch size) to 4096 pixels" -- eval --model "$W/img-rope" --resolutions 4100
+[ $((SECONDS - start)) -lt 20 ] || fail "the refusals took $((SECONDS - start)) s: work before the check"
+
+# 6. an image run evaluates and samples from data that moved (--data-dir), as a text run does
+cp -r "$D" "$W/moved"
+"$P" eval --model "$W/img-rope" --data-dir "$W/moved" --threads 1 >"$W/o" 2>"$W/e" || fail "eval --data-dir on an image run: $(cat "$W/e")"
+"$P" sample --model "$W/img-rope" --data-dir "$W/moved" --count 1 >"$W/o" 2>"$W/e" || fail "sample --data-dir on an image run: $(cat "$W/e")"
+expect 1 "dataset 'fashion-mnist' is not installed in $W/nowhere" -- eval --model "$W/img-rope" --data-dir "$W/nowhere"
+
+# 8. an IDX source that is a FIFO, or a link to /dev/zero: refused at once, nothing installed
+for kind in fifo zero; do
+    cat >"$W/fetch-$kind" <<EOS
+#!/bin/sh
+mkdir -p "\$3/sources/\$2" && cp "$W/src"/* "\$3/sources/\$2/" && rm "\$3/sources/\$2/train-images-idx3-ubyte" &&
+if [ $kind = fifo ]; then mkfifo "\$3/sources/\$2/train-images-idx3-ubyte"; else ln -s /dev/zero "\$3/sources/\$2/train-images-idx3-ubyte"; fi
+EOS
+    chmod +x "$W/fetch-$kind"
+    PELAB_FETCH=$W/fetch-$kind timeout 30 "$P" data install fashion-mnist --data-dir "$W/d-$kind" >"$W/o" 2>"$W/e"; rc=$?
+    [ $rc -ne 124 ] || fail "data install hangs on an IDX file that is a $kind"
+    want="a FIFO, not a regular file"
+    [ $kind = zero ] && want="a character device, not a regular file"
+    [ $rc -eq 1 ] && [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF "train-images-idx3-ubyte: $want" "$W/e" ||
+        fail "data install with a $kind: exit $rc: $(cat "$W/e")"
+    [ ! -e "$W/d-$kind/fashion-mnist/info.json" ] || fail "data install with a $kind installed it"
+done
+
+# 9. info.json's pixel statistics are checked at load; a non-JSON info.json is named
+cp -r "$D" "$W/d9"
+I9=$W/d9/fashion-mnist/info.json
+/usr/bin/python3 - "$I9" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); j["pixel_std"] = 1e-300; json.dump(j, open(sys.argv[1], "w"))
+PY
+expect 1 "$I9: damaged: pixel_mean" -- train $IMG --data-dir "$W/d9" --pe rope2d --steps 2 --out "$W/bad9"
+grep -qF "pixel_std 1e-300 are not the statistics of pixels in [0, 1]" "$W/e" || fail "pixel_std 1e-300: $(cat "$W/e")"
+echo "not json" >"$I9"
+expect 1 "$I9: damaged: JSON" -- train $IMG --data-dir "$W/d9" --pe rope2d --steps 2 --out "$W/bad9"
+[ ! -e "$W/bad9" ] || fail "a refused run left a directory"
+
 # 3. sample generates --tokens tokens when the prompt is longer than the window (T = 32)
 install_sotu "$D"
 TXT="--task text --dataset sotu --tokenizer byte --data-dir $D --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --seq-len 32"

@@ -47,11 +47,17 @@ static void test_parse_sides(void) {
     parse("1.5x", 0, NULL, "--resolutions: '1.5x': resolution 42 is not a multiple of the patch size 4 (40 and 44 are)");
     parse("30", 0, NULL, "--resolutions: '30': resolution 30 is not a multiple of the patch size 4 (28 and 32 are)");
     parse("28,2", 0, NULL, "'2': resolution 2: expected 4 (the patch size) to 4096");
+    parse("224", 1, (const int[]){224}, NULL); /* 8x the training side */
+    parse("8x", 1, (const int[]){224}, NULL);
+    parse("228", 0, NULL, "--resolutions: '228': at most 8x the training side, 224 pixels here (an image of side 228 has 3250 tokens, 65 times the trained images' 50, and its attention costs the square of that)");
+    parse("8.2x", 0, NULL, "'8.2x': at most 8x the training side");
     parse("0x", 0, NULL, "'0x' is neither a multiple of the training resolution (2x, 1.5x) nor a side in pixels (56)");
     parse("28,,56", 0, NULL, "is not a list like 28,56,84 or 1x,2x,3x");
     parse("28x3", 0, NULL, "'28x3' is neither");
-    parse("-4", 0, NULL, "'-4': resolution -4: expected 4");
-    parse("99999999999", 0, NULL, "resolution 4097: expected 4 (the patch size) to 4096");
+    parse("-4", 0, NULL, "--resolutions: '-4': a side is 4 (the patch size) to 4096 pixels");
+    parse("4100", 0, NULL, "--resolutions: '4100': a side is 4 (the patch size) to 4096 pixels");
+    parse("4294967324", 0, NULL, "--resolutions: '4294967324': a side is 4 (the patch size) to 4096 pixels");
+    parse("99999999999", 0, NULL, "'99999999999': a side is 4 (the patch size) to 4096 pixels");
     parse("4,8,12,16,20,24,28,32,36,40,44,48,52,56,60,64,68", 0, NULL, "more than 16 resolutions");
 }
 

@@ -48,6 +48,7 @@ void pelab_images_free(struct pelab_images *set);
 int pelab_image_check_side(int side, int patch);
 
 #define PELAB_IMAGE_MAX_SIDES 16 /* resolutions per sweep */
+#define PELAB_IMAGE_MAX_MULTIPLE 8 /* a side of a sweep: at most this times the training side */
 
 /* Parses a resolution sweep, "28,36,44,56,84" or "1x,2x,3x" (the forms may mix): a number
  * followed by x is a multiple of train_side, rounded to the nearest pixel; a plain integer is a

@@ -220,9 +220,11 @@ int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
                            struct pelab_eval_result *r);
 /* The sides of `spec` ("28,56,84" or "1x,2x,3x", pelab_image_parse_sides) for task t's images:
  * sides[i], i < *n (room for PELAB_IMAGE_MAX_SIDES), and the task's *train_side and *patch.
- * PELAB_ERR_USAGE for a task without images or a side the patch does not divide. */
-int pelab_task_sides(struct pelab_task *t, const char *spec, int *sides, int *n, int *train_side,
-                     int *patch);
+ * PELAB_ERR_USAGE for a task without images, a side the patch does not divide, or one whose grid
+ * positions model m's encoding cannot take (SeqPE's digits: checked here, before any work; m may
+ * be NULL to skip that). */
+int pelab_task_sides(struct pelab_task *t, struct pelab_model *m, const char *spec, int *sides,
+                     int *n, int *train_side, int *patch);
 /* The image task at each of sides[0..n) (pelab_task_sides): the split's images resized to the
  * side, examples [0, count) (0: all) in batches of `batch`, into r[i]. The task is at its trained
  * side again on return. */

@@ -64,6 +64,54 @@ int pelab_read_file(const char *path, char **data, size_t *size) {
     return PELAB_OK;
 }
 
+static const char *file_kind(mode_t mode) {
+    return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISSOCK(mode) ? "a socket" : S_ISDIR(mode) ? "a directory" : "not a regular file";
+}
+
+int pelab_read_regular_file(const char *path, char **data, size_t *size) {
+    *data = NULL;
+    *size = 0;
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        const int err = errno;
+        close(fd);
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s, not a regular file", path, file_kind(st.st_mode));
+    }
+    const int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        const int err = errno;
+        close(fd);
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
+    }
+    /* no more than the size it had: a file that grows meanwhile is read as it was */
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    int err = buf ? 0 : ENOMEM;
+    while (!err && got < (size_t)st.st_size) {
+        const ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n > 0) got += (size_t)n;
+        else if (n == 0) break; /* it shrank meanwhile: the parser finds it short */
+        else if (errno != EINTR) err = errno;
+    }
+    close(fd);
+    if (err) {
+        free(buf);
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
+    }
+    buf[got] = '\0';
+    *data = buf;
+    *size = got;
+    return PELAB_OK;
+}
+
 /* ---- atomic writes --------------------------------------------------------------------------- */
 
 static char *dup_str(const char *s) {

@@ -37,8 +37,20 @@ static int parse_side(const char *item, int train_side, int patch, int *side) {
         if (end == item || *end || errno) goto bad;
         v = (double)n;
     }
-    /* beyond the limits: a side just outside them, which the check names */
-    *side = v < -PELAB_IMAGE_MAX_SIDE ? -PELAB_IMAGE_MAX_SIDE : v > PELAB_IMAGE_MAX_SIDE + 1 ? PELAB_IMAGE_MAX_SIDE + 1 : (int)v;
+    if (v < 1 || v > PELAB_IMAGE_MAX_SIDE)
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%s': a side is %d (the patch size) to %d "
+                          "pixels", item, patch, PELAB_IMAGE_MAX_SIDE);
+    /* an image's evaluation costs the square of its tokens, (side/patch)^2 + 1 */
+    if (v > PELAB_IMAGE_MAX_MULTIPLE * train_side) {
+        const double tokens = floor(v / patch) * floor(v / patch) + 1;
+        const double trained = (double)(train_side / patch) * (train_side / patch) + 1;
+        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%s': at most %dx the training side, %d "
+                          "pixels here (an image of side %.0f has %.0f tokens, %.0f times the "
+                          "trained images' %.0f, and its attention costs the square of that)", item,
+                          PELAB_IMAGE_MAX_MULTIPLE, PELAB_IMAGE_MAX_MULTIPLE * train_side, v, tokens,
+                          tokens / trained, trained);
+    }
+    *side = (int)v;
     if (pelab_image_check_side(*side, patch)) {
         char why[256];
         snprintf(why, sizeof why, "%s", pelab_last_error());

@@ -25,6 +25,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 #include "pelab/status.h"
 #include "posenc/rotary.h"
 
@@ -46,6 +47,14 @@ const struct pelab_optdef pelab_rope_scaling_options[] = {
 };
 
 static const char *const method_names[] = {"none", "pi", "ntk", "dynamic-ntk", "yarn"};
+
+int pelab_rope_scaling_uses(const char *method, const char *name) {
+    if (strcmp(name, "rope-scale") == 0) return strcmp(method, "none") != 0;
+    if (strcmp(name, "rope-original-len") == 0)
+        return strcmp(method, "dynamic-ntk") == 0 || strcmp(method, "yarn") == 0;
+    if (strncmp(name, "yarn-", 5) == 0) return strcmp(method, "yarn") == 0;
+    return 1;
+}
 
 int pelab_rope_freqs_read(struct pelab_rope_freqs *f, const struct pelab_opts *opts, int max_seq) {
     const struct pelab_optdef *S = pelab_rope_scaling_options;

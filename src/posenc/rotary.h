@@ -66,6 +66,10 @@ struct pelab_rope_freqs {
  * yarn-beta-slow. */
 extern const struct pelab_optdef pelab_rope_scaling_options[];
 
+/* Whether --rope-scaling `method` reads the option `name`: rope-scale with any method but none,
+ * rope-original-len with dynamic-ntk and yarn, yarn-beta-* with yarn; 1 for any other name. */
+int pelab_rope_scaling_uses(const char *method, const char *name);
+
 /* Reads the length-extension options of `opts` into f (base, d, resonance set by the caller
  * before); max_seq is the training context, the default of --rope-original-len. PELAB_ERR_USAGE
  * naming the option for a setting that makes no sense (a scale below 1 with a method, a YaRN

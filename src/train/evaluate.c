@@ -6,6 +6,7 @@
 #include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/image.h"
+#include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
 
@@ -222,13 +223,39 @@ int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
     return run(m, &s, 0, count, batch, r);
 }
 
-int pelab_task_sides(struct pelab_task *t, const char *spec, int *sides, int *n, int *train_side,
-                     int *patch) {
+/* Whether m's encoding takes the positions of one image of task t at its current side (its
+ * prepare step refuses what it cannot represent, naming the option that would allow it). */
+static int check_side_positions(struct pelab_model *m, const struct pelab_task *t, int side) {
+    struct pelab_batch b;
+    int rc = pelab_batch_alloc_for(&b, t, 1, t->seq_len);
+    if (rc) return rc;
+    t->ops->fill(t, PELAB_SPLIT_TEST, 0, &b);
+    if ((rc = pelab_posenc_prepare(&m->pe, b.pos, 1, t->seq_len))) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", pelab_last_error());
+        rc = pelab_fail(PELAB_ERR_USAGE, "--resolutions: side %d: %s", side, why);
+    }
+    pelab_batch_free(&b);
+    return rc;
+}
+
+int pelab_task_sides(struct pelab_task *t, struct pelab_model *m, const char *spec, int *sides,
+                     int *n, int *train_side, int *patch) {
     if (!t->ops->set_side)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)",
                           t->ops->name);
     int rc = t->ops->set_side(t, 0, train_side, patch);
-    return rc ? rc : pelab_image_parse_sides(spec, *train_side, *patch, sides, n);
+    if (!rc) rc = pelab_image_parse_sides(spec, *train_side, *patch, sides, n);
+    for (int i = 0; !rc && m && i < *n; i++) {
+        int ignored[2];
+        if (!(rc = t->ops->set_side(t, sides[i], &ignored[0], &ignored[1])))
+            rc = check_side_positions(m, t, sides[i]);
+    }
+    if (m) {
+        int ignored[2], rc0 = t->ops->set_side(t, 0, &ignored[0], &ignored[1]);
+        if (!rc) rc = rc0;
+    }
+    return rc;
 }
 
 int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,

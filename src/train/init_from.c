@@ -30,6 +30,7 @@
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
+#include "posenc/rotary.h"
 #include "train/run.h"
 
 /* Two texts of one setting: config.json rewrites numbers ("1e-3" reads back as 0.001). */
@@ -84,7 +85,8 @@ static int source_context(const char *dir, int *len) {
     return rc;
 }
 
-int pelab_init_from_settings(struct pelab_opts *opts) {
+int pelab_init_from_settings(struct pelab_opts *opts, char *dropped, size_t dropped_size) {
+    dropped[0] = '\0';
     const char *dir = pelab_opts_get(opts, "init-from");
     if (!dir || !dir[0]) return PELAB_OK;
     struct pelab_opts *src = malloc(sizeof *src);
@@ -111,10 +113,18 @@ int pelab_init_from_settings(struct pelab_opts *opts) {
     }
     if ((rc = carry_table(opts, src, pelab_model_options, dir))) goto done;
     if ((rc = carry_table(opts, src, pe_ops->options, dir))) goto done;
-    /* a scaling the source was fine-tuned with stays, unless given anew */
+    /* a scaling the source was fine-tuned with stays, unless given anew; given anew, the
+     * source's settings that the new method does not read are dropped (not held against it) */
+    const char *new_method = pelab_opts_get(opts, "rope-scaling");
     for (const struct pelab_optdef *d = pe_ops->eval_options; d && d->name; d++) {
         const char *sv = pelab_opts_get(src, d->name);
-        if (sv && !pelab_opts_get(opts, d->name) && pelab_opts_set(opts, d->name, sv)) {
+        if (!sv || pelab_opts_get(opts, d->name)) continue;
+        if (new_method && !pelab_rope_scaling_uses(new_method, d->name)) {
+            size_t n = strlen(dropped);
+            snprintf(dropped + n, dropped_size - n, "%s--%s %s", n ? ", " : "", d->name, sv);
+            continue;
+        }
+        if (pelab_opts_set(opts, d->name, sv)) {
             rc = PELAB_ERR_USAGE;
             goto done;
         }

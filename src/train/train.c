@@ -629,8 +629,13 @@ static int set_dir(struct pelab_trainer *tr, const char *dir) {
 /* A new run's trainer from options: preset applied, everything checked and built. */
 static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *opts) {
     tr->opts = *opts;
-    int rc0 = pelab_init_from_settings(&tr->opts); /* before the preset: the source's model */
+    char dropped[512];
+    int rc0 = pelab_init_from_settings(&tr->opts, dropped, sizeof dropped); /* before the preset: the source's model */
     if (rc0) return rc0;
+    if (dropped[0])
+        pelab_train_notice(tr, "--init-from %s: not carried over, as --rope-scaling %s does not use "
+                           "them: %s", pelab_opts_get(&tr->opts, "init-from"),
+                           pelab_opts_get(&tr->opts, "rope-scaling"), dropped);
     const char *preset = pelab_opt_str(&tr->opts, pelab_train_options, "preset");
     if (preset[0]) {
         char name[PELAB_OPT_VAL_MAX];

@@ -45,7 +45,7 @@ static int read_pair(const char *src, int which, uint32_t *crc, uint32_t *chain,
             return pelab_fail(PELAB_ERR_USAGE, "%.60s...: path too long", src);
         char *buf;
         size_t size;
-        rc = pelab_read_file(path[k], &buf, &size);
+        rc = pelab_read_regular_file(path[k], &buf, &size);
         if (rc) break;
         *crc = pelab_crc32(*crc, buf, size);
         if (chain) *chain = pelab_crc32(*chain, buf, size);
@@ -166,6 +166,8 @@ struct info {
     double mean, std;
 };
 
+#define PIXEL_STD_MIN 1e-4 /* a standard deviation below 1/40 of a grey level: no image set */
+
 static int read_info(const char *data_dir, const char *name, struct info *in) {
     char path[PATH_MAX], *raw;
     size_t len;
@@ -173,15 +175,29 @@ static int read_info(const char *data_dir, const char *name, struct info *in) {
     if (!rc && !pelab_file_exists(path))
         return pelab_fail(PELAB_ERR_RUNTIME, "dataset '%s' is not installed in %s (run: pelab data install %s "
                           "--data-dir %s)", name, data_dir, name, data_dir);
-    if (!rc) rc = pelab_read_file(path, &raw, &len);
+    if (!rc) rc = pelab_read_regular_file(path, &raw, &len);
     if (rc) return rc;
     struct pelab_json *j;
     rc = pelab_json_parse(raw, len, &j);
     free(raw);
-    if (rc) return rc;
+    if (rc) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", pelab_last_error());
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: damaged: %s (run: pelab data install %s --force)", path, why, name);
+    }
     const struct pelab_json *f = pelab_json_get(j, "files"), *m = pelab_json_get(j, "pixel_mean"),
                             *s = pelab_json_get(j, "pixel_std");
-    int ok = m && m->type == PELAB_JSON_NUMBER && s && s->type == PELAB_JSON_NUMBER && s->number > 0;
+    int ok = m && m->type == PELAB_JSON_NUMBER && s && s->type == PELAB_JSON_NUMBER;
+    /* pixels are v/255 in [0, 1]: their mean is in [0, 1], their standard deviation at most 1/2,
+     * and one that is not positive (or tiny, from a damaged file) would blow up the normalised
+     * inputs (x - mean) / std */
+    if (ok && !(m->number >= 0 && m->number <= 1 && s->number >= PIXEL_STD_MIN && s->number <= 0.5)) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: damaged: pixel_mean %g and pixel_std %g are not the statistics of "
+                        "pixels in [0, 1] (mean 0 to 1, std %g to 0.5; run: pelab data install %s --force)",
+                        path, m->number, s->number, PIXEL_STD_MIN, name);
+        pelab_json_free(j);
+        return rc;
+    }
     for (int k = 0; k < 2 && ok; k++) {
         const struct pelab_json *c = pelab_json_get(pelab_json_get(f, k ? "test" : "train"), "crc32");
         char *end;

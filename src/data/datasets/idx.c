@@ -99,7 +99,7 @@ int pelab_idx_read(struct pelab_idx *x, const char *path, int type, int rank) {
     memset(x, 0, sizeof *x);
     char *buf;
     size_t size;
-    int rc = pelab_read_file(path, &buf, &size);
+    int rc = pelab_read_regular_file(path, &buf, &size);
     return rc ? rc : pelab_idx_parse(x, buf, size, path, type, rank);
 }
 

@@ -183,11 +183,19 @@ static const char *image_token_text(const struct pelab_task *t, int32_t token) {
     return token >= 0 && token < 10 ? class_names[token] : "";
 }
 
+/* A run's images may move: eval and sample take --data-dir anew. */
+static const struct pelab_optdef eval_options[] = {
+    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
+     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else data/)"},
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
 const struct pelab_task_ops pelab_task_image = {
     .name = "image",
     .summary = "Fashion-MNIST classification by a vision Transformer: p×p patches with 2-D "
                "positions, a class token, bidirectional attention; top-1 accuracy",
     .options = options,
+    .eval_options = eval_options,
     .init = image_init,
     .free = image_free,
     .split_size = image_split_size,
