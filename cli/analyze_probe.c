@@ -98,9 +98,10 @@ static int parse_row(const struct pelab_task *t, const struct pelab_batch *b, in
     return count;
 }
 
-/* The probe of the weights now in the model: one row per layer and head. */
-static int probe_step(FILE *f, long step, struct pelab_run *run, const struct pelab_batch *batches,
-                      int nb, const struct pelab_opts *settings) {
+/* The probe of the weights now in the model: one row per layer and head, over nb batches of the
+ * split, filled one at a time into b (the same examples at every step: the fill is indexed). */
+static int probe_step(FILE *f, long step, struct pelab_run *run, struct pelab_batch *b, int nb,
+                      enum pelab_split split, const struct pelab_opts *settings) {
     struct pelab_model *m = &run->model;
     const int N = m->cfg.n_layers, H = m->cfg.n_heads, d = m->cfg.d_model / H;
     const int is_pope = strcmp(m->pe.ops->name, "pope") == 0;
@@ -110,7 +111,7 @@ static int probe_step(FILE *f, long step, struct pelab_run *run, const struct pe
     long correct = 0, scored = 0;
     int rc = acc ? PELAB_OK : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int k = 0; !rc && k < nb; k++) {
-        const struct pelab_batch *b = &batches[k];
+        run->task.ops->fill(&run->task, split, (uint64_t)k * b->B, b);
         const int T = b->T, V = m->cfg.vocab;
         pelab_model_forward(m, b->tokens, b->targets, b->pos, b->B, T);
         if (m->status) {
@@ -159,7 +160,7 @@ static int probe_step(FILE *f, long step, struct pelab_run *run, const struct pe
     }
     const double base = is_pope ? pelab_opt_real(settings, m->pe.ops->options, "pope-base") : 0;
     const int clamp = is_pope ? pelab_opt_switch(settings, m->pe.ops->options, "pope-delta-clamp") : 1;
-    const int T = nb > 0 ? batches[0].T : 0;
+    const int T = b->T;
     for (int l = 0; !rc && l < N; l++) {
         const pelab_real *delta = NULL;
         if (is_pope) {
@@ -246,12 +247,8 @@ int pelab_analyze_probe(int argc, char **argv) {
     const int B = (int)pelab_opt_int(&opts, probe_options, "batch");
     static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
     const enum pelab_split split = splits[pelab_opt_choice(&opts, probe_options, "split")];
-    struct pelab_batch *batches = rc ? NULL : calloc((size_t)nb, sizeof *batches);
-    if (!rc && !batches) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    for (int k = 0; !rc && k < nb; k++) {
-        if ((rc = pelab_batch_alloc(&batches[k], B, run.task.seq_len))) break;
-        run.task.ops->fill(&run.task, split, (uint64_t)k * B, &batches[k]);
-    }
+    struct pelab_batch batch = {0}; /* one batch at a time: --batches costs time, not memory */
+    if (!rc) rc = pelab_batch_alloc(&batch, B, run.task.seq_len);
     if (!rc) rc = pelab_model_reserve(&run.model, B, run.task.seq_len);
 
     const char *out = pelab_opt_str(&opts, probe_options, "out");
@@ -266,7 +263,7 @@ int pelab_analyze_probe(int argc, char **argv) {
     for (int i = 0; !rc && i < nf; i++) {
         long step;
         if (!(rc = pelab_load_weights(&run.model, files[i], &step)) && step != last)
-            rc = probe_step(f, step, &run, batches, nb, &run.settings);
+            rc = probe_step(f, step, &run, &batch, nb, split, &run.settings);
         last = step;
     }
     if (f != stdout) {
@@ -275,8 +272,7 @@ int pelab_analyze_probe(int argc, char **argv) {
     } else if (!rc && fflush(stdout) != 0) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
     }
-    for (int k = 0; batches && k < nb; k++) pelab_batch_free(&batches[k]);
-    free(batches);
+    pelab_batch_free(&batch);
     pelab_weight_files_free(files, nf);
     pelab_run_close(&run);
     return rc;

@@ -64,6 +64,22 @@ struct lengths_check {
     const struct pelab_opts *opts, *eval;
 };
 
+/* The model as the sweep will open it, in *e: m itself, or (with evaluation-time options) a
+ * model of the run's options and those, built in `evaluated` (the caller frees it when *e != m). */
+static int open_evaluated(const struct lengths_check *lc, struct pelab_model *m, const struct pelab_task *t,
+                          struct pelab_model *evaluated, struct pelab_model **e) {
+    *e = m;
+    if (!lc->eval->count) return PELAB_OK;
+    static struct pelab_opts merged;
+    merged = *lc->opts;
+    int rc = PELAB_OK;
+    for (int i = 0; !rc && i < lc->eval->count; i++)
+        rc = pelab_opts_set(&merged, lc->eval->kv[i].key, lc->eval->kv[i].val);
+    if (!rc) rc = pelab_model_init_io(evaluated, &merged, t->vocab, t->seq_len, &t->io);
+    if (!rc) *e = evaluated;
+    return rc;
+}
+
 /* --lengths on a run's task and fresh model, before it trains: each length must fit a long
  * document and the encoding must accept its positions (with the run's evaluation-time options,
  * e.g. the learned table's --ape-extend interpolate). "auto" becomes the entries of AUTO_LENGTHS
@@ -92,25 +108,24 @@ static int check_lengths(struct pelab_model *m, const struct pelab_task *t, void
     }
     if (strcmp(spec, "none") == 0) return PELAB_OK;
     if ((rc = pelab_sweep_parse(spec, t->seq_len, l, &n))) return rc;
-    if (!lc->eval->count) return pelab_sweep_check(m, t, PELAB_SPLIT_LONG, l, n);
-    /* the model as the sweep will open it: the run's options and the evaluation-time ones */
-    static struct pelab_opts merged;
-    merged = *lc->opts;
-    for (int i = 0; i < lc->eval->count; i++)
-        if ((rc = pelab_opts_set(&merged, lc->eval->kv[i].key, lc->eval->kv[i].val))) return rc;
-    struct pelab_model evaluated;
-    if ((rc = pelab_model_init_io(&evaluated, &merged, t->vocab, t->seq_len, &t->io))) return rc;
-    rc = pelab_sweep_check(&evaluated, t, PELAB_SPLIT_LONG, l, n);
-    pelab_model_free(&evaluated);
+    struct pelab_model evaluated, *e = m;
+    if ((rc = open_evaluated(lc, m, t, &evaluated, &e))) return rc;
+    rc = pelab_sweep_check(e, t, PELAB_SPLIT_LONG, l, n);
+    if (e != m) pelab_model_free(&evaluated);
     return rc;
 }
 
-/* --resolutions on an image run's task, before it trains: each side must cut into whole patches. */
+/* --resolutions on an image run's task, before it trains: each side must cut into whole patches,
+ * and the encoding (with the sweep's evaluation-time options) must take its positions. */
 static int check_resolutions(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
     const struct lengths_check *lc = ctx;
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES], n;
+    struct pelab_model evaluated, *e = m;
+    int rc = open_evaluated(lc, m, t, &evaluated, &e);
     /* the fresh task is at its trained side, and stays there */
-    return pelab_task_sides((struct pelab_task *)t, m, lc->spec, sides, &n, &train_side, &patch);
+    if (!rc) rc = pelab_task_sides((struct pelab_task *)t, e, lc->spec, sides, &n, &train_side, &patch);
+    if (e != m) pelab_model_free(&evaluated);
+    return rc;
 }
 
 void pelab_cmd_compare_help(FILE *f) {
@@ -281,6 +296,10 @@ static int parse_variant(const char *entry, struct variant *v) {
         if (!eq)
             return pelab_fail(PELAB_ERR_USAGE, "--pe %s: '%s' is not option=value", entry, part);
         *eq = '\0';
+        if (!eq[1])
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s has no value (option=value)", entry, part);
+        if (pelab_opts_get(&v->set, part) || pelab_opts_get(&v->eval, part))
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is given twice", entry, part);
         if (strcmp(part, "init-from") == 0) { /* each encoding fine-tunes its own run */
             int rc = pelab_opts_set(&v->set, part, eq + 1);
             if (rc) return rc;
@@ -295,10 +314,12 @@ static int parse_variant(const char *entry, struct variant *v) {
         if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
         if (rc) return rc;
     }
-    char run[sizeof v->run_name]; /* NAME:option=value:... of the settings, in the order given */
+    /* NAME+option-value+... of the settings, in the order given: a directory name that any file
+     * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later) */
+    char run[sizeof v->run_name];
     size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
     for (int i = 0; i < v->set.count && len < sizeof run; i++)
-        len += (size_t)snprintf(run + len, sizeof run - len, ":%s=%s", v->set.kv[i].key, v->set.kv[i].val);
+        len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, v->set.kv[i].val);
     memcpy(v->run_name, run, sizeof run);
     return PELAB_OK;
 }
@@ -721,6 +742,7 @@ int pelab_cmd_compare(int argc, char **argv) {
     static char resolutions[PELAB_OPT_VAL_MAX];
     snprintf(resolutions, sizeof resolutions, "%s", pelab_opt_str(&opts, compare_options, "resolutions"));
     const int resolutions_given = pelab_opts_get(&opts, "resolutions") != NULL;
+    const int lengths_given = pelab_opts_get(&opts, "lengths") != NULL;
     if (!resolutions[0])
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: an empty list (give sides like 28,56,84, "
                           "multiples like 1x,2x,3x, auto or none)");
@@ -764,6 +786,9 @@ int pelab_cmd_compare(int argc, char **argv) {
     image_task = tops && strcmp(tops->name, "image") == 0;
     if (resolutions_given && !image_task)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)", task);
+    if (image_task && lengths_given)
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: task image is swept over image sides: give "
+                          "--resolutions (e.g. 1x,2x,3x)");
     if (image_task && strcmp(resolutions, "auto") == 0)
         snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
     const int image_sweeps = image_task && strcmp(resolutions, "none") != 0;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "args.h"
 #include "pelab/kv_cache.h"
 #include "pelab/precision.h"
@@ -149,11 +150,24 @@ static int32_t pick(const pelab_real *row, int V, int32_t pad, double temperatur
     return best; /* u within rounding of the total */
 }
 
+/* The text as it is into a file or pipe; on a terminal, control bytes (ESC, CR, ...; a model's
+ * bytes may be any) as \xHH, so that they cannot move the cursor or change the terminal. */
+static void put_text(const char *s, size_t n) {
+    static int tty = -1;
+    if (tty < 0) tty = isatty(STDOUT_FILENO);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)s[i];
+        if (tty && ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)) printf("\\x%02x", c);
+        else putchar(c);
+    }
+}
+
 static int print_text(const struct pelab_task *t, const char *title, const int32_t *ids, size_t n) {
     struct pelab_bytes text = {0};
     int rc = t->ops->decode(t, ids, n, &text);
     if (!rc) {
-        printf("--- %s (%zu tokens)\n%s", title, n, text.len ? text.data : "");
+        printf("--- %s (%zu tokens)\n", title, n);
+        put_text(text.data, text.len);
         if (!text.len || text.data[text.len - 1] != '\n') putchar('\n');
     }
     pelab_bytes_free(&text);

@@ -60,6 +60,14 @@ int pelab_cmd_train(int argc, char **argv) {
         pelab_progress_printer_end(&pp);
         return rc;
     }
+    /* an empty path would silently mean "none": a fresh model, or the default directory */
+    static const char *const paths[] = {"init-from", "out"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        const char *v = pelab_opts_get(&opts, paths[i]);
+        if (v && !v[0])
+            return pelab_fail(PELAB_ERR_USAGE, "--%s '': an empty path (give a run directory, or "
+                              "leave --%s out)", paths[i], paths[i]);
+    }
     const char *task = pelab_opt_str(&opts, pelab_train_options, "task");
     const char *pe = pelab_opt_str(&opts, pelab_model_options, "pe");
     const char *init_from = pelab_opts_get(&opts, "init-from");

@@ -73,7 +73,7 @@ fallback "metadata 'lr-scale' 2 is not in (0, 1]" meta lr-scale 0x1p+1
 fallback "counters do not fit step 9"            meta adam-step 10
 fallback "metadata 'elapsed-s' is not a finite number >= 0: 'inf'" meta elapsed-s inf
 fallback "written with lr = 0.005, the run's config.json has 0.001" meta pelab.config.lr 0.005
-fallback "written with lr = 2e-3, the run's config.json has 0.001 (a checkpoint of another run?)" cp "$W/other-lr/$CK"
+fallback "written with lr = 0.002, the run's config.json has 0.001 (a checkpoint of another run?)" cp "$W/other-lr/$CK"
 fallback "written with d-model = 16"              cp "$W/other-d/$CK"
 fallback "tensor 'blocks.0.mlp.fc.weight' holds nan at element 0" nan blocks.0.mlp.fc.weight
 fallback "tensor 'adam.v.final_norm.weight' holds -1 at element 0" set adam.v.final_norm.weight -1
@@ -198,7 +198,7 @@ cfgfault "$C: \"training\".\"out\" is longer than 255 characters" 'c["training"]
 # Settings that pass every check but are not the run's: the checkpoints say so.
 rm -rf "$W/d" && cp -r "$W/base" "$W/d"
 sed -i 's/"lr": 0.001/"lr": 0.002/' "$C"
-expect_fail 1 "$W/d/checkpoints: none of the 3 checkpoints is usable (the newest: $W/d/$CK: written with lr = 1e-3, the run's config.json has 0.002" \
+expect_fail 1 "$W/d/checkpoints: none of the 3 checkpoints is usable (the newest: $W/d/$CK: written with lr = 0.001, the run's config.json has 0.002" \
     train --resume "$W/d"
 # (Token caches and tokenizer files join these cases when the tasks that read them exist.)
 echo "ok: $cases cases"

@@ -87,4 +87,20 @@ done
 grep -q "offset" <<<"$(grep -A2 -- '--pope-delta-init' <<<"$h")" || fail "help: --pope-delta-init lacks offset"
 "$P" analyze probe --help | grep -q -- "--batches" || fail "analyze probe --help"
 "$P" analyze probe >"$W/out" 2>"$W/err"; [ $? -eq 2 ] || fail "probe without --model: not a usage error"
+# --batches costs time, not memory: the batches are filled one at a time (1,400 batches of 64 held
+# at once would take about 20 MB more than 2 do)
+"$P" train --task indirect --d-model 16 --heads 2 --layers 1 --batch 16 --threads 1 --indirect-min-len 6 \
+    --indirect-max-len 10 --indirect-max-shift 2 --indirect-val-size 64 --indirect-test-size 64 --steps 2 \
+    --eval-every 0 --out "$W/small" >/dev/null 2>"$W/err" || fail "train small: $(cat "$W/err")"
+/usr/bin/python3 - "$P" "$W/small" <<'PY' || fail "analyze probe: memory grows with --batches"
+import os, subprocess, sys
+def peak_kb(batches):  # this child's own peak resident size (wait4's rusage)
+    p = subprocess.Popen([sys.argv[1], "analyze", "probe", "--model", sys.argv[2], "--batches", str(batches),
+                          "--batch", "64", "--out", "/dev/null", "--threads", "1"], stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(p.pid, 0)
+    assert status == 0, "analyze probe --batches %d: status %d" % (batches, status)
+    return usage.ru_maxrss
+few, many = peak_kb(2), peak_kb(1400)
+assert many < few + 5000, "peak %d KB with 2 batches, %d KB with 1400" % (few, many)
+PY
 exit 0

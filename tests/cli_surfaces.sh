@@ -81,6 +81,22 @@ echo "not json" >"$I9"
 expect 1 "$I9: damaged: JSON" -- train $IMG --data-dir "$W/d9" --pe rope2d --steps 2 --out "$W/bad9"
 [ ! -e "$W/bad9" ] || fail "a refused run left a directory"
 
+# confusing messages made clear: an empty --init-from or --out, a variant's option without a
+# value or given twice, --rope-scale without a method, --lengths on images, presets of qa
+expect 2 "--init-from '': an empty path (give a run directory, or leave --init-from out)" -- train --init-from "" --steps 2
+expect 2 "--out '': an empty path" -- train --steps 2 --out ""
+expect 2 "--pe rope:init-from=: --init-from has no value (option=value)" -- compare --pe rope:init-from= --steps 2 --out "$W/v"
+expect 2 "--pe rope:rope-base=500:rope-base=600: --rope-base is given twice" -- compare --pe rope:rope-base=500:rope-base=600 --steps 2 --out "$W/v"
+expect 2 "--rope-scale 2 does nothing without a length extension" -- eval --model "$W/img-rope" --rope-scale 2
+expect 2 "--lengths: task image is swept over image sides: give --resolutions" -- compare $IMG --pe rope2d --lengths 1x --steps 2 --out "$W/v"
+expect 2 "--preset: task qa has no presets: it fine-tunes a text run" -- train --task qa --preset cpu --steps 2 --out "$W/v"
+[ ! -e "$W/v" ] || fail "a refused compare left $W/v"
+# a variant's runs are in directories named without ':' or '='
+"$P" compare --task indirect --pe rope:rope-base=500 --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 \
+    --indirect-val-size 16 --indirect-test-size 16 --eval-every 0 --steps 2 --seeds 1 --out "$W/cv" >"$W/o" 2>"$W/e" ||
+    fail "compare a variant: $(cat "$W/e")"
+[ -d "$W/cv/rope+rope-base-500-s1" ] || fail "the variant's run directory: $(ls "$W/cv")"
+
 # 3. sample generates --tokens tokens when the prompt is longer than the window (T = 32)
 install_sotu "$D"
 TXT="--task text --dataset sotu --tokenizer byte --data-dir $D --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --seq-len 32"
@@ -93,4 +109,26 @@ for args in "--prompt 40 --tokens 3:3" ":200" "--prompt 1048576 --tokens 10:10" 
     done
 done
 
+# sample on a terminal: the model's control bytes (ESC, CR, ...) escaped as \xHH; into a pipe, as
+# they are (a 2-update byte model at temperature 1 draws nearly uniform bytes)
+/usr/bin/python3 - "$P" "$W/txt" <<'PY' || fail "sample on a terminal"
+import os, subprocess, sys, tty
+args = [sys.argv[1], "sample", "--model", sys.argv[2], "--count", "2", "--prompt", "4", "--tokens", "600"]
+master, slave = os.openpty()
+tty.setraw(slave)  # no output processing: the bytes as pelab writes them
+p = subprocess.Popen(args, stdout=slave, stderr=subprocess.DEVNULL)
+os.close(slave)
+out = b""
+while True:
+    try: chunk = os.read(master, 65536)
+    except OSError: break
+    if not chunk: break
+    out += chunk
+assert p.wait() == 0
+bad = sorted({c for c in out if (c < 0x20 and c not in (9, 10)) or c == 0x7f})
+assert not bad, "raw control bytes on the terminal: %r" % bad
+assert b"\\x" in out, "no escaped byte in 1,200 drawn bytes"
+piped = subprocess.run(args, capture_output=True).stdout
+assert any((c < 0x20 and c not in (9, 10)) for c in piped), "no control byte in the piped output"
+PY
 echo "cli_surfaces: ok"

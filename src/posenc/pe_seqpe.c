@@ -179,10 +179,15 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
     int rc = pelab_seqpe_encoder_init(&s->enc, params, "pe.seqpe", base, digits, dims, layers,
                                       width, heads, final_norm, pe->D);
     if (rc) return rc;
-    if (extent > s->enc.capacity)
-        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-digits %d in base %d hold coordinates below "
-                          "%lld, fewer than the training context's (%d)", digits, base,
-                          (long long)s->enc.capacity, extent);
+    if (extent > s->enc.capacity) {
+        if (dims == 1)
+            return pelab_fail(PELAB_ERR_USAGE, "--seqpe-digits %d in base %d hold positions below %lld, "
+                              "fewer than the training context's %d", digits, base,
+                              (long long)s->enc.capacity, extent);
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-digits %d in base %d hold coordinates up to %lld; "
+                          "a grid of %d x %d patches has coordinates 1 to %d (give more digits)",
+                          digits, base, (long long)s->enc.capacity - 1, pe->grid, pe->grid, pe->grid);
+    }
     if (s->mode != MODE_INPUT) {
         s->n_proj = s->shared ? 1 : pe->n_layers;
         s->proj = malloc((size_t)pe->n_layers * sizeof *s->proj);

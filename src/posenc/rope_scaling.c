@@ -56,6 +56,14 @@ int pelab_rope_scaling_uses(const char *method, const char *name) {
     return 1;
 }
 
+int pelab_rope_scale_check(const struct pelab_opts *opts) {
+    const char *scale = pelab_opts_get(opts, "rope-scale"), *method = pelab_opts_get(opts, "rope-scaling");
+    if (scale && (!method || strcmp(method, "none") == 0))
+        return pelab_fail(PELAB_ERR_USAGE, "--rope-scale %s does nothing without a length extension: give "
+                          "--rope-scaling pi, ntk, dynamic-ntk or yarn with it", scale);
+    return PELAB_OK;
+}
+
 int pelab_rope_freqs_read(struct pelab_rope_freqs *f, const struct pelab_opts *opts, int max_seq) {
     const struct pelab_optdef *S = pelab_rope_scaling_options;
     f->method = (enum pelab_rope_method)pelab_opt_choice(opts, S, "rope-scaling");

@@ -70,6 +70,11 @@ extern const struct pelab_optdef pelab_rope_scaling_options[];
  * rope-original-len with dynamic-ntk and yarn, yarn-beta-* with yarn; 1 for any other name. */
 int pelab_rope_scaling_uses(const char *method, const char *name);
 
+/* PELAB_ERR_USAGE when opts set --rope-scale without a method (--rope-scaling absent or none),
+ * where it would be recorded and do nothing. For what is given anew (a new run, an evaluation's
+ * options): a run recorded so before this check still opens. */
+int pelab_rope_scale_check(const struct pelab_opts *opts);
+
 /* Reads the length-extension options of `opts` into f (base, d, resonance set by the caller
  * before); max_seq is the training context, the default of --rope-original-len. PELAB_ERR_USAGE
  * naming the option for a setting that makes no sense (a scale below 1 with a method, a YaRN

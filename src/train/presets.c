@@ -120,6 +120,10 @@ int pelab_preset_apply(struct pelab_opts *o, const char *task, const char *name,
         int w = snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", p->name);
         if (w > 0 && (size_t)w < sizeof known - n) n += (size_t)w;
     }
+    if (!ps && !n && strcmp(task, "qa") == 0) /* qa fine-tunes a run that a preset made */
+        return pelab_fail(PELAB_ERR_USAGE, "--preset: task qa has no presets: it fine-tunes a text run, "
+                          "e.g. one of --task text --preset demo or cpu, with --init-from RUN --task qa "
+                          "(README: Long-context QA at CPU scale)");
     if (!ps)
         return pelab_fail(PELAB_ERR_USAGE, "--preset: no preset '%s' for task %s (known: %s)", name,
                           task, n ? known : "none");

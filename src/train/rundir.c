@@ -8,6 +8,7 @@
 #include "pelab/json.h"
 #include "pelab/model.h"
 #include "pelab/posenc.h"
+#include "posenc/rotary.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
@@ -156,6 +157,10 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
         if (pelab_posenc_eval_option_owner(eval_opts->kv[i].key) &&
             pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))
             return PELAB_ERR_USAGE;
+    if (pelab_opts_get(eval_opts, "rope-scale")) {
+        const int rc = pelab_rope_scale_check(&r->settings);
+        if (rc) return rc;
+    }
     return probe_encoding(&r->settings, r->task.ops->name, pe, r->task.seq_len);
 }
 

@@ -23,6 +23,7 @@
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "posenc/rotary.h"
 #include "train/run.h"
 
 /* Salt for the seed-derived start of the data cursor: different seeds see the data in another
@@ -645,6 +646,7 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
                                     pelab_opt_str(&tr->opts, pelab_model_options, "pe"));
         if (rc) return rc;
     }
+    if ((rc0 = pelab_rope_scale_check(&tr->opts))) return rc0;
     int rc = trainer_setup(tr, NULL);
     return rc ? rc : pelab_init_from_load(tr);
 }
