@@ -154,10 +154,12 @@ void pelab_cmd_compare_help(FILE *f) {
 }
 
 /* Fails with the current last error prefixed by `where` (copied first: pelab_fail writes the
- * buffer that pelab_last_error reads). */
+ * buffer that pelab_last_error reads), unless the message names it first already. */
 static int fail_in(int code, const char *where) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", pelab_last_error());
+    const size_t n = strlen(where);
+    if (strncmp(msg, where, n) == 0 && msg[n] == ':') return pelab_fail(code, "%s", msg);
     return pelab_fail(code, "%s: %s", where, msg);
 }
 

@@ -9,9 +9,10 @@
 static const struct pelab_optdef train_cmd_options[] = {
     {"resume", PELAB_OPT_STR, "", 0, 0, NULL,
      "continue the run in this directory from its newest valid checkpoint, with its "
-     "config.json (only --steps, --decay-steps, --threads, --keep and the --on-nan options may "
-     "be given too; with --steps beyond the run's, the updates past the cosine schedule's end run "
-     "at --min-lr unless --decay-steps re-plans it)"},
+     "config.json (only --steps, --decay-steps, --threads, --keep, the --on-nan options and "
+     "--precision may be given too; with --steps beyond the run's, the updates past the cosine "
+     "schedule's end run at --min-lr unless --decay-steps re-plans it; --precision fp32 goes on "
+     "in float32 with a bf16 run, on a machine without bf16 products)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # RoPE's length extension at evaluation: eval and sample of a rope run take --rope-scaling
-# pi|ntk|dynamic-ntk|yarn with --rope-scale and YaRN's options; each method at scale 1 (and a
-# scale given with none) evaluates exactly as plain RoPE; a method at scale 4 changes the
-# result. The options are refused, with one line naming the option and exit 2, on runs of other
+# pi|ntk|dynamic-ntk|yarn with --rope-scale and YaRN's options; each method at scale 1
+# evaluates exactly as plain RoPE (a scale given with none, which would do nothing, is refused);
+# a method at scale 4 changes the result. The options are refused, with one line naming the option and exit 2, on runs of other
 # encodings (pope, nope), by training, and where a value makes no sense.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
@@ -20,7 +20,9 @@ loss() { # ARGS... → the loss of `pelab eval --model R --json ARGS`, full prec
     /usr/bin/python3 -c 'import json, sys; print(repr(json.load(open(sys.argv[1]))["loss"]))' "$W/out"
 }
 plain=$(loss)
-[ "$(loss --rope-scaling none --rope-scale 4)" = "$plain" ] || fail "a scale with none changed the evaluation"
+"$P" eval --model "$R" --rope-scaling none --rope-scale 4 >"$W/out" 2>"$W/err"
+[ $? -eq 2 ] && grep -q "^pelab: --rope-scale 4 does nothing without a length extension" "$W/err" ||
+    fail "a scale with none is not refused: $(cat "$W/err")"
 for m in pi ntk dynamic-ntk yarn; do
     [ "$(loss --rope-scaling $m --rope-scale 1)" = "$plain" ] || fail "$m at scale 1 differs from plain RoPE"
 done

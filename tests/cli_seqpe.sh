@@ -129,7 +129,7 @@ labels = ["seqpe:seqpe-alpha=0:seqpe-beta=0", "seqpe:seqpe-beta=0", "seqpe"]
 assert [e["pe"] for e in c["encodings"]] == labels, c["encodings"]
 want = {labels[0]: (0, 0), labels[1]: (0.1, 0), labels[2]: (0.1, 0.1)}
 for l, (a, b) in want.items():
-    cfg = json.load(open("%s/%s-s1/config.json" % (d, l)))
+    cfg = json.load(open("%s/%s-s1/config.json" % (d, l.replace(":", "+").replace("=", "-"))))
     assert cfg["model"]["pe"] == "seqpe" and cfg["encoding"]["seqpe-alpha"] == a and cfg["encoding"]["seqpe-beta"] == b, (l, cfg["encoding"])
     assert cfg["encoding"]["seqpe-delta-batch"] == 4, "shared options reach every variant"
 PY
@@ -143,7 +143,7 @@ expect_usage() { # PATTERN -- ARGS...
     [ -e "$W/no" ] && fail "pelab $*: left $W/no behind"
 }
 expect_usage "--seqpe-base: 1 is out of range [2, 65536]" -- train --pe seqpe --seqpe-base 1 $TINY --out "$W/no"
-expect_usage "--seqpe-digits 1 in base 10 hold coordinates below 10, fewer than the training context" -- \
+expect_usage "--seqpe-digits 1 in base 10 hold positions below 10, fewer than the training context's 50" -- \
     train --pe seqpe --seqpe-digits 1 $TINY --out "$W/no"
 expect_usage "--seqpe-dims 2: this task's positions are 1-D" -- train --pe seqpe --seqpe-dims 2 $TINY --out "$W/no"
 expect_usage "--seqpe-mode: 'attn-scalar' is not one of" -- train --pe seqpe --seqpe-mode attn-scalar $TINY --out "$W/no"

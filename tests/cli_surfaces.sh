@@ -91,6 +91,15 @@ expect 2 "--rope-scale 2 does nothing without a length extension" -- eval --mode
 expect 2 "--lengths: task image is swept over image sides: give --resolutions" -- compare $IMG --pe rope2d --lengths 1x --steps 2 --out "$W/v"
 expect 2 "--preset: task qa has no presets: it fine-tunes a text run" -- train --task qa --preset cpu --steps 2 --out "$W/v"
 [ ! -e "$W/v" ] || fail "a refused compare left $W/v"
+# a bf16 run on a machine without bf16 products: a usage error that offers float32
+if ! "$P" --version | grep -q ", bf16,"; then
+    "$P" train --task indirect --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 \
+        --indirect-test-size 16 --eval-every 0 --steps 4 --save-every 2 --out "$W/b16" >/dev/null 2>"$W/e" || fail "train: $(cat "$W/e")"
+    sed -i 's/"precision": "fp32"/"precision": "bf16"/' "$W/b16/config.json" # as a bf16 machine wrote it
+    expect 2 "$W/b16 trains with --precision bf16, which this machine cannot run" -- train --resume "$W/b16" --steps 6
+    grep -qF "resume it with --precision fp32 to go on in float32" "$W/e" || fail "no way offered: $(cat "$W/e")"
+    "$P" train --resume "$W/b16" --steps 6 --precision fp32 >/dev/null 2>"$W/e" || fail "resume --precision fp32: $(cat "$W/e")"
+fi
 # a variant's runs are in directories named without ':' or '='
 "$P" compare --task indirect --pe rope:rope-base=500 --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 \
     --indirect-val-size 16 --indirect-test-size 16 --eval-every 0 --steps 2 --seeds 1 --out "$W/cv" >"$W/o" 2>"$W/e" ||

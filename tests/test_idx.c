@@ -128,7 +128,7 @@ static void test_damage(void) {
     refused("extra", b, size, PELAB_IDX_U8, 3, "4 bytes after the data: the header says 2x2x2 u8 (24 bytes with the header), the file has 28");
     uint32_t huge[3] = {0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu};
     b = make_idx(&size, PELAB_IDX_F64, 3, huge, px, 12);
-    refused("overflow", b, size, 0, 0, "truncated: the header says 4294967295x4294967295x4294967295 f64");
+    refused("overflow", b, size, 0, 0, "truncated: the header says 4294967295x4294967295x4294967295 f64, more than 2^64 bytes; the file has");
     struct pelab_idx x;
     CHECK(pelab_idx_read(&x, tmpdir_path("missing.idx"), 0, 0) == PELAB_ERR_RUNTIME &&
           strstr(pelab_last_error(), "missing.idx: cannot open") != NULL, "missing file: %s", pelab_last_error());

@@ -211,9 +211,12 @@ int pelab_init_from_load(struct pelab_trainer *tr) {
             char a[96], b[96];
             shape_text(a, sizeof a, q);
             shape_text(b, sizeof b, p);
+            /* what sizes the tensor: the image patch (patch_emb.*), else the training context */
+            const int patch = strncmp(p->name, "patch_emb.", 10) == 0;
             rc = pelab_fail(PELAB_ERR_USAGE, "--init-from %s: tensor %s is %s there and %s here "
-                            "(a table sized by the training context: keep the source's context "
-                            "length)", dir, p->name, a, b);
+                            "(%s)", dir, p->name, a, b,
+                            patch ? "the patch embedding is sized by --patch: keep the source's --patch"
+                                  : "a table sized by the training context: keep the source's context length");
         }
     }
     if (!rc && from->params.count != to->params.count)

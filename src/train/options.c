@@ -120,7 +120,7 @@ int pelab_train_config_read(const struct pelab_opts *o, struct pelab_train_confi
 
 int pelab_train_resume_option(const char *name) {
     static const char *const ok[] = {"steps", "decay-steps", "threads", "keep", "on-nan",
-                                     "nan-lr-factor", "nan-retries", "check-finite"};
+                                     "nan-lr-factor", "nan-retries", "check-finite", "precision"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (strcmp(name, ok[i]) == 0) return 1;
     return 0;

@@ -23,6 +23,7 @@
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "pelab/precision.h"
 #include "posenc/rotary.h"
 #include "train/run.h"
 
@@ -834,6 +835,16 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     *file = tr->opts;
     if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(file, &tr->opts)))
         goto agree;
+    /* a bf16 run on a machine without bf16 products: the machine's fault, not the file's */
+    const char *precision = pelab_opts_get(&tr->opts, "precision");
+    enum pelab_precision p;
+    if (precision && pelab_precision_parse(precision, &p) == PELAB_OK && pelab_precision_check(p)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", pelab_last_error());
+        rc = pelab_fail(PELAB_ERR_USAGE, "%s trains with --precision %s, which this machine cannot run (%s); "
+                        "resume it with --precision fp32 to go on in float32", tr->dir, precision, why);
+        goto agree;
+    }
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (trainer_setup(tr, NULL)) {

@@ -61,11 +61,14 @@ static int parse(struct pelab_idx *x, unsigned char *b, size_t size, const char 
     }
     char dims[PELAB_IDX_MAX_RANK * 12];
     dims_text(dims, sizeof dims, x);
-    uint64_t need = overflow ? UINT64_MAX : header + count * x->elem_size;
+    if (overflow)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: truncated: the header says %s %s, more than 2^64 bytes; "
+                          "the file has %zu", name, dims, pelab_idx_type_name(x->type), size);
+    const uint64_t need = header + count * x->elem_size;
     if (size < need)
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: truncated: the header says %s %s (%llu bytes with the header), "
                           "the file has %zu", name, dims, pelab_idx_type_name(x->type),
-                          overflow ? 0ULL : (unsigned long long)need, size);
+                          (unsigned long long)need, size);
     if (size > need)
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: %llu bytes after the data: the header says %s %s (%llu bytes "
                           "with the header), the file has %zu", name, (unsigned long long)(size - need), dims,
