@@ -11,6 +11,8 @@
 #                   at the demo preset: perplexity at 1x..10x the training length, and its figure
 #   make demo-indirect  RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make setup      the packages of make deps and the test data (.ci/deps, .ci/deps-data)
+#   make tables     rewrites the README's recorded tables from results/ (scripts/tables.py)
+#   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -224,6 +226,13 @@ setup:
 bench: pelab $(BENCH_BIN)
 	@bash bench/run.sh
 
+tables:
+	@/usr/bin/python3 scripts/tables.py
+
+reproduce: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/reproduce.sh $(TABLE)
+
 deps:
 	@bash .ci/deps
 
@@ -242,7 +251,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

@@ -42,8 +42,9 @@ for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope seqpe "seqpe --
       "('image', 4, 4, True, True)" ] || fail "eval --pe $pe: $(cat "$W/e.json")"
 done
 
-# 2-D SeqPE: two coordinates of two digits each (the defaults on a grid), recorded as such
-[ "$(json "$W/seqpe/config.json" 'j["encoding"]["seqpe-dims"], j["encoding"]["seqpe-digits"]')" = "(0, 0)" ] ||
+# 2-D SeqPE: two coordinates of two digits each (the defaults on a grid), recorded as resolved
+# (with the encoder's width and heads, d-model and heads by default)
+[ "$(json "$W/seqpe/config.json" '[j["encoding"][k] for k in ("seqpe-dims", "seqpe-digits", "seqpe-width", "seqpe-heads")]')" = "[2, 2, 16, 2]" ] ||
     fail "seqpe on images: config.json: $(head -c 400 "$W/seqpe/config.json")"
 "$P" eval --model "$W/seqpe_--seqpe-mode_attn-mul" --resolutions 8,16 --json >"$W/r.json" 2>"$W/err" ||
     fail "seqpe --resolutions: $(cat "$W/err")"

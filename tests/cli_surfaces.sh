@@ -45,6 +45,19 @@ expect 2 "--resolutions: '9x': at most 8x the training side, 64 pixels here" -- 
 expect 2 "--resolutions: '4100': a side is 4 (the patch size) to 4096 pixels" -- eval --model "$W/img-rope" --resolutions 4100
 [ $((SECONDS - start)) -lt 20 ] || fail "the refusals took $((SECONDS - start)) s: work before the check"
 
+# config.json records SeqPE's automatic settings as resolved; a run written before (0:
+# automatic, in config.json and the weights' metadata alike) still opens and evaluates the same
+[ "$(json "$W/img-seqpe/config.json" '[j["encoding"][k] for k in ("seqpe-dims", "seqpe-digits", "seqpe-width", "seqpe-heads")]')" = "[2, 1, 16, 2]" ] ||
+    fail "SeqPE's resolved settings: $(cat "$W/img-seqpe/config.json")"
+"$P" eval --model "$W/img-seqpe" --json --threads 1 >"$W/new.json" 2>"$W/e" || fail "eval: $(cat "$W/e")"
+cp -r "$W/img-seqpe" "$W/img-seqpe-old"
+for k in seqpe-dims seqpe-width seqpe-heads; do
+    sed -i "s/\"$k\": [0-9]*/\"$k\": 0/" "$W/img-seqpe-old/config.json"
+    /usr/bin/python3 tests/lib/st_edit.py "$W/img-seqpe-old/model.safetensors" meta "pelab.config.$k" 0 || fail "st_edit"
+done
+"$P" eval --model "$W/img-seqpe-old" --json --threads 1 >"$W/old.json" 2>"$W/e" || fail "eval of a run with automatic settings: $(cat "$W/e")"
+[ "$(json "$W/old.json" 'j["loss"]')" = "$(json "$W/new.json" 'j["loss"]')" ] || fail "automatic and resolved settings evaluate differently"
+
 # 6. an image run evaluates and samples from data that moved (--data-dir), as a text run does
 cp -r "$D" "$W/moved"
 "$P" eval --model "$W/img-rope" --data-dir "$W/moved" --threads 1 >"$W/o" 2>"$W/e" || fail "eval --data-dir on an image run: $(cat "$W/e")"

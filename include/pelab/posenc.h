@@ -170,6 +170,12 @@ struct pelab_posenc_ops {
      * position with the pass's length: dynamic NTK, the learned table's interpolation). NULL: it
      * always does. */
     int (*cache_check)(const struct pelab_posenc *pe, long len);
+
+    /* Optional: writes into opts the value it chose for each of its options left automatic (0:
+     * SeqPE's digits, coordinates, encoder width and heads, L_max), so that what a new run records
+     * is what it runs and a reader of config.json needs none of pelab's rules. PELAB_OK, or
+     * PELAB_ERR_USAGE when opts is full. */
+    int (*resolve)(const struct pelab_posenc *pe, struct pelab_opts *opts);
 };
 
 struct pelab_posenc {
@@ -246,6 +252,9 @@ void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const 
 void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
                                  int B, int T);
 int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
+/* The encoding's automatic options as it resolved them, into opts (ops->resolve; nothing for an
+ * encoding without automatic options). */
+int pelab_posenc_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts);
 void pelab_posenc_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                              const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
                              int B, int T);

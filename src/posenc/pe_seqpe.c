@@ -533,6 +533,25 @@ const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *p
 }
 
 /* Both sites listed; init keeps the one of the chosen mode in pe->sites. */
+/* The automatic options (0) as init resolved them: what the run records is what it ran. */
+static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts) {
+    const struct seqpe *s = pe->state;
+    const struct {
+        const char *name;
+        int64_t value; /* 0: not resolved here (L_max without the regularisers) */
+    } chosen[] = {{"seqpe-digits", s->enc.digits}, {"seqpe-dims", s->enc.dims}, {"seqpe-width", s->enc.width},
+                  {"seqpe-heads", s->enc.heads}, {"seqpe-max-pos", s->reg.max_pos}};
+    for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)chosen[i].value);
+        int rc = chosen[i].value > 0 && pelab_opt_int(opts, seqpe_options, chosen[i].name) == 0
+                     ? pelab_opts_set(opts, chosen[i].name, v)
+                     : PELAB_OK;
+        if (rc) return rc;
+    }
+    return PELAB_OK;
+}
+
 const struct pelab_posenc_ops pelab_pe_seqpe = {
     .name = "seqpe",
     .summary = "learned encoder of each position's digits, added at the input or to q and k (SeqPE, Li et al. 2025)",
@@ -552,6 +571,7 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .qk_backward = seqpe_qk_backward,
     .backward_end = seqpe_backward_end,
     .position_vectors = seqpe_position_vectors,
+    .resolve = seqpe_resolve,
     .train_positions = seqpe_train_positions,
     .aux_names = seqpe_aux_names,
     .aux_forward = seqpe_aux_forward,

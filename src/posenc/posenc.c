@@ -137,6 +137,10 @@ int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
     return rc;
 }
 
+int pelab_posenc_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts) {
+    return pe->ops->resolve ? pe->ops->resolve(pe, opts) : PELAB_OK;
+}
+
 int pelab_posenc_grid_side(const int32_t *pos, int T) {
     int side = 1;
     for (int i = 0; i < 2 * T; i++) side = pos[i] > side ? pos[i] : side;

@@ -649,6 +649,9 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
     }
     if ((rc0 = pelab_rope_scale_check(&tr->opts))) return rc0;
     int rc = trainer_setup(tr, NULL);
+    /* a new run records what it runs: the encoding's automatic settings as resolved */
+    if (!rc) rc = pelab_posenc_resolve(&tr->model.pe, &tr->opts);
+    if (!rc) rc = pelab_posenc_resolve(&tr->model.pe, &tr->model.opts);
     return rc ? rc : pelab_init_from_load(tr);
 }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Records the runs behind a README table in results/TABLE/, so that every number of the table can
+# be traced to the runs that made it and regenerated from the record (scripts/tables.py):
+#
+#   bash scripts/record.sh TABLE ./pelab compare ... --out DIR
+#
+# runs the command (a `pelab compare`; runs it finished before are reused, as compare does), then
+# keeps, in results/TABLE/:
+#   record.json      the command, the commit (with "+changes" when the tree differed from it),
+#                    `pelab --version`, the CPU model, the cores, the date, the command's wall time
+#   compare.json     compare's own summary of the runs (each run's metrics and sweep)
+#   runs/RUN/        each run's config.json, summary.json, sweep files, and the last 5 lines of
+#                    its log.jsonl (never weights: a record is kilobytes)
+# A record made again replaces the old one; git keeps the history.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { echo "usage: scripts/record.sh TABLE COMMAND... (a pelab compare with --out DIR)" >&2; exit 2; }
+table=$1; shift
+case $table in */* | .* | "") echo "record: '$table' is not a table name" >&2; exit 2 ;; esac
+out=""
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do [ "${args[i]}" = "--out" ] && out=${args[i + 1]}; done
+[ -n "$out" ] || { echo "record: the command names no --out DIR" >&2; exit 2; }
+
+start=$(date +%s.%N)
+"$@"
+wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+[ -f "$out/compare.json" ] || { echo "record: $out/compare.json is missing" >&2; exit 1; }
+
+dest=results/$table
+tmp=$(mktemp -d "results/.$table.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+cp "$out/compare.json" "$tmp/"
+/usr/bin/python3 - "$out/compare.json" "$tmp" <<'PY'
+import json, os, shutil, sys
+compare, dest = sys.argv[1], sys.argv[2]
+for run in json.load(open(compare))["runs"]:
+    src = run["dir"]
+    to = os.path.join(dest, "runs", os.path.basename(src.rstrip("/")))
+    os.makedirs(to, exist_ok=True)
+    for name in sorted(os.listdir(src)):
+        if name in ("config.json", "summary.json") or (name.startswith(("sweep", "resolutions", "qa_sweep")) and name.endswith(".json")):
+            shutil.copyfile(os.path.join(src, name), os.path.join(to, name))
+    with open(os.path.join(src, "log.jsonl")) as f:
+        tail = f.readlines()[-5:]
+    with open(os.path.join(to, "log-tail.jsonl"), "w") as f:
+        f.writelines(tail)
+PY
+commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
+/usr/bin/python3 - "$tmp/record.json" "$table" "$commit" "$wall" "$@" <<PY
+import json, sys, time
+path, table, commit, wall, command = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
+json.dump({"table": table, "command": command, "commit": commit,
+           "version": """$(./pelab --version)""".splitlines(),
+           "cpu": cpu, "cores": $(nproc), "date": time.strftime("%Y-%m-%d"),
+           "wall_s": wall}, open(path, "w"), indent=2)
+open(path, "a").write("\n")
+PY
+rm -rf "$dest"
+mv "$tmp" "$dest"
+trap - EXIT
+echo "record: results/$table ($(find "$dest" -type f | wc -l) files, $(du -sk "$dest" | cut -f1) KB)"

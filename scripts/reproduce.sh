@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs a recorded table's command again from scratch and prints each of its numbers beside the
+# record, with the relative drift (make reproduce TABLE=NAME; long: it trains every run again).
+#
+#   bash scripts/reproduce.sh NAME       (NAME: a directory of results/, e.g. demo)
+#
+# The runs go to runs/reproduce/NAME (removed first, so that nothing is reused); the command is
+# the record's own (results/NAME/record.json) with only its --out changed. How close another
+# machine comes: the same binary, SIMD level, BLAS kernels and thread count give the same bits;
+# another CPU or kernel sums in another order (README, Correctness).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:-}
+[ -n "$name" ] && [ -f "results/$name/record.json" ] ||
+    { echo "usage: make reproduce TABLE=NAME, NAME one of: $(ls results 2>/dev/null | tr '\n' ' ')" >&2; exit 2; }
+out=runs/reproduce/$name
+mapfile -t cmd < <(/usr/bin/python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["command"]
+i = c.index("--out")
+c[i + 1] = sys.argv[2]
+print("\n".join(c))' "results/$name/record.json" "$out")
+# the datasets its runs read, installed when missing
+for d in $(cat results/"$name"/runs/*/config.json | sed -n 's/^ *"dataset": "\([^"]*\)".*/\1/p' | sort -u); do
+    ./pelab data install "$d" >/dev/null || { echo "reproduce: dataset $d could not be installed (above)" >&2; exit 1; }
+done
+rm -rf "$out"
+echo "reproduce: ${cmd[*]}"
+"${cmd[@]}"
+echo
+echo "results/$name against $out ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)):"
+/usr/bin/python3 scripts/tables.py --drift "$name" "$out/compare.json"
