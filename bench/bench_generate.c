@@ -10,7 +10,10 @@
  * forward over the whole context so far (the cheapest recomputation: no training activations,
  * logits in chunks), its argmax the token. Prints one JSON line:
  *   {"context":...,"pe":"rope","cache":"on","tokens":G,"tokens_per_s":...,"prefill_s":...,
- *    "peak_rss_mib":...,"threads":...,"last":TOKEN}
+ *    "peak_rss_mib":...,"threads":...,"bytes_per_token":...,"last":TOKEN}
+ * bytes_per_token (with the cache): what one decoded token must read at least, every weight once
+ * and the cached keys and values of the context, averaged over the timed tokens; memory
+ * bandwidth over it bounds the tokens/s (bench/generate.sh, with bench_stream's rate).
  * "last" is the final token: with the same --tokens the two modes pick the same tokens (greedy,
  * the same weights), unless two logits tie within rounding.
  */
@@ -111,6 +114,9 @@ int main(int argc, char **argv) {
         }
     }
     double per = (pelab_clock_s() - t0) / G;
+    /* weights, and per layer the keys (H·qk_dim) and values (D) of the mean context P + G/2 */
+    const double kv_row = (double)m.cfg.n_layers * (m.cfg.n_heads * m.pe.qk_dim + m.cfg.d_model);
+    const double bytes = sizeof(pelab_real) * ((double)m.params.total + (cached ? kv_row * (P + G / 2.0) : 0));
     if (rc) {
         fprintf(stderr, "bench_generate: %s\n", pelab_last_error());
         return 1;
@@ -118,8 +124,8 @@ int main(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("{\"context\":%d,\"pe\":\"%s\",\"cache\":\"%s\",\"tokens\":%d,\"tokens_per_s\":%.2f,"
-           "\"prefill_s\":%.3f,\"peak_rss_mib\":%.1f,\"threads\":%d,\"last\":%d}\n",
-           N, pe, cache, G, 1 / per, prefill, ru.ru_maxrss / 1024.0, pelab_threads_get(),
+           "\"prefill_s\":%.3f,\"peak_rss_mib\":%.1f,\"threads\":%d,\"bytes_per_token\":%.0f,\"last\":%d}\n",
+           N, pe, cache, G, 1 / per, prefill, ru.ru_maxrss / 1024.0, pelab_threads_get(), bytes,
            tokens[N - 1]);
     pelab_kv_cache_free(c);
     free(tokens);
