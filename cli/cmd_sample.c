@@ -314,6 +314,10 @@ int pelab_cmd_sample(int argc, char **argv) {
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     uint64_t first = (uint64_t)pelab_opt_real(&opts, sample_options, "first");
     int count = (int)pelab_opt_int(&opts, sample_options, "count");
+    if ((rc = pelab_task_open_split(&run.task, split))) {
+        pelab_run_close(&run);
+        return rc;
+    }
     if (split != PELAB_SPLIT_LONG || run.task.ops->decode) {
         /* Examples (windows of the training length) past the end would wrap to the beginning. */
         struct pelab_window_count c;

@@ -64,6 +64,14 @@ cp -r "$D" "$W/moved"
 "$P" sample --model "$W/img-rope" --data-dir "$W/moved" --count 1 >"$W/o" 2>"$W/e" || fail "sample --data-dir on an image run: $(cat "$W/e")"
 expect 1 "dataset 'fashion-mnist' is not installed in $W/nowhere" -- eval --model "$W/img-rope" --data-dir "$W/nowhere"
 
+# a damaged test file stops what reads the test split, and nothing else
+cp -r "$D" "$W/dtest"
+printf 'X' | dd of="$W/dtest/sources/fashion-mnist/t10k-images-idx3-ubyte" bs=1 seek=100 conv=notrunc 2>/dev/null
+"$P" eval --model "$W/img-rope" --data-dir "$W/dtest" --split val --threads 1 >"$W/o" 2>"$W/e" ||
+    fail "eval --split val with a damaged test file: $(cat "$W/e")"
+expect 1 "t10k-images-idx3-ubyte: CRC-32" -- eval --model "$W/img-rope" --data-dir "$W/dtest" --split test --threads 1
+expect 1 "t10k-images-idx3-ubyte: CRC-32" -- sample --model "$W/img-rope" --data-dir "$W/dtest" --split test --count 1
+
 # 8. an IDX source that is a FIFO, or a link to /dev/zero: refused at once, nothing installed
 for kind in fifo zero; do
     cat >"$W/fetch-$kind" <<EOS

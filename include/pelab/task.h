@@ -46,6 +46,8 @@ struct pelab_batch {
 struct pelab_task;
 
 /* A batch of a token task: 1-D positions, no input vectors. */
+/* The split's data read, where the task reads a split on first use (ops->open_split). */
+int pelab_task_open_split(const struct pelab_task *t, enum pelab_split split);
 int pelab_batch_alloc(struct pelab_batch *b, int B, int T);
 /* A batch of task t's shape (its positions' coordinates and input vectors). */
 int pelab_batch_alloc_for(struct pelab_batch *b, const struct pelab_task *t, int B, int T);
@@ -91,6 +93,11 @@ struct pelab_task_ops {
      * size. PELAB_ERR_USAGE (pelab_image_check_side's message) for a side the patch does not
      * divide; PELAB_ERR_RUNTIME when out of memory. */
     int (*set_side)(struct pelab_task *t, int side, int *train_side, int *patch);
+    /* Optional: reads a split's data on its first use (the image task's test images), so that
+     * what a command does not read cannot stop it (a damaged test file, evaluating val).
+     * PELAB_ERR_RUNTIME naming the file at fault. Called through pelab_task_open_split before
+     * split_size or fill of that split (the training split and val are read by init). */
+    int (*open_split)(const struct pelab_task *t, enum pelab_split split);
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
                   struct pelab_bytes *out);

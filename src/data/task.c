@@ -78,6 +78,10 @@ int pelab_task_model_io(const char *name, const struct pelab_opts *opts, struct 
     return ops && ops->model_io ? ops->model_io(opts, io) : PELAB_OK;
 }
 
+int pelab_task_open_split(const struct pelab_task *t, enum pelab_split split) {
+    return t->ops->open_split ? t->ops->open_split(t, split) : PELAB_OK;
+}
+
 int pelab_batch_alloc_for(struct pelab_batch *b, const struct pelab_task *t, int B, int T) {
     int rc = pelab_batch_alloc(b, B, T);
     const int n = t->io.positions.dims, P = t->io.input_dim;

@@ -71,10 +71,11 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
                        enum pelab_split split, uint64_t first, int batches, int batch) {
     if (batch <= 0 || batches <= 0) return pelab_fail(PELAB_ERR_USAGE, "batch and batch count must be positive");
     const int T = t->seq_len;
+    int rc = pelab_task_open_split(t, split);
+    if (rc) return rc;
     const uint64_t size = t->ops->split_size(t, split);
     if (size == 0) return pelab_fail(PELAB_ERR_RUNTIME, "the task's split is empty");
-    int rc = pelab_model_reserve(m, batch, T);
-    if (rc) return rc;
+    if ((rc = pelab_model_reserve(m, batch, T))) return rc;
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc_for(&b, t, batch, T))) return rc; /* images: pixels and (row, col) */
     unsigned char *keep = malloc((size_t)batch * T);

@@ -195,6 +195,9 @@ static void clear(struct pelab_eval_result *r) {
 int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split,
                    uint64_t first, uint64_t count, int batch, struct pelab_eval_result *r) {
     clear(r);
+    /* a collective, as the evaluation is: every rank reads the split, and stops if one cannot */
+    int rc = pelab_dist_agree(pelab_task_open_split(t, split));
+    if (rc) return rc;
     struct source s = {t, split, t->seq_len, 0, t->ops->fill_windows != NULL};
     uint64_t size;
     if (s.windows) {
@@ -229,7 +232,7 @@ static int check_side_positions(struct pelab_model *m, const struct pelab_task *
     struct pelab_batch b;
     int rc = pelab_batch_alloc_for(&b, t, 1, t->seq_len);
     if (rc) return rc;
-    t->ops->fill(t, PELAB_SPLIT_TEST, 0, &b);
+    t->ops->fill(t, PELAB_SPLIT_VAL, 0, &b); /* any image: the positions are the side's */
     if ((rc = pelab_posenc_prepare(&m->pe, b.pos, 1, t->seq_len))) {
         char why[512];
         snprintf(why, sizeof why, "%s", pelab_last_error());

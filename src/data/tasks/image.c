@@ -19,6 +19,8 @@
  * order: example j is image (a_e · (j mod n) + c_e) mod n of epoch e = j / n, a_e coprime to n —
  * a permutation that needs no table and depends on j alone, so a resumed run repeats it.
  */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "data/tasks/tasks.h"
@@ -44,7 +46,8 @@ static const char *const class_names[] = {"T-shirt/top", "Trouser", "Pullover", 
                                           "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
 
 struct image_state {
-    struct pelab_images split[3]; /* train, val, test */
+    struct pelab_images split[3]; /* train, val, test (read on first use) */
+    char data_dir[PATH_MAX];
     int train_side;               /* --image-side */
     int side, patch, grid, raster;/* side and grid: of the current batches (set_side) */
     uint64_t data_seed;
@@ -112,9 +115,10 @@ static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     s->grid = s->side / s->patch;
     s->raster = t->io.positions.dims == 1;
     s->data_seed = (uint64_t)pelab_opt_real(opts, options, "data-seed");
-    const char *dir = pelab_data_dir(pelab_opt_str(opts, options, "data-dir"));
-    static const int splits[3] = {PELAB_DOC_TRAIN, PELAB_DOC_VAL, PELAB_DOC_TEST};
-    for (int i = 0; i < 3 && !rc; i++) rc = pelab_images_load(dir, "fashion-mnist", splits[i], &s->split[i]);
+    snprintf(s->data_dir, sizeof s->data_dir, "%s", pelab_data_dir(pelab_opt_str(opts, options, "data-dir")));
+    /* train and val (one file); the test file on its first use (image_open_split) */
+    static const int splits[2] = {PELAB_DOC_TRAIN, PELAB_DOC_VAL};
+    for (int i = 0; i < 2 && !rc; i++) rc = pelab_images_load(s->data_dir, "fashion-mnist", splits[i], &s->split[i]);
     if (!rc && s->split[0].classes > (int)(sizeof class_names / sizeof *class_names))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "fashion-mnist: %d classes, not 10", s->split[0].classes);
     if (!rc) rc = buffers(s);
@@ -127,6 +131,12 @@ static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     t->pad = t->vocab; /* never a target: the tokens' placeholder */
     t->lm = 0;
     return PELAB_OK;
+}
+
+static int image_open_split(const struct pelab_task *t, enum pelab_split split) {
+    struct image_state *s = t->state;
+    if (split != PELAB_SPLIT_TEST || s->split[PELAB_SPLIT_TEST].pixels) return PELAB_OK;
+    return pelab_images_load(s->data_dir, "fashion-mnist", PELAB_DOC_TEST, &s->split[PELAB_SPLIT_TEST]);
 }
 
 static uint64_t image_split_size(const struct pelab_task *t, enum pelab_split split) {
@@ -153,6 +163,7 @@ static uint64_t train_index(const struct image_state *s, uint64_t j, uint64_t n)
 static void image_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first, struct pelab_batch *b) {
     struct image_state *s = t->state;
     const struct pelab_images *im = &s->split[split];
+    PELAB_ASSERT(im->n > 0); /* opened: pelab_task_open_split */
     const int T = b->T, G = s->grid, P = s->patch * s->patch, n_pos = t->io.positions.dims;
     PELAB_ASSERT(T == t->seq_len && b->inputs != NULL); /* no padding: attention sees every token */
     const uint64_t n = (uint64_t)im->n;
@@ -203,4 +214,5 @@ const struct pelab_task_ops pelab_task_image = {
     .token_text = image_token_text,
     .model_io = image_io,
     .set_side = image_set_side,
+    .open_split = image_open_split,
 };
