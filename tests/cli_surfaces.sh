@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The surfaces added since the hostile-input audit of cli_hostile.sh (images and IDX data,
-# --init-from, sample, analyses, resume), each under the input that broke it: every analysis works
-# on, or refuses in one line, every kind of run; sample generates exactly --tokens tokens whatever
-# the prompt; a resumed run's files are byte-identical to an uninterrupted run's; a fine-tune
-# drops the inherited settings a new length extension does not use; an image run evaluates after
-# its data moved; damaged or hostile data files are refused in one line.
+# --init-from, sample, analyses, compare variants, resume), each under the input that broke it:
+# analyze freq works on image runs; every --resolutions side is checked before any work; an image
+# run evaluates after its data moved, and a damaged test file stops only what reads it; FIFOs,
+# devices and impossible pixel statistics are refused in one line; SeqPE records its settings as
+# resolved; sample generates exactly --tokens tokens whatever the prompt, and escapes control bytes
+# on a terminal; the confusing messages of the audit each say what is wrong. (The MPI agreement
+# is in cli_mpi.sh, byte-identical resumes in cli_kill.sh, a fine-tune's dropped settings in
+# cli_init_from.sh, the probe's memory in cli_probe.sh.)
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -111,6 +114,10 @@ expect 2 "--pe rope:rope-base=500:rope-base=600: --rope-base is given twice" -- 
 expect 2 "--rope-scale 2 does nothing without a length extension" -- eval --model "$W/img-rope" --rope-scale 2
 expect 2 "--lengths: task image is swept over image sides: give --resolutions" -- compare $IMG --pe rope2d --lengths 1x --steps 2 --out "$W/v"
 expect 2 "--preset: task qa has no presets: it fine-tunes a text run" -- train --task qa --preset cpu --steps 2 --out "$W/v"
+expect 2 "tensor patch_emb.weight is (16, 16) there and (16, 4) here (the patch embedding is sized by --patch: keep the source's --patch)" -- \
+    train --init-from "$W/img-rope" --patch 2 --steps 2 --out "$W/v"
+expect 2 "--seqpe-digits 1 in base 10 hold coordinates up to 9; a grid of 10 x 10 patches has coordinates 1 to 10" -- \
+    train $IMG --pe seqpe --seqpe-digits 1 --image-side 40 --steps 2 --out "$W/v"
 [ ! -e "$W/v" ] || fail "a refused compare left $W/v"
 # a bf16 run on a machine without bf16 products: a usage error that offers float32
 if ! "$P" --version | grep -q ", bf16,"; then
