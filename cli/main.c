@@ -13,6 +13,10 @@
 #include "pelab/threads.h"
 #include "pelab/train.h"
 
+#ifndef PELAB_COMMIT
+#define PELAB_COMMIT "unknown" /* built without the Makefile */
+#endif
+
 struct command {
     const char *name;
     const char *summary;
@@ -136,7 +140,7 @@ static int run(int argc, char **argv) {
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK; /* oneDNN and the CPU */
         pelab_clear_error();
-        printf("pelab %s (%s, %s, %s, %s)\n", PELAB_VERSION, pelab_build_info(), bf16 ? "bf16" : "no bf16",
+        printf("pelab %s (commit %s, %s, %s, %s, %s)\n", PELAB_VERSION, PELAB_COMMIT, pelab_build_info(), bf16 ? "bf16" : "no bf16",
                pelab_dist_built() ? "MPI" : "no MPI", pelab_plot_available() ? "cairo" : "no cairo");
         printf("matrix products: %s\n", pelab_blas_kernels());
         return PELAB_OK;

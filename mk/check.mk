@@ -14,9 +14,11 @@
 ASAN_DIR := build/asan
 ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 # The CLI tests about bad input (cli_plot: malformed CSV files, and the figures' cairo and
-# fontconfig code, which must leave nothing allocated); cli_kill, cli_resume and cli_compare
-# repeat training the C tests and these already cover, at many times the cost under the sanitizers.
-ASAN_CLI_TESTS := cli_train cli_bad_input cli_corrupt cli_nan cli_plot
+# fontconfig code, which must leave nothing allocated; cli_surfaces: hostile data files, image
+# runs, sample on a terminal; cli_blas: the re-run under another OPENBLAS_CORETYPE); cli_kill,
+# cli_resume and cli_compare repeat training the C tests and these already cover, at many times
+# the cost under the sanitizers.
+ASAN_CLI_TESTS := cli_train cli_bad_input cli_corrupt cli_nan cli_plot cli_surfaces cli_blas
 
 test-asan:
 	@CFLAGS="$(ASAN_CFLAGS)" $(MAKE) --no-print-directory BUILD=$(ASAN_DIR) \

@@ -6,8 +6,9 @@
 #
 # runs the command (a `pelab compare`; runs it finished before are reused, as compare does), then
 # keeps, in results/TABLE/:
-#   record.json      the command, the commit (with "+changes" when the tree differed from it),
-#                    `pelab --version`, the CPU model, the cores, the date, the command's wall time
+#   record.json      the command, `pelab --version` and the commit it names (the one ./pelab was
+#                    built from, "+changes" when the tree differed from it), the CPU model, the
+#                    cores, the date, the command's wall time
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
 #   runs/RUN/        each run's config.json, summary.json, sweep files, and the last 5 lines of
 #                    its log.jsonl (never weights: a record is kilobytes)
@@ -22,6 +23,10 @@ args=("$@")
 for ((i = 0; i + 1 < ${#args[@]}; i++)); do [ "${args[i]}" = "--out" ] && out=${args[i + 1]}; done
 [ -n "$out" ] || { echo "record: the command names no --out DIR" >&2; exit 2; }
 
+# the build that runs, and the commit it was built from (its --version says; taken before the
+# command: the tree may change while the runs train)
+version=$(./pelab --version)
+commit=$(sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p' <<<"$version")
 start=$(date +%s.%N)
 "$@"
 wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
@@ -46,14 +51,12 @@ for run in json.load(open(compare))["runs"]:
     with open(os.path.join(to, "log-tail.jsonl"), "w") as f:
         f.writelines(tail)
 PY
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || commit="$commit+changes"
 /usr/bin/python3 - "$tmp/record.json" "$table" "$commit" "$wall" "$@" <<PY
 import json, sys, time
 path, table, commit, wall, command = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
 json.dump({"table": table, "command": command, "commit": commit,
-           "version": """$(./pelab --version)""".splitlines(),
+           "version": """$version""".splitlines(),
            "cpu": cpu, "cores": $(nproc), "date": time.strftime("%Y-%m-%d"),
            "wall_s": wall}, open(path, "w"), indent=2)
 open(path, "a").write("\n")
