@@ -7,8 +7,9 @@
 # runs the command (a `pelab compare`; runs it finished before are reused, as compare does), then
 # keeps, in results/TABLE/:
 #   record.json      the command, `pelab --version` and the commit it names (the one ./pelab was
-#                    built from, "+changes" when the tree differed from it), the CPU model, the
-#                    cores, the date, the command's wall time
+#                    built from, "+changes" when the tree differed from it), the environment's
+#                    PELAB_*, OPENBLAS_* and OMP_* settings, the CPU model, the cores, the date,
+#                    the command's wall time
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
 #   runs/RUN/        each run's config.json, summary.json, sweep files, and the last 5 lines of
 #                    its log.jsonl (never weights: a record is kilobytes)
@@ -52,10 +53,12 @@ for run in json.load(open(compare))["runs"]:
         f.writelines(tail)
 PY
 /usr/bin/python3 - "$tmp/record.json" "$table" "$commit" "$wall" "$@" <<PY
-import json, sys, time
+import json, os, sys, time
 path, table, commit, wall, command = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
-json.dump({"table": table, "command": command, "commit": commit,
+# the settings of the environment that change what runs (kernels, threads)
+env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(("PELAB_", "OPENBLAS_", "OMP_"))}
+json.dump({"table": table, "command": command, "commit": commit, "environment": env,
            "version": """$version""".splitlines(),
            "cpu": cpu, "cores": $(nproc), "date": time.strftime("%Y-%m-%d"),
            "wall_s": wall}, open(path, "w"), indent=2)

@@ -24,9 +24,13 @@ print("\n".join(c))' "results/$name/record.json" "$out")
 for d in $(cat results/"$name"/runs/*/config.json | sed -n 's/^ *"dataset": "\([^"]*\)".*/\1/p' | sort -u); do
     ./pelab data install "$d" >/dev/null || { echo "reproduce: dataset $d could not be installed (above)" >&2; exit 1; }
 done
+# the record's environment (PELAB_SIMD, OPENBLAS_CORETYPE, ...), as it ran
+mapfile -t env < <(/usr/bin/python3 -c '
+import json, sys
+for k, v in json.load(open(sys.argv[1])).get("environment", {}).items(): print("%s=%s" % (k, v))' "results/$name/record.json")
 rm -rf "$out"
-echo "reproduce: ${cmd[*]}"
-"${cmd[@]}"
+echo "reproduce: ${env[*]} ${cmd[*]}"
+env "${env[@]}" "${cmd[@]}"
 echo
 echo "results/$name against $out ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)):"
 /usr/bin/python3 scripts/tables.py --drift "$name" "$out/compare.json"
