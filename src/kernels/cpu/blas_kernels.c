@@ -6,6 +6,9 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include "pelab/threads.h"
 
 /* Whether the space-separated list `flags` holds the word `name`. */
@@ -67,19 +70,34 @@ const char *pelab_blas_better_core(enum pelab_isa cpu, const char *reported) {
 char *openblas_get_corename(void);
 char *openblas_get_config(void);
 
-/* The level /proc/cpuinfo's first `flags` line allows, or -1 where there is none. PELAB_CPU_FLAGS,
- * when set, stands for that line (tests/cli_blas.sh plays a CPU that OpenBLAS misjudges). */
+/* The level of the instructions this process may run, as cpuid says (with the operating system's
+ * support, which __builtin_cpu_supports checks: under valgrind, which emulates no AVX-512, it is
+ * AVX2) written as a flags line for pelab_isa_from_flags; -1 on another architecture.
+ * PELAB_CPU_FLAGS, when set, stands for that line (tests/cli_blas.sh plays a CPU that OpenBLAS
+ * misjudges). */
 static int cpu_isa(void) {
     const char *flags = getenv("PELAB_CPU_FLAGS");
     if (flags) return (int)pelab_isa_from_flags(flags);
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return -1;
-    char line[8192];
-    int isa = -1;
-    while (isa < 0 && fgets(line, sizeof line, f))
-        if (strncmp(line, "flags", 5) == 0 && strchr(line, ':')) isa = (int)pelab_isa_from_flags(strchr(line, ':') + 1);
-    fclose(f);
-    return isa;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    char line[256] = "";
+#define FLAG(name, have) \
+    if (have) strcat(line, " " name)
+    FLAG("avx", __builtin_cpu_supports("avx"));
+    FLAG("avx2", __builtin_cpu_supports("avx2"));
+    FLAG("fma", __builtin_cpu_supports("fma"));
+    FLAG("avx512f", __builtin_cpu_supports("avx512f"));
+    FLAG("avx512cd", __builtin_cpu_supports("avx512cd"));
+    FLAG("avx512bw", __builtin_cpu_supports("avx512bw"));
+    FLAG("avx512dq", __builtin_cpu_supports("avx512dq"));
+    FLAG("avx512vl", __builtin_cpu_supports("avx512vl"));
+    unsigned a, b, c, d; /* AVX512_BF16: cpuid leaf 7, subleaf 1, eax bit 5 */
+    FLAG("avx512_bf16", __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1));
+#undef FLAG
+    return (int)pelab_isa_from_flags(line);
+#else
+    return -1;
+#endif
 }
 
 /* "OpenBLAS 0.3.21": the first two words of OpenBLAS's configuration string */

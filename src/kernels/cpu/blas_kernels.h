@@ -4,11 +4,11 @@
  * A DYNAMIC_ARCH OpenBLAS (Debian's) picks its kernels once, in its constructor, from a table of
  * CPU models. A model newer than the library (an Intel Xeon of family 6, model 207, for OpenBLAS
  * 0.3.21) gets the generic "Prescott" SSE3 kernels: sgemm ~2.5x slower than the AVX-512 ones,
- * silently. pelab does not depend on that table: it reads the instruction sets the CPU reports
- * (the `flags` line of /proc/cpuinfo, which lists only what the kernel lets programs use), takes
- * the best OpenBLAS core those allow, and compares it with the core OpenBLAS chose. The
- * comparison is a pure function of (flags, reported core), so the tests run it on recorded pairs
- * on any machine. */
+ * silently. pelab does not depend on that table: it reads the instruction sets this process may
+ * run (cpuid, with the operating system's support), takes the best OpenBLAS core those allow,
+ * and compares it with the core OpenBLAS chose. The comparison is a pure function of (CPU flags,
+ * reported core), the flags written as /proc/cpuinfo writes them, so the tests run it on recorded
+ * pairs on any machine. */
 #ifndef PELAB_KERNELS_BLAS_KERNELS_H
 #define PELAB_KERNELS_BLAS_KERNELS_H
 
