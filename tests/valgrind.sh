@@ -5,7 +5,11 @@
 # A valgrind error or a definite leak fails the run (exit 99 from valgrind), as does a pelab
 # exit status other than the one expected.
 set -u
+user_core=${OPENBLAS_CORETYPE-}
 . "$(dirname "$0")/lib/cli.sh"
+# cli.sh chose OpenBLAS's kernels for this CPU; valgrind emulates no AVX-512, so each run under it
+# chooses its own (unless the user chose)
+[ -n "$user_core" ] || unset OPENBLAS_CORETYPE
 command -v valgrind >/dev/null || { echo "notice: valgrind is not installed ('make deps'); skipped"; exit 0; }
 VG="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --track-origins=yes"
 TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
