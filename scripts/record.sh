@@ -5,9 +5,9 @@
 #   bash scripts/record.sh TABLE ./pelab compare ... --out DIR
 #
 # runs the command (a `pelab compare`; runs it finished before are reused, as compare does), then
-# keeps, in results/TABLE/:
-#   record.json      the command, `pelab --version` and the commit it names (the one ./pelab was
-#                    built from, "+changes" when the tree differed from it), the environment's
+# keeps, in results/TABLE/ ($PELAB_RESULTS/TABLE when set):
+#   record.json      the command, its pelab's `--version` and the commit that names (the one the
+#                    binary was built from, "+changes" when the tree differed from it), the environment's
 #                    PELAB_*, OPENBLAS_* and OMP_* settings, the CPU model, the cores, the date,
 #                    the command's wall time
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
@@ -26,15 +26,17 @@ for ((i = 0; i + 1 < ${#args[@]}; i++)); do [ "${args[i]}" = "--out" ] && out=${
 
 # the build that runs, and the commit it was built from (its --version says; taken before the
 # command: the tree may change while the runs train)
-version=$(./pelab --version)
+version=$("$1" --version)
 commit=$(sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p' <<<"$version")
 start=$(date +%s.%N)
 "$@"
 wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 [ -f "$out/compare.json" ] || { echo "record: $out/compare.json is missing" >&2; exit 1; }
 
-dest=results/$table
-tmp=$(mktemp -d "results/.$table.XXXXXX")
+results=${PELAB_RESULTS:-results} # another directory for the tests
+mkdir -p "$results"
+dest=$results/$table
+tmp=$(mktemp -d "$results/.$table.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 cp "$out/compare.json" "$tmp/"
 /usr/bin/python3 - "$out/compare.json" "$tmp" <<'PY'
@@ -67,4 +69,4 @@ PY
 rm -rf "$dest"
 mv "$tmp" "$dest"
 trap - EXIT
-echo "record: results/$table ($(find "$dest" -type f | wc -l) files, $(du -sk "$dest" | cut -f1) KB)"
+echo "record: $dest ($(find "$dest" -type f | wc -l) files, $(du -sk "$dest" | cut -f1) KB)"

@@ -11,26 +11,38 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
-[ -n "$name" ] && [ -f "results/$name/record.json" ] ||
-    { echo "usage: make reproduce TABLE=NAME, NAME one of: $(ls results 2>/dev/null | tr '\n' ' ')" >&2; exit 2; }
-out=runs/reproduce/$name
+results=${PELAB_RESULTS:-results} # another directory for the tests
+[ -n "$name" ] && [ -f "$results/$name/record.json" ] ||
+    { echo "usage: make reproduce TABLE=NAME, NAME one of: $(ls "$results" 2>/dev/null | tr '\n' ' ')" >&2; exit 2; }
+out=${PELAB_REPRODUCE_OUT:-runs/reproduce/$name}
 mapfile -t cmd < <(/usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["command"]
 i = c.index("--out")
 c[i + 1] = sys.argv[2]
-print("\n".join(c))' "results/$name/record.json" "$out")
-# the datasets its runs read, installed when missing
-for d in $(cat results/"$name"/runs/*/config.json | sed -n 's/^ *"dataset": "\([^"]*\)".*/\1/p' | sort -u); do
-    ./pelab data install "$d" >/dev/null || { echo "reproduce: dataset $d could not be installed (above)" >&2; exit 1; }
+print("\n".join(c))' "$results/$name/record.json" "$out")
+# the datasets its runs read, installed where they read them when missing (pelab data install
+# leaves an installed one alone)
+mapfile -t installs < <(/usr/bin/python3 -c '
+import glob, json, sys
+seen = set()
+for p in sorted(glob.glob(sys.argv[1] + "/runs/*/config.json")):
+    task = json.load(open(p)).get("task", {})
+    if task.get("dataset"):
+        seen.add((task["dataset"], task.get("data-dir", "")))
+for d, dd in sorted(seen): print(d + ("\t--data-dir\t" + dd if dd else ""))' "$results/$name")
+for line in "${installs[@]}"; do
+    IFS=$'\t' read -r -a args <<<"$line"
+    "${cmd[0]}" data install "${args[@]}" >/dev/null ||
+        { echo "reproduce: dataset ${args[0]} could not be installed (above)" >&2; exit 1; }
 done
 # the record's environment (PELAB_SIMD, OPENBLAS_CORETYPE, ...), as it ran
 mapfile -t env < <(/usr/bin/python3 -c '
 import json, sys
-for k, v in json.load(open(sys.argv[1])).get("environment", {}).items(): print("%s=%s" % (k, v))' "results/$name/record.json")
+for k, v in json.load(open(sys.argv[1])).get("environment", {}).items(): print("%s=%s" % (k, v))' "$results/$name/record.json")
 rm -rf "$out"
 echo "reproduce: ${env[*]} ${cmd[*]}"
 env "${env[@]}" "${cmd[@]}"
 echo
-echo "results/$name against $out ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)):"
+echo "$results/$name against $out ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)):"
 /usr/bin/python3 scripts/tables.py --drift "$name" "$out/compare.json"

@@ -3,8 +3,9 @@
 
     scripts/tables.py                 rewrite every block <!-- results:NAME --> ... <!-- /results:NAME -->
                                       of README.md from results/NAME
-    scripts/tables.py --check [FILE]  the same, writing nothing: exit 1, with a diff, where README.md
-                                      (or FILE) differs from what its records give (make test runs this)
+    scripts/tables.py --check         the same, writing nothing: exit 1, with a diff, where README.md
+                                      differs from what its records give (make test runs this)
+    scripts/tables.py [--check] FILE  the same for another file than README.md
     scripts/tables.py --drift NAME COMPARE_JSON
                                       each number of record NAME beside the same number of another
                                       run of its command (scripts/reproduce.sh), with the relative drift
@@ -21,13 +22,14 @@ import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.environ.get("PELAB_RESULTS", os.path.join(ROOT, "results"))  # another one for the tests
 NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5": "T5", "fire": "FIRE",
          "seqpe": "SeqPE", "xpos": "xPos", "learned": "learned", "sinusoidal": "sinusoidal"}
 BLOCK = re.compile(r"(<!-- results:([\w.-]+) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
 
 
 def load(name):
-    d = os.path.join(ROOT, "results", name)
+    d = os.path.join(RESULTS, name)
     if not os.path.isdir(d):
         sys.exit("tables: README.md names results/%s, which does not exist (record it: scripts/record.sh)" % name)
     with open(os.path.join(d, "record.json")) as f:
@@ -47,7 +49,7 @@ def cell(values, digits=3):
 def run_config(name, run):
     """The recorded config.json of one run of compare.json."""
     base = os.path.basename(run["dir"].rstrip("/"))
-    with open(os.path.join(ROOT, "results", name, "runs", base, "config.json")) as f:
+    with open(os.path.join(RESULTS, name, "runs", base, "config.json")) as f:
         return json.load(f)
 
 
@@ -122,10 +124,10 @@ def main(argv):
     if argv[:1] == ["--drift"] and len(argv) == 3:
         drift(argv[1], argv[2])
         return 0
-    if argv[:1] == ["--check"] and len(argv) == 2:  # another copy of the README (the tests' edits)
-        readme, argv = argv[1], argv[:1]
+    if argv and argv[-1] != "--check":  # another file than README.md (the tests')
+        readme, argv = argv[-1], argv[:-1]
     if argv not in ([], ["--check"]):
-        sys.exit("usage: scripts/tables.py [--check [README]] | --drift NAME COMPARE_JSON")
+        sys.exit("usage: scripts/tables.py [--check] [FILE] | --drift NAME COMPARE_JSON")
     with open(readme) as f:
         text = f.read()
     new = regenerate(text)

