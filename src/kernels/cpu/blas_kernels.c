@@ -143,6 +143,7 @@ void pelab_blas_mend(char **argv) {
                 core, pelab_isa_name((enum pelab_isa)isa), better);
     /* OpenBLAS reads the variable in its constructor, before main: run this program again */
     if (setenv("OPENBLAS_CORETYPE", better, 1) == 0) execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* what this process runs, for the processes it starts too */
     fprintf(stderr, "pelab: could not run again with OPENBLAS_CORETYPE=%s; going on with %s\n",
             better, core);
 }
