@@ -11,7 +11,7 @@ set -u
 bf16="fpu sse sse2 pni ssse3 sse4_1 sse4_2 fma avx f16c avx2 avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16"
 chosen=$(env -u OPENBLAS_CORETYPE "$P" --version | sed -n 's/^matrix products: OpenBLAS [^ ]* \([^ ]*\) kernels.*/\1/p')
 case $chosen in
-Cooperlake | SapphireRapids | "") echo "skip: OpenBLAS already runs its $chosen kernels here"; exit 77 ;;
+Cooperlake | SapphireRapids | "") echo "skip: pelab runs OpenBLAS's $chosen kernels here, the best level: a played CPU cannot be above it"; exit 77 ;;
 esac
 
 # misjudged: one line, then the command runs on the better kernels
