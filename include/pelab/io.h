@@ -15,8 +15,7 @@
  * PELAB_ERR_RUNTIME with "PATH: reason". */
 int pelab_read_file(const char *path, char **data, size_t *size);
 /* The same for a file that must be a regular file (a data file): a FIFO, a device (a link to
- * /dev/zero) or a socket is refused at once, without blocking on it, and no more than its size
- * when opened is read. */
+ * /dev/zero) or a socket is refused at once, without blocking on it. */
 int pelab_read_regular_file(const char *path, char **data, size_t *size);
 
 struct pelab_atomic_file {

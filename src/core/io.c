@@ -45,71 +45,37 @@ static int read_all(int fd, size_t hint, char **data, size_t *size) {
     return 0;
 }
 
-int pelab_read_file(const char *path, char **data, size_t *size) {
+static const char *file_kind(mode_t mode) {
+    return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+         : S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+/* pelab_read_file, or with `regular` pelab_read_regular_file: opened without blocking (a FIFO must
+ * not wait for a writer) and refused unless a regular file, then read as any other. */
+static int read_whole(const char *path, int regular, char **data, size_t *size) {
     *data = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | (regular ? O_NONBLOCK : 0));
     if (fd < 0) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
     int err = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
-    if (err) {
+    if (!err && regular && !S_ISREG(st.st_mode)) {
         close(fd);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s, not a regular file", path, file_kind(st.st_mode));
     }
+    const int flags = err || !regular ? 0 : fcntl(fd, F_GETFL);
+    if (!err && regular && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) err = errno;
     /* st_size is only a hint (the file may grow, or be a pipe); read_all reads to EOF. */
-    size_t hint = S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 4096;
-    err = read_all(fd, hint, data, size);
+    if (!err) err = read_all(fd, S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 4096, data, size);
     close(fd);
     if (err) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
     return PELAB_OK;
 }
 
-static const char *file_kind(mode_t mode) {
-    return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
-         : S_ISSOCK(mode) ? "a socket" : S_ISDIR(mode) ? "a directory" : "not a regular file";
-}
+int pelab_read_file(const char *path, char **data, size_t *size) { return read_whole(path, 0, data, size); }
 
 int pelab_read_regular_file(const char *path, char **data, size_t *size) {
-    *data = NULL;
-    *size = 0;
-    /* O_NONBLOCK: opening a FIFO must not wait for a writer */
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    if (fd < 0) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        const int err = errno;
-        close(fd);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s, not a regular file", path, file_kind(st.st_mode));
-    }
-    const int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        const int err = errno;
-        close(fd);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
-    }
-    /* no more than the size it had: a file that grows meanwhile is read as it was */
-    char *buf = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    int err = buf ? 0 : ENOMEM;
-    while (!err && got < (size_t)st.st_size) {
-        const ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n > 0) got += (size_t)n;
-        else if (n == 0) break; /* it shrank meanwhile: the parser finds it short */
-        else if (errno != EINTR) err = errno;
-    }
-    close(fd);
-    if (err) {
-        free(buf);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
-    }
-    buf[got] = '\0';
-    *data = buf;
-    *size = got;
-    return PELAB_OK;
+    return read_whole(path, 1, data, size);
 }
 
 /* ---- atomic writes --------------------------------------------------------------------------- */

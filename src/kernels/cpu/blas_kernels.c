@@ -112,13 +112,21 @@ static void blas_version(char *out, size_t n) {
     out[i] = '\0';
 }
 
+/* The core OpenBLAS runs (*core), this CPU's level (*isa, -1 unknown), and the better core that
+ * level allows, or NULL. */
+static const char *better_than_running(const char **core, int *isa) {
+    *core = openblas_get_corename();
+    *isa = cpu_isa();
+    return *isa < 0 ? NULL : pelab_blas_better_core((enum pelab_isa)*isa, *core);
+}
+
 const char *pelab_blas_kernels(void) {
     static char info[192];
     char version[64];
     blas_version(version, sizeof version);
-    const char *core = openblas_get_corename(), *forced = getenv("OPENBLAS_CORETYPE");
-    const int isa = cpu_isa();
-    const char *better = isa < 0 ? NULL : pelab_blas_better_core((enum pelab_isa)isa, core);
+    const char *core, *forced = getenv("OPENBLAS_CORETYPE");
+    int isa;
+    const char *better = better_than_running(&core, &isa);
     const int has_forced = forced && forced[0];
     snprintf(info, sizeof info, "%s %s kernels%s%s%s%s%s%s", version, core,
              has_forced || better ? " (" : "", has_forced ? "OPENBLAS_CORETYPE=" : "",
@@ -131,9 +139,9 @@ const char *pelab_blas_kernels(void) {
 void pelab_blas_mend(char **argv) {
     const char *forced = getenv("OPENBLAS_CORETYPE");
     if (forced && forced[0]) return; /* the user's choice, or this process after the re-run */
-    const int isa = cpu_isa();
-    const char *core = openblas_get_corename();
-    const char *better = isa < 0 ? NULL : pelab_blas_better_core((enum pelab_isa)isa, core);
+    const char *core;
+    int isa;
+    const char *better = better_than_running(&core, &isa);
     if (!better) return;
     /* under mpirun every rank runs this: the first one says it */
     const char *rank = getenv("OMPI_COMM_WORLD_RANK");
