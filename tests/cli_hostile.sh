@@ -188,14 +188,18 @@ grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmpv/learned-s1/sweep-ape
     fail "the variant's sweep not made with --ape-extend"
 grep -q "^\[learned:ape-extend=interpolate s1\]  length sweep of 2 lengths at 2x: 100% " "$W/e" ||
     fail "compare's sweep progress not labelled with its run: $(cat "$W/e")"
-# entries that differ only in evaluation-time options share their runs and keep a sweep each
-"$P" compare $TT --pe rope,rope:rope-scaling=pi:rope-scale=2 --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmps" \
+# entries that differ only in evaluation-time options share their runs and keep a sweep each; an
+# ablation's --pe list (here 9 entries, over 255 characters) is one value
+LIST=rope,rope:rope-scaling=pi:rope-scale=2
+for s in 3 4 5 6 7 8 9; do LIST=$LIST,rope:rope-scaling=pi:rope-scale=$s.25; done
+[ ${#LIST} -gt 255 ] || fail "the long --pe list is ${#LIST} characters"
+"$P" compare $TT --pe "$LIST" --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmps" \
     >"$W/o3" 2>"$W/e" || fail "compare with an evaluation-only variant: $(cat "$W/e")"
 [ "$(ls -d "$W/cmps"/*-s1)" = "$W/cmps/rope-s1" ] || fail "an evaluation-only variant trained its own run: $(ls "$W/cmps")"
 grep -q "^\[rope:rope-scaling=pi:rope-scale=2 s1\]  shares the run: $W/cmps/rope-s1$" "$W/e" || fail "sharing not said: $(cat "$W/e")"
 grep -q '"eval_options": "rope-scaling=pi,rope-scale=2"' "$W/cmps/rope-s1/sweep-rope-scaling=pi,rope-scale=2.json" &&
     ! grep -q 'eval_options' "$W/cmps/rope-s1/sweep.json" || fail "the two sweeps of the shared run: $(ls "$W/cmps/rope-s1")"
-[ "$(grep -c '^| rope' "$W/o3")" = 2 ] || fail "not a row per entry: $(cat "$W/o3")"
+[ "$(grep -c '^| rope' "$W/o3")" = 9 ] || fail "not a row per entry: $(cat "$W/o3")"
 expect 2 "--ape-extend applies to the runs of --pe learned, which --pe does not list" -- \
     compare $TT --pe rope --seeds 1 --steps 2 --ape-extend interpolate --out "$W/cmp1"
 [ -e "$W/cmp0" ] || [ -e "$W/cmp1" ] && fail "a refused compare left a directory"

@@ -31,7 +31,8 @@ struct pelab_optdef {
  * holds them all plus its own counters (a SeqPE run's state file on the indirect task: 83). */
 #define PELAB_OPTS_MAX 128
 #define PELAB_OPT_KEY_MAX 40
-#define PELAB_OPT_VAL_MAX 256
+/* A value holds a compare's --pe list of several variants (an ablation's is 300-odd characters). */
+#define PELAB_OPT_VAL_MAX 1024
 
 struct pelab_opts {
     int count;
