@@ -173,16 +173,20 @@ endif
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
+	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -o $@ $< $(TESTLIB_OBJ) $(TEST_OBJ_EXTRA) $(BUILD)/f64/libpelab.a $(LDLIBS)
 
 # test_alloc and test_contract count the library's allocations: its calls are rerouted through the
-# test's counters.
+# counters of tests/lib/wrap/alloc_count.c.
+$(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: $(BUILD)/f64/tests/lib/wrap/alloc_count.o
+$(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: TEST_OBJ_EXTRA := $(BUILD)/f64/tests/lib/wrap/alloc_count.o
 $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
-$(BUILD)/tests/%_f32: tests/%.c $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB)
+# (the float build's: check.o has no reals; models.o has, so it is built again in float, and kept)
+.SECONDARY: $(BUILD)/f32/tests/lib/models.o
+$(BUILD)/tests/%_f32: tests/%.c $(BUILD)/f64/tests/lib/check.o $(BUILD)/f32/tests/lib/models.o $(PELAB_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(PELAB_LIB) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests -o $@ $< $(BUILD)/f64/tests/lib/check.o $(BUILD)/f32/tests/lib/models.o $(PELAB_LIB) $(LDLIBS)
 
 # fuzz/fuzz_NAME.c with fuzz/replay.c's main (and the target's extra sources, FUZZ_EXTRA_NAME,
 # which are prerequisites too: a change to them rebuilds the replay test and the fuzzer).

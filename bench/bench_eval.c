@@ -91,8 +91,9 @@ int main(int argc, char **argv) {
     double t0 = 0, loss = 0;
     for (int r = 0; r < warmup + reps; r++) {
         if (r == warmup) t0 = pelab_clock_s();
-        loss = train ? pelab_model_forward(&m, tokens, targets, pos, 1, T)
-                     : pelab_model_forward_eval(&m, tokens, targets, pos, 1, T);
+        if (train) pelab_model_forward(&m, tokens, targets, pos, 1, T);
+        else pelab_model_forward_eval(&m, tokens, targets, pos, 1, T);
+        loss = m.loss;
         if (m.status) {
             fprintf(stderr, "bench_eval: %s\n", pelab_last_error());
             return 1;

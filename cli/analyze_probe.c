@@ -42,7 +42,7 @@ static const struct pelab_optdef probe_options[] = {
     {"batches", PELAB_OPT_INT, "2", 1, 1e6, NULL, "batches of the split to run the model on"},
     {"batch", PELAB_OPT_INT, "64", 1, 65536, NULL, "examples per batch"},
     {"split", PELAB_OPT_CHOICE, "val", 0, 0, "val|test|train", "split the examples come from (from its first example)"},
-    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    PELAB_OPT_ROW_THREADS,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -48,9 +48,7 @@
 static const struct pelab_optdef seqpe_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of a --pe seqpe run, or of a --pe learned2d run on images (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
-    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
-     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
-     "every other check still applies"},
+    PELAB_OPT_ROW_EDITED,
     {"from", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL, "first position"},
     {"to", PELAB_OPT_INT, "2048", 1, 2147483647.0, NULL, "positions below it (the paper's figure: 2048)"},
     {"step", PELAB_OPT_INT, "8", 1, 2147483647.0, NULL, "every step-th position (1: all of them)"},

@@ -3,10 +3,14 @@
 #include <stdio.h>
 #include <string.h>
 #include "args.h"
+#include "pelab/dist.h"
+#include "pelab/precision.h"
+#include "pelab/safetensors.h"
 #include "pelab/model.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
+#include "pelab/threads.h"
 #include "pelab/train.h"
 
 int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
@@ -207,4 +211,33 @@ void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, co
             print_wrapped(f, text);
         }
     }
+}
+
+int pelab_args_run_command(int argc, char **argv, const struct pelab_optdef *table,
+                           const char *command, void (*help)(FILE *), struct pelab_opts *opts,
+                           struct pelab_opts *enc, int *asked_help) {
+    struct pelab_group g[PELAB_GROUPS_MAX];
+    const int n = pelab_args_eval_groups(g, "options", table);
+    static struct pelab_opts given;
+    int rc = pelab_args_parse(argc, argv, g, n, &given, asked_help);
+    if (!rc) rc = pelab_args_split_eval(&given, table, command, opts, enc);
+    if (rc) return rc;
+    if (*asked_help) {
+        help(stdout);
+        return PELAB_OK;
+    }
+    if (!pelab_opt_str(opts, table, "model")[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
+    pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(opts, table, "threads")));
+    if ((rc = pelab_precision_set((enum pelab_precision)pelab_opt_choice(opts, table, "precision"))))
+        return rc;
+    pelab_safetensors_accept_edited(pelab_opt_switch(opts, table, "edited"));
+    return PELAB_OK;
+}
+
+enum pelab_split pelab_args_split(const struct pelab_opts *opts, const struct pelab_optdef *table) {
+    /* the choice's index follows "val|test|train|long" */
+    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN,
+                                              PELAB_SPLIT_LONG};
+    return splits[pelab_opt_choice(opts, table, "split")];
 }

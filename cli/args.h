@@ -12,6 +12,18 @@ struct pelab_group {
 };
 #define PELAB_GROUPS_MAX 64
 
+/* Option rows that several commands' tables share (each table is a static array, so a shared row
+ * is an initialiser). */
+#define PELAB_OPT_ROW_THREADS {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"}
+#define PELAB_OPT_ROW_PRECISION                                                                   \
+    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",                                    \
+     "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "   \
+     "run trained in either precision is evaluated in either"}
+#define PELAB_OPT_ROW_EDITED                                                                      \
+    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,                                               \
+     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "  \
+     "every other check still applies"}
+
 /* Every group of the training options: training, model, one per task, one per encoding, after
  * `extra` (a command's own table, may be NULL, titled `extra_title`). Returns the count. */
 int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
@@ -22,6 +34,16 @@ int pelab_args_train_groups(struct pelab_group *g, const char *extra_title,
  * count. */
 int pelab_args_eval_groups(struct pelab_group *g, const char *title,
                            const struct pelab_optdef *table);
+
+/* The start of eval and sample: argv parsed against the command's table and the evaluation-time
+ * groups into opts (its own) and enc (the tasks' and encodings'); with --help, help(stdout) and
+ * *help = 1; else --model required, and the threads (a machine's cores shared among its MPI
+ * ranks), precision and --edited set from opts. */
+int pelab_args_run_command(int argc, char **argv, const struct pelab_optdef *table,
+                           const char *command, void (*help)(FILE *), struct pelab_opts *opts,
+                           struct pelab_opts *enc, int *asked_help);
+/* The --split choice "val|test|train|long" of table as the task's split. */
+enum pelab_split pelab_args_split(const struct pelab_opts *opts, const struct pelab_optdef *table);
 
 /* eval and sample: splits parsed options into the command's own (`own`, checked against
  * `table`) and the tasks' and encodings' evaluation-time options (`enc`, checked when the run is

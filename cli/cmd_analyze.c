@@ -34,9 +34,7 @@ int pelab_analyze_probe(int argc, char **argv); /* cli/analyze_probe.c */
 static const struct pelab_optdef common_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
-    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
-     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
-     "every other check still applies"},
+    PELAB_OPT_ROW_EDITED,
     {"png", PELAB_OPT_STR, "", 0, 0, NULL,
      "also draw the figure into this PNG file (replaced atomically; needs a build with cairo)"},
     {"width", PELAB_OPT_INT, "1000", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG width in pixels"},
@@ -57,7 +55,7 @@ static const struct pelab_optdef freq_options[] = {
     {"batches", PELAB_OPT_INT, "4", 1, 1e6, NULL, "batches of the split to run the model on"},
     {"batch", PELAB_OPT_INT, "0", 0, 65536, NULL, "examples per batch (0: the run's training --batch)"},
     {"split", PELAB_OPT_CHOICE, "val", 0, 0, "val|test|train", "split the examples come from (from its first example)"},
-    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
+    PELAB_OPT_ROW_THREADS,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -46,13 +46,9 @@ static const struct pelab_optdef eval_options[] = {
      "pe,label,length,multiple,examples,tokens,nll,ppl,em,forced_em); for "
      "'pelab plot lines --x length --y ppl'. With --resolutions: columns "
      "pe,side,grid,multiple,tokens,examples,accuracy,loss ('--x side --y accuracy')"},
-    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
-    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
-     "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "
-     "run trained in either precision is evaluated in either"},
-    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
-     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
-     "every other check still applies"},
+    PELAB_OPT_ROW_THREADS,
+    PELAB_OPT_ROW_PRECISION,
+    PELAB_OPT_ROW_EDITED,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -332,19 +328,11 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
 }
 
 int pelab_cmd_eval(int argc, char **argv) {
-    struct pelab_group g[PELAB_GROUPS_MAX];
-    int n = pelab_args_eval_groups(g, "options", eval_options);
-    static struct pelab_opts given, opts, enc;
-    int help;
-    int rc = pelab_args_parse(argc, argv, g, n, &given, &help);
-    if (!rc) rc = pelab_args_split_eval(&given, eval_options, "eval", &opts, &enc);
-    if (rc) return rc;
-    if (help) {
-        pelab_cmd_eval_help(stdout);
-        return PELAB_OK;
-    }
+    static struct pelab_opts opts, enc;
+    int help = 0;
+    int rc = pelab_args_run_command(argc, argv, eval_options, "eval", pelab_cmd_eval_help, &opts, &enc, &help);
+    if (rc || help) return rc;
     const char *dir = pelab_opt_str(&opts, eval_options, "model");
-    if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
     const char *csv = pelab_opt_str(&opts, eval_options, "csv");
     const char *res = pelab_opt_str(&opts, eval_options, "resolutions");
@@ -363,20 +351,13 @@ int pelab_cmd_eval(int argc, char **argv) {
     if (strcmp(csv, "-") == 0)
         return pelab_fail(PELAB_ERR_USAGE, "--csv -: standard output holds the table (or the "
                           "JSON); name a file");
-    /* Choice index follows "val|test|train|long"; the task's split ids are train 0, val 1,
-     * test 2, long 3. A sweep reads the long documents unless --split says otherwise. */
-    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN,
-                                              PELAB_SPLIT_LONG};
-    enum pelab_split split = splits[pelab_opt_choice(&opts, eval_options, "split")];
+    /* a sweep reads the long documents unless --split says otherwise */
+    enum pelab_split split = pelab_args_split(&opts, eval_options);
     if (lengths[0] && !pelab_opts_get(&opts, "split")) split = PELAB_SPLIT_LONG;
     int batch = (int)pelab_opt_int(&opts, eval_options, "batch");
     int sweep_batch = pelab_opts_get(&opts, "batch") ? batch : 0; /* 0: the sweep's default */
     uint64_t examples = (uint64_t)pelab_opt_real(&opts, eval_options, "examples");
     int json = pelab_opt_switch(&opts, eval_options, "json");
-    pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, eval_options, "threads")));
-    enum pelab_precision precision = (enum pelab_precision)pelab_opt_choice(&opts, eval_options, "precision");
-    if ((rc = pelab_precision_set(precision))) return rc;
-    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, eval_options, "edited"));
 
     if (csv[0] && (rc = pelab_check_output("--csv", csv))) return rc;
     static struct pelab_run run;

@@ -23,10 +23,8 @@ static const struct pelab_optdef sample_options[] = {
      "split to draw examples from (long: text, dna, music)"},
     {"count", PELAB_OPT_INT, "5", 1, 1000, NULL, "examples to show"},
     {"first", PELAB_OPT_INT, "0", 0, 1e15, NULL, "index of the first example"},
-    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"},
-    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
-     "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "
-     "run trained in either precision is evaluated in either"},
+    PELAB_OPT_ROW_THREADS,
+    PELAB_OPT_ROW_PRECISION,
     {"prompt", PELAB_OPT_INT, "64", 1, 1048576, NULL,
      "text, dna, music: prompt tokens, the beginning of each window"},
     {"tokens", PELAB_OPT_INT, "200", 1, 1000000, NULL,
@@ -41,9 +39,7 @@ static const struct pelab_optdef sample_options[] = {
     {"cache", PELAB_OPT_SWITCH, "on", 0, 0, NULL,
      "text, dna, music: generate with a KV cache (each token attends to kept keys and values); "
      "off: recompute the whole context for every token (the same tokens, slower)"},
-    {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
-     "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "
-     "every other check still applies"},
+    PELAB_OPT_ROW_EDITED,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -290,26 +286,12 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
 }
 
 int pelab_cmd_sample(int argc, char **argv) {
-    struct pelab_group g[PELAB_GROUPS_MAX];
-    int n = pelab_args_eval_groups(g, "options", sample_options);
-    static struct pelab_opts given, opts, enc;
-    int help;
-    int rc = pelab_args_parse(argc, argv, g, n, &given, &help);
-    if (!rc) rc = pelab_args_split_eval(&given, sample_options, "sample", &opts, &enc);
-    if (rc) return rc;
-    if (help) {
-        pelab_cmd_sample_help(stdout);
-        return PELAB_OK;
-    }
+    static struct pelab_opts opts, enc;
+    int help = 0;
+    int rc = pelab_args_run_command(argc, argv, sample_options, "sample", pelab_cmd_sample_help, &opts, &enc, &help);
+    if (rc || help) return rc;
     const char *dir = pelab_opt_str(&opts, sample_options, "model");
-    if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
-    static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN,
-                                              PELAB_SPLIT_LONG};
-    enum pelab_split split = splits[pelab_opt_choice(&opts, sample_options, "split")];
-    pelab_threads_set((int)pelab_opt_int(&opts, sample_options, "threads"));
-    enum pelab_precision precision = (enum pelab_precision)pelab_opt_choice(&opts, sample_options, "precision");
-    if ((rc = pelab_precision_set(precision))) return rc;
-    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, sample_options, "edited"));
+    enum pelab_split split = pelab_args_split(&opts, sample_options);
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
     uint64_t first = (uint64_t)pelab_opt_real(&opts, sample_options, "first");

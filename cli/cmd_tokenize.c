@@ -77,11 +77,8 @@ static int run(const struct pelab_opts *opts, const char *file) {
     struct pelab_bytes out = {0};
     if (pelab_opt_switch(opts, tokenize_options, "decode")) {
         rc = parse_ids(what, text, size, &ids);
-        if (!rc && (rc = tk.ops->decode(&tk, ids.ids, ids.len, &out))) {
-            char why[1024];
-            snprintf(why, sizeof why, "%s", pelab_last_error());
-            rc = pelab_fail(rc, "%s: %s", what, why);
-        }
+        if (!rc && (rc = tk.ops->decode(&tk, ids.ids, ids.len, &out)))
+            rc = pelab_fail_context(rc, "%s", what);
         if (!rc && out.len) fwrite(out.data, 1, out.len, stdout);
     } else {
         rc = tk.ops->encode(&tk, text, size, what, &ids);

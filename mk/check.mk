@@ -7,7 +7,8 @@
 #                        pelab hostile input, with a sanitized pelab (an allocation too large
 #                        returns NULL, as malloc does, so pelab's out-of-memory path is tested)
 #   make test-valgrind   tests/valgrind.sh: a tiny train, resume, eval, sample and refusals under
-#                        valgrind (errors and definite leaks fail), built without -march=native
+#                        valgrind (errors and definite leaks fail), the portable build (the CPU
+#                        valgrind emulates has no AVX-512: the kernels dispatch to AVX2)
 #   make fuzz            each fuzz/fuzz_<name>.c under libFuzzer (clang) for FUZZ_SECONDS, from
 #                        its corpus fuzz/corpus/<name>/; crashes land in build/fuzz/crashes/
 

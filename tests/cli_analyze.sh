@@ -7,7 +7,7 @@ set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 
-train() { # name pe [options...]
+train_tiny() { # name pe [options...]
     local name=$1; shift
     "$P" train --task indirect $TINY --steps 60 --warmup 5 --lr 3e-3 --log-every 10 --eval-every 0 \
         --out "$W/$name" --pe "$@" >/dev/null 2>"$W/err" || fail "train --pe $*: exit $?: $(tail -2 "$W/err")"
@@ -86,12 +86,12 @@ if pe in ("t5", "fire", "fire-shared"):  # learned: the trained bias is not cons
 PY
 }
 
-train alibi alibi
-train t5 t5 --t5-buckets 8 --t5-max-distance 20
-train t5l t5 --t5-table per-layer
-train fire fire
-train fires fire-shared --fire-width 8 --fire-depth 1
-train pope pope --pope-delta-init uniform
+train_tiny alibi alibi
+train_tiny t5 t5 --t5-buckets 8 --t5-max-distance 20
+train_tiny t5l t5 --t5-table per-layer
+train_tiny fire fire
+train_tiny fires fire-shared --fire-width 8 --fire-depth 1
+train_tiny pope pope --pope-delta-init uniform
 
 for r in alibi t5 t5l fire fires pope; do
     "$P" analyze bias --model "$W/$r" --out "$W/$r.csv" >"$W/out" 2>"$W/err" || fail "analyze $r: exit $?: $(cat "$W/err")"

@@ -30,7 +30,6 @@ a, b = sys.argv[1:]
 if log(a) != log(b): sys.exit("the logs differ")
 if weights(a) != weights(b): sys.exit("the final weights differ")' "$1" "$2"; }
 snapshot() { find "$1" -printf '%p %s %T@ %i\n' | sort; } # a replaced file has another inode
-train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"; }
 
 train $S --steps 9 --out "$W/base"                 # checkpoints of steps 3, 6 and 9
 train $S --steps 9 --lr 2e-3 --out "$W/other-lr"   # another run of the same model

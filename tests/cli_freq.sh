@@ -8,7 +8,7 @@ set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 
-train() { # name steps pe [options...]
+train_tiny() { # name steps pe [options...]
     local name=$1 steps=$2; shift 2
     "$P" train --task indirect $TINY --steps "$steps" --warmup 5 --lr 3e-3 --log-every 10 --eval-every 0 \
         --out "$W/$name" --pe "$@" >/dev/null 2>"$W/err" || fail "train --pe $*: exit $?: $(tail -2 "$W/err")"
@@ -38,11 +38,11 @@ assert len({r[3] for r in rows}) > 1, "constant query norms"
 PY
 }
 
-train rope 30 rope
-train half 30 rope --rope-layout half
-train xpos 2 xpos
-train pope 30 pope --pope-delta-init uniform
-train popeoff 2 pope --pope-softplus off
+train_tiny rope 30 rope
+train_tiny half 30 rope --rope-layout half
+train_tiny xpos 2 xpos
+train_tiny pope 30 pope --pope-delta-init uniform
+train_tiny popeoff 2 pope --pope-softplus off
 
 for r in rope:4:2 half:4:2 xpos:4:2 pope:8:1 popeoff:8:1; do
     IFS=: read -r name F e <<<"$r"
@@ -59,19 +59,13 @@ check rope "$W/b1.csv" 4 2
 cmp -s "$W/b1.csv" "$W/rope.csv" && fail "other batches gave the same means"
 
 # errors: one line, exit 2 (usage) or 1 (runtime)
-expect() { # code pattern args...
-    local code=$1 pattern=$2; shift 2
-    "$P" "$@" >"$W/out" 2>"$W/err"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" || fail "pelab $*: stderr: $(cat "$W/err")"
-}
-train alibi 1 alibi
-expect 2 "encoding 'alibi' has no frequencies to analyse (those with: rope, pope, xpos)" analyze freq --model "$W/alibi"
-expect 1 "$W/none" analyze freq --model "$W/none"
-expect 2 "--max-distance is an option of analyze bias, not of analyze freq" analyze freq --model "$W/rope" --max-distance 3
-expect 2 "--batches is an option of analyze freq, not of analyze bias" analyze bias --model "$W/pope" --batches 3
-expect 2 "--batches: 0 is out of range" analyze freq --model "$W/rope" --batches 0
-expect 2 "unknown analysis 'attention'" analyze attention --model "$W/rope"
+train_tiny alibi 1 alibi
+expect 2 "encoding 'alibi' has no frequencies to analyse (those with: rope, pope, xpos)" -- analyze freq --model "$W/alibi"
+expect 1 "$W/none" -- analyze freq --model "$W/none"
+expect 2 "--max-distance is an option of analyze bias, not of analyze freq" -- analyze freq --model "$W/rope" --max-distance 3
+expect 2 "--batches is an option of analyze freq, not of analyze bias" -- analyze bias --model "$W/pope" --batches 3
+expect 2 "--batches: 0 is out of range" -- analyze freq --model "$W/rope" --batches 0
+expect 2 "unknown analysis 'attention'" -- analyze attention --model "$W/rope"
 [ ! -e "$W/none.csv" ] || fail "a failed analysis left a file"
-expect 1 "$W/nodir/x.csv" analyze freq --model "$W/rope" --out "$W/nodir/x.csv"
+expect 1 "$W/nodir/x.csv" -- analyze freq --model "$W/rope" --out "$W/nodir/x.csv"
 echo "ok"

@@ -21,17 +21,17 @@ while IFS= read -r l; do
 done <<<"$opt_lines"
 
 # The training table, with its defaults; a sample of the model, task and encoding tables.
-expect() { # name default
+expect_default() { # name default
     local block
     block=$(awk -v n="--$1" '$1 == n {p=1; print; next} p && /^  --/ {exit} p {print}' <<<"$train")
     [ -n "$block" ] || fail "--$1 missing from 'pelab help train'"
     grep -q "(default: $2" <<<"$(tr '\n' ' ' <<<"$block" | tr -s ' ')" || fail "--$1: default '$2' not shown"
 }
-expect steps 2000; expect batch 64; expect accum 1; expect lr 1e-3; expect min-lr 1e-4
-expect warmup 100; expect decay-steps 0; expect weight-decay 0.01; expect beta1 0.9
-expect beta2 0.99; expect eps 1e-8; expect clip 1.0; expect seed 1; expect threads 0
-expect eval-every 200; expect eval-batches 8; expect log-every 10; expect save-every 500
-expect out none; expect task indirect; expect preset none; expect resume none
+expect_default steps 2000; expect_default batch 64; expect_default accum 1; expect_default lr 1e-3; expect_default min-lr 1e-4
+expect_default warmup 100; expect_default decay-steps 0; expect_default weight-decay 0.01; expect_default beta1 0.9
+expect_default beta2 0.99; expect_default eps 1e-8; expect_default clip 1.0; expect_default seed 1; expect_default threads 0
+expect_default eval-every 200; expect_default eval-batches 8; expect_default log-every 10; expect_default save-every 500
+expect_default out none; expect_default task indirect; expect_default preset none; expect_default resume none
 for o in pe d-model heads layers mlp-mult tied dropout indirect-max-len indirect-max-shift \
          rope-base rope-layout pope-softplus pope-delta pope-delta-init; do
     grep -qE "^  --$o " <<<"$train" || fail "--$o missing from 'pelab help train'"

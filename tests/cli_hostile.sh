@@ -15,7 +15,6 @@ set -u
 ED="/usr/bin/python3 tests/lib/st_edit.py"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 
-train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"; }
 sums() { (cd "$1" && find . -type f | sort | xargs md5sum); }
 lrs() { /usr/bin/python3 -c '
 import json, sys

@@ -13,7 +13,6 @@ D=$W/data
 install_images "$D"
 export PELAB_DATA=$D
 TINY="--task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --eval-batches 1"
-json() { /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
 # check CODE PATTERN -- ARGS...: exit CODE, one line on stderr containing PATTERN
 check() {
@@ -28,16 +27,16 @@ for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope seqpe "seqpe --
     "rope --positions raster" "pope --positions raster" "learned --positions raster"; do
     R="$W/$(tr ' ' '_' <<<"$pe")"
     "$P" train $TINY --pe $pe --steps 6 --out "$R" >/dev/null 2>"$W/err" || fail "train --pe $pe: $(tail -3 "$W/err")"
-    [ "$(json "$R/config.json" 'j["training"]["task"], j["model"]["pe"]')" = "('image', '${pe%% *}')" ] ||
+    [ "$(json_text "$R/config.json" 'j["training"]["task"], j["model"]["pe"]')" = "('image', '${pe%% *}')" ] ||
         fail "$pe: config.json: $(head -c 300 "$R/config.json")"
     "$P" eval --model "$R" --json >"$W/e.json" 2>"$W/err" || fail "eval --pe $pe: $(cat "$W/err")"
-    [ "$(json "$W/e.json" 'j["task"], j["examples"], j["targets"], 0 <= j["accuracy"] <= 1, j["accuracy"] * 4 == round(j["accuracy"] * 4)')" = \
+    [ "$(json_text "$W/e.json" 'j["task"], j["examples"], j["targets"], 0 <= j["accuracy"] <= 1, j["accuracy"] * 4 == round(j["accuracy"] * 4)')" = \
       "('image', 4, 4, True, True)" ] || fail "eval --pe $pe: $(cat "$W/e.json")"
 done
 
 # 2-D SeqPE: two coordinates of two digits each (the defaults on a grid), recorded as resolved
 # (with the encoder's width and heads, d-model and heads by default)
-[ "$(json "$W/seqpe/config.json" '[j["encoding"][k] for k in ("seqpe-dims", "seqpe-digits", "seqpe-width", "seqpe-heads")]')" = "[2, 2, 16, 2]" ] ||
+[ "$(json_text "$W/seqpe/config.json" '[j["encoding"][k] for k in ("seqpe-dims", "seqpe-digits", "seqpe-width", "seqpe-heads")]')" = "[2, 2, 16, 2]" ] ||
     fail "seqpe on images: config.json: $(head -c 400 "$W/seqpe/config.json")"
 "$P" eval --model "$W/seqpe_--seqpe-mode_attn-mul" --resolutions 8,16 --json >"$W/r.json" 2>"$W/err" ||
     fail "seqpe --resolutions: $(cat "$W/err")"
@@ -45,10 +44,10 @@ done
 # resolution sweep: 8 (2x2), 12 (3x3), 16 (4x4); learned2d interpolates its 2x2 table
 R=$W/learned2d
 "$P" eval --model "$R" --resolutions 8,12,2x --json --csv "$W/res.csv" >"$W/r.json" 2>"$W/err" || fail "--resolutions: $(cat "$W/err")"
-[ "$(json "$W/r.json" '[(r["side"], r["grid"], r["tokens"], r["examples"]) for r in j["rows"]], j["train_side"], j["patch"]')" = \
+[ "$(json_text "$W/r.json" '[(r["side"], r["grid"], r["tokens"], r["examples"]) for r in j["rows"]], j["train_side"], j["patch"]')" = \
   "([(8, 2, 5, 4), (12, 3, 10, 4), (16, 4, 17, 4)], 8, 4)" ] || fail "--resolutions JSON: $(cat "$W/r.json")"
 "$P" eval --model "$R" --json >"$W/e.json" 2>/dev/null
-[ "$(json "$W/r.json" 'j["rows"][0]["accuracy"]')" = "$(json "$W/e.json" 'j["accuracy"]')" ] ||
+[ "$(json_text "$W/r.json" 'j["rows"][0]["accuracy"]')" = "$(json_text "$W/e.json" 'j["accuracy"]')" ] ||
     fail "the sweep at the trained side differs from eval: $(cat "$W/r.json") vs $(cat "$W/e.json")"
 [ "$(head -1 "$W/res.csv")" = "pe,side,grid,multiple,tokens,examples,accuracy,loss" ] && [ "$(wc -l <"$W/res.csv")" -eq 4 ] &&
     grep -q "^learned2d,16,4,2,17,4," "$W/res.csv" || fail "--resolutions CSV: $(cat "$W/res.csv")"
@@ -61,8 +60,8 @@ check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- 
 "$P" eval --model "$W/rope2d" --resolutions 8,16 --json >"$W/x.json" 2>"$W/err" &&
     "$P" eval --model "$W/rope2d" --resolutions 8,16 --rope2d-extend interpolate --json >"$W/i.json" 2>>"$W/err" ||
     fail "eval --rope2d-extend interpolate: $(cat "$W/err")"
-[ "$(json "$W/x.json" 'j["rows"][0]["loss"]')" = "$(json "$W/i.json" 'j["rows"][0]["loss"]')" ] &&
-    [ "$(json "$W/x.json" 'j["rows"][1]["loss"]')" != "$(json "$W/i.json" 'j["rows"][1]["loss"]')" ] ||
+[ "$(json_text "$W/x.json" 'j["rows"][0]["loss"]')" = "$(json_text "$W/i.json" 'j["rows"][0]["loss"]')" ] &&
+    [ "$(json_text "$W/x.json" 'j["rows"][1]["loss"]')" != "$(json_text "$W/i.json" 'j["rows"][1]["loss"]')" ] ||
     fail "--rope2d-extend interpolate: $(cat "$W/x.json") vs $(cat "$W/i.json")"
 check 2 "--rope2d-extend applies to runs of --pe rope2d" -- eval --model "$R" --rope2d-extend interpolate
 

@@ -19,7 +19,6 @@ mkdir -p "\$3/sources/\$2" && cp "$W/src"/* "\$3/sources/\$2/"
 EOS
 chmod +x "$W/fetch"
 export PELAB_FETCH=$W/fetch
-json() { /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
 # ---- install ----
 "$P" data install fashion-mnist --data-dir "$D" >"$W/out" 2>"$W/err" || fail "install: $(cat "$W/err")"
@@ -27,11 +26,11 @@ grep -q "^fashion-mnist: installed: 5016 images of 6x6 (train 12, val 5000, test
     fail "install output: $(cat "$W/out")"
 grep -q "notice: fashion-mnist's files have CRC-32 $crc, not the caeb0704 measured" "$W/out" || fail "no notice of other files: $(cat "$W/out")"
 I=$D/fashion-mnist/info.json
-[ "$(json "$I" 'j["images"], j["rows"], j["cols"], j["classes"], j["data_crc32"]')" = "(5016, 6, 6, 10, '$crc')" ] || fail "info.json: $(cat "$I")"
-[ "$(json "$I" '[(k, s["file"], s["first"], s["images"]) for k, s in j["splits"].items()]')" = \
+[ "$(json_text "$I" 'j["images"], j["rows"], j["cols"], j["classes"], j["data_crc32"]')" = "(5016, 6, 6, 10, '$crc')" ] || fail "info.json: $(cat "$I")"
+[ "$(json_text "$I" '[(k, s["file"], s["first"], s["images"]) for k, s in j["splits"].items()]')" = \
   "[('train', 'train', 0, 12), ('val', 'train', 12, 5000), ('test', 'test', 0, 4)]" ] || fail "splits: $(cat "$I")"
-[ "$(json "$I" 'abs(j["pixel_mean"] - '"$mean"') < 1e-11 and abs(j["pixel_std"] - '"$std"') < 1e-11')" = True ] ||
-    fail "pixel statistics: $(json "$I" 'j["pixel_mean"], j["pixel_std"]') vs $mean $std"
+[ "$(json_text "$I" 'abs(j["pixel_mean"] - '"$mean"') < 1e-11 and abs(j["pixel_std"] - '"$std"') < 1e-11')" = True ] ||
+    fail "pixel statistics: $(json_text "$I" 'j["pixel_mean"], j["pixel_std"]') vs $mean $std"
 "$P" data list --data-dir "$D" >"$W/list" || fail "list"
 grep -q "^fashion-mnist  *image  *yes  *5016 .* $crc " "$W/list" || fail "list: $(cat "$W/list")"
 grep -q "^sotu  *text  *no " "$W/list" || fail "list, the others: $(cat "$W/list")"

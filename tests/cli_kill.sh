@@ -19,12 +19,6 @@ TINY="--d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-siz
 S="$TINY --steps 50 --warmup 5 --log-every 1 --eval-every 10 --eval-batches 1 --lr 1e-3 --eps 1e-8 --min-lr 1E-4"
 MIN_KILLS=${KILL_TEST_KILLS:-20}
 
-# step, lr, loss, acc, val_loss, val_acc of each log line (not the speed or the time).
-losses() { /usr/bin/python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    print(r["step"], *(repr(r.get(k)) for k in ["lr", "loss", "acc", "val_loss", "val_acc", "skipped"]))' "$1/log.jsonl"; }
 last_step() { /usr/bin/python3 -c '
 import json, sys
 s = 0

@@ -16,11 +16,6 @@ set -u
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32 --indirect-test-size 32"
 S="$TINY --steps 12 --warmup 3 --decay-steps 12 --log-every 1 --save-every 5 --eval-every 4 --eval-batches 1"
 
-losses() { /usr/bin/python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    print(r["step"], *(repr(r.get(k)) for k in ["lr", "loss", "acc", "val_loss", "val_acc", "skipped"]))' "$1/log.jsonl"; }
 field() { /usr/bin/python3 -c '
 import json, sys
 print(repr(json.loads(open(sys.argv[1]).readlines()[int(sys.argv[2]) - 1]).get(sys.argv[3])))' "$1/log.jsonl" "$2" "$3"; }
@@ -35,7 +30,7 @@ expect_fail() {
     [ "$(wc -l <"$W/errline")" -eq 1 ] || fail "$env pelab $*: not one error line: $(cat "$W/err")"
     grep -qF -- "$pattern" "$W/errline" || fail "$env pelab $*: '$pattern' not in: $(cat "$W/errline")"
 }
-train() { env $1 "$P" train "${@:2}" >/dev/null 2>"$W/err" || fail "$1 pelab train ${*:2}: exit $?: $(tail -2 "$W/err")"; }
+train_env() { env $1 "$P" train "${@:2}" >/dev/null 2>"$W/err" || fail "$1 pelab train ${*:2}: exit $?: $(tail -2 "$W/err")"; }
 
 "$P" train $S --out "$W/ref" >/dev/null 2>&1 || fail "reference run"
 
@@ -51,11 +46,11 @@ expect_fail 1 "pelab: step 2: the training loss is not finite (nan; first non-fi
 expect_fail 1 "pelab: step 7: an activation is not finite (blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped" \
     PELAB_TEST_NAN=7:weight -- train $S --check-finite --out "$W/check"
 # The resumed run goes on: the injector was only in the environment.
-train "" --resume "$W/stop"
+train_env "" --resume "$W/stop"
 diff <(losses "$W/ref") <(losses "$W/stop") >/dev/null || fail "a run resumed after a stop differs from the reference"
 
 # skip: said on stderr, logged, the update's batches consumed.
-train PELAB_TEST_NAN=7:grad $S --on-nan skip --out "$W/skip"
+train_env PELAB_TEST_NAN=7:grad $S --on-nan skip --out "$W/skip"
 grep -q "^warning: step 7: the gradient norm is not finite (nan; first non-finite gradient: tok_emb.weight\[0\] = nan); update skipped$" "$W/err" ||
     fail "skip warning: $(cat "$W/err")"
 [ "$(field "$W/skip" 7 skipped)" = 1 ] && [ "$(field "$W/skip" 7 loss)" = None ] || fail "log line 7 of a skipped update: $(sed -n 7p "$W/skip/log.jsonl")"
@@ -63,8 +58,8 @@ grep -q "^warning: step 7: the gradient norm is not finite (nan; first non-finit
 [ "$(field "$W/skip" 8 loss)" != "$(field "$W/ref" 8 loss)" ] || fail "skip: the skipped update changed nothing"
 [ "$(wc -l <"$W/skip/log.jsonl")" -eq 12 ] || fail "skip: log lines"
 # ... and resumed across it, the same bits (steps 1-8, then 9-12; 8 validates either way).
-train PELAB_TEST_NAN=7:grad $S --on-nan skip --steps 8 --out "$W/skip2"
-train PELAB_TEST_NAN=7:grad --resume "$W/skip2" --steps 12
+train_env PELAB_TEST_NAN=7:grad $S --on-nan skip --steps 8 --out "$W/skip2"
+train_env PELAB_TEST_NAN=7:grad --resume "$W/skip2" --steps 12
 diff <(losses "$W/skip") <(losses "$W/skip2") >"$W/diff" || fail "skip, resumed: $(head -3 "$W/diff")"
 # A NaN that stays (a poisoned weight) is skipped --nan-retries times in a row, then stops.
 expect_fail 1 "pelab: step 9: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 3 updates in a row skipped (--nan-retries 2), the checkpoint of step 5 is kept" \
@@ -74,7 +69,7 @@ expect_fail 1 "pelab: step 8: the val loss is not finite (nan): the model's weig
     PELAB_TEST_NAN=7:weight -- train $S --on-nan skip --out "$W/skip4"
 
 # rollback: to the checkpoint of step 5, the learning rate halved from there on.
-train PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --out "$W/rb"
+train_env PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --out "$W/rb"
 grep -q "^warning: step 7: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at \[0, 0, 0\] = nan); rolled back to step 5 with the learning rate scaled by 0.5 (rollback 1 of at most 3)$" "$W/err" ||
     fail "rollback warning: $(cat "$W/err")"
 /usr/bin/python3 - "$W/ref" "$W/rb" <<'PY' || fail "rollback: learning rates or log lines"
@@ -86,10 +81,10 @@ for a, b in zip(ref, rb):
     assert abs(b["lr"] - want) <= 1e-15 * want, (a, b)
     assert (a["loss"] == b["loss"]) == (a["step"] <= 6), (a, b)  # loss 6: weights of step 5
 PY
-train PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --nan-lr-factor 0.25 --steps 8 --out "$W/rb2"
+train_env PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --nan-lr-factor 0.25 --steps 8 --out "$W/rb2"
 grep -q "scaled by 0.25 (rollback 1" "$W/err" || fail "--nan-lr-factor 0.25: $(cat "$W/err")"
-train PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --nan-lr-factor 0.25 --out "$W/rb3"
-train "" --resume "$W/rb2" --steps 12
+train_env PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --nan-lr-factor 0.25 --out "$W/rb3"
+train_env "" --resume "$W/rb2" --steps 12
 diff <(losses "$W/rb3") <(losses "$W/rb2") >"$W/diff" || fail "rollback, resumed: $(head -3 "$W/diff")"
 # A NaN that comes back every time: --nan-retries rollbacks, then it stops.
 expect_fail 1 "pelab: step 7: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 2 rollbacks already (--nan-retries 2), the checkpoint of step 5 is kept" \
@@ -102,7 +97,7 @@ expect_fail 1 "pelab: step 7: a weight after the update is not finite (first non
     PELAB_TEST_NAN=7:update -- train $S --out "$W/upd"
 expect_fail 1 "stopped: an update already made cannot be skipped (--on-nan rollback can go back to the checkpoint), the checkpoint of step 5 is kept" \
     PELAB_TEST_NAN=7:update -- train $S --on-nan skip --out "$W/upd2"
-train PELAB_TEST_NAN=7:update:once $S --on-nan rollback --out "$W/upd3"
+train_env PELAB_TEST_NAN=7:update:once $S --on-nan rollback --out "$W/upd3"
 grep -q "^warning: step 7: a weight after the update is not finite .*; rolled back to step 5" "$W/err" ||
     fail "rollback of an overflowed update: $(cat "$W/err")"
 diff <(losses "$W/rb") <(losses "$W/upd3") >"$W/diff" ||

@@ -12,12 +12,6 @@ set -u
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 2 --indirect-val-size 32 --indirect-test-size 32"
 S="$TINY --warmup 5 --decay-steps 16 --log-every 1 --eval-every 4 --eval-batches 1"
 
-losses() { /usr/bin/python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    print(r["step"], repr(r["loss"]), repr(r["lr"]), repr(r.get("val_loss")))' "$1/log.jsonl"; }
-train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"; }
 # refused CMD...: exit 2, one line on stderr naming AVX512-BF16 (or, in a build without oneDNN,
 # saying so), no run directory
 refused() {

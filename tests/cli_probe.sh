@@ -12,7 +12,7 @@ set -u
 TINY="--task indirect --d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --indirect-min-len 6
       --indirect-max-len 10 --indirect-max-shift 2 --indirect-val-size 64 --indirect-test-size 64"
 
-train() { # name [options...]
+train_tiny() { # name [options...]
     local name=$1; shift
     "$P" train $TINY --warmup 2 --lr 3e-3 --eval-every 0 --out "$W/$name" "$@" >/dev/null 2>"$W/err" ||
         fail "train $*: exit $?: $(tail -2 "$W/err")"
@@ -36,9 +36,9 @@ assert (worst < 1e-6) if frozen else (worst > 1e-3), worst
 PY
 }
 
-train frozen --pe pope --pope-delta-init offset --pope-delta-offset 2 --pope-delta-train off --steps 30 --save-every 10 --keep 5
+train_tiny frozen --pe pope --pope-delta-init offset --pope-delta-offset 2 --pope-delta-train off --steps 30 --save-every 10 --keep 5
 delta_check frozen 2 1
-train learnt --pe pope --pope-delta-init offset --pope-delta-offset 2 --steps 30
+train_tiny learnt --pe pope --pope-delta-init offset --pope-delta-offset 2 --steps 30
 delta_check learnt 2 0
 "$P" train --resume "$W/frozen" --steps 40 >/dev/null 2>"$W/err" || fail "resume: $(cat "$W/err")"
 grep -q '"pope-delta-train": "off"' "$W/frozen/config.json" || fail "config.json lacks pope-delta-train off"
@@ -57,14 +57,14 @@ for r in rows:
         assert 0 <= float(r[k]) <= 1, (k, r)
     assert float(r["ans_src"]) > 0 and float(r["ans_letter"]) > 0, r
 PY
-train rope --pe rope --steps 10
+train_tiny rope --pe rope --steps 10
 "$P" analyze probe --model "$W/rope" --threads 1 --out - >"$W/rp.csv" 2>"$W/err" || fail "probe rope: $(cat "$W/err")"
 [ "$(wc -l <"$W/rp.csv")" -eq 9 ] && ! cut -d, -f5 "$W/rp.csv" | tail -n +2 | grep -q . ||
     fail "probe rope: 8 rows with no δ columns expected: $(head -3 "$W/rp.csv")"
 
 # clamp off: δ from 0 is pushed above 0 and stays visible there; with the clamp it is shown in range
-train free --pe pope --pope-delta-init zero --pope-delta-clamp off --steps 30
-train clamped --pe pope --pope-delta-init zero --steps 30
+train_tiny free --pe pope --pope-delta-init zero --pope-delta-clamp off --steps 30
+train_tiny clamped --pe pope --pope-delta-init zero --steps 30
 "$P" analyze bias --model "$W/free" --out "$W/free.csv" 2>"$W/err" || fail "analyze free: $(cat "$W/err")"
 "$P" analyze bias --model "$W/clamped" --out "$W/clamped.csv" 2>"$W/err" || fail "analyze clamped: $(cat "$W/err")"
 above() { awk -F, 'NR > 1 && $5 > 0 { n++ } END { print n + 0 }' "$1"; }
@@ -72,10 +72,10 @@ above() { awk -F, 'NR > 1 && $5 > 0 { n++ } END { print n + 0 }' "$1"; }
 [ "$(above "$W/clamped.csv")" -eq 0 ] || fail "clamped δ shown above 0"
 
 # shift 0 in the task, kept in config.json: the test split holds copies (+0)
-train zero --pe rope --indirect-shift-zero on --steps 2
+train_tiny zero --pe rope --indirect-shift-zero on --steps 2
 "$P" sample --model "$W/zero" --count 40 >"$W/sample" 2>"$W/err" || fail "sample: $(cat "$W/err")"
 grep -q ', +0, ' "$W/sample" || fail "--indirect-shift-zero on: no +0 shift among 40 test examples"
-train nozero --pe rope --steps 2
+train_tiny nozero --pe rope --steps 2
 "$P" sample --model "$W/nozero" --count 40 >"$W/sample" 2>"$W/err" || fail "sample: $(cat "$W/err")"
 grep -q ', +0, ' "$W/sample" && fail "a +0 shift without --indirect-shift-zero"
 

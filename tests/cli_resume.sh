@@ -9,14 +9,8 @@ TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 2 --indirect-val-siz
 # Fixed schedule length, so the 8-step run and the 16-step run share their learning rates.
 S="$TINY --warmup 5 --decay-steps 16 --log-every 1 --eval-every 4 --eval-batches 1"
 
-losses() { /usr/bin/python3 -c '
-import json, sys
-for l in open(sys.argv[1]):
-    r = json.loads(l)
-    print(r["step"], repr(r["loss"]), repr(r["lr"]), repr(r.get("val_loss")))' "$1/log.jsonl"; }
 
 
-train() { "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"; }
 
 for extra in "--pe pope" "--pe rope --dropout 0.1 --accum 2"; do
     rm -rf "$W"/full "$W"/part "$W"/again "$W"/other

@@ -13,7 +13,6 @@ set -u
 D=$W/data
 install_images "$D"
 IMG="--task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --eval-batches 1 --data-dir $D"
-train() { "$P" train "$@" >"$W/o" 2>"$W/e" || fail "train $*: $(cat "$W/e")"; }
 
 # 1. analyze freq on image runs with a 1-D QK encoding on raster positions
 for pe in rope pope; do

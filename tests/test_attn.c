@@ -1,9 +1,12 @@
-/* The tiled attention kernel against the reference kernel (the oracle), double build:
+/* The tiled and cached attention kernels against the reference kernel (the oracle), double build:
  *  - outputs, dq, dk, dv and the BIAS encoding's parameter gradients agree to ~1e-12 for nope,
  *    rope, pope (query/key width 2d, values d), alibi, t5 and fire, with and without dropout, for
  *    T = 1, T a multiple of the tile and T not one, several batch rows and heads, positions from
  *    0 and shifted, the dropout masks of batch rows counted from 0 and from an offset, on one
  *    thread and on two;
+ *  - the cached kernel (generation), every sequence of the same causal cases without dropout fed
+ *    in chunks of 1, 5 and 20 queries (dot products, and matrix products from 16), gives the
+ *    reference's outputs to ~1e-12;
  *  - a batch split into two shares of rows, each run with the batch row of its first sequence:
  *    the shares' outputs and input gradients are the whole batch's rows, their parameter
  *    gradients add up to the whole batch's, with dropout, for both kernels (MPI ranks run so);
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include "lib/check.h"
+#include "lib/models.h"
 #include "lib/gradcheck.h"
 #include "pelab/model.h"
 #include "pelab/status.h"
@@ -66,7 +70,7 @@ struct attn_case {
 struct attn_setup {
     struct pelab_posenc pe;
     struct pelab_params params;
-    struct pelab_attn_shape s;
+    struct pelab_attn_call s;
     int32_t *pos;
     double *qkv, *qo, *ko, *dout;  /* (B,T,3D); (B,H,T,dq) ×2; (B,T,D) */
 };
@@ -99,7 +103,7 @@ static void setup_init(struct attn_setup *a, const struct attn_case *c) {
     a->ko = vec(BT * D / c->d * dq, 0, 0);
     a->dout = vec(BT * D, -1, 1);
     pelab_posenc_qk_forward(&a->pe, LAYER, a->qo, a->ko, a->qkv, a->qkv + D, 3 * D, a->pos, c->B, c->T);
-    a->s = (struct pelab_attn_shape){
+    a->s = (struct pelab_attn_call){
         .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
         .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
         .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile,
@@ -118,8 +122,8 @@ struct result { double *out, *dq, *dk, *dv, *grad; };
 /* One kernel on the nb sequences b0 .. b0+nb−1 of a's batch (their inputs, positions and output
  * gradients), the first of them counted as batch row row0 by the dropout masks. */
 static void run_rows(struct result *r, struct attn_setup *a, int tiled, int b0, int nb, uint64_t row0) {
-    struct pelab_attn_shape sh = a->s;
-    const struct pelab_attn_shape *s = &sh;
+    struct pelab_attn_call sh = a->s;
+    const struct pelab_attn_call *s = &sh;
     const int D = s->H * s->dv;
     const long BT = (long)nb * s->T, nq = BT * s->H * s->dq, first = (long)b0 * s->T;
     sh.B = nb;
@@ -155,10 +159,43 @@ static void run_kernel(struct result *r, struct attn_setup *a, int tiled) { run_
 
 #define EQ_TOL 1e-12
 
+/* The cached kernel on a's batch, one sequence at a time in chunks of `chunk` new queries:
+ * max relative difference of its outputs from ref_out (B,T,D). */
+static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk) {
+    const struct pelab_attn_call *s = &a->s;
+    const int H = s->H, dq = s->dq, dv = s->dv, T = s->T, D = H * dv;
+    struct pelab_attn_cache c;
+    CHECK(pelab_attn_cache_init(&c, LAYERS, H, dq, dv, T, chunk) == PELAB_OK, "cache init");
+    double *out = vec((long)s->B * T * D, 0, 0), *q = vec((long)H * chunk * dq, 0, 0);
+    double *k = vec((long)H * chunk * dq, 0, 0);
+    for (int b = 0; b < s->B; b++) {
+        c.len = 0;
+        for (int t0 = 0; t0 < T; t0 += chunk) {
+            const int n = T - t0 < chunk ? T - t0 : chunk;
+            for (int h = 0; h < H; h++) /* the chunk's rows of (B,H,T,dq) as (H,n,dq) */
+                for (int i = 0; i < n; i++) {
+                    const long from = (((long)b * H + h) * T + t0 + i) * dq, to = ((long)h * n + i) * dq;
+                    memcpy(q + to, a->qo + from, (size_t)dq * sizeof *q);
+                    memcpy(k + to, a->ko + from, (size_t)dq * sizeof *k);
+                }
+            for (int i = 0; i < n; i++) c.pos[t0 + i] = a->pos[(long)b * T + t0 + i];
+            struct pelab_attn_call sc = *s;
+            sc.B = 1, sc.T = n, sc.pos = c.pos + t0;
+            const long row = (long)b * T + t0;
+            pelab_attn_cached_forward(&c, out + row * D, q, k, a->qkv + row * 3 * D + 2 * D, &sc);
+            c.len += n;
+        }
+    }
+    const double d = rel_diff(out, ref_out, (long)s->B * T * D);
+    free(out), free(q), free(k);
+    pelab_attn_cache_release(&c);
+    return d;
+}
+
 static void check_against_ref(const struct attn_case *c) {
     struct attn_setup a;
     setup_init(&a, c);
-    const struct pelab_attn_shape *s = &a.s;
+    const struct pelab_attn_call *s = &a.s;
     const long BT = (long)c->B * c->T, D = (long)c->H * c->d, nq = BT * c->H * s->dq;
     char label[160];
     snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f row0 %d%s%s", c->pe,
@@ -182,6 +219,13 @@ static void check_against_ref(const struct attn_case *c) {
             worst = fmax(worst, d);
         }
     }
+    if (!c->bidirectional && c->dropout == 0) /* generation's kernel: causal, no dropout */
+        for (int chunk = 1; chunk <= 20; chunk += chunk < 5 ? 4 : 15) {
+            double d = cached_diff(&a, ref.out, chunk);
+            CHECK(d <= EQ_TOL, "%s: the cached kernel in chunks of %d differs from the reference by %.3g",
+                  label, chunk, d);
+            worst = fmax(worst, d);
+        }
     /* the parameter gradients must not be trivially zero where the encoding has parameters (at
      * T = 1 they are: a softmax over one key has zero gradient) */
     int first = a.pe.param_first;
@@ -295,7 +339,7 @@ struct grad_ctx { struct attn_setup a; double *w, *out, *lse; };
 /* Σ w ⊙ out, out from the tiled forward */
 static double tiled_f(void *p) {
     struct grad_ctx *g = p;
-    const struct pelab_attn_shape *s = &g->a.s;
+    const struct pelab_attn_call *s = &g->a.s;
     const int D = s->H * s->dv;
     PELAB_ASSERT(pelab_attn_tiled_forward(g->out, g->lse, g->a.qo, g->a.ko, g->a.qkv + 2 * D, s) == PELAB_OK);
     double sum = 0;
@@ -306,7 +350,7 @@ static double tiled_f(void *p) {
 static void check_gradients(const struct attn_case *c) {
     static struct grad_ctx g;
     setup_init(&g.a, c);
-    struct pelab_attn_shape *s = &g.a.s;
+    struct pelab_attn_call *s = &g.a.s;
     const int D = c->H * c->d;
     const long BT = (long)c->B * c->T, nq = BT * c->H * s->dq;
     g.w = g.a.dout, g.out = vec(BT * D, 0, 0), g.lse = vec(BT * c->H, 0, 0);
@@ -363,17 +407,7 @@ static void check_bits(const char *pe, const char *const *kv) {
 enum { MV = 13, MB = 2, MT = 70 }; /* 70: one whole tile of 64 and a partial one */
 
 static void make_model(struct pelab_model *m, const char *attention, const char *const *kv) {
-    struct pelab_opts o = {0};
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "2");
-    pelab_opts_set(&o, "attention", attention);
-    for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
-    PELAB_ASSERT(pelab_model_init(m, &o, MV, MT) == PELAB_OK);
-    pelab_model_init_weights(m, 3);
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, 4);
-    for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += 0.2 * (pelab_rng_uniform(&rng) - 0.5);
+    PELAB_ASSERT(test_model(m, (const char *const[]){"attention", attention, NULL}, kv, MV, MT, NULL, 3, 0.06) == PELAB_OK);
 }
 
 /* A (MB, MT) batch: tokens, targets (-1 at every fifth position), positions shifted per row. */
@@ -398,7 +432,8 @@ static void check_model(const char *label, const char *const *kv, double dropout
         m[k].cfg.dropout = dropout;
         m[k].training = dropout > 0;
         m[k].dropout_key = 99;
-        loss[k] = pelab_model_forward(&m[k], tokens, targets, pos, MB, MT);
+        pelab_model_forward(&m[k], tokens, targets, pos, MB, MT);
+        loss[k] = m[k].loss;
         pelab_params_zero_grad(&m[k].params);
         pelab_model_backward(&m[k], 1);
     }
@@ -427,7 +462,8 @@ static void check_model_shares(const char *label, const char *const *kv, const c
     m.dropout_key = 99;
     const long np = (long)m.params.total;
     double *losses = vec(MB * MT, 0, 0), *grad = vec(np, 0, 0);
-    double loss = pelab_model_forward(&m, tokens, targets, pos, MB, MT);
+    pelab_model_forward(&m, tokens, targets, pos, MB, MT);
+    double loss = m.loss;
     const int n_all = m.n_targets;
     memcpy(losses, pelab_model_losses(&m), MB * MT * sizeof *losses);
     pelab_params_zero_grad(&m.params);
@@ -437,7 +473,8 @@ static void check_model_shares(const char *label, const char *const *kv, const c
     double worst = 0, wsum = 0;
     for (int b = 0; b < MB; b++) {
         m.dropout_row0 = (uint64_t)b;
-        double l = pelab_model_forward(&m, tokens + b * MT, targets + b * MT, pos + b * MT, 1, MT);
+        pelab_model_forward(&m, tokens + b * MT, targets + b * MT, pos + b * MT, 1, MT);
+        double l = m.loss;
         double d = rel_diff(pelab_model_losses(&m), losses + b * MT, MT);
         CHECK(d <= EQ_TOL, "%s, %s: row %d alone (dropout_row0 %d) gives other losses than in the batch (%.3g)",
               label, attention, b, b, d);
@@ -511,7 +548,8 @@ static int long_eval_child(void) {
     int32_t *tok = malloc(LONG_T * sizeof *tok), *tgt = malloc(LONG_T * sizeof *tgt), *pos = malloc(LONG_T * sizeof *pos);
     for (int t = 0; t < LONG_T; t++) tok[t] = t % 7, tgt[t] = (t + 1) % 7, pos[t] = t;
     CHECK(pelab_model_reserve(&m[0], 1, LONG_T) == PELAB_OK, "tiled: %s", pelab_last_error());
-    double loss = pelab_model_forward(&m[0], tok, tgt, pos, 1, LONG_T);
+    pelab_model_forward(&m[0], tok, tgt, pos, 1, LONG_T);
+    double loss = m[0].loss;
     CHECK(isfinite(loss) && m[0].status == PELAB_OK, "tiled: 10240-token loss %g", loss);
     int rc = pelab_model_reserve(&m[1], 1, LONG_T);
     CHECK(rc == PELAB_ERR_RUNTIME, "the reference kernel reserved (1,2,%d,%d) under the cap: the cap proves nothing",

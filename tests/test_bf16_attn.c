@@ -128,7 +128,7 @@ static void check_kernel(const struct case_ *c) {
     pelab_rng_seed(&rng, 5);
     for (long i = 0; i < nq; i++) q[i] = (pelab_real)(2 * uniform(&rng)), k[i] = (pelab_real)(2 * uniform(&rng));
     for (long i = 0; i < nv; i++) v[i] = (pelab_real)uniform(&rng), dout[i] = (pelab_real)uniform(&rng);
-    const struct pelab_attn_shape s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = D, .ldo = D,
+    const struct pelab_attn_call s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = D, .ldo = D,
                                        .scale = (pelab_real)(1 / sqrt((double)dv)),
                                        .bidirectional = c->bidirectional};
     PELAB_ASSERT(pelab_attn_tiled_forward(o32, lse, q, k, v, &s) == PELAB_OK);

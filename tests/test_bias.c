@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
+#include "lib/models.h"
 #include "pelab/model.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
@@ -274,16 +275,7 @@ static const int32_t tokens[B * T] = {1, 4, 2, 9, 3, 3, 7, 0, 5, 10, 2, 6, 6, 1,
 /* d-model 16, 2 heads, 2 layers, training context T; weights perturbed so that positions matter;
  * FIRE's ℓ set to `ell` (L = T·|ℓ|) when given. */
 static void make_model(struct pelab_model *m, const char *const *kv, double ell) {
-    struct pelab_opts o = {0};
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "2");
-    for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
-    PELAB_ASSERT(pelab_model_init(m, &o, V, T) == PELAB_OK);
-    pelab_model_init_weights(m, 7);
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, 8);
-    for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += (pelab_real)(0.3 * pelab_rng_normal(&rng));
+    PELAB_ASSERT(test_model(m, kv, NULL, V, T, NULL, 7, 0.3) == PELAB_OK);
     for (int i = 0; i < m->params.count; i++) {
         size_t len = strlen(m->params.list[i].name);
         if (ell && len > 4 && strcmp(m->params.list[i].name + len - 4, ".ell") == 0)

@@ -39,9 +39,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "lib/check.h"
+#include "lib/models.h"
 #include "lib/gradcheck.h"
 #include "lib/tmpdir.h"
 #include "lib/twin.h"
+#include "lib/wrap/alloc_count.h"
 #include "pelab/model.h"
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
@@ -52,53 +54,9 @@
 #error "test_contract is built with -DPELAB_DOUBLE"
 #endif
 
-/* --- allocation counting ------------------------------------------------------------------------ */
-
-static int counting;
-static long calls;
-static long fail_at; /* when > 0, the fail_at-th counted call fails (returns NULL) */
-
-static int refuse(void) { return counting && fail_at > 0 && calls == fail_at; }
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t n);
-void *__real_aligned_alloc(size_t align, size_t n);
-int __real_posix_memalign(void **p, size_t align, size_t n);
-
-void *__wrap_malloc(size_t n) {
-    calls += counting;
-    return refuse() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t n, size_t size) {
-    calls += counting;
-    return refuse() ? NULL : __real_calloc(n, size);
-}
-void *__wrap_realloc(void *p, size_t n) {
-    calls += counting;
-    return refuse() ? NULL : __real_realloc(p, n);
-}
-void *__wrap_aligned_alloc(size_t align, size_t n) {
-    calls += counting;
-    return refuse() ? NULL : __real_aligned_alloc(align, n);
-}
-int __wrap_posix_memalign(void **p, size_t align, size_t n) {
-    calls += counting;
-    return refuse() ? ENOMEM : __real_posix_memalign(p, align, n);
-}
-
 /* --- the case: an encoding with one setting of its options -------------------------------------- */
 
-enum { V = 7, MAX_SEQ = 96, KV_MAX = 32 };
-
-struct variant {
-    const struct pelab_posenc_ops *ops;
-    const char *settings; /* "key=value ...", or "" for the defaults */
-    char label[160];
-    char kv[KV_MAX][2][64]; /* the settings parsed */
-    int n_kv;
-    struct pelab_pe_layout layout; /* the positions it runs on */
-};
+enum { V = 7, MAX_SEQ = 96 };
 
 enum { GRID = 9 }; /* 2-D cases: the training grid's side */
 
@@ -108,49 +66,21 @@ static int batch_dims = 1;
 /* The model's shape: key, value pairs ending in NULL. */
 static const char *const small[] = {"d-model", "8", "heads", "2", "layers", "2", "mlp-mult", "2", NULL};
 
-static int parse_settings(struct variant *v) {
-    v->n_kv = 0;
-    const char *p = v->settings;
-    while (*p) {
-        while (*p == ' ') p++;
-        if (!*p) break;
-        const char *end = strchr(p, ' '), *eq = strchr(p, '=');
-        if (!end) end = p + strlen(p);
-        if (!eq || eq > end || v->n_kv == KV_MAX || eq - p >= 64 || end - eq - 1 >= 64) return 0;
-        snprintf(v->kv[v->n_kv][0], 64, "%.*s", (int)(eq - p), p);
-        snprintf(v->kv[v->n_kv][1], 64, "%.*s", (int)(end - eq - 1), eq + 1);
-        v->n_kv++;
-        p = end;
-    }
-    return 1;
-}
-
-/* The encoding's own parameters, and every other parameter too, moved off their initial values:
- * gains and tables that start at 1 or 0 would hide a wrong gradient (a zero table's gradient
- * passes anything that is zero at zero). */
-static void perturb(struct pelab_model *m, uint64_t seed) {
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, seed);
-    for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += 0.05 * pelab_rng_normal(&rng);
-}
-
-/* Builds the variant's model with the given shape (NULL: small) and attention kernel. Returns
- * PELAB_OK, or the error (PELAB_ERR_USAGE: the encoding refuses this shape). */
-static int build(struct pelab_model *m, const struct variant *v, const char *const *shape,
+/* Builds the variant's model with the given shape (NULL: small) and attention kernel, every
+ * parameter moved off its initial value by N(0, 0.05²) (lib/models.h says why). Returns PELAB_OK,
+ * or the error (PELAB_ERR_USAGE: the encoding refuses this shape). */
+static int build(struct pelab_model *m, const struct pe_case *v, const char *const *shape,
                  const char *attention, uint64_t seed) {
-    struct pelab_opts o = {0};
-    pelab_opts_set(&o, "pe", v->ops->name);
-    pelab_opts_set(&o, "dropout", "0");
-    pelab_opts_set(&o, "attention", attention);
-    for (int i = 0; small[i]; i += 2) pelab_opts_set(&o, small[i], small[i + 1]);
-    for (int i = 0; shape && shape[i]; i += 2) pelab_opts_set(&o, shape[i], shape[i + 1]);
-    for (int i = 0; i < v->n_kv; i++) pelab_opts_set(&o, v->kv[i][0], v->kv[i][1]);
+    const char *opts[48];
+    int n = 0;
+    opts[n++] = "dropout", opts[n++] = "0", opts[n++] = "attention", opts[n++] = attention;
+    for (int i = 0; small[i]; i++) opts[n++] = small[i];
+    for (int i = 0; shape && shape[i]; i++) opts[n++] = shape[i];
+    opts[n] = NULL;
     memset(m, 0, sizeof *m);
     const struct pelab_model_io io = {0, v->layout};
-    int rc = pelab_model_init_io(m, &o, V, MAX_SEQ, &io);
+    int rc = test_model(m, opts, v->opts, V, MAX_SEQ, &io, seed, 0.05);
     if (rc) return rc;
-    pelab_model_init_weights(m, seed);
-    perturb(m, seed + 1);
     m->training = 0;
     return PELAB_OK;
 }
@@ -183,7 +113,8 @@ static void make_batch(struct batch *b, int B, int T, int offset, uint64_t seed)
 }
 
 static double forward(struct pelab_model *m, const struct batch *b) {
-    return pelab_model_forward(m, b->tokens, b->targets, b->pos, b->B, b->T);
+    pelab_model_forward(m, b->tokens, b->targets, b->pos, b->B, b->T);
+    return m->loss;
 }
 
 /* max |a − b| / max(max |b|, tiny) */
@@ -226,7 +157,7 @@ static void result_free(struct result *r) {
 
 /* --- the checks ------------------------------------------------------------------------------ */
 
-static void check_sites(const struct variant *v) {
+static void check_sites(const struct pe_case *v) {
     struct pelab_model m;
     if (build(&m, v, NULL, "tiled", 1)) {
         CHECK(0, "%s: the model cannot be built: %s", v->label, pelab_last_error());
@@ -252,7 +183,7 @@ static void check_sites(const struct variant *v) {
 
 /* An encoding's vector of each position (position_vectors, for analyses) is what it adds to that
  * token at EMBED, when it acts there. */
-static void check_position_vectors(const struct variant *v) {
+static void check_position_vectors(const struct pe_case *v) {
     struct pelab_model m;
     if (build(&m, v, NULL, "tiled", 1)) return; /* check_sites reports it */
     struct pelab_posenc *pe = &m.pe;
@@ -304,7 +235,7 @@ static double qk_objective(void *p) {
     return s;
 }
 
-static void check_gradients(const struct variant *v) {
+static void check_gradients(const struct pe_case *v) {
     struct pelab_model m;
     if (build(&m, v, NULL, "tiled", 2)) {
         CHECK(0, "%s: %s", v->label, pelab_last_error());
@@ -325,6 +256,12 @@ static void check_gradients(const struct variant *v) {
         const struct pelab_param *p = &m.params.list[i];
         char what[256];
         snprintf(what, sizeof what, "%s: %s", v->label, p->name);
+        if (p->frozen) { /* declared not learnt: no gradient at all */
+            double most = 0;
+            for (size_t j = 0; j < p->size; j++) most = fmax(most, fabs(r.grad[p->offset + j]));
+            CHECK(most == 0, "%s is frozen but got a gradient of %.3g", what, most);
+            continue;
+        }
         worst = fmax(worst, gradcheck(what, model_loss, &c, pelab_params_data(&m.params, i),
                                       r.grad + p->offset, (long)p->size, 1e-6, 1e-8, 1e-6));
     }
@@ -366,7 +303,7 @@ static void check_gradients(const struct variant *v) {
 }
 
 /* The tiled kernel against the reference at awkward shapes. */
-static void check_kernels(const struct variant *v) {
+static void check_kernels(const struct pe_case *v) {
     static const struct {
         const char *what;
         const char *shape[9];
@@ -408,7 +345,7 @@ static void check_kernels(const struct variant *v) {
 
 /* A later token never changes an earlier output; with relative positions, shifting them all
  * changes nothing; a sequence's outputs do not depend on the others of its batch. */
-static void check_properties(const struct variant *v) {
+static void check_properties(const struct pe_case *v) {
     struct pelab_model m;
     if (build(&m, v, NULL, "tiled", 9)) {
         CHECK(0, "%s: %s", v->label, pelab_last_error());
@@ -464,7 +401,7 @@ static void check_properties(const struct variant *v) {
 }
 
 /* The same outputs and gradients on 1, 2 and 3 threads. */
-static void check_threads(const struct variant *v) {
+static void check_threads(const struct pe_case *v) {
     static const char *const kernels[] = {"tiled", "ref"};
     for (int k = 0; k < 2; k++) {
         struct pelab_model m;
@@ -492,7 +429,7 @@ static void check_threads(const struct variant *v) {
 }
 
 /* Nothing allocated by a warm forward and backward, either kernel. */
-static void check_allocation(const struct variant *v) {
+static void check_allocation(const struct pe_case *v) {
     static const char *const kernels[] = {"tiled", "ref"};
     for (int k = 0; k < 2; k++) {
         struct pelab_model m;
@@ -504,13 +441,13 @@ static void check_allocation(const struct variant *v) {
         make_batch(&b, 2, 70, 0, 23);
         long n = 0;
         for (int step = 0; step < 3; step++) {
-            counting = step > 0; /* the first may size what depends on the shape */
-            calls = 0;
+            alloc_counting = step > 0; /* the first may size what depends on the shape */
+            alloc_calls = 0;
             pelab_params_zero_grad(&m.params);
             forward(&m, &b);
             pelab_model_backward(&m, 1);
-            counting = 0;
-            n += calls;
+            alloc_counting = 0;
+            n += alloc_calls;
         }
         CHECK(n == 0, "%s, %s: %ld allocations in two warm forward and backward passes", v->label,
               kernels[k], n);
@@ -521,7 +458,7 @@ static void check_allocation(const struct variant *v) {
 /* Out of memory at each allocation in turn, from building the model to a training step and an
  * evaluation: every one is an error returned with a message (PELAB_ERR_RUNTIME), never an abort,
  * and nothing after it runs on a half-built state. */
-static void check_out_of_memory(const struct variant *v) {
+static void check_out_of_memory(const struct pe_case *v) {
     static const char *const kernels[] = {"tiled", "ref"};
     for (int kk = 0; kk < 2; kk++) {
         long k = 1, total = -1, refused = 0;
@@ -530,7 +467,7 @@ static void check_out_of_memory(const struct variant *v) {
             struct batch b;
             make_batch(&b, 2, 9, 0, 37);
             pelab_clear_error();
-            calls = 0, fail_at = k, counting = 1;
+            alloc_calls = 0, alloc_fail_at = k, alloc_counting = 1;
             int rc = build(&m, v, NULL, kernels[kk], 41);
             int stage = 0; /* 0 build, 1 forward, 2 evaluation */
             if (!rc) {
@@ -547,13 +484,13 @@ static void check_out_of_memory(const struct variant *v) {
                     rc = m.status;
                 }
             }
-            counting = 0, fail_at = 0;
-            const int failed_here = calls >= k;
+            alloc_counting = 0, alloc_fail_at = 0;
+            const int failed_here = alloc_calls >= k;
             if (stage > 0) pelab_model_free(&m); /* a failed build frees itself */
             if (!failed_here) { /* every allocation has been refused once */
                 CHECK(rc == PELAB_OK, "%s, %s: fails with no allocation refused: %s", v->label,
                       kernels[kk], pelab_last_error());
-                total = calls;
+                total = alloc_calls;
                 break;
             }
             refused++;
@@ -569,7 +506,7 @@ static void check_out_of_memory(const struct variant *v) {
 }
 
 /* Saved, rebuilt from the settings it records, loaded: the same outputs. */
-static void check_save_load(const struct variant *v, const char *dir) {
+static void check_save_load(const struct pe_case *v, const char *dir) {
     struct pelab_model m, back;
     if (build(&m, v, NULL, "tiled", 29)) {
         CHECK(0, "%s: %s", v->label, pelab_last_error());
@@ -585,9 +522,8 @@ static void check_save_load(const struct variant *v, const char *dir) {
      * beside them, which are not settings of the model) */
     pelab_opts_unset(&settings, "vocab");
     pelab_opts_unset(&settings, "max-seq");
-    for (int i = 0; i < v->n_kv; i++)
-        if (pelab_optdef_find(v->ops->eval_options, v->kv[i][0]))
-            pelab_opts_set(&settings, v->kv[i][0], v->kv[i][1]);
+    for (const char *const *kv = v->opts + 2; kv[0]; kv += 2)
+        if (pelab_optdef_find(v->ops->eval_options, kv[0])) pelab_opts_set(&settings, kv[0], kv[1]);
     memset(&back, 0, sizeof back);
     struct pelab_st_file f;
     const struct pelab_model_io io = {0, v->layout};
@@ -625,7 +561,7 @@ static int have_torch(void) {
 
 /* Writes each variant's fixture as DIR/twin/LABEL, runs twin_check.py on them, and checks that
  * every case has passing lines and no failing one. */
-static void check_twin(struct variant *vs, int n, const char *dir) {
+static void check_twin(struct pe_case *vs, int n, const char *dir) {
     if (!have_torch()) {
         printf("notice: python3-torch is not installed: the twin's agreement was not checked\n");
         return;
@@ -634,13 +570,8 @@ static void check_twin(struct variant *vs, int n, const char *dir) {
     snprintf(tdir, sizeof tdir, "%s/twin", dir);
     CHECK(mkdir(tdir, 0777) == 0 || errno == EEXIST, "mkdir %s", tdir);
     for (int i = 0; i < n; i++) {
-        const char *opts[2 * KV_MAX + 3];
-        int k = 0;
-        opts[k++] = "pe", opts[k++] = vs[i].ops->name;
-        for (int j = 0; j < vs[i].n_kv; j++) opts[k++] = vs[i].kv[j][0], opts[k++] = vs[i].kv[j][1];
-        opts[k] = NULL;
         snprintf(name, sizeof name, "c%02d", i);
-        CHECK(twin_write_case(tdir, name, opts, TWIN_MAX_SEQ, 500 + (uint64_t)i, 0) == 0, "%s: the twin's fixture",
+        CHECK(twin_write_case(tdir, name, vs[i].opts, TWIN_MAX_SEQ, 500 + (uint64_t)i, 0) == 0, "%s: the twin's fixture",
               vs[i].label);
     }
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/ref/twin_check.py '%s' 2>&1", tdir);
@@ -670,44 +601,19 @@ static void check_twin(struct variant *vs, int n, const char *dir) {
 }
 
 int main(int argc, char **argv) {
-    /* the counters must see the library's calls */
-    counting = 1;
-    calls = 0;
-    struct pelab_params probe = {0};
-    const int64_t shape[1] = {3};
-    pelab_params_declare(&probe, "x", 1, shape, 0);
-    PELAB_ASSERT(pelab_params_alloc(&probe) == PELAB_OK);
-    counting = 0;
-    CHECK(calls > 0, "the allocation counters saw no call of the library's");
-    pelab_params_free(&probe);
+    CHECK(alloc_count_works(), "the allocation counters saw no call of the library's");
 
     const char *dir = tmpdir_create("pelab-contract");
     if (!dir) return 1;
     enum { CASES_MAX = 128 };
-    static struct variant vs[CASES_MAX];
+    static struct pe_case vs[CASES_MAX];
     int n = 0, n_twin = 0;
     /* the causal 1-D cases first (the twin's), then 2-D cases, then the bidirectional 1-D ones */
     static const struct pelab_pe_layout layouts[] = {{1, 0, 0}, {2, 1, GRID}, {1, 1, 0}};
-    for (int li = 0; li < 3; li++) {
-        const struct pelab_pe_layout *lay = &layouts[li];
-        for (const struct pelab_posenc_ops *const *e = pelab_posenc_all(); *e; e++) {
-            if (argc > 1 && strcmp(argv[1], (*e)->name) != 0) continue;
-            if (!pelab_posenc_serves(*e, lay->dims)) continue;
-            if (lay->bidirectional && !((*e)->contract.promises & PELAB_PE_BIDIRECTIONAL)) continue;
-            for (int k = -1; k < PELAB_PE_VARIANTS_MAX && (k < 0 || (*e)->contract.variants[k]); k++) {
-                if (li == 2 && k >= 0) break; /* bidirectional 1-D: the defaults */
-                if (n == CASES_MAX) break; /* reported below */
-                struct variant *v = &vs[n];
-                v->ops = *e;
-                v->layout = *lay;
-                v->settings = k < 0 ? "" : (*e)->contract.variants[k];
-                snprintf(v->label, sizeof v->label, "%s%s%s%s", (*e)->name, *v->settings ? " " : "", v->settings,
-                         li == 1 ? " [2-D]" : li == 2 ? " [bidirectional]" : "");
-                CHECK(parse_settings(v), "%s: contract variant '%s' is not 'key=value ...'", (*e)->name, v->settings);
-                n++;
-                n_twin += li <= 1; /* the twin runs the 1-D causal and the 2-D cases */
-            }
-        }
+    for (int li = 0; li < 3; li++) { /* bidirectional 1-D: the defaults */
+        const int k = pe_cases(vs + n, CASES_MAX - n, &layouts[li], li == 2, argc > 1 ? argv[1] : NULL);
+        n += k;
+        n_twin += li <= 1 ? k : 0; /* the twin runs the 1-D causal and the 2-D cases */
     }
     CHECK(n > 0 && n < CASES_MAX, "%d cases: none matched, or more than this test holds (%d)", n, CASES_MAX);
     for (int i = 0; i < n; i++) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
+#include "lib/models.h"
 #include "pelab/freq.h"
 #include "pelab/model.h"
 #include "pelab/status.h"
@@ -16,18 +17,10 @@ static const int32_t tokens[B * T] = {1, 4, 2, 9, 3, 12, 7, 0, 5, 10, 2, 6, 11, 
 /* positions that count: the rest stand for padding */
 static const unsigned char keep[B * T] = {1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1, 1, 0};
 
+/* 3 layers of `pe` (and k = v if k), weights well away from the init's scale, gains other than 1 */
 static void make_model(struct pelab_model *m, const char *pe, const char *k, const char *v) {
-    struct pelab_opts o = {0};
-    pelab_opts_set(&o, "pe", pe);
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "3");
-    if (k) pelab_opts_set(&o, k, v);
-    PELAB_ASSERT(pelab_model_init(m, &o, V, T) == PELAB_OK);
-    pelab_model_init_weights(m, 3);
-    struct pelab_rng rng; /* weights well away from the init's scale, and gains other than 1 */
-    pelab_rng_seed(&rng, 4);
-    for (size_t i = 0; i < m->params.total; i++) m->params.data[i] += (pelab_real)(0.4 * pelab_rng_normal(&rng));
+    const char *const opts[] = {"layers", "3", "pe", pe, k, v, NULL};
+    PELAB_ASSERT(test_model(m, opts, NULL, V, T, NULL, 3, 0.4) == PELAB_OK);
 }
 
 static void forward(struct pelab_model *m) {

@@ -106,7 +106,7 @@ static void check_crossentropy(void) {
 }
 
 /* --- reference attention ---------------------------------------------------------------------- */
-struct attn_ctx { struct pelab_attn_shape s; double *q, *k, *v, *w, *out, *att; };
+struct attn_ctx { struct pelab_attn_call s; double *q, *k, *v, *w, *out, *att; };
 static double attn_f(void *p) {
     struct attn_ctx *c = p;
     pelab_attn_ref_forward(c->out, c->att, c->q, c->k, c->v, &c->s);
@@ -115,7 +115,7 @@ static double attn_f(void *p) {
 static void check_attention(double dropout) {
     struct attn_ctx c = {.s = {.B = 2, .T = 5, .H = 2, .dq = 6, .dv = 3, .ldv = 2 * 3 + 2, .ldo = 2 * 3,
                           .scale = 0.4, .dropout = dropout, .key = 99, .site = 3}};
-    const struct pelab_attn_shape *s = &c.s;
+    const struct pelab_attn_call *s = &c.s;
     long nq = (long)s->B * s->H * s->T * s->dq, nv = (long)s->B * s->T * s->ldv;
     long no = (long)s->B * s->T * s->ldo;
     c.q = vec(nq, -1, 1), c.k = vec(nq, -1, 1), c.v = vec(nv, -1, 1), c.w = vec(no, -1, 1);
@@ -332,7 +332,8 @@ static void check_bias(const char *label, const char *pe_name, const char *const
 struct model_ctx { struct pelab_model m; int B, T; int32_t *tokens, *targets, *pos; };
 static double model_f(void *p) {
     struct model_ctx *c = p;
-    return pelab_model_forward(&c->m, c->tokens, c->targets, c->pos, c->B, c->T);
+    pelab_model_forward(&c->m, c->tokens, c->targets, c->pos, c->B, c->T);
+    return c->m.loss;
 }
 static void check_model(const char *label, const char *const *kv, double dropout) {
     struct model_ctx c = {.B = 2, .T = 6};
@@ -380,7 +381,8 @@ struct patch_ctx { struct pelab_model m; int B, T; int32_t tokens[10], targets[1
 static double patch_f(void *p) {
     struct patch_ctx *c = p;
     pelab_model_set_inputs(&c->m, c->in);
-    return pelab_model_forward(&c->m, c->tokens, c->targets, c->pos, c->B, c->T);
+    pelab_model_forward(&c->m, c->tokens, c->targets, c->pos, c->B, c->T);
+    return c->m.loss;
 }
 /* B 2 sequences of a class token and a 2 × 2 grid of patches of 5 values, 4 classes, positions
  * (row, column) from 1 with the class token at (0, 0), or raster 0..4 (dims 1); bidirectional. */

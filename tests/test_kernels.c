@@ -284,7 +284,7 @@ static void check_attention(void) {
     pelab_real *q = rvec(nq, -1, 1), *k = rvec(nq, -1, 1), *qkv = rvec(BT * 3 * D, -1, 1);
     pelab_real *dout = rvec(BT * D, -1, 1), *out[2], *dq_[2], *dk_[2], *dqkv[2];
     pelab_real *lse = rvec(BT * H, 0, 0), *att = rvec(BT * H * T, 0, 0), *datt = rvec(BT * H * T, 0, 0);
-    const struct pelab_attn_shape s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = 3 * D,
+    const struct pelab_attn_call s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = 3 * D,
                                        .ldo = D, .scale = (pelab_real)0.3};
     for (int i = 0; i < 2; i++) {
         out[i] = rvec(BT * D, 0, 0), dq_[i] = rvec(nq, 0, 0), dk_[i] = rvec(nq, 0, 0);

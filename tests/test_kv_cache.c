@@ -1,6 +1,5 @@
 /* Generation with a KV cache (pelab/kv_cache.h) against the model's forward pass over the whole
- * context, for every registered encoding (and the variants whose site or scaling differs: SeqPE's
- * attention modes, RoPE with position interpolation and YaRN): a prompt appended at once, in
+ * context, for every registered encoding under each setting of its contract (lib/models.h): a prompt appended at once, in
  * pieces, or a longer one (attention as matrix products), then one token at a time gives every position's logits of the full pass (to 1e-12 in
  * the double build, 2e-5 of the logits' scale in float; built both ways), from shifted
  * positions too; greedy generation picks the same tokens as recomputing the context for every
@@ -11,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
+#include "lib/models.h"
 #include "pelab/kv_cache.h"
 #include "pelab/model.h"
 #include "pelab/rng.h"
@@ -24,27 +24,9 @@
 
 enum { V = 13, L = 30, PROMPT = 7, MAX_SEQ = 40, GEN = 10 };
 
-/* One encoding with options "k=v k=v ..." (may be ""), weights away from their init. */
-static int make_model(struct pelab_model *m, const char *pe, const char *extra) {
-    struct pelab_opts o = {0};
-    pelab_opts_set(&o, "pe", pe);
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "2");
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", extra);
-    for (char *kv = strtok(buf, " "); kv; kv = strtok(NULL, " ")) {
-        char *eq = strchr(kv, '=');
-        *eq = '\0';
-        pelab_opts_set(&o, kv, eq + 1);
-    }
-    if (pelab_model_init(m, &o, V, MAX_SEQ) != PELAB_OK) return 0;
-    pelab_model_init_weights(m, 3);
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, 4);
-    for (size_t i = 0; i < m->params.total; i++)
-        m->params.data[i] += (pelab_real)(0.3 * pelab_rng_normal(&rng));
-    return 1;
+/* A model with the options ("key", "value" pairs, NULL-terminated), weights away from their init. */
+static int make_model(struct pelab_model *m, const char *const *opts) {
+    return test_model(m, opts, NULL, V, MAX_SEQ, NULL, 3, 0.3) == PELAB_OK;
 }
 
 /* Every position's logits by the cache: the prompt split as `pieces` says (sizes summing to
@@ -67,9 +49,10 @@ static int cached_logits(struct pelab_model *m, const int32_t *tok, const int32_
     return rc;
 }
 
-static void check_logits(const char *pe, const char *extra, int shift) {
+static void check_logits(const struct pe_case *c, int shift) {
+    const char *pe = c->ops->name, *extra = c->settings;
     struct pelab_model m;
-    if (!make_model(&m, pe, extra)) {
+    if (!make_model(&m, c->opts)) {
         CHECK(0, "%s %s: %s", pe, extra, pelab_last_error());
         return;
     }
@@ -117,9 +100,10 @@ static int argmax(const pelab_real *row) {
 }
 
 /* Greedy continuation of a prompt: GEN tokens by the cache and by recomputing the context. */
-static void check_greedy(const char *pe, const char *extra) {
+static void check_greedy(const struct pe_case *cs) {
+    const char *pe = cs->ops->name, *extra = cs->settings;
     struct pelab_model m;
-    if (!make_model(&m, pe, extra)) {
+    if (!make_model(&m, cs->opts)) {
         CHECK(0, "%s %s: %s", pe, extra, pelab_last_error());
         return;
     }
@@ -154,7 +138,7 @@ static void check_refusals(void) {
     struct pelab_model m;
     struct pelab_kv_cache *c;
     /* a learned table refuses positions past its end: the cache keeps what it had */
-    PELAB_ASSERT(make_model(&m, "learned", ""));
+    PELAB_ASSERT(make_model(&m, (const char *const[]){"pe", "learned", NULL}));
     int32_t tok[4] = {1, 2, 3, 4}, pos[4] = {0, 1, MAX_SEQ, MAX_SEQ + 1};
     PELAB_ASSERT(pelab_kv_cache_new(&c, &m, 8) == PELAB_OK);
     CHECK(pelab_kv_cache_append(c, tok, pos, 2, NULL) == PELAB_OK, "learned: %s", pelab_last_error());
@@ -170,14 +154,14 @@ static void check_refusals(void) {
     pelab_kv_cache_free(c);
     pelab_model_free(&m);
     /* the interpolated table past its end, dynamic NTK past L_train: refused with the reason */
-    PELAB_ASSERT(make_model(&m, "learned", "ape-extend=interpolate"));
+    PELAB_ASSERT(make_model(&m, (const char *const[]){"pe", "learned", "ape-extend", "interpolate", NULL}));
     CHECK(pelab_kv_cache_new(&c, &m, MAX_SEQ) == PELAB_OK, "learned within its table: %s", pelab_last_error());
     pelab_kv_cache_free(c);
     CHECK(pelab_kv_cache_new(&c, &m, MAX_SEQ + 1) == PELAB_ERR_USAGE && !c &&
               strstr(pelab_last_error(), "--ape-extend interpolate"),
           "learned interpolated: %s", pelab_last_error());
     pelab_model_free(&m);
-    PELAB_ASSERT(make_model(&m, "rope", "rope-scaling=dynamic-ntk rope-scale=4"));
+    PELAB_ASSERT(make_model(&m, (const char *const[]){"pe", "rope", "rope-scaling", "dynamic-ntk", "rope-scale", "4", NULL}));
     CHECK(pelab_kv_cache_check(&m, MAX_SEQ) == PELAB_OK, "dynamic-ntk within L_train: %s", pelab_last_error());
     CHECK(pelab_kv_cache_new(&c, &m, 2 * MAX_SEQ) == PELAB_ERR_USAGE &&
               strstr(pelab_last_error(), "dynamic-ntk"),
@@ -186,26 +170,14 @@ static void check_refusals(void) {
 }
 
 int main(void) {
-    /* Generation is of sequences: every encoding of 1-D positions (the 2-D ones, for images, are
-     * for bidirectional models that generate nothing). */
-    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++) {
-        if (!pelab_posenc_serves(*p, 1)) continue;
-        check_logits((*p)->name, "", 0);
-        check_logits((*p)->name, "", 5);
-        check_greedy((*p)->name, "");
-    }
-    static const char *const variants[][2] = {
-        {"seqpe", "seqpe-mode=attn-add"},
-        {"seqpe", "seqpe-mode=attn-mul"},
-        {"seqpe", "seqpe-mode=attn-bias"},
-        {"rope", "rope-scaling=pi rope-scale=4"},
-        {"rope", "rope-scaling=yarn rope-scale=4 rope-original-len=10"},
-        {"rope", "rope-scaling=dynamic-ntk rope-scale=4"}, /* L_train is MAX_SEQ: within it */
-        {"pope", "pope-delta-init=uniform"},
-    };
-    for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
-        check_logits(variants[i][0], variants[i][1], 3);
-        check_greedy(variants[i][0], variants[i][1]);
+    /* Generation is of sequences: every encoding of 1-D positions under each setting of its
+     * contract (the 2-D ones, for images, are for bidirectional models that generate nothing) */
+    static struct pe_case cases[128];
+    const int n = pe_cases(cases, 128, &(struct pelab_pe_layout){1, 0, 0}, 0, NULL);
+    for (int i = 0; i < n; i++) {
+        check_logits(&cases[i], 0);
+        check_logits(&cases[i], 5);
+        check_greedy(&cases[i]);
     }
     check_refusals();
     return check_report("test_kv_cache");

@@ -1,5 +1,6 @@
 /* The evaluation-only forward (pelab_model_forward_eval) against the training forward, double
- * build: for every registered encoding and both attention kernels (a 2-D encoding in a patch
+ * build: for every registered encoding under each setting of its contract (lib/models.h) and both
+ * attention kernels (a 2-D encoding in a patch
  * model on a 3 × 3 grid, bidirectional, as the image task builds it), over one chunk and over
  * several, the same loss and per-position losses (to 1e-12), the argmax of the training logits
  * and its softmax probability; the training activations untouched; the same refusal of positions
@@ -8,35 +9,28 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
-#include "nn/model_eval.h"
+#include "lib/models.h"
+#include "nn/forward.h"
 #include "pelab/model.h"
 #include "pelab/rng.h"
 #include "pelab/status.h"
 
 enum { V = 11, B = 2, T = 9, BT = B * T, P = 3 };
 
-/* patches: a patch model of input width P with (row, column) positions on a 3 × 3 grid. */
-static int make_model(struct pelab_model *m, const char *pe, const char *attention, int patches) {
-    struct pelab_opts o = {0};
-    pelab_opts_set(&o, "pe", pe);
-    pelab_opts_set(&o, "d-model", "16");
-    pelab_opts_set(&o, "heads", "2");
-    pelab_opts_set(&o, "layers", "2");
-    pelab_opts_set(&o, "attention", attention);
-    const struct pelab_model_io io = {patches ? P : 0, {patches ? 2 : 1, patches, patches ? 3 : 0}};
-    if (pelab_model_init_io(m, &o, V, T + 2, &io) != PELAB_OK) return 0; /* room for the shifted row */
-    pelab_model_init_weights(m, 3);
-    /* every parameter away from its init (zero tables, unit gains, zero δ) */
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, 4);
-    for (size_t i = 0; i < m->params.total; i++)
-        m->params.data[i] += (pelab_real)(0.3 * pelab_rng_normal(&rng));
-    return 1;
+/* A model of case c (a 2-D case: a patch model of input width P on a 3 × 3 grid, bidirectional,
+ * as the image task builds it) with the given attention kernel. */
+static int make_model(struct pelab_model *m, const struct pe_case *c, const char *attention) {
+    const char *const kernel[] = {"attention", attention, NULL};
+    const int patches = c->layout.dims == 2;
+    const struct pelab_model_io io = {patches ? P : 0, c->layout};
+    return test_model(m, c->opts, kernel, V, T + 2, &io, 3, 0.3) == PELAB_OK; /* room for the shifted row */
 }
 
-static void check_encoding(const char *pe, const char *attention, long rows, int patches) {
+static void check_encoding(const struct pe_case *c, const char *attention, long rows) {
+    const char *pe = c->label;
+    const int patches = c->layout.dims == 2;
     struct pelab_model m;
-    if (!make_model(&m, pe, attention, patches)) {
+    if (!make_model(&m, c, attention)) {
         CHECK(0, "%s: %s", pe, pelab_last_error());
         return;
     }
@@ -56,14 +50,16 @@ static void check_encoding(const char *pe, const char *attention, long rows, int
         for (int j = 0; j < P; j++) in[i * P + j] = pelab_rng_normal(&rng);
     }
     if (patches) pelab_model_set_inputs(&m, in);
-    const double loss = pelab_model_forward(&m, tokens, targets, pos, B, T);
+    pelab_model_forward(&m, tokens, targets, pos, B, T);
+    const double loss = m.loss;
     const int n_targets = m.n_targets;
     static double logits[BT * V], losses[BT];
     memcpy(logits, pelab_model_logits(&m), sizeof logits);
     memcpy(losses, pelab_model_losses(&m), sizeof losses);
 
     pelab_model_eval_set_rows(rows);
-    const double eloss = pelab_model_forward_eval(&m, tokens, targets, pos, B, T);
+    pelab_model_forward_eval(&m, tokens, targets, pos, B, T);
+    const double eloss = m.loss;
     CHECK(m.status == PELAB_OK, "%s %s: eval forward failed: %s", pe, attention, pelab_last_error());
     CHECK(fabs(eloss - loss) <= 1e-12 && isfinite(eloss), "%s %s rows %ld: loss %.17g, training %.17g",
           pe, attention, rows, eloss, loss);
@@ -89,32 +85,38 @@ static void check_encoding(const char *pe, const char *attention, long rows, int
     /* the training forward's activations are its own */
     CHECK(memcmp(logits, pelab_model_logits(&m), sizeof logits) == 0, "%s: eval changed the logits", pe);
     /* without targets: -1, as the training forward */
-    CHECK(pelab_model_forward_eval(&m, tokens, NULL, pos, B, T) == -1, "%s: loss without targets", pe);
-    printf("  %-10s %-5s rows %2ld  loss %.12f  |Δ| %.2g\n", pe, attention, rows, eloss, fabs(eloss - loss));
+    CHECK(pelab_model_forward_eval(&m, tokens, NULL, pos, B, T) == PELAB_OK && m.loss == -1,
+          "%s: loss without targets", pe);
+    printf("  %-40s %-5s rows %2ld  loss %.12f  |Δ| %.2g\n", pe, attention, rows, eloss, fabs(eloss - loss));
     pelab_model_free(&m);
 }
 
 /* A learned table refuses positions past its end in both forwards, with the same status. */
 static void check_refusal(void) {
+    struct pe_case c;
+    PELAB_ASSERT(pe_cases(&c, 1, &(struct pelab_pe_layout){1, 0, 0}, 1, "learned") == 1);
     struct pelab_model m;
-    PELAB_ASSERT(make_model(&m, "learned", "tiled", 0));
+    PELAB_ASSERT(make_model(&m, &c, "tiled"));
     int32_t tokens[BT] = {0}, pos[BT];
     for (int i = 0; i < BT; i++) pos[i] = i; /* the second row runs past T + 2 */
-    pelab_real l = pelab_model_forward_eval(&m, tokens, NULL, pos, B, T);
+    pelab_model_forward_eval(&m, tokens, NULL, pos, B, T);
+    pelab_real l = m.loss;
     CHECK(isnan(l) && m.status == PELAB_ERR_USAGE, "learned beyond its table: loss %g, status %d",
           (double)l, m.status);
     pelab_model_free(&m);
 }
 
 int main(void) {
-    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++)
-        for (int n = 1; n <= 2; n++) {
-            if (!pelab_posenc_serves(*p, n)) continue;
+    static const struct pelab_pe_layout layouts[] = {{1, 0, 0}, {2, 1, 3}};
+    static struct pe_case cases[128];
+    for (int li = 0; li < 2; li++) {
+        const int n = pe_cases(cases, 128, &layouts[li], 0, NULL);
+        for (int i = 0; i < n; i++)
             for (int k = 0; k < 2; k++) {
-                check_encoding((*p)->name, k ? "ref" : "tiled", 0, n == 2);  /* one chunk */
-                check_encoding((*p)->name, k ? "ref" : "tiled", 5, n == 2);  /* four, the last short */
+                check_encoding(&cases[i], k ? "ref" : "tiled", 0);  /* one chunk */
+                check_encoding(&cases[i], k ? "ref" : "tiled", 5);  /* four, the last short */
             }
-        }
+    }
     pelab_model_eval_set_rows(0);
     check_refusal();
     return check_report("test_model_eval");

@@ -6,31 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
+#include "lib/models.h"
 #include "pelab/model.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
 
 enum { V = 11, B = 2, T = 9 };
 
-/* The settings of every model here: encoding `pe`, d-model 16, 2 heads, 2 layers, and k = v if k. */
-static void small_model_opts(struct pelab_opts *o, const char *pe, const char *k, const char *v) {
-    pelab_opts_set(o, "pe", pe);
-    pelab_opts_set(o, "d-model", "16");
-    pelab_opts_set(o, "heads", "2");
-    pelab_opts_set(o, "layers", "2");
-    if (k) pelab_opts_set(o, k, v);
-}
-
+/* Encoding `pe` (and k = v if k) with larger weights than the init, so positions matter a lot
+ * to the logits. */
 static void make_model(struct pelab_model *m, const char *pe, const char *k, const char *v) {
-    struct pelab_opts o = {0};
-    small_model_opts(&o, pe, k, v);
-    PELAB_ASSERT(pelab_model_init(m, &o, V, T) == PELAB_OK);
-    pelab_model_init_weights(m, 7);
-    /* larger weights than the init, so positions matter a lot to the logits */
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, 8);
-    for (size_t i = 0; i < m->params.total; i++)
-        m->params.data[i] += (pelab_real)(0.3 * pelab_rng_normal(&rng));
+    PELAB_ASSERT(test_model(m, (const char *const[]){"pe", pe, k, v, NULL}, NULL, V, T, NULL, 7, 0.3) == PELAB_OK);
 }
 
 static double max_diff(const pelab_real *a, const pelab_real *b, long n) {
@@ -98,21 +84,20 @@ static void check_causality(const char *pe) {
 static void check_padding(const char *pe) {
     struct pelab_task task;
     PELAB_ASSERT(pelab_task_init(&task, "indirect", NULL) == PELAB_OK);
-    struct pelab_opts o = {0};
-    small_model_opts(&o, pe, NULL, NULL);
     struct pelab_model m;
-    PELAB_ASSERT(pelab_model_init(&m, &o, task.vocab, task.seq_len) == PELAB_OK);
-    pelab_model_init_weights(&m, 3);
+    PELAB_ASSERT(test_model(&m, (const char *const[]){"pe", pe, NULL}, NULL, task.vocab, task.seq_len, NULL, 3, 0) == PELAB_OK);
     const int n = 6, T0 = task.seq_len, T1 = task.seq_len + 11;
     struct pelab_batch b0, b1;
     pelab_batch_alloc(&b0, n, T0);
     pelab_batch_alloc(&b1, n, T1);
     task.ops->fill(&task, PELAB_SPLIT_VAL, 100, &b0);
     task.ops->fill(&task, PELAB_SPLIT_VAL, 100, &b1);
-    double l0 = pelab_model_forward(&m, b0.tokens, b0.targets, b0.pos, n, T0);
+    pelab_model_forward(&m, b0.tokens, b0.targets, b0.pos, n, T0);
+    double l0 = m.loss;
     pelab_real *keep = malloc(sizeof(pelab_real) * n * T0 * task.vocab);
     memcpy(keep, pelab_model_logits(&m), sizeof(pelab_real) * n * T0 * task.vocab);
-    double l1 = pelab_model_forward(&m, b1.tokens, b1.targets, b1.pos, n, T1);
+    pelab_model_forward(&m, b1.tokens, b1.targets, b1.pos, n, T1);
+    double l1 = m.loss;
     CHECK(fabs(l0 - l1) < 1e-12, "%s: padding changed the loss: %.17g vs %.17g", pe, l0, l1);
     double d = 0;
     for (int i = 0; i < n; i++)
@@ -135,8 +120,10 @@ static void check_seed(void) {
           "same seed gave different parameters");
     int32_t pos[B * T], targets[B * T];
     for (int i = 0; i < B * T; i++) pos[i] = i % T, targets[i] = (tokens[i] + 1) % V;
-    double la = pelab_model_forward(&a, tokens, targets, pos, B, T);
-    double lb = pelab_model_forward(&b, tokens, targets, pos, B, T);
+    pelab_model_forward(&a, tokens, targets, pos, B, T);
+    double la = a.loss;
+    pelab_model_forward(&b, tokens, targets, pos, B, T);
+    double lb = b.loss;
     CHECK(la == lb, "same seed gave different losses");
     pelab_model_init_weights(&b, 8);
     CHECK(memcmp(a.params.data, b.params.data, a.params.total * sizeof(pelab_real)) != 0,

@@ -493,16 +493,16 @@ static void test_refusals(void) {
 #undef A
 #undef T
 
-    char hdr[700], name[201];
+    char hdr[1400], name[201];
     memset(name, 'n', 200);
     name[200] = '\0';
     snprintf(hdr, sizeof hdr, "{\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", name);
     refused_header("name-long", hdr, 4, "is longer than 127 bytes");
-    char val[301];
-    memset(val, 'v', 300);
-    val[300] = '\0';
+    char val[1101];
+    memset(val, 'v', 1100);
+    val[1100] = '\0';
     snprintf(hdr, sizeof hdr, "{\"__metadata__\":{\"key\":\"%s\"}}", val);
-    refused_header("meta-value-long", hdr, 0, "metadata 'key': value is longer than 255 bytes");
+    refused_header("meta-value-long", hdr, 0, "metadata 'key': value is longer than 1023 bytes");
     /* PELAB_OPTS_MAX metadata entries read (a checkpoint holds every setting of a run and its own
      * counters, 83 for SeqPE's); one more is refused. */
     struct pelab_sb sb = {0};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-valgrind: a tiny training job, its resume, eval and sample, and a few refusals (a
 # damaged checkpoint passed over, a damaged model refused, a NaN stopping a run) under valgrind
-# with the pelab of $PELAB_BIN (built without -march=native: valgrind does not know AVX-512).
+# with the pelab of $PELAB_BIN (the portable build: valgrind emulates no AVX-512, so the
+# kernels dispatch to AVX2 under it).
 # A valgrind error or a definite leak fails the run (exit 99 from valgrind), as does a pelab
 # exit status other than the one expected.
 set -u

@@ -115,13 +115,14 @@ void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel ker
 int pelab_model_reserve(struct pelab_model *m, int B, int T);
 
 /* tokens (B,T) (a patch model reads its inputs instead), pos (B,T,n) (n = cfg.positions.dims).
- * targets (B,T) with -1 where no loss is taken, or NULL. Returns the mean
- * cross-entropy over positions with a target (also in m->loss), or -1 without targets. When the
- * encoding refuses the positions (beyond a learned table), nothing is computed: it returns NaN,
- * m->status holds the error (PELAB_ERR_USAGE) and pelab_last_error() the message; likewise
- * (PELAB_ERR_RUNTIME) when the attention kernel's few tiles of scratch cannot be allocated. */
-pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
-                               const int32_t *pos, int B, int T);
+ * targets (B,T) with -1 where no loss is taken, or NULL. Sets m->loss, the mean cross-entropy
+ * over positions with a target (-1 without targets), and m->n_targets; returns PELAB_OK (also
+ * in m->status). When the encoding refuses the positions (beyond a learned table), nothing is
+ * computed: it returns PELAB_ERR_USAGE, m->loss is NaN and pelab_last_error() holds the message;
+ * likewise PELAB_ERR_RUNTIME when out of memory (the activations, or the attention kernel's few
+ * tiles of scratch). */
+int pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                        const int32_t *pos, int B, int T);
 /* Backpropagates the last forward's loss, scaled by `loss_scale` (1/accumulation steps);
  * parameter gradients accumulate (+=). */
 void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale);
@@ -150,11 +151,11 @@ const pelab_real *pelab_model_attention(const struct pelab_model *m, int layer);
  * with dropout off, without keeping what a backward pass reads. The layers share one set of
  * buffers and the MLP, output layer and loss run over chunks of positions, so memory per
  * position is about 6D + 2·H·qk_dim reals (no (B,T,V) logits): configuration C evaluates 16384
- * tokens in a few hundred MiB. Same return value, m->loss, m->n_targets and m->status as
+ * tokens in a few hundred MiB. Same status, m->loss, m->n_targets and m->status as
  * pelab_model_forward; it leaves the training activations (and pelab_model_logits) alone, and no
  * backward pass may follow it. It allocates its own buffers, kept while large enough. */
-pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
-                                    const int32_t *pos, int B, int T);
+int pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                             const int32_t *pos, int B, int T);
 /* Views into the last evaluation-only forward, (B,T) each: the loss at each position (0 without
  * target), the predicted token (argmax of the logits, the first of equal maxima, as pelab_argmax)
  * and its probability. */

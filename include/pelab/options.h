@@ -67,4 +67,17 @@ int pelab_opt_switch(const struct pelab_opts *o, const struct pelab_optdef *tabl
 /* For CHOICE: the index of the value within `choices`. */
 int pelab_opt_choice(const struct pelab_opts *o, const struct pelab_optdef *table, const char *name);
 
+/* Lists of sizes as --lengths and --resolutions take them: "1x,2x,512". Splits `spec` at commas
+ * into at most `max` items (spaces around one trimmed; the option's name is also the items' noun:
+ * "--lengths: more than 64 lengths") and reads each as a multiple of `base`
+ * ("2x", "1.5x": rounded to the nearest integer) or a plain integer ("512") into values[i], and
+ * the item's text into items[i]. PELAB_OK, or PELAB_ERR_USAGE with the message
+ * "OPTION: ..." naming the list or the item at fault, and bad_item (the words after the item,
+ * e.g. "is neither a multiple of the training length (2x, 1.5x) nor a token count (512)") and
+ * example (e.g. "1x,2x,4x or 512,1024"). Range checks are the caller's. */
+#define PELAB_SIZE_ITEM_MAX 32
+int pelab_parse_sizes(const char *option, const char *spec, int base, int max, double *values,
+                      char (*items)[PELAB_SIZE_ITEM_MAX], int *n, const char *bad_item,
+                      const char *example);
+
 #endif

@@ -22,6 +22,7 @@ struct pelab_param {
     size_t offset; /* in elements, into data/grad/m/v */
     size_t size;   /* elements */
     int decay;     /* 1: decoupled weight decay applies */
+    int frozen;    /* 1: not learnt (pelab_params_freeze): its owner computes no gradient for it */
 };
 
 struct pelab_params {
@@ -40,6 +41,9 @@ struct pelab_params {
  * PELAB_ERR_RUNTIME: callers check once, at the allocation. */
 int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, const int64_t *shape,
                          int decay);
+/* Marks parameter i as frozen: kept in the table and in checkpoints, but its owner computes no
+ * gradient for it (its gradient stays 0, so AdamW leaves it). The contract test checks that. */
+void pelab_params_freeze(struct pelab_params *p, int i);
 /* Allocates data, grad, m, v (zeroed). Returns PELAB_OK or PELAB_ERR_RUNTIME (out of memory). */
 int pelab_params_alloc(struct pelab_params *p);
 void pelab_params_free(struct pelab_params *p);

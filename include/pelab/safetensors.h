@@ -27,6 +27,10 @@ struct pelab_tensor {
     size_t nbytes;
 };
 
+/* Element i of a F32 or F64 tensor (any alignment), and its first n values into dst. */
+double pelab_tensor_element(const struct pelab_tensor *t, size_t i);
+void pelab_tensor_copy(pelab_real *dst, const struct pelab_tensor *t, size_t n);
+
 /* Writes tensors (in the given order) and metadata (string pairs; may be NULL) atomically. */
 int pelab_safetensors_write(const char *path, const struct pelab_tensor *tensors, int n,
                             const struct pelab_opts *metadata);

@@ -17,6 +17,10 @@ enum pelab_status {
  * `return pelab_fail(PELAB_ERR_USAGE, "--heads %d does not divide --d-model %d", h, d);`. */
 int pelab_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Adds context to the last failure's message and returns `code`: "CONTEXT: message", CONTEXT
+ * printf-style — `return pelab_fail_context(rc, "%s", path);` after a call that failed. */
+int pelab_fail_context(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The message of the last failure on this thread ("" when none). */
 const char *pelab_last_error(void);
 

@@ -1,10 +1,12 @@
 /* Multi-head attention for one layer, causal (a query sees keys at or before it) or bidirectional
  * (every key; the image task), given already position-transformed queries and
- * keys. Two kernels compute the same function:
+ * keys. Three kernels compute the same function:
  *   reference (attn_ref.c)  materialises the (T,T) probabilities of every head: the oracle that
  *                           faster kernels are tested against, and what its backward pass reads;
  *   tiled (attn_tiled.c)    online softmax over tiles of keys, memory linear in T: it saves only
- *                           each row's log-sum-exp and recomputes probabilities in the backward. */
+ *                           each row's log-sum-exp and recomputes probabilities in the backward;
+ *   cached (attn_cached.c)  generation: a chunk of new queries against the keys and values kept
+ *                           from earlier chunks (forward only). */
 #ifndef PELAB_ATTN_ATTENTION_H
 #define PELAB_ATTN_ATTENTION_H
 
@@ -14,7 +16,8 @@
 
 struct pelab_attn_scratch;
 
-struct pelab_attn_shape {
+/* The arguments of one attention call besides its arrays. */
+struct pelab_attn_call {
     int B, T, H;
     int dq;            /* query/key width per head (d, or 2d for PoPE) */
     int dv;            /* value width per head, d */
@@ -46,7 +49,7 @@ struct pelab_attn_scratch {
  * count; keeps it when large enough. PELAB_OK or PELAB_ERR_RUNTIME (message set), w then keeping
  * what it held: the kernels run on as many threads as it has blocks for, so a backward never fails
  * after its forward. */
-int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s);
+int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_call *s);
 void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 
 #define PELAB_ATTN_TILE 64
@@ -54,7 +57,7 @@ void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 /* The dropout mask index of probability (b, h, t, j): its place in the (rows, H, T, T)
  * probabilities of the whole batch, sequence b being row row0 + b of it, so that a share of
  * the rows draws the masks the whole batch draws there. */
-static inline uint64_t pelab_attn_drop_index(const struct pelab_attn_shape *s, int b, int h, int t, int j) {
+static inline uint64_t pelab_attn_drop_index(const struct pelab_attn_call *s, int b, int h, int t, int j) {
     return (((s->row0 + (uint64_t)b) * (uint64_t)s->H + (uint64_t)h) * (uint64_t)s->T + (uint64_t)t) *
                (uint64_t)s->T + (uint64_t)j;
 }
@@ -62,24 +65,47 @@ static inline uint64_t pelab_attn_drop_index(const struct pelab_attn_shape *s, i
 /* q, k (B,H,T,dq); v (B,T,H,dv) rows ldv apart; out (B,T,H,dv) rows ldo apart (assigned);
  * att (B,H,T,T) probabilities before dropout (saved; causal: entries above the diagonal are 0). */
 void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
-                            const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s);
+                            const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s);
 /* dq, dk (B,H,T,dq) assigned; dv (B,T,H,dv, rows ldv apart) assigned; datt (B,H,T,T) scratch that
  * ends holding dscores; bias parameter gradients +=. */
 void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pelab_real *datt,
                              const pelab_real *dout, const pelab_real *att, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v,
-                             const struct pelab_attn_shape *s);
+                             const struct pelab_attn_call *s);
 
 /* Tiled kernel. q, k, v, out as for the reference; lse (B,H,T) each row's log-sum-exp of scores,
  * saved for the backward in place of att. No buffer grows with T²: per thread, a few tiles.
  * PELAB_OK, or PELAB_ERR_RUNTIME (message set) when that scratch cannot be allocated. */
 int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
-                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s);
+                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s);
 /* dq, dk (B,H,T,dq) assigned; dv (B,T,H,dv, rows ldv apart) assigned; bias parameter gradients +=
  * (the same bits run to run for a given thread count). dout, out (B,T,H,dv) rows ldo apart: the
  * output gradient and the forward's output; lse the forward's. PELAB_OK or PELAB_ERR_RUNTIME. */
 int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                               const pelab_real *out, const pelab_real *lse, const pelab_real *q,
-                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s);
+                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s);
+
+/* Keys and values of one sequence's positions so far, every layer's, for attention one chunk of
+ * new queries at a time (generation), and the scores of one chunk. Zero-initialised means empty. */
+struct pelab_attn_cache {
+    int cap, len, chunk;   /* positions it holds at most, holds now; new queries per call at most */
+    int layers, H, dq, dv;
+    pelab_real *k, *v;     /* (layers,H,cap,dq), (layers,H,cap,dv) */
+    int32_t *pos;          /* (cap,) the cached positions: a bias row's key positions */
+    pelab_real *scores;    /* (H,chunk,cap) */
+};
+/* Room for cap positions of `layers` layers, chunks of at most `chunk` queries. PELAB_OK, or
+ * PELAB_ERR_RUNTIME (message set; nothing held). */
+int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
+                          int chunk);
+void pelab_attn_cache_release(struct pelab_attn_cache *c);
+/* Causal attention of s->T ≤ c->chunk new queries of one sequence (s->B = 1, at positions
+ * c->len .. c->len + s->T − 1, whose positions the caller has put in c->pos from c->len) to the
+ * c->len cached keys and the new ones: layer s->layer's new keys k (H,T,dq) and values v
+ * (T,H,dv, rows s->ldv apart) are stored at c->len (which the caller advances once every layer has
+ * run); q (H,T,dq); out (T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. */
+void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
+                               const pelab_real *k, const pelab_real *v,
+                               const struct pelab_attn_call *s);
 
 #endif

@@ -13,28 +13,21 @@
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
-static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
-    pelab_real s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
 /* Keys 0 .. end(t)−1 are visible from query t. */
-static inline int key_end(const struct pelab_attn_shape *s, int t) { return s->bidirectional ? s->T : t + 1; }
+static inline int key_end(const struct pelab_attn_call *s, int t) { return s->bidirectional ? s->T : t + 1; }
 
 /* (T, n) positions of sequence b. */
-static inline const int32_t *seq_pos(const struct pelab_attn_shape *s, int b) {
+static inline const int32_t *seq_pos(const struct pelab_attn_call *s, int b) {
     return s->pos + (long)b * s->T * s->pe->pos_dims;
 }
 
 /* keep-scale of probability (b, h, t, j) */
-static inline pelab_real keep(const struct pelab_attn_shape *s, int b, int h, int t, int j) {
+static inline pelab_real keep(const struct pelab_attn_call *s, int b, int h, int t, int j) {
     return s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, pelab_attn_drop_index(s, b, h, t, j)) : 1;
 }
 
 void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
-                            const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+                            const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s) {
     const int B = s->B, T = s->T, H = s->H, dq = s->dq, dv = s->dv;
     const int has_bias = s->pe && (s->pe->sites & PELAB_SITE_BIAS);
 #pragma omp parallel for collapse(2) schedule(static)
@@ -54,7 +47,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 pelab_real mx = -INFINITY;
                 const int e = key_end(s, t);
                 for (int j = 0; j < e; j++) {
-                    row[j] += s->scale * dot(qh + (long)t * dq, kh + (long)j * dq, dq);
+                    row[j] += s->scale * pelab_vdot(qh + (long)t * dq, kh + (long)j * dq, dq);
                     mx = row[j] > mx ? row[j] : mx;
                 }
                 pelab_real sum = 0;
@@ -79,7 +72,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
 void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pelab_real *datt,
                              const pelab_real *dout, const pelab_real *att, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v,
-                             const struct pelab_attn_shape *s) {
+                             const struct pelab_attn_call *s) {
     const int B = s->B, T = s->T, H = s->H, dq_ = s->dq, dv_ = s->dv;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
@@ -103,7 +96,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                     pelab_real *dvj = dv + ((long)b * T + j) * s->ldv + (long)h * dv_;
                     pelab_real pm = row[j] * m;
                     for (int c = 0; c < dv_; c++) dvj[c] += pm * o[c];
-                    drow[j] = m * dot(o, vj, dv_);
+                    drow[j] = m * pelab_vdot(o, vj, dv_);
                     rowdot += row[j] * drow[j];
                 }
                 for (int j = 0; j < e; j++) drow[j] = row[j] * (drow[j] - rowdot);

@@ -71,23 +71,23 @@ static int max_threads(void) {
 #endif
 }
 
-static int tile_of(const struct pelab_attn_shape *s) { return s->tile > 0 ? s->tile : PELAB_ATTN_TILE; }
+static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_ATTN_TILE; }
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Query tile i0's key tiles: those starting before key_stop (causal: up to the diagonal one). */
-static int key_stop(const struct pelab_attn_shape *s, int i0) { return s->bidirectional ? s->T : i0 + 1; }
+static int key_stop(const struct pelab_attn_call *s, int i0) { return s->bidirectional ? s->T : i0 + 1; }
 /* Keys in key tile j0 for query tile i0 of nq rows (causal: the diagonal tile ends with its last
  * query). */
-static int key_count(const struct pelab_attn_shape *s, int i0, int nq, int j0) {
+static int key_count(const struct pelab_attn_call *s, int i0, int nq, int j0) {
     if (s->bidirectional) return min_int(tile_of(s), s->T - j0);
     return j0 < i0 ? tile_of(s) : nq;
 }
 /* Visible keys of query t in key tile j0 of nk keys: a prefix of it. */
-static int visible(const struct pelab_attn_shape *s, int t, int j0, int nk) {
+static int visible(const struct pelab_attn_call *s, int t, int j0, int nk) {
     return s->bidirectional ? nk : min_int(nk, t - j0 + 1);
 }
 /* (B,T,n) positions: token t of sequence b. */
-static const int32_t *pos_at(const struct pelab_attn_shape *s, int b, int t) {
+static const int32_t *pos_at(const struct pelab_attn_call *s, int b, int t) {
     return s->pos + ((long)b * s->T + t) * s->pe->pos_dims;
 }
 
@@ -190,13 +190,6 @@ static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, long ld
     for (int r = 0; r < m; r++)
         for (int j = 0; j < n; j++) out[(long)j * ldo + r] = in[r * ldi + j];
 }
-static PELAB_ALWAYS_INLINE pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
-    pelab_real s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
 /* --- per-thread scratch -------------------------------------------------------------------------- */
 
 struct work {
@@ -243,21 +236,21 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
-static int has_bias(const struct pelab_attn_shape *s) { return s->pe && (s->pe->sites & PELAB_SITE_BIAS); }
+static int has_bias(const struct pelab_attn_call *s) { return s->pe && (s->pe->sites & PELAB_SITE_BIAS); }
 
-static int has_bias_grad(const struct pelab_attn_shape *s) {
+static int has_bias_grad(const struct pelab_attn_call *s) {
     return has_bias(s) && s->pe->ops->bias_tile_backward && pelab_posenc_grad_count(s->pe) > 0;
 }
 
-static size_t bias_bytes(const struct pelab_attn_shape *s) {
+static size_t bias_bytes(const struct pelab_attn_call *s) {
     return has_bias_grad(s) ? align64(pelab_posenc_grad_count(s->pe) * sizeof(pelab_real)) : 0;
 }
 
-static size_t thread_bytes(const struct pelab_attn_shape *s) {
+static size_t thread_bytes(const struct pelab_attn_call *s) {
     return bias_bytes(s) + align64((size_t)work_reals(tile_of(s), s->dq, s->dv) * sizeof(pelab_real));
 }
 
-int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s) {
+int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_call *s) {
     const size_t need = (size_t)max_threads() * thread_bytes(s);
     if (need <= w->size) return PELAB_OK;
     unsigned char *mem = aligned_alloc(64, need);
@@ -273,7 +266,7 @@ int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_
 /* The threads a call runs on: all, once the scratch holds a block for each; when it cannot grow
  * to that (out of memory with more threads than when it was sized), as many as it holds, so that a
  * backward after its forward never fails. 0 (error set) when it holds none. */
-static int team_size(struct pelab_attn_scratch *w, const struct pelab_attn_shape *s) {
+static int team_size(struct pelab_attn_scratch *w, const struct pelab_attn_call *s) {
     if (pelab_attn_scratch_reserve(w, s) == PELAB_OK) return max_threads();
     const size_t held = w->size / thread_bytes(s);
     if (held == 0) return 0;
@@ -288,13 +281,13 @@ void pelab_attn_scratch_free(struct pelab_attn_scratch *w) {
 }
 
 /* Thread `id`'s block of the scratch. */
-static unsigned char *thread_block(const struct pelab_attn_scratch *w, const struct pelab_attn_shape *s, int id) {
+static unsigned char *thread_block(const struct pelab_attn_scratch *w, const struct pelab_attn_call *s, int id) {
     return w->mem + (size_t)id * thread_bytes(s);
 }
 
 /* The tiles of a thread's block; bf16: whether the products are in bf16, the precision of the
  * thread that called the kernel (read outside the parallel region: it is per thread). */
-static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_shape *s, int bf16) {
+static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_call *s, int bf16) {
     work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
     w->bf16 = bf16;
 }
@@ -306,7 +299,7 @@ static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)blo
 
 /* keep (n,) = dropout keep-scales of probabilities (b, h, t, j0 .. j0+n−1) (all 1 without
  * dropout). */
-static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_shape *s,
+static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_call *s,
                                          int b, int h, int t, int j0) {
     if (s->dropout <= 0) {
         for (int c = 0; c < n; c++) keep[c] = 1;
@@ -319,7 +312,7 @@ static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct p
 /* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
  * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
 static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
-                   const struct pelab_attn_shape *s, int b, int h, int i0, int nq, int j0, int nk) {
+                   const struct pelab_attn_call *s, int b, int h, int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
     const int dq = s->dq;
     if (has_bias(s)) {
@@ -382,7 +375,7 @@ static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n
  * j0 are multiples of the tile), so the key tiles below the diagonal one are wholly causal. */
 static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse,
                                                   const pelab_real *q, const pelab_real *k, const pelab_real *v,
-                                                  const struct pelab_attn_shape *s, int b, int h, int i0, int nq) {
+                                                  const struct pelab_attn_call *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
     for (int r = 0; r < nq; r++) w->m[r] = -INFINITY, w->l[r] = 0;
@@ -419,18 +412,18 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
  * (simd.h); the products, maxima and exponentials are where the forward's time goes. */
 PELAB_SIMD_KERNEL(forward_tile,
                   (struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q, const pelab_real *k,
-                   const pelab_real *v, const struct pelab_attn_shape *s, int b, int h, int i0, int nq),
+                   const pelab_real *v, const struct pelab_attn_call *s, int b, int h, int i0, int nq),
                   (w, out, lse, q, k, v, s, b, h, i0, nq))
 
 int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real *q,
-                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s) {
     PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
     const int threads = team_size(scratch, s), bf16 = calling_thread_bf16();
     if (!threads) return PELAB_ERR_RUNTIME;
     void (*const forward_tile)(struct work *, pelab_real *, pelab_real *, const pelab_real *,
-                               const pelab_real *, const pelab_real *, const struct pelab_attn_shape *,
+                               const pelab_real *, const pelab_real *, const struct pelab_attn_call *,
                                int, int, int, int) = pelab_simd_fn(forward_tile);
 #pragma omp parallel num_threads(threads)
     {
@@ -456,7 +449,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad, pelab_real *dq,
                                               pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                                               const pelab_real *q, const pelab_real *k, const pelab_real *v,
-                                              const struct pelab_attn_shape *s, int b, int h, int i0, int nq,
+                                              const struct pelab_attn_call *s, int b, int h, int i0, int nq,
                                               int j0, int nk) {
     const int T = s->T, dqw = s->dq, dvw = s->dv;
     const long bh = (long)b * s->H + h;
@@ -512,7 +505,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
                                                    pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                                                    const pelab_real *out, const pelab_real *lse,
                                                    const pelab_real *q, const pelab_real *k, const pelab_real *v,
-                                                   const struct pelab_attn_shape *s, int b, int h) {
+                                                   const struct pelab_attn_call *s, int b, int h) {
     const int T = s->T, dvw = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);
@@ -524,7 +517,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
         for (int r = 0; r < nq; r++) {
             const long row = ((long)b * T + i0 + r) * s->ldo + (long)h * dvw;
             w->m[r] = lse[bh * T + i0 + r];
-            w->l[r] = dot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
+            w->l[r] = pelab_vdot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
         }
         for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile)
             backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
@@ -534,12 +527,12 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
 PELAB_SIMD_KERNEL(backward_head,
                   (struct work *w, pelab_real *bgrad, pelab_real *dq, pelab_real *dk, pelab_real *dv,
                    const pelab_real *dout, const pelab_real *out, const pelab_real *lse, const pelab_real *q,
-                   const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s, int b, int h),
+                   const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s, int b, int h),
                   (w, bgrad, dq, dk, dv, dout, out, lse, q, k, v, s, b, h))
 
 int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                               const pelab_real *out, const pelab_real *lse, const pelab_real *q,
-                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_shape *s) {
+                              const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s) {
     PELAB_PROF_START();
     const int B = s->B, H = s->H, bias = has_bias_grad(s);
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
@@ -549,7 +542,7 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
     void (*const backward_head)(struct work *, pelab_real *, pelab_real *, pelab_real *,
                                 pelab_real *, const pelab_real *, const pelab_real *, const pelab_real *,
                                 const pelab_real *, const pelab_real *, const pelab_real *,
-                                const struct pelab_attn_shape *, int, int) = pelab_simd_fn(backward_head);
+                                const struct pelab_attn_call *, int, int) = pelab_simd_fn(backward_head);
 #pragma omp parallel num_threads(threads)
     {
         const int id = thread_id();

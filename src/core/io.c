@@ -225,11 +225,7 @@ int pelab_check_output(const char *what, const char *path) {
         return pelab_fail(PELAB_ERR_USAGE, "%s %s: is a directory; name a file", what, path);
     /* What the final write does first: a temporary file beside the target. */
     struct pelab_atomic_file af;
-    if (pelab_atomic_open(&af, path)) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", pelab_last_error());
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", what, msg);
-    }
+    if (pelab_atomic_open(&af, path)) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", what);
     pelab_atomic_abort(&af);
     return PELAB_OK;
 }

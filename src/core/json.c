@@ -506,10 +506,6 @@ int pelab_json_load(const char *path, struct pelab_json **out) {
     if (rc) return rc;
     rc = pelab_json_parse(text, size, out);
     free(text);
-    if (rc) {
-        char msg[1024]; /* copied first: pelab_fail writes the buffer pelab_last_error reads */
-        snprintf(msg, sizeof msg, "%s", pelab_last_error());
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", path, msg);
-    }
+    if (rc) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
     return PELAB_OK;
 }

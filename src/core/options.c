@@ -1,5 +1,7 @@
 /* Options: text values checked and read through their declarations. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pelab/options.h"
@@ -169,4 +171,43 @@ int pelab_opt_choice(const struct pelab_opts *o, const struct pelab_optdef *tabl
     int i = choice_index(d->choices, v);
     PELAB_ASSERT(i >= 0);
     return i;
+}
+
+/* One item: a multiple of base ("2x", "1.5x", rounded) or an integer. 0, or -1 when neither. */
+static int size_item(const char *item, int base, double *v) {
+    const size_t len = strlen(item);
+    char *end;
+    errno = 0;
+    if (len > 1 && (item[len - 1] == 'x' || item[len - 1] == 'X')) {
+        const double k = strtod(item, &end);
+        if (end != item + len - 1 || errno || !isfinite(k) || k <= 0) return -1;
+        *v = floor(k * base + 0.5);
+        return 0;
+    }
+    const long n = strtol(item, &end, 10);
+    if (end == item || *end || errno) return -1;
+    *v = (double)n;
+    return 0;
+}
+
+int pelab_parse_sizes(const char *option, const char *spec, int base, int max, double *values,
+                      char (*items)[PELAB_SIZE_ITEM_MAX], int *n, const char *bad_item,
+                      const char *example) {
+    *n = 0;
+    for (const char *s = spec;;) {
+        while (*s == ' ') s++;
+        size_t len = strcspn(s, ",");
+        while (len > 0 && s[len - 1] == ' ') len--;
+        if (len == 0 || len >= PELAB_SIZE_ITEM_MAX)
+            return pelab_fail(PELAB_ERR_USAGE, "--%s: '%.40s' is not a list like %s", option, spec, example);
+        if (*n == max) return pelab_fail(PELAB_ERR_USAGE, "--%s: more than %d %s", option, max, option);
+        memcpy(items[*n], s, len);
+        items[*n][len] = '\0';
+        if (size_item(items[*n], base, &values[*n]))
+            return pelab_fail(PELAB_ERR_USAGE, "--%s: '%.40s' %s", option, items[*n], bad_item);
+        (*n)++;
+        s += strcspn(s, ",");
+        if (!*s) return PELAB_OK;
+        s++;
+    }
 }

@@ -38,6 +38,10 @@ int pelab_params_declare(struct pelab_params *p, const char *name, int ndim, con
     return p->count++;
 }
 
+void pelab_params_freeze(struct pelab_params *p, int i) {
+    if (!p->oom) p->list[i].frozen = 1; /* out of memory: the allocation fails anyway */
+}
+
 int pelab_params_alloc(struct pelab_params *p) {
     PELAB_ASSERT(p->data == NULL);
     if (p->oom) {

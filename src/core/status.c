@@ -27,6 +27,16 @@ int pelab_fail(int code, const char *fmt, ...) {
     return code;
 }
 
+int pelab_fail_context(int code, const char *fmt, ...) {
+    char context[sizeof last_error], msg[sizeof last_error];
+    snprintf(msg, sizeof msg, "%s", last_error); /* pelab_fail writes the buffer it reads */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(context, sizeof context, fmt, ap);
+    va_end(ap);
+    return pelab_fail(code, "%s: %s", context, msg);
+}
+
 const char *pelab_last_error(void) { return last_error; }
 
 void pelab_clear_error(void) { last_error[0] = '\0'; }

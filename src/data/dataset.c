@@ -112,11 +112,7 @@ static int fetch(const char *data_dir, const struct pelab_dataset_ops *ops,
                  const struct pelab_install_opts *o, FILE *progress) {
     char script[PATH_MAX];
     int rc = find_script(o ? o->script : NULL, script, sizeof script);
-    if (rc) {
-        char why[1024];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        return pelab_fail(rc, "%s: cannot fetch: %s", ops->name, why);
-    }
+    if (rc) return pelab_fail_context(rc, "%s: cannot fetch", ops->name);
     struct pelab_sb cmd = {0};
     pelab_sb_printf(&cmd, "sh");
     sh_quote(&cmd, script);

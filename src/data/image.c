@@ -1,11 +1,11 @@
 /* Images (pelab/image.h): normalisation, bilinear resizing, and patches with their grid
  * positions — what the image task does to each image before the patch embedding. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pelab/image.h"
+#include "pelab/options.h"
 #include "pelab/status.h"
 
 int pelab_image_check_side(int side, int patch) {
@@ -22,21 +22,9 @@ int pelab_image_check_side(int side, int patch) {
     return PELAB_OK;
 }
 
-/* One item of a sweep: "2x", "1.5x" (times train_side) or "56". */
-static int parse_side(const char *item, int train_side, int patch, int *side) {
-    char *end;
-    errno = 0;
-    double v;
-    size_t len = strlen(item);
-    if (len > 1 && (item[len - 1] == 'x' || item[len - 1] == 'X')) {
-        v = strtod(item, &end);
-        if (end != item + len - 1 || errno || !isfinite(v) || v <= 0) goto bad;
-        v = floor(v * train_side + 0.5);
-    } else {
-        long n = strtol(item, &end, 10);
-        if (end == item || *end || errno) goto bad;
-        v = (double)n;
-    }
+/* A side of a sweep, v pixels as given by `item`: in range, not too costly, a multiple of the
+ * patch. */
+static int check_sweep_side(const char *item, double v, int train_side, int patch) {
     if (v < 1 || v > PELAB_IMAGE_MAX_SIDE)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%s': a side is %d (the patch size) to %d "
                           "pixels", item, patch, PELAB_IMAGE_MAX_SIDE);
@@ -50,39 +38,20 @@ static int parse_side(const char *item, int train_side, int patch, int *side) {
                           PELAB_IMAGE_MAX_MULTIPLE, PELAB_IMAGE_MAX_MULTIPLE * train_side, v, tokens,
                           tokens / trained, trained);
     }
-    *side = (int)v;
-    if (pelab_image_check_side(*side, patch)) {
-        char why[256];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%s': %s", item, why);
-    }
+    if (pelab_image_check_side((int)v, patch))
+        return pelab_fail_context(PELAB_ERR_USAGE, "--resolutions: '%s'", item);
     return PELAB_OK;
-bad:
-    return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%.40s' is neither a multiple of the training "
-                      "resolution (2x, 1.5x) nor a side in pixels (56)", item);
 }
 
 int pelab_image_parse_sides(const char *spec, int train_side, int patch, int sides[PELAB_IMAGE_MAX_SIDES], int *n) {
-    *n = 0;
-    for (const char *s = spec;;) {
-        while (*s == ' ') s++;
-        size_t len = strcspn(s, ",");
-        char item[32];
-        while (len > 0 && s[len - 1] == ' ') len--;
-        if (len == 0 || len >= sizeof item)
-            return pelab_fail(PELAB_ERR_USAGE, "--resolutions: '%.40s' is not a list like 28,56,84 or 1x,2x,3x", spec);
-        if (*n == PELAB_IMAGE_MAX_SIDES)
-            return pelab_fail(PELAB_ERR_USAGE, "--resolutions: more than %d resolutions", PELAB_IMAGE_MAX_SIDES);
-        memcpy(item, s, len);
-        item[len] = '\0';
-        int rc = parse_side(item, train_side, patch, &sides[*n]);
-        if (rc) return rc;
-        (*n)++;
-        s += strcspn(s, ",");
-        if (!*s) break;
-        s++;
-    }
-    return PELAB_OK;
+    double v[PELAB_IMAGE_MAX_SIDES];
+    char items[PELAB_IMAGE_MAX_SIDES][PELAB_SIZE_ITEM_MAX];
+    int rc = pelab_parse_sizes("resolutions", spec, train_side, PELAB_IMAGE_MAX_SIDES, v, items, n,
+                               "is neither a multiple of the training resolution (2x, 1.5x) nor a side in pixels (56)",
+                               "28,56,84 or 1x,2x,3x");
+    for (int i = 0; !rc && i < *n; i++)
+        if (!(rc = check_sweep_side(items[i], v[i], train_side, patch))) sides[i] = (int)v[i];
+    return rc;
 }
 
 void pelab_image_normalize(pelab_real *out, const uint8_t *in, size_t n, double mean, double std) {

@@ -182,19 +182,11 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
     int rc, T = 0;
     for (int i = 0; i < n; i++) {
         struct pelab_task t = {0};
-        if ((rc = task_at(&t, settings, lengths[i].tokens))) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", pelab_last_error());
-            return pelab_fail(rc, "--lengths %s (%d tokens): %s", lengths[i].label,
-                              lengths[i].tokens, msg);
-        }
+        if ((rc = task_at(&t, settings, lengths[i].tokens)))
+            return pelab_fail_context(rc, "--lengths %s (%d tokens)", lengths[i].label, lengths[i].tokens);
         pelab_task_free(&t);
-        if ((rc = accepts(m, lengths[i].tokens))) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", pelab_last_error());
-            return pelab_fail(rc, "--lengths %s (%d tokens): %s", lengths[i].label,
-                              lengths[i].tokens, msg);
-        }
+        if ((rc = accepts(m, lengths[i].tokens)))
+            return pelab_fail_context(rc, "--lengths %s (%d tokens)", lengths[i].label, lengths[i].tokens);
     }
     const char *seq_len = pelab_opts_get(settings, "seq-len");
     T = seq_len ? atoi(seq_len) : 0;

@@ -1,11 +1,11 @@
 /* The length-extrapolation sweep (pelab/sweep.h): parse the lengths, check them all, then one
  * evaluation of the task's cut per length. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pelab/clock.h"
+#include "pelab/options.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
@@ -13,55 +13,22 @@
 
 #define LENGTH_MAX (1 << 24) /* tokens; far beyond what fits a machine's memory */
 
-/* One item: "2x", "1.5x" (times T) or "512". */
-static int parse_item(const char *item, int T, struct pelab_sweep_length *out) {
-    size_t len = strlen(item);
-    if (len >= sizeof out->label) goto bad; /* no length needs that many characters */
-    char *end;
-    errno = 0;
-    double v;
-    if (len > 1 && (item[len - 1] == 'x' || item[len - 1] == 'X')) {
-        v = strtod(item, &end);
-        if (end != item + len - 1 || errno || !isfinite(v) || v <= 0) goto bad;
-        v = floor(v * T + 0.5);
-    } else {
-        long n = strtol(item, &end, 10);
-        if (end == item || *end || errno) goto bad;
-        v = (double)n;
-    }
-    if (v < 1 || v > LENGTH_MAX)
-        return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%s' is %.0f tokens; lengths run from 1 "
-                          "to %d", item, v, LENGTH_MAX);
-    out->tokens = (int)v;
-    snprintf(out->label, sizeof out->label, "%s", item);
-    return PELAB_OK;
-bad:
-    return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%.40s' is neither a multiple of the "
-                      "training length (2x, 1.5x) nor a token count (512)", item);
-}
-
 int pelab_sweep_parse(const char *spec, int T, struct pelab_sweep_length *out, int *n) {
-    *n = 0;
-    for (const char *s = spec;;) {
-        while (*s == ' ') s++;
-        size_t len = strcspn(s, ",");
-        char item[32];
-        while (len > 0 && s[len - 1] == ' ') len--;
-        if (len == 0 || len >= sizeof item)
-            return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%.40s' is not a list like 1x,2x,4x "
-                              "or 512,1024", spec);
-        if (*n == PELAB_SWEEP_MAX)
-            return pelab_fail(PELAB_ERR_USAGE, "--lengths: more than %d lengths", PELAB_SWEEP_MAX);
-        memcpy(item, s, len);
-        item[len] = '\0';
-        int rc = parse_item(item, T, &out[*n]);
-        if (rc) return rc;
-        (*n)++;
-        s += strcspn(s, ",");
-        if (!*s) break;
-        s++;
+    double v[PELAB_SWEEP_MAX];
+    char items[PELAB_SWEEP_MAX][PELAB_SIZE_ITEM_MAX];
+    int rc = pelab_parse_sizes("lengths", spec, T, PELAB_SWEEP_MAX, v, items, n,
+                               "is neither a multiple of the training length (2x, 1.5x) nor a token count (512)",
+                               "1x,2x,4x or 512,1024");
+    for (int i = 0; !rc && i < *n; i++) {
+        if (strlen(items[i]) >= sizeof out[i].label) /* no length needs that many characters */
+            return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%s' is too long for a length", items[i]);
+        if (v[i] < 1 || v[i] > LENGTH_MAX)
+            return pelab_fail(PELAB_ERR_USAGE, "--lengths: '%s' is %.0f tokens; lengths run from 1 "
+                              "to %d", items[i], v[i], LENGTH_MAX);
+        out[i].tokens = (int)v[i];
+        snprintf(out[i].label, sizeof out[i].label, "%s", items[i]);
     }
-    return PELAB_OK;
+    return rc;
 }
 
 /* Whether the encoding accepts positions 0..L-1 (its prepare step refuses what it cannot

@@ -585,8 +585,7 @@ static const struct pelab_tensor *match_param(const struct pelab_st_file *f,
     return t;
 }
 
-/* Element i of a F32 or F64 tensor (any alignment). */
-static double element(const struct pelab_tensor *t, size_t i) {
+double pelab_tensor_element(const struct pelab_tensor *t, size_t i) {
     const char *src = t->data;
     if (t->dtype == PELAB_DT_F32) {
         float x;
@@ -598,15 +597,14 @@ static double element(const struct pelab_tensor *t, size_t i) {
     return x;
 }
 
-/* n values of a F32 or F64 tensor into dst. */
-static void convert(pelab_real *dst, const struct pelab_tensor *t, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = (pelab_real)element(t, i);
+void pelab_tensor_copy(pelab_real *dst, const struct pelab_tensor *t, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = (pelab_real)pelab_tensor_element(t, i);
 }
 
 /* Weights are finite: a NaN or an infinity would only surface later, as garbage. */
 static int check_finite(const struct pelab_tensor *t, size_t n, const char *path) {
     for (size_t i = 0; i < n; i++) {
-        double x = element(t, i);
+        double x = pelab_tensor_element(t, i);
         if (!isfinite(x))
             return st_fail(path, "tensor '%s' holds %g at element %zu", t->name,
                            pelab_printable(x), i);
@@ -627,6 +625,6 @@ int pelab_params_load(const struct pelab_st_file *f, const struct pelab_params *
             return st_fail(path, "unexpected tensor '%s' (not a parameter of this model)",
                            f->tensors[i].name);
     for (int i = 0; i < p->count; i++)
-        convert(pelab_params_data(p, i), match_param(f, &p->list[i], path), p->list[i].size);
+        pelab_tensor_copy(pelab_params_data(p, i), match_param(f, &p->list[i], path), p->list[i].size);
     return PELAB_OK;
 }

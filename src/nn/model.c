@@ -18,7 +18,7 @@
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/layers.h"
-#include "nn/model_eval.h"
+#include "nn/forward.h"
 
 const struct pelab_optdef pelab_model_options[] = {
     {"pe", PELAB_OPT_STR, "rope", 0, 0, NULL, "positional encoding (see 'pelab help encodings')"},
@@ -33,22 +33,10 @@ const struct pelab_optdef pelab_model_options[] = {
     {0},
 };
 
-/* Activations of one forward pass, kept for the backward pass, and backward scratch. */
+/* Activations of one training forward pass, kept for the backward pass (nn/forward.h's buffers,
+ * every layer's slice: x (N+1, B,T,D), the others (N, ...)), and backward scratch. */
 struct pelab_acts {
-    pelab_real *x;                 /* (N+1, B,T,D) residual stream entering each layer, and final */
-    pelab_real *ln1, *ln1_rstd;    /* (N, B,T,D), (N, B,T) */
-    pelab_real *qkv;               /* (N, B,T,3D) */
-    pelab_real *qo, *ko;           /* (N, B,H,T,dq) after the positional transform */
-    pelab_real *att;               /* (N, B,H,T,T) attention probabilities (reference kernel) */
-    pelab_real *lse;               /* (N, B,H,T) per-row log-sum-exp of scores (tiled kernel) */
-    pelab_real *atty;              /* (N, B,T,D) heads' outputs, before Wo */
-    pelab_real *xmid;              /* (N, B,T,D) residual after attention */
-    pelab_real *ln2, *ln2_rstd;    /* (N, B,T,D), (N, B,T) */
-    pelab_real *fch, *fch_gelu;    /* (N, B,T,M·D) */
-    pelab_real *lnf, *lnf_rstd;    /* (B,T,D), (B,T) */
-    pelab_real *logits;            /* (B,T,V); becomes dlogits in the backward pass */
-    pelab_real *ce_stats;          /* (B,T,2) each row's max logit and 1/Σ e^(z − max) */
-    pelab_real *losses;            /* (B,T) */
+    struct pelab_fwd_bufs fwd;     /* branch is dbranch: scratch in the forward too */
     int32_t *tokens, *targets, *pos; /* (B,T), (B,T), (B,T,n) copies of the last forward's inputs */
     pelab_real *inputs;            /* (B,T,P) patch model: copy of the last forward's input vectors */
     /* backward scratch, one layer */
@@ -59,18 +47,6 @@ struct pelab_acts {
     pelab_real *dfch, *dfch_gelu;  /* (B,T,M·D) */
     struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
 };
-
-/* Dropout sites, one per (layer, place): masks differ between places and layers. */
-enum { SITE_ATTN_PROBS, SITE_ATTN_OUT, SITE_MLP_OUT, SITES_PER_LAYER };
-
-static uint64_t site(int layer, int place) { return (uint64_t)layer * SITES_PER_LAYER + place; }
-
-/* The residual and MLP masks index the (rows, T, D) outputs of the whole batch the key covers;
- * this forward's sequence 0 is its row m->dropout_row0, so its element 0 is there at
- * dropout_row0·T·D. (The attention kernels index (rows, H, T, T) the same way.) */
-static uint64_t residual_drop0(const struct pelab_model *m, int T) {
-    return m->dropout_row0 * (uint64_t)T * (uint64_t)m->cfg.d_model;
-}
 
 /* --- construction ------------------------------------------------------------------------- */
 
@@ -150,12 +126,12 @@ int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, in
 
 static void acts_free(struct pelab_acts *a) {
     if (!a) return;
-    pelab_real **bufs[] = {&a->x, &a->ln1, &a->ln1_rstd, &a->qkv, &a->qo, &a->ko, &a->att, &a->lse,
-                           &a->atty, &a->xmid, &a->ln2, &a->ln2_rstd, &a->fch, &a->fch_gelu,
-                           &a->lnf, &a->lnf_rstd, &a->logits, &a->ce_stats, &a->losses, &a->dres,
-                           &a->dbranch, &a->dln, &a->datty, &a->dqkv, &a->dqo, &a->dko, &a->datt,
-                           &a->dfch, &a->dfch_gelu};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(*bufs[i]);
+    struct pelab_fwd_bufs *f = &a->fwd;
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->att, f->lse, f->atty,
+                          f->xmid, f->ln2, f->rstd2, f->fch, f->fch_gelu, f->lnf, f->lnf_rstd,
+                          f->logits, f->ce_stats, f->losses, a->dres, a->dbranch, a->dln,
+                          a->datty, a->dqkv, a->dqo, a->dko, a->datt, a->dfch, a->dfch_gelu};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(a->tokens);
     free(a->targets);
     free(a->pos);
@@ -192,32 +168,34 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     const long BT = (long)B * T, dq = m->pe.qk_dim, MD = m->cfg.mlp_mult * D;
     int ok = 1;
 #define ALLOC(buf, n) (ok = ok && ((buf) = malloc((size_t)(n) * sizeof *(buf))) != NULL)
-    ALLOC(a->x, (N + 1) * BT * D);
-    ALLOC(a->ln1, N * BT * D);
-    ALLOC(a->ln1_rstd, N * BT);
-    ALLOC(a->qkv, N * BT * 3 * D);
-    ALLOC(a->qo, N * BT * H * dq);
-    ALLOC(a->ko, N * BT * H * dq);
+    struct pelab_fwd_bufs *f = &a->fwd;
+    ALLOC(f->x, (N + 1) * BT * D);
+    ALLOC(f->ln1, N * BT * D);
+    ALLOC(f->rstd1, N * BT);
+    ALLOC(f->qkv, N * BT * 3 * D);
+    ALLOC(f->qo, N * BT * H * dq);
+    ALLOC(f->ko, N * BT * H * dq);
     /* what attention saves: the (T,T) probabilities, or with the tiled kernel one number a row */
-    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(a->att, N * B * H * T * T);
-    else ALLOC(a->lse, N * B * H * T);
-    ALLOC(a->atty, N * BT * D);
-    ALLOC(a->xmid, N * BT * D);
-    ALLOC(a->ln2, N * BT * D);
-    ALLOC(a->ln2_rstd, N * BT);
-    ALLOC(a->fch, N * BT * MD);
-    ALLOC(a->fch_gelu, N * BT * MD);
-    ALLOC(a->lnf, BT * D);
-    ALLOC(a->lnf_rstd, BT);
-    ALLOC(a->logits, BT * V);
-    ALLOC(a->ce_stats, BT * 2);
-    ALLOC(a->losses, BT);
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(f->att, N * B * H * T * T);
+    else ALLOC(f->lse, N * B * H * T);
+    ALLOC(f->atty, N * BT * D);
+    ALLOC(f->xmid, N * BT * D);
+    ALLOC(f->ln2, N * BT * D);
+    ALLOC(f->rstd2, N * BT);
+    ALLOC(f->fch, N * BT * MD);
+    ALLOC(f->fch_gelu, N * BT * MD);
+    ALLOC(f->lnf, BT * D);
+    ALLOC(f->lnf_rstd, BT);
+    ALLOC(f->logits, BT * V);
+    ALLOC(f->ce_stats, BT * 2);
+    ALLOC(f->losses, BT);
     ALLOC(a->tokens, BT);
     ALLOC(a->targets, BT);
     ALLOC(a->pos, BT * m->cfg.positions.dims);
     if (m->cfg.input_dim) ALLOC(a->inputs, BT * m->cfg.input_dim);
     ALLOC(a->dres, BT * D);
     ALLOC(a->dbranch, BT * D);
+    f->branch = a->dbranch;
     ALLOC(a->dln, BT * D);
     ALLOC(a->datty, BT * D);
     ALLOC(a->dqkv, BT * 3 * D);
@@ -227,7 +205,7 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->dfch, BT * MD);
     ALLOC(a->dfch_gelu, BT * MD);
 #undef ALLOC
-    const struct pelab_attn_shape s = {.B = B, .T = T, .H = (int)H, .dq = (int)dq, .dv = (int)(D / H), .pe = &m->pe};
+    const struct pelab_attn_call s = pelab_attn_call_for(m, 0, B, T, NULL, 0, NULL);
     if (ok && m->cfg.attention == PELAB_ATTN_KERNEL_TILED) ok = pelab_attn_scratch_reserve(&a->attn, &s) == PELAB_OK;
     if (!ok) {
         acts_free(a);
@@ -263,26 +241,7 @@ void pelab_model_init_weights(struct pelab_model *m, uint64_t seed) {
 
 void pelab_model_set_inputs(struct pelab_model *m, const pelab_real *inputs) { m->inputs = inputs; }
 
-/* x (B,T,D): the token embedding E[tok], or the patch model's class token and patch embedding. */
-static void input_forward(struct pelab_model *m, pelab_real *x, const int32_t *tokens,
-                          const pelab_real *inputs, int B, int T) {
-    const int D = m->cfg.d_model, P = m->cfg.input_dim;
-    const long BT = (long)B * T;
-    if (!P) {
-        pelab_embed_forward(x, tokens, pelab_params_data(&m->params, m->wte), (int)BT, D);
-        return;
-    }
-    PELAB_ASSERT(inputs != NULL);
-    pelab_matmul_forward(x, inputs, pelab_params_data(&m->params, m->patch_w), (int)BT, P, D); /* row 0's result replaced */
-    const pelab_real *bias = pelab_params_data(&m->params, m->patch_b), *cls = pelab_params_data(&m->params, m->cls);
-    for (long r = 0; r < BT; r++) {
-        pelab_real *xr = x + r * D;
-        if (r % T == 0) memcpy(xr, cls, (size_t)D * sizeof *xr);
-        else for (int j = 0; j < D; j++) xr[j] += bias[j];
-    }
-}
-
-/* Gradients of input_forward's parameters from dx (B,T,D), which it may overwrite. */
+/* Gradients of the input layer's parameters (nn/forward.c's input_forward) from dx (B,T,D), which it may overwrite. */
 static void input_backward(struct pelab_model *m, pelab_real *dx, const int32_t *tokens,
                            const pelab_real *inputs, int B, int T) {
     const int D = m->cfg.d_model, P = m->cfg.input_dim;
@@ -327,139 +286,28 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
 #define W(i) pelab_params_data(&m->params, (i))
 #define G(i) pelab_params_grad(&m->params, (i))
 
-/* dqo, dko (B,H,T,dq) and dv (inside dqkv) assigned from datty; bias parameter grads +=. */
-static void attn_backward(struct pelab_model *m, int l, pelab_real *dv, const pelab_real *atty,
-                          const pelab_real *qo, const pelab_real *ko, const pelab_real *v,
-                          const struct pelab_attn_shape *s) {
+/* Attention's backward for layer l's saved slices b: dqo, dko (B,H,T,dq) and dv (inside dqkv)
+ * assigned from datty; bias parameter grads +=. */
+static void attn_backward(struct pelab_model *m, const struct pelab_layer_bufs *b, pelab_real *dv,
+                          const struct pelab_attn_call *s) {
     struct pelab_acts *a = m->acts;
-    const long BHT = (long)s->B * s->H * s->T;
+    const pelab_real *v = b->qkv + 2 * m->cfg.d_model;
     if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
-        pelab_attn_ref_backward(a->dqo, a->dko, dv, a->datt, a->datty, a->att + l * BHT * s->T, qo,
-                                ko, v, s);
+        pelab_attn_ref_backward(a->dqo, a->dko, dv, a->datt, a->datty, b->att, b->qo, b->ko, v, s);
         return;
     }
     /* after its forward it cannot fail: the per-thread scratch the forward used is kept, and when
      * it cannot grow (more threads since) the kernel runs on as many threads as it holds */
-    int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, atty, a->lse + l * BHT, qo, ko, v, s);
+    int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, b->atty, b->lse, b->qo, b->ko, v, s);
     if (rc) m->status = rc;
 }
 
-/* The forward pass, for training and evaluation alike (nn/model_eval.h): the layers of the model
- * comment at the top, written once. What differs is where it writes (struct pelab_fwd):
- *   kept (training)   every layer's activations in slice l of the N-layer arrays, for the
- *                     backward; the whole batch at once; dropout on;
- *   not kept (eval)   one set of buffers overwritten layer after layer, the residual stream x
- *                     updated in place, and the position-wise part (MLP, final norm, output layer
- *                     and loss) over chunks of f->rows positions, which is what keeps evaluation's
- *                     memory linear in B·T with no (B,T,V) logits;
- *   generation        not kept, with the KV cache's attention (f->attend: the keys and values of
- *                     earlier passes) and logits only (nn/kv_cache.c).
- * The operations and their operands are the same for training and evaluation (a sum a + b where
- * one path wrote b + a: addition commutes exactly), so the two give the same loss bit for bit.
- * tokens, pos (B,T); f->targets (B,T), -1 where none. Sets m->status, m->n_targets, m->loss. */
-pelab_real pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, const int32_t *tokens,
-                                    const int32_t *pos, int B, int T) {
-    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
-    const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
-    const long BT = (long)B * T, BHT = BT * H, rows = f->rows;
-    const int keep = f->keep, ref = m->cfg.attention == PELAB_ATTN_KERNEL_REF;
-    const double p_drop = f->p_drop;
-    const uint64_t drop0 = residual_drop0(m, T); /* x[0]'s index in the whole batch's (rows,T,D) */
-    m->n_targets = 0;
-    m->status = pelab_posenc_prepare(&m->pe, pos, B, T);
-    if (m->status) return m->loss = (pelab_real)NAN; /* the encoding refused these positions */
-
-    input_forward(m, f->x, tokens, f->inputs, B, T);
-    pelab_posenc_embed_forward(&m->pe, f->x, pos, B, T);
-
-    for (int l = 0; l < N; l++) {
-        const struct pelab_layer_params *L = &m->layer[l];
-        const long k = keep ? l : 0; /* the slice this layer writes */
-        pelab_real *x = f->x + k * BT * D, *xout = keep ? x + BT * D : x;
-        pelab_real *ln1 = f->ln + k * BT * D, *qkv = f->qkv + k * BT * 3 * D;
-        pelab_real *qo = f->qo + k * BHT * dq, *ko = f->ko + k * BHT * dq;
-        pelab_real *atty = f->atty + k * BT * D;
-
-        pelab_rmsnorm_forward(ln1, f->rstd + k * BT, x, W(L->ln1), (int)BT, D);
-        pelab_matmul_forward(qkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
-        pelab_posenc_qk_forward(&m->pe, l, qo, ko, qkv, qkv + D, 3 * D, pos, B, T);
-        struct pelab_attn_shape s = {
-            .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
-            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = pos,
-            .bidirectional = m->cfg.positions.bidirectional,
-            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
-            .row0 = m->dropout_row0, .scratch = f->scratch};
-        /* what attention saves: the probabilities (reference) or each row's log-sum-exp (tiled) */
-        if (f->attend) {
-            if ((m->status = f->attend(f->ctx, l, atty, qo, ko, qkv))) return m->loss = (pelab_real)NAN;
-        } else if (ref) pelab_attn_ref_forward(atty, f->att + k * BHT * T, qo, ko, qkv + 2 * D, &s);
-        else if ((m->status = pelab_attn_tiled_forward(atty, f->lse + k * BHT, qo, ko, qkv + 2 * D, &s)))
-            return m->loss = (pelab_real)NAN; /* out of memory for its scratch; the message says so */
-        /* m = x + drop(atty·Wo^T): the branch formed in xmid (kept) or in ln1, spent (evaluation);
-         * the residual added into the branch (kept) or into x in place */
-        pelab_real *branch = keep ? f->xmid + k * BT * D : ln1;
-        pelab_matmul_forward(branch, atty, W(L->proj), (int)BT, D, D);
-        if (keep) pelab_dropout(branch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT), drop0);
-        pelab_real *xmid = keep ? branch : x;
-        for (long i = 0; i < BT * D; i++) xmid[i] = x[i] + branch[i];
-
-        /* x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T), per chunk of positions (one when kept:
-         * the dropout masks index the whole (B,T,D) array) */
-        for (long r0 = 0; r0 < BT; r0 += rows) {
-            const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
-            pelab_real *ln2 = (keep ? f->ln2 + k * BT * D : f->ln) + r0 * D;
-            pelab_real *rstd2 = (keep ? f->rstd2 + k * BT : f->rstd) + r0;
-            pelab_real *fch = keep ? f->fch + (k * BT + r0) * MD : f->fch;           /* (n, MD) */
-            pelab_real *act = keep ? f->fch_gelu + (k * BT + r0) * MD : f->fch;      /* in place */
-            pelab_real *out = (keep ? xout : f->atty) + r0 * D;                      /* atty spent */
-            pelab_rmsnorm_forward(ln2, rstd2, xmid + r0 * D, W(L->ln2), n, D);
-            pelab_matmul_forward(fch, ln2, W(L->fc), n, D, MD);
-            pelab_gelu_forward(act, fch, (long)n * MD);
-            pelab_matmul_forward(out, act, W(L->fcproj), n, MD, D);
-            if (keep)
-                pelab_dropout(out, (long)n * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT),
-                              drop0 + (uint64_t)r0 * (uint64_t)D);
-            pelab_real *dst = keep ? out : xmid + r0 * D;
-            const pelab_real *mid = xmid + r0 * D;
-            for (long i = 0; i < (long)n * D; i++) dst[i] = mid[i] + out[i];
-        }
-    }
-
-    /* logits = RMSNorm(x_N)·E^T and the loss, per chunk of positions */
-    const pelab_real *xN = f->x + (keep ? (long)N * BT * D : 0);
-    const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
-    if (f->logits_only) { /* generation: the rows asked for, no loss */
-        const long r0 = f->logits_from, n = BT - r0;
-        pelab_rmsnorm_forward(f->ln + r0 * D, f->rstd + r0, xN + r0 * D, W(m->lnf), (int)n, D);
-        pelab_matmul_forward(f->logits, f->ln + r0 * D, wout, (int)n, D, V);
-        return m->loss = 0;
-    }
-    for (long r0 = 0; r0 < BT; r0 += rows) {
-        const int n = (int)(BT - r0 < rows ? BT - r0 : rows);
-        pelab_real *lnf = (keep ? f->lnf : f->ln) + r0 * D, *rstdf = (keep ? f->lnf_rstd : f->rstd) + r0;
-        pelab_real *logits = f->logits + (keep ? r0 * V : 0); /* (B,T,V) kept, else (rows, V) */
-        pelab_rmsnorm_forward(lnf, rstdf, xN + r0 * D, W(m->lnf), n, D);
-        pelab_matmul_forward(logits, lnf, wout, n, D, V);
-        double part;
-        if (keep)
-            m->n_targets += pelab_crossentropy_forward(f->ce_stats + 2 * r0, f->losses + r0, &part,
-                                                       logits, f->targets + r0, n, V);
-        else
-            m->n_targets += pelab_crossentropy_eval(f->losses + r0, f->pred + r0, f->pred_prob + r0, &part,
-                                                    logits, f->targets + r0, n, V);
-    }
-    /* the per-position losses (0 without a target) summed in row order */
-    double total = 0;
-    for (long i = 0; i < BT; i++) total += f->losses[i];
-    m->loss = m->n_targets ? (pelab_real)(total / m->n_targets) : (f->has_targets ? 0 : -1);
-    return m->loss;
-}
-
-pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
-                               const int32_t *pos, int B, int T) {
+int pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                        const int32_t *pos, int B, int T) {
     if ((m->status = pelab_model_reserve(m, B, T))) { /* out of memory; the message says for what */
         m->n_targets = 0;
-        return m->loss = (pelab_real)NAN;
+        m->loss = (pelab_real)NAN;
+        return m->status;
     }
     struct pelab_acts *a = m->acts;
     const long BT = (long)B * T;
@@ -471,64 +319,51 @@ pelab_real pelab_model_forward(struct pelab_model *m, const int32_t *tokens, con
     if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof *targets);
     else for (long i = 0; i < BT; i++) a->targets[i] = -1;
     const struct pelab_fwd f = {
-        .keep = 1, .rows = BT, .p_drop = m->training ? m->cfg.dropout : 0, .has_targets = targets != NULL,
-        .x = a->x, .ln = a->ln1, .rstd = a->ln1_rstd, .qkv = a->qkv, .qo = a->qo, .ko = a->ko,
-        .att = a->att, .lse = a->lse, .atty = a->atty, .xmid = a->xmid, .ln2 = a->ln2,
-        .rstd2 = a->ln2_rstd, .fch = a->fch, .fch_gelu = a->fch_gelu, .lnf = a->lnf,
-        .lnf_rstd = a->lnf_rstd, .logits = a->logits, .ce_stats = a->ce_stats, .losses = a->losses,
-        .targets = a->targets, .inputs = a->inputs, .scratch = &a->attn};
+        .mode = PELAB_FWD_TRAIN, .buf = a->fwd, .rows = BT, .p_drop = m->training ? m->cfg.dropout : 0,
+        .targets = a->targets, .has_targets = targets != NULL, .inputs = a->inputs, .scratch = &a->attn};
     return pelab_model_forward_pass(m, &f, a->tokens, a->pos, B, T);
 }
 
 void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     struct pelab_acts *a = m->acts;
     const int B = m->cur_B, T = m->cur_T;
-    const int N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
-    const int d = D / H, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
+    const int N = m->cfg.n_layers, D = m->cfg.d_model, V = m->cfg.vocab, MD = m->cfg.mlp_mult * D;
     const long BT = (long)B * T;
     const double p_drop = m->training ? m->cfg.dropout : 0;
-    const uint64_t drop0 = residual_drop0(m, T);
+    const uint64_t drop0 = pelab_residual_mask_start(m, T);
+    const struct pelab_fwd_bufs *f = &a->fwd;
     PELAB_ASSERT(a != NULL && m->n_targets > 0);
 
     /* loss → logits → final norm; dres then carries d(residual stream) down the layers */
-    pelab_real *dlogits = a->logits; /* written over the logits */
-    pelab_crossentropy_backward(dlogits, a->logits, a->ce_stats, a->targets, loss_scale / m->n_targets, (int)BT, V);
+    pelab_real *dlogits = f->logits; /* written over the logits */
+    pelab_crossentropy_backward(dlogits, f->logits, f->ce_stats, a->targets, loss_scale / m->n_targets, (int)BT, V);
     int out_w = m->lm_head >= 0 ? m->lm_head : m->wte;
-    pelab_matmul_backward_assign(a->dln, G(out_w), dlogits, a->lnf, W(out_w), (int)BT, D, V);
+    pelab_matmul_backward_assign(a->dln, G(out_w), dlogits, f->lnf, W(out_w), (int)BT, D, V);
     memset(a->dres, 0, (size_t)BT * D * sizeof *a->dres);
-    pelab_rmsnorm_backward(a->dres, G(m->lnf), a->dln, a->x + N * BT * D, W(m->lnf), a->lnf_rstd, (int)BT, D);
+    pelab_rmsnorm_backward(a->dres, G(m->lnf), a->dln, f->x + N * BT * D, W(m->lnf), f->lnf_rstd, (int)BT, D);
 
     for (int l = N - 1; l >= 0; l--) {
         const struct pelab_layer_params *L = &m->layer[l];
-        pelab_real *x = a->x + l * BT * D, *ln1 = a->ln1 + l * BT * D, *qkv = a->qkv + l * BT * 3 * D;
-        pelab_real *qo = a->qo + l * BT * H * dq, *ko = a->ko + l * BT * H * dq;
-        pelab_real *atty = a->atty + l * BT * D;
-        pelab_real *xmid = a->xmid + l * BT * D, *ln2 = a->ln2 + l * BT * D;
-        pelab_real *fch = a->fch + l * BT * MD, *fch_gelu = a->fch_gelu + l * BT * MD;
+        const struct pelab_layer_bufs b = pelab_layer_bufs(m, f, 1, l, B, T);
 
         /* MLP branch: x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T) */
         memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
-        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_MLP_OUT), drop0);
-        pelab_matmul_backward_assign(a->dfch_gelu, G(L->fcproj), a->dbranch, fch_gelu, W(L->fcproj), (int)BT, MD, D);
-        pelab_gelu_backward(a->dfch, a->dfch_gelu, fch, BT * MD);
-        pelab_matmul_backward_assign(a->dln, G(L->fc), a->dfch, ln2, W(L->fc), (int)BT, D, MD);
-        pelab_rmsnorm_backward(a->dres, G(L->ln2), a->dln, xmid, W(L->ln2), a->ln2_rstd + l * BT, (int)BT, D);
+        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_MLP_OUT), drop0);
+        pelab_matmul_backward_assign(a->dfch_gelu, G(L->fcproj), a->dbranch, b.fch_gelu, W(L->fcproj), (int)BT, MD, D);
+        pelab_gelu_backward(a->dfch, a->dfch_gelu, b.fch, BT * MD);
+        pelab_matmul_backward_assign(a->dln, G(L->fc), a->dfch, b.ln2, W(L->fc), (int)BT, D, MD);
+        pelab_rmsnorm_backward(a->dres, G(L->ln2), a->dln, b.xmid, W(L->ln2), b.rstd2, (int)BT, D);
 
         /* attention branch: m = x_l + drop(Attn(PE(RMSNorm(x_l)·Wqkv^T))·Wo^T) */
         memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
-        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, site(l, SITE_ATTN_OUT), drop0);
-        pelab_matmul_backward_assign(a->datty, G(L->proj), a->dbranch, atty, W(L->proj), (int)BT, D, D);
-        struct pelab_attn_shape s = {
-            .B = B, .T = T, .H = H, .dq = dq, .dv = d, .ldv = 3 * D, .ldo = D,
-            .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l, .pos = a->pos,
-            .bidirectional = m->cfg.positions.bidirectional,
-            .dropout = p_drop, .key = m->dropout_key, .site = site(l, SITE_ATTN_PROBS),
-            .row0 = m->dropout_row0, .scratch = &a->attn};
-        attn_backward(m, l, a->dqkv + 2 * D, atty, qo, ko, qkv + 2 * D, &s);
-        pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, qkv, qkv + D,
+        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_ATTN_OUT), drop0);
+        pelab_matmul_backward_assign(a->datty, G(L->proj), a->dbranch, b.atty, W(L->proj), (int)BT, D, D);
+        const struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, a->pos, p_drop, &a->attn);
+        attn_backward(m, &b, a->dqkv + 2 * D, &s);
+        pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, b.qkv, b.qkv + D,
                                  3 * D, a->pos, B, T);
-        pelab_matmul_backward_assign(a->dln, G(L->qkv), a->dqkv, ln1, W(L->qkv), (int)BT, D, 3 * D);
-        pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, x, W(L->ln1), a->ln1_rstd + l * BT, (int)BT, D);
+        pelab_matmul_backward_assign(a->dln, G(L->qkv), a->dqkv, b.ln1, W(L->qkv), (int)BT, D, 3 * D);
+        pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, b.x, W(L->ln1), b.rstd1, (int)BT, D);
     }
 
     pelab_posenc_embed_backward(&m->pe, a->dres, a->pos, B, T);
@@ -536,18 +371,16 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     input_backward(m, a->dres, a->tokens, a->inputs, B, T);
 }
 
-const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->logits; }
-const pelab_real *pelab_model_losses(const struct pelab_model *m) { return m->acts->losses; }
+const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->fwd.logits; }
+const pelab_real *pelab_model_losses(const struct pelab_model *m) { return m->acts->fwd.losses; }
 const pelab_real *pelab_model_qkv(const struct pelab_model *m, int layer) {
     PELAB_ASSERT(m->acts != NULL && layer >= 0 && layer < m->cfg.n_layers);
-    return m->acts->qkv + (long)layer * m->cur_B * m->cur_T * 3 * m->cfg.d_model;
+    return pelab_layer_bufs(m, &m->acts->fwd, 1, layer, m->cur_B, m->cur_T).qkv;
 }
 
 const pelab_real *pelab_model_attention(const struct pelab_model *m, int layer) {
     PELAB_ASSERT(m->acts != NULL && layer >= 0 && layer < m->cfg.n_layers);
-    if (!m->acts->att) return NULL;
-    const long BHT = (long)m->cur_B * m->cfg.n_heads * m->cur_T;
-    return m->acts->att + layer * BHT * m->cur_T;
+    return pelab_layer_bufs(m, &m->acts->fwd, 1, layer, m->cur_B, m->cur_T).att;
 }
 
 /* --- diagnostics ------------------------------------------------------------------------------ */
@@ -589,37 +422,37 @@ static int scan_view(const struct act_view *v, char *buf, size_t size) {
 int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t size) {
     const struct pelab_acts *a = m->acts;
     PELAB_ASSERT(a != NULL);
-    const long B = m->cur_B, T = m->cur_T, BT = B * T;
-    const long N = m->cfg.n_layers, D = m->cfg.d_model, H = m->cfg.n_heads, V = m->cfg.vocab;
-    const long MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
+    const struct pelab_fwd_bufs *f = &a->fwd;
+    const long B = m->cur_B, T = m->cur_T, N = m->cfg.n_layers, D = m->cfg.d_model;
+    const long H = m->cfg.n_heads, V = m->cfg.vocab, MD = m->cfg.mlp_mult * D, dq = m->pe.qk_dim;
 #define VIEW3(L, name, ptr, last, dn) \
     {L, name, ptr, 3, {B, T, last, 0}, dn}
 #define VIEW4(L, name, ptr, d2, d3, dn) \
     {L, name, ptr, 4, {B, H, d2, d3}, dn}
-    struct act_view first = VIEW3(-1, "token embedding (+ encoding) output", a->x, D, "(B,T,D)");
+    struct act_view first = VIEW3(-1, "token embedding (+ encoding) output", f->x, D, "(B,T,D)");
     if (scan_view(&first, buf, size)) return 1;
-    for (long l = 0; l < N; l++) { /* in the order the forward pass computes them */
-        int L = (int)l;
+    for (int l = 0; l < N; l++) { /* in the order the forward pass computes them */
+        const struct pelab_layer_bufs b = pelab_layer_bufs(m, f, 1, l, (int)B, (int)T);
         struct act_view vs[] = {
-            VIEW3(L, "attn_norm output", a->ln1 + l * BT * D, D, "(B,T,D)"),
-            VIEW3(L, "attn.qkv output", a->qkv + l * BT * 3 * D, 3 * D, "(B,T,3D)"),
-            VIEW4(L, "queries after the encoding", a->qo + l * BT * H * dq, T, dq, "(B,H,T,dq)"),
-            VIEW4(L, "keys after the encoding", a->ko + l * BT * H * dq, T, dq, "(B,H,T,dq)"),
+            VIEW3(l, "attn_norm output", b.ln1, D, "(B,T,D)"),
+            VIEW3(l, "attn.qkv output", b.qkv, 3 * D, "(B,T,3D)"),
+            VIEW4(l, "queries after the encoding", b.qo, T, dq, "(B,H,T,dq)"),
+            VIEW4(l, "keys after the encoding", b.ko, T, dq, "(B,H,T,dq)"),
             /* the reference kernel keeps the probabilities, the tiled one each row's log-sum-exp */
-            a->att ? (struct act_view)VIEW4(L, "attention probabilities", a->att + l * BT * H * T, T, T, "(B,H,T,T)")
-                   : (struct act_view)VIEW4(L, "attention log-sum-exp", a->lse + l * BT * H, T, 1, "(B,H,T,1)"),
-            VIEW3(L, "attention heads' output", a->atty + l * BT * D, D, "(B,T,D)"),
-            VIEW3(L, "residual after attention", a->xmid + l * BT * D, D, "(B,T,D)"),
-            VIEW3(L, "mlp_norm output", a->ln2 + l * BT * D, D, "(B,T,D)"),
-            VIEW3(L, "mlp.fc output", a->fch + l * BT * MD, MD, "(B,T,M)"),
-            VIEW3(L, "GELU output", a->fch_gelu + l * BT * MD, MD, "(B,T,M)"),
-            VIEW3(L, "block output", a->x + (l + 1) * BT * D, D, "(B,T,D)"),
+            b.att ? (struct act_view)VIEW4(l, "attention probabilities", b.att, T, T, "(B,H,T,T)")
+                  : (struct act_view)VIEW4(l, "attention log-sum-exp", b.lse, T, 1, "(B,H,T,1)"),
+            VIEW3(l, "attention heads' output", b.atty, D, "(B,T,D)"),
+            VIEW3(l, "residual after attention", b.xmid, D, "(B,T,D)"),
+            VIEW3(l, "mlp_norm output", b.ln2, D, "(B,T,D)"),
+            VIEW3(l, "mlp.fc output", b.fch, MD, "(B,T,M)"),
+            VIEW3(l, "GELU output", b.fch_gelu, MD, "(B,T,M)"),
+            VIEW3(l, "block output", b.out, D, "(B,T,D)"),
         };
         for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
             if (scan_view(&vs[i], buf, size)) return 1;
     }
-    struct act_view last[] = {VIEW3(-1, "final_norm output", a->lnf, D, "(B,T,D)"),
-                              VIEW3(-1, "logits", a->logits, V, "(B,T,V)")};
+    struct act_view last[] = {VIEW3(-1, "final_norm output", f->lnf, D, "(B,T,D)"),
+                              VIEW3(-1, "logits", f->logits, V, "(B,T,V)")};
 #undef VIEW3
 #undef VIEW4
     for (size_t i = 0; i < sizeof last / sizeof last[0]; i++)

@@ -1,7 +1,7 @@
 /* The evaluation-only forward: the loss of pelab_model_forward without keeping what a backward
- * pass reads, for eval, sample and long-context sweeps. The layers are model.c's
- * (pelab_model_forward_pass); this file owns the buffers that pass writes into when it keeps
- * nothing.
+ * pass reads, for eval, sample and long-context sweeps, and generation's pass (nn/kv_cache.c).
+ * The layers are nn/forward.c's (pelab_model_forward_pass); this file owns the buffers that pass
+ * writes into when it keeps nothing.
  *
  * The training forward keeps every layer's activations, N·((7 + 2M)·D + 2·H·qk_dim)·B·T reals,
  * and the (B,T,V) logits. Here the layers share one set of buffers, overwritten layer after
@@ -18,22 +18,15 @@
 #include "pelab/model.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
-#include "nn/model_eval.h"
+#include "nn/forward.h"
 
 struct pelab_eval_acts {
     long cap, cap_att;          /* positions (B·T) the buffers hold; reals of att */
     long rows;                  /* positions per chunk of the position-wise part */
-    pelab_real *x, *ln, *rstd;  /* (B,T,D), (B,T,D), (B,T) */
-    pelab_real *qkv;            /* (B,T,3D) */
-    pelab_real *qo, *ko;        /* (B,H,T,dq) */
-    pelab_real *lse;            /* (B,H,T) tiled kernel */
-    pelab_real *att;            /* (B,H,T,T) reference kernel only */
-    pelab_real *atty;           /* (B,T,D) */
-    pelab_real *hidden;         /* (rows, M·D) */
-    pelab_real *logits;         /* (rows, V) */
-    pelab_real *losses;         /* (B,T) outputs */
-    int32_t *pred;              /* (B,T) */
-    pelab_real *pred_prob;      /* (B,T) */
+    /* one layer's slice (nn/forward.h): x, ln1 (B,T,D); rstd1 (B,T); qkv (B,T,3D); qo, ko
+     * (B,H,T,dq); lse (B,H,T) tiled or att (B,H,T,T) reference kernel; atty (B,T,D);
+     * fch (rows, M·D); logits (rows, V); losses, pred, pred_prob (B,T); the rest aliases */
+    struct pelab_fwd_bufs fwd;
     int32_t *targets;           /* (B,T) the targets, -1 where none */
     struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
 };
@@ -54,10 +47,11 @@ static long chunk_rows(const struct pelab_model *m, long BT) {
 void pelab_model_eval_release(struct pelab_model *m) {
     struct pelab_eval_acts *e = m->eval;
     if (!e) return;
-    pelab_real *bufs[] = {e->x, e->ln, e->rstd, e->qkv, e->qo, e->ko, e->lse, e->att, e->atty,
-                          e->hidden, e->logits, e->losses, e->pred_prob};
+    struct pelab_fwd_bufs *f = &e->fwd;
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->lse, f->att, f->atty,
+                          f->fch, f->logits, f->losses, f->pred_prob};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-    free(e->pred);
+    free(f->pred);
     free(e->targets);
     pelab_attn_scratch_free(&e->attn);
     free(e);
@@ -77,21 +71,27 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     const long MD = m->cfg.mlp_mult * D;
     int ok = 1;
 #define ALLOC(buf, n) (ok = ok && ((buf) = malloc((size_t)(n) * sizeof *(buf))) != NULL)
-    ALLOC(e->x, BT * D);
-    ALLOC(e->ln, BT * D);
-    ALLOC(e->rstd, BT);
-    ALLOC(e->qkv, BT * 3 * D);
-    ALLOC(e->qo, BT * H * dq);
-    ALLOC(e->ko, BT * H * dq);
-    if (ref) ALLOC(e->att, BT * H * T);
-    else ALLOC(e->lse, BT * H);
-    ALLOC(e->atty, BT * D);
-    ALLOC(e->hidden, rows * MD);
-    ALLOC(e->logits, rows * V);
-    ALLOC(e->losses, BT);
-    ALLOC(e->pred, BT);
-    ALLOC(e->pred_prob, BT);
+    struct pelab_fwd_bufs *f = &e->fwd;
+    ALLOC(f->x, BT * D);
+    ALLOC(f->ln1, BT * D);
+    ALLOC(f->rstd1, BT);
+    ALLOC(f->qkv, BT * 3 * D);
+    ALLOC(f->qo, BT * H * dq);
+    ALLOC(f->ko, BT * H * dq);
+    if (ref) ALLOC(f->att, BT * H * T);
+    else ALLOC(f->lse, BT * H);
+    ALLOC(f->atty, BT * D);
+    ALLOC(f->fch, rows * MD);
+    ALLOC(f->logits, rows * V);
+    ALLOC(f->losses, BT);
+    ALLOC(f->pred, BT);
+    ALLOC(f->pred_prob, BT);
     ALLOC(e->targets, BT);
+    /* the plan: the residual stream in place, spent buffers reused */
+    f->xmid = f->x;
+    f->ln2 = f->lnf = f->branch = f->ln1;
+    f->rstd2 = f->lnf_rstd = f->rstd1;
+    f->fch_gelu = f->fch;
 #undef ALLOC
     m->eval = e; /* released below on failure */
     if (!ok) {
@@ -104,34 +104,45 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     return PELAB_OK;
 }
 
-pelab_real pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
-                                    const int32_t *pos, int B, int T) {
+int pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
+                             const int32_t *pos, int B, int T) {
     m->n_targets = 0;
-    if ((m->status = eval_reserve(m, B, T))) return m->loss = (pelab_real)NAN;
+    if ((m->status = eval_reserve(m, B, T))) {
+        m->loss = (pelab_real)NAN;
+        return m->status;
+    }
     struct pelab_eval_acts *e = m->eval;
     const long BT = (long)B * T;
     if (targets) memcpy(e->targets, targets, (size_t)BT * sizeof *targets);
     else for (long i = 0; i < BT; i++) e->targets[i] = -1;
     const struct pelab_fwd f = {
-        .keep = 0, .rows = chunk_rows(m, BT), .p_drop = 0, .has_targets = targets != NULL,
-        .x = e->x, .ln = e->ln, .rstd = e->rstd, .qkv = e->qkv, .qo = e->qo, .ko = e->ko,
-        .att = e->att, .lse = e->lse, .atty = e->atty, .fch = e->hidden, .logits = e->logits,
-        .losses = e->losses, .pred = e->pred, .pred_prob = e->pred_prob, .targets = e->targets,
-        .inputs = m->inputs, .scratch = &e->attn};
+        .mode = PELAB_FWD_EVAL, .buf = e->fwd, .rows = chunk_rows(m, BT), .targets = e->targets,
+        .has_targets = targets != NULL, .inputs = m->inputs, .scratch = &e->attn};
     return pelab_model_forward_pass(m, &f, tokens, pos, B, T);
+}
+
+int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *cache,
+                                 const int32_t *tokens, const int32_t *pos, int n, int logits_from,
+                                 pelab_real *logits) {
+    m->n_targets = 0;
+    if ((m->status = eval_reserve(m, 1, n))) return m->status;
+    const struct pelab_fwd f = {
+        .mode = PELAB_FWD_GENERATE, .buf = m->eval->fwd, .rows = chunk_rows(m, n), .cache = cache,
+        .logits_out = logits, .logits_from = logits_from};
+    return pelab_model_forward_pass(m, &f, tokens, pos, 1, n);
 }
 
 const pelab_real *pelab_model_eval_losses(const struct pelab_model *m) {
     PELAB_ASSERT(m->eval != NULL);
-    return m->eval->losses;
+    return m->eval->fwd.losses;
 }
 
 const int32_t *pelab_model_eval_pred(const struct pelab_model *m) {
     PELAB_ASSERT(m->eval != NULL);
-    return m->eval->pred;
+    return m->eval->fwd.pred;
 }
 
 const pelab_real *pelab_model_eval_pred_prob(const struct pelab_model *m) {
     PELAB_ASSERT(m->eval != NULL);
-    return m->eval->pred_prob;
+    return m->eval->fwd.pred_prob;
 }

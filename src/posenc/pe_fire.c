@@ -43,6 +43,7 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
+#include "kernels/cpu/vmath.h"
 
 #define FIRE_DEPTH_MAX 8
 #define FIRE_WIDTH_MAX 256 /* hidden activations of one input live on the stack */
@@ -180,13 +181,6 @@ static inline double input_of(const struct view *v, double n, double m) {
 
 static inline pelab_real relu(pelab_real x) { return x > 0 ? x : 0; }
 
-static inline pelab_real dot(const pelab_real *a, const pelab_real *b, int n) {
-    pelab_real s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
 /* f(u)_h; a (depth, W) keeps the hidden activations after ReLU for a backward (a > 0 exactly
  * where the pre-activation is, so they double as the ReLU masks). */
 static pelab_real mlp_forward(const struct view *v, int h, pelab_real u, pelab_real *a) {
@@ -196,9 +190,9 @@ static pelab_real mlp_forward(const struct view *v, int h, pelab_real u, pelab_r
     for (int l = 1; l < D; l++) {
         const pelab_real *in = a + (long)(l - 1) * W;
         pelab_real *out = a + (long)l * W;
-        for (int o = 0; o < W; o++) out[o] = relu(dot(v->w[l] + (long)o * W, in, W) + v->b[l][o]);
+        for (int o = 0; o < W; o++) out[o] = relu(pelab_vdot(v->w[l] + (long)o * W, in, W) + v->b[l][o]);
     }
-    return dot(v->w[D] + (long)h * W, a + (long)(D - 1) * W, W);
+    return pelab_vdot(v->w[D] + (long)h * W, a + (long)(D - 1) * W, W);
 }
 
 /* Parameter grads += for upstream g at input u (a from mlp_forward); returns ∂/∂u.

@@ -75,6 +75,7 @@ static int pope_init(struct pelab_posenc *pe, const struct pelab_opts *opts, str
             snprintf(name, sizeof name, "blocks.%d.attn.pope.delta", l);
             int64_t shape[2] = {pe->H, pe->d};
             p->delta[l] = pelab_params_declare(params, name, 2, shape, 0);
+            if (!p->train) pelab_params_freeze(params, p->delta[l]);
         }
     }
     return PELAB_OK;
@@ -149,7 +150,7 @@ const struct pelab_posenc_ops pelab_pe_pope = {
     .sites = PELAB_SITE_QK,
     .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL, {"pope-softplus=off", "pope-delta=off", "pope-delta-init=uniform",
                                      "pope-delta-clamp=off pope-delta-init=offset pope-delta-offset=1",
-                                     NULL}},
+                                     "pope-delta-init=uniform pope-delta-train=off", NULL}},
     .options = pope_options,
     .init = pope_init,
     .free = pope_free,

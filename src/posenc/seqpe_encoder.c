@@ -205,9 +205,9 @@ static void permute(pelab_real *rows, pelab_real *q, pelab_real *k, int U, int S
             }
 }
 
-static struct pelab_attn_shape attn_shape(const struct pelab_seqpe_encoder *e, int U) {
+static struct pelab_attn_call attn_shape(const struct pelab_seqpe_encoder *e, int U) {
     const int dh = e->width / e->heads;
-    return (struct pelab_attn_shape){.B = U, .T = e->seq, .H = e->heads, .dq = dh, .dv = dh,
+    return (struct pelab_attn_call){.B = U, .T = e->seq, .H = e->heads, .dq = dh, .dv = dh,
                                      .ldv = 3 * e->width, .ldo = e->width,
                                      .scale = (pelab_real)(1.0 / sqrt((double)dh))};
 }
@@ -232,7 +232,7 @@ void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pel
         for (int i = 0; i < W; i++) x[i] = d[i] + p[i] + (c ? c[i] : 0);
     }
 
-    const struct pelab_attn_shape s = attn_shape(e, U);
+    const struct pelab_attn_call s = attn_shape(e, U);
     for (int l = 0; l < e->layers; l++) {
         const struct pelab_seqpe_block *b = &e->block[l];
         pelab_real *x = a->x + l * NT * W, *xout = a->x + (l + 1) * NT * W;
@@ -306,7 +306,7 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
     for (int u = 0; u < U; u++)
         memcpy(a->dres + ((long)u * S + S - 1) * W, a->dcls + (long)u * W, (size_t)W * sizeof *a->dres);
 
-    const struct pelab_attn_shape s = attn_shape(e, U);
+    const struct pelab_attn_call s = attn_shape(e, U);
     for (int l = e->layers - 1; l >= 0; l--) {
         const struct pelab_seqpe_block *b = &e->block[l];
         const pelab_real *x = a->x + l * NT * W, *ln1 = a->ln1 + l * NT * W;

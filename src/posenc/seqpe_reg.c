@@ -210,7 +210,7 @@ void pelab_seqpe_reg_draw(struct pelab_seqpe_reg *r, uint64_t key) {
 
 /* --- the losses --------------------------------------------------------------------------- */
 
-static double dot(const pelab_real *a, const pelab_real *b, int n) {
+static double dot_in_double(const pelab_real *a, const pelab_real *b, int n) {
     double s = 0;
     for (int i = 0; i < n; i++) s += (double)a[i] * b[i];
     return s;
@@ -233,7 +233,7 @@ double pelab_seqpe_delta_loss(const pelab_real *E, int D, const int32_t *row,
     for (int i = 0; i < pivots; i++) {
         const int32_t *r = row + (long)i * (1 + C);
         const pelab_real *ep = E + (long)r[0] * D;
-        for (int c = 0; c < C; c++) z[c] = dot(ep, E + (long)r[1 + c] * D, D);
+        for (int c = 0; c < C; c++) z[c] = dot_in_double(ep, E + (long)r[1 + c] * D, D);
         const double zt = z[target[i]];
         loss += softmax(z, C) - zt;
         if (!dE) continue;
@@ -270,8 +270,8 @@ double pelab_seqpe_ood_loss(const pelab_real *E, int D, int H, const int32_t *ro
                 const pelab_real *ti = E + (long)tr[i] * D + (long)h * dh;
                 const pelab_real *si = E + (long)st[i] * D + (long)h * dh;
                 for (int j = 0; j < m; j++) {
-                    zp[j] = dot(ti, E + (long)tr[j] * D + (long)h * dh, dh);
-                    zs[j] = dot(si, E + (long)st[j] * D + (long)h * dh, dh);
+                    zp[j] = dot_in_double(ti, E + (long)tr[j] * D + (long)h * dh, dh);
+                    zs[j] = dot_in_double(si, E + (long)st[j] * D + (long)h * dh, dh);
                 }
                 /* KL(P‖S) = Σ_j P_j (log P_j − log S_j), the logs as z − log Σ exp z */
                 double lp = -INFINITY, ls = -INFINITY;

@@ -233,11 +233,8 @@ static int check_side_positions(struct pelab_model *m, const struct pelab_task *
     int rc = pelab_batch_alloc_for(&b, t, 1, t->seq_len);
     if (rc) return rc;
     t->ops->fill(t, PELAB_SPLIT_VAL, 0, &b); /* any image: the positions are the side's */
-    if ((rc = pelab_posenc_prepare(&m->pe, b.pos, 1, t->seq_len))) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        rc = pelab_fail(PELAB_ERR_USAGE, "--resolutions: side %d: %s", side, why);
-    }
+    if ((rc = pelab_posenc_prepare(&m->pe, b.pos, 1, t->seq_len)))
+        rc = pelab_fail_context(PELAB_ERR_USAGE, "--resolutions: side %d", side);
     pelab_batch_free(&b);
     return rc;
 }

@@ -93,9 +93,7 @@ int pelab_init_from_settings(struct pelab_opts *opts, char *dropped, size_t drop
     if (!src) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     int rc = pelab_run_read_config(dir, src);
     if (rc) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", pelab_last_error());
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "--init-from: %s", msg);
+        rc = pelab_fail_context(PELAB_ERR_RUNTIME, "--init-from");
         goto done;
     }
     const char *pe = pelab_opts_get(src, "pe"), *task = pelab_opts_get(src, "task");
@@ -185,10 +183,8 @@ int pelab_init_from_load(struct pelab_trainer *tr) {
     char crc[32] = "";
     if (!rc) rc = read_checksum(dir, crc, sizeof crc);
     if (rc) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", pelab_last_error());
         free(src);
-        return pelab_fail(PELAB_ERR_RUNTIME, "--init-from: %s", msg);
+        return pelab_fail_context(PELAB_ERR_RUNTIME, "--init-from");
     }
     const struct pelab_model *from = &src->model;
     struct pelab_model *to = &tr->model;

@@ -1,7 +1,9 @@
 /* log.jsonl: append-only, one whole line per write, flushed at once (so `tail -f` follows a run)
  * and fsync'ed before each checkpoint. A resume cuts the file back to the lines of steps up to the
  * checkpoint it continues from (dropping lines of lost steps and a torn last line) with an atomic
- * rewrite; the continued run then appends exactly the lines an uninterrupted run would have. */
+ * rewrite; the continued run then appends exactly the lines an uninterrupted run would have.
+ * And notices: one line each, to the progress hook. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,4 +69,21 @@ int pelab_log_sync(struct pelab_trainer *tr) {
 void pelab_log_close(struct pelab_trainer *tr) {
     if (tr->log) fclose(tr->log);
     tr->log = NULL;
+}
+
+/* A NOTICE: one line for the progress hook (which prints it as a warning). */
+void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!tr->hooks || !tr->hooks->progress) return;
+    struct pelab_train_progress p = {0};
+    p.event = PELAB_TRAIN_NOTICE;
+    p.dir = tr->dir;
+    p.step = tr->step;
+    p.steps = tr->c.steps;
+    p.message = msg;
+    tr->hooks->progress(tr->hooks->ctx, &p);
 }

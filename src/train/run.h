@@ -84,7 +84,22 @@ void pelab_settings_json(const struct pelab_settings *s, struct pelab_sb *sb);
 /* Metadata entries "pelab.config.<name>" for every setting. */
 int pelab_settings_metadata(const struct pelab_settings *s, struct pelab_opts *meta);
 
-/* A NOTICE to the progress hook (printf-style; one line). */
+/* The trainer (train.c), shared with resume.c: a trainer with the caller's hooks (NULL when out
+ * of memory) and its release; its run directory; its task, model and optimizer from tr->opts
+ * (hint: a line added to a setting's error, or NULL); its batch buffers; config.json written
+ * atomically; the training loop from tr->step on. Each returns PELAB_OK or the status (message
+ * set). pelab_trainer_ranks_agree: a collective, the ranks' resolved settings compared (one
+ * line from rank 0 naming the first difference). */
+struct pelab_trainer *pelab_trainer_new(const struct pelab_train_hooks *hooks);
+void pelab_trainer_free(struct pelab_trainer *tr);
+int pelab_trainer_set_dir(struct pelab_trainer *tr, const char *dir);
+int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint);
+int pelab_trainer_buffers(struct pelab_trainer *tr);
+int pelab_trainer_write_config(struct pelab_trainer *tr);
+int pelab_trainer_ranks_agree(const struct pelab_opts *o);
+int pelab_trainer_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *hooks);
+
+/* A NOTICE to the progress hook (printf-style; one line; log.c). */
 void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -148,7 +163,7 @@ int pelab_init_from_read_record(struct pelab_trainer *tr);
  * recorded one. */
 int pelab_init_from_reload(struct pelab_trainer *tr);
 
-/* Initial weights, moments and counters of a run at step 0 (train.c). */
+/* Initial weights, moments and counters of a run at step 0. */
 void pelab_trainer_fresh_start(struct pelab_trainer *tr);
 /* Collective (pelab/dist.h), after rank 0 alone restored a checkpoint (rc its status, *found
  * whether it found one): the ranks agree on rc, then rank 0's *found, weights, moments and

@@ -15,14 +15,6 @@
 #include "pelab/train.h"
 #include "train/run.h"
 
-/* Fails with the current last error prefixed by `where` (copied first: pelab_fail writes the
- * buffer that pelab_last_error reads). */
-static int fail_in(int code, const char *where) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", pelab_last_error());
-    return pelab_fail(code, "%s: %s", where, msg);
-}
-
 /* One group object of config.json into opts: numbers keep their own text, so a value reads
  * back exactly as it was written. */
 static int read_group(const struct pelab_json *g, const char *path, const char *name,
@@ -45,7 +37,7 @@ static int read_group(const struct pelab_json *g, const char *path, const char *
                               path, name, g->keys[i]);
         }
         if (pelab_opts_set(opts, g->keys[i], val))
-            return fail_in(PELAB_ERR_RUNTIME, path);
+            return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
     }
     return PELAB_OK;
 }
@@ -71,7 +63,7 @@ int pelab_config_parse(const char *path, const char *text, size_t size,
     memset(settings, 0, sizeof *settings);
     struct pelab_json *j = NULL;
     int rc = pelab_json_parse(text, size, &j);
-    if (rc) return fail_in(PELAB_ERR_RUNTIME, path);
+    if (rc) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
     if (!pelab_json_get(j, "pelab-version")) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s is not a pelab config (no \"pelab-version\")", path);
         goto done;
@@ -145,7 +137,7 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
     char cfg_path[PELAB_PATH_MAX];
     pelab_path(cfg_path, dir, "config.json");
     if (probe_encoding(&r->settings, r->task.ops->name, pe, r->task.seq_len))
-        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+        return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", cfg_path);
     /* A run fine-tuned with a length extension records it (--init-from): the method given anew
      * (the table's first option, --rope-scaling) replaces the recorded one with all its
      * settings; another option alone changes that one setting. */
@@ -251,7 +243,7 @@ static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opt
     if (!task || !pe)
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: no %s setting", cfg_path, task ? "pe" : "task");
     if (pelab_train_check_opts(&r->settings, task, &pe, 1, NULL))
-        return fail_in(PELAB_ERR_RUNTIME, cfg_path);
+        return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", cfg_path);
     /* config.json's settings alone, for the model file's to be checked against. */
     struct pelab_opts *file = malloc(sizeof *file);
     if (!file) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -266,7 +258,7 @@ static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opt
         /* A task that cannot read its data (a dataset not installed, a damaged cache) says which
          * file and what to run; only a setting it refuses is config.json's fault. */
         if ((rc = pelab_task_init(&r->task, task, &r->settings))) {
-            if (rc != PELAB_ERR_RUNTIME) rc = fail_in(PELAB_ERR_RUNTIME, cfg_path);
+            if (rc != PELAB_ERR_RUNTIME) rc = pelab_fail_context(PELAB_ERR_RUNTIME, "%s", cfg_path);
             goto out;
         }
         if ((rc = add_eval_opts(r, dir, pe, eval_opts))) goto fail;
@@ -277,7 +269,7 @@ static int run_open(struct pelab_run *r, const char *dir, const struct pelab_opt
     if (pelab_task_model_io(task, &r->settings, &io) ||
         pelab_model_init_io(&r->model, &r->settings, vocab, max_seq, &io)) {
         if (r->task.ops) pelab_task_free(&r->task);
-        rc = fail_in(PELAB_ERR_RUNTIME, cfg_path);
+        rc = pelab_fail_context(PELAB_ERR_RUNTIME, "%s", cfg_path);
         goto out;
     }
     char path[PELAB_PATH_MAX];

@@ -5,7 +5,10 @@
  * A state file is checked whole before anything of it is used: a file that passes the
  * safetensors checks (both CRCs) may still be foreign — another model's shapes, another run's
  * settings, a counter out of range, a non-finite weight — and is refused naming the fault, so
- * the caller can fall back to an older checkpoint with the run left as it was. */
+ * the caller can fall back to an older checkpoint with the run left as it was.
+ *
+ * Also the state at step 0 (pelab_trainer_fresh_start) and, across MPI ranks, rank 0's restored
+ * state sent to the others (pelab_trainer_sync). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "pelab/dist.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "train/run.h"
@@ -113,18 +117,6 @@ int pelab_model_file_save(const struct pelab_trainer *tr) {
 
 /* ---- reading ------------------------------------------------------------------------------- */
 
-/* Element i of a F32 or F64 tensor (any alignment). */
-static double element(const struct pelab_tensor *t, size_t i) {
-    if (t->dtype == PELAB_DT_F32) {
-        float x;
-        memcpy(&x, (const char *)t->data + 4 * i, 4);
-        return x;
-    }
-    double x;
-    memcpy(&x, (const char *)t->data + 8 * i, 8);
-    return x;
-}
-
 /* The tensor prefix+p->name: present, the parameter's shape, F32 or F64, finite (and >= 0 for
  * second moments); NULL with the error otherwise. */
 static const struct pelab_tensor *check_tensor(const struct pelab_st_file *f, const char *path,
@@ -149,7 +141,7 @@ static const struct pelab_tensor *check_tensor(const struct pelab_st_file *f, co
     }
     int second_moment = strcmp(prefix, "adam.v.") == 0;
     for (size_t i = 0; i < p->size; i++) {
-        double x = element(t, i);
+        double x = pelab_tensor_element(t, i);
         if (!isfinite(x) || (second_moment && x < 0)) {
             pelab_fail(PELAB_ERR_RUNTIME, "%s: tensor '%s' holds %g at element %zu", path, name,
                        pelab_printable(x), i);
@@ -157,10 +149,6 @@ static const struct pelab_tensor *check_tensor(const struct pelab_st_file *f, co
         }
     }
     return t;
-}
-
-static void copy_tensor(pelab_real *dst, const struct pelab_tensor *t, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = (pelab_real)element(t, i);
 }
 
 static int meta_get(const struct pelab_st_file *f, const char *path, const char *key,
@@ -327,7 +315,7 @@ int pelab_state_from_file(struct pelab_trainer *tr, const struct pelab_st_file *
     pelab_real *dst[3] = {P->data, P->m, P->v};
     for (int i = 0; i < 3 * P->count; i++) {
         const struct pelab_param *p = &P->list[i / 3];
-        copy_tensor(dst[i % 3] + p->offset, found[i], p->size);
+        pelab_tensor_copy(dst[i % 3] + p->offset, found[i], p->size);
     }
     free(found);
     tr->step = c.step;
@@ -355,4 +343,69 @@ int pelab_state_load(struct pelab_trainer *tr, const char *path, int64_t expect_
     rc = pelab_state_from_file(tr, &f, path, expect_step);
     pelab_st_file_free(&f);
     return rc;
+}
+
+void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
+    if (tr->init_data) /* --init-from: the source's weights, a fresh optimizer */
+        memcpy(tr->model.params.data, tr->init_data, tr->model.params.total * sizeof *tr->init_data);
+    else
+        pelab_model_init_weights(&tr->model, tr->c.seed);
+    memset(tr->model.params.m, 0, tr->model.params.total * sizeof(pelab_real));
+    memset(tr->model.params.v, 0, tr->model.params.total * sizeof(pelab_real));
+    tr->opt.step = 0;
+    tr->step = 0;
+    tr->cursor = tr->task.train_origin;
+    tr->elapsed_s = tr->train_s = 0;
+    tr->log_loss = tr->log_acc = 0;
+    tr->log_n = tr->log_skipped = 0;
+    for (int i = 0; i < PELAB_PE_AUX_MAX; i++) tr->log_aux[i] = 0;
+    tr->last_loss = tr->last_acc = 0;
+    tr->lr_scale = 1;
+    tr->nan_rollbacks = tr->nan_skips = 0;
+}
+
+/* What a restored checkpoint sets beyond the weights and moments (the counters above, and what a
+ * run keeps of them between checkpoints), as plain bytes for a broadcast. */
+struct sync_state {
+    int64_t step, adam_step, log_n, log_skipped, nan_rollbacks, nan_skips, saved_step;
+    uint64_t cursor;
+    double elapsed_s, train_s, log_loss, log_acc, last_loss, last_acc, lr_scale;
+    double log_aux[PELAB_PE_AUX_MAX];
+    int aux_on[PELAB_PE_AUX_MAX];
+    int found;
+};
+
+int pelab_trainer_sync(struct pelab_trainer *tr, int rc, int *found) {
+    if ((rc = pelab_dist_agree(rc)) || pelab_dist_size() == 1) return rc;
+    struct sync_state k = {tr->step, tr->opt.step, tr->log_n, tr->log_skipped, tr->nan_rollbacks,
+                         tr->nan_skips, tr->saved_step, tr->cursor, tr->elapsed_s, tr->train_s,
+                         tr->log_loss, tr->log_acc, tr->last_loss, tr->last_acc, tr->lr_scale,
+                         {0}, {0}, *found};
+    memcpy(k.log_aux, tr->log_aux, sizeof k.log_aux);
+    memcpy(k.aux_on, tr->aux_on, sizeof k.aux_on);
+    pelab_dist_bcast(&k, sizeof k);
+    *found = k.found;
+    if (!k.found) return PELAB_OK; /* every rank starts afresh, alike */
+    const struct pelab_params *P = &tr->model.params;
+    pelab_dist_bcast(P->data, P->total * sizeof *P->data);
+    pelab_dist_bcast(P->m, P->total * sizeof *P->m);
+    pelab_dist_bcast(P->v, P->total * sizeof *P->v);
+    tr->step = k.step;
+    tr->opt.step = k.adam_step;
+    tr->log_n = k.log_n;
+    tr->log_skipped = k.log_skipped;
+    tr->nan_rollbacks = k.nan_rollbacks;
+    tr->nan_skips = k.nan_skips;
+    tr->saved_step = k.saved_step;
+    tr->cursor = k.cursor;
+    tr->elapsed_s = k.elapsed_s;
+    tr->train_s = k.train_s;
+    tr->log_loss = k.log_loss;
+    tr->log_acc = k.log_acc;
+    tr->last_loss = k.last_loss;
+    tr->last_acc = k.last_acc;
+    tr->lr_scale = k.lr_scale;
+    memcpy(tr->log_aux, k.log_aux, sizeof k.log_aux);
+    memcpy(tr->aux_on, k.aux_on, sizeof k.aux_on);
+    return PELAB_OK;
 }

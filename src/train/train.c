@@ -33,7 +33,7 @@
 /* Salt for the keys of the encoding's training-time draws (train_positions, aux_forward). */
 #define PE_SALT 0x9E5A17D8A3C0FFEEull
 
-static struct pelab_trainer *trainer_new(const struct pelab_train_hooks *hooks) {
+struct pelab_trainer *pelab_trainer_new(const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = calloc(1, sizeof *tr);
     if (!tr) return NULL;
     tr->lock_fd = -1;
@@ -43,7 +43,7 @@ static struct pelab_trainer *trainer_new(const struct pelab_train_hooks *hooks) 
     return tr;
 }
 
-static void trainer_free(struct pelab_trainer *tr) {
+void pelab_trainer_free(struct pelab_trainer *tr) {
     if (tr->prev_precision >= 0) pelab_precision_set((enum pelab_precision)tr->prev_precision);
     pelab_log_close(tr);
     pelab_run_unlock(tr);
@@ -55,7 +55,7 @@ static void trainer_free(struct pelab_trainer *tr) {
 }
 
 /* Options → config, task, model, optimizer. Only checks and allocations: nothing is written. */
-static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
+int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
     const char *task = pelab_opt_str(&tr->opts, pelab_train_options, "task");
     const char *pe = pelab_opt_str(&tr->opts, pelab_model_options, "pe");
     int rc = pelab_train_check_opts(&tr->opts, task, &pe, 1, hint);
@@ -83,7 +83,7 @@ static int trainer_setup(struct pelab_trainer *tr, const char *hint) {
 
 /* Activations and the batch buffer (kept out of setup: validation does not need them). The
  * batch buffer holds a whole micro-batch, the activations only this rank's rows of it. */
-static int trainer_buffers(struct pelab_trainer *tr) {
+int pelab_trainer_buffers(struct pelab_trainer *tr) {
     int ranks = pelab_dist_size();
     if (tr->c.batch < ranks)
         return pelab_fail(PELAB_ERR_USAGE, "--batch %d is below the %d MPI ranks: every rank "
@@ -115,7 +115,7 @@ static int init_from_record(struct pelab_trainer *tr) {
 
 /* The resolved options, config.json and the settings of the model file's metadata. decay-steps
  * is recorded resolved, so extending a run with --steps keeps its schedule. */
-static int write_config(struct pelab_trainer *tr) {
+int pelab_trainer_write_config(struct pelab_trainer *tr) {
     char v[32];
     snprintf(v, sizeof v, "%" PRId64, tr->c.decay_steps);
     int rc = pelab_opts_set(&tr->opts, "decay-steps", v);
@@ -136,23 +136,6 @@ static void report(const struct pelab_train_hooks *h, struct pelab_train_progres
                    enum pelab_train_event ev) {
     p->event = ev;
     if (h && h->progress) h->progress(h->ctx, p);
-}
-
-/* A NOTICE: one line for the progress hook (which prints it as a warning). */
-void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...) {
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (!tr->hooks || !tr->hooks->progress) return;
-    struct pelab_train_progress p = {0};
-    p.event = PELAB_TRAIN_NOTICE;
-    p.dir = tr->dir;
-    p.step = tr->step;
-    p.steps = tr->c.steps;
-    p.message = msg;
-    tr->hooks->progress(tr->hooks->ctx, &p);
 }
 
 /* Fraction of target positions of the last forward whose argmax is the target. */
@@ -177,6 +160,98 @@ struct nan_event {
     int applied; /* the weights were already updated */
 };
 
+/* An update's sums over its micro-batches, each term weighted by its share: the means of the
+ * loss, the accuracy and the encoding's own loss terms. */
+struct update_sums {
+    double loss, acc, aux[PELAB_PE_AUX_MAX];
+};
+
+/* Micro-batch `micro` of an update: the batch at the data cursor, this rank's rows [r0, r1)
+ * through forward and backward (weighted by their share of the targets), and on rank 0 the
+ * encoding's own loss terms. PELAB_OK, an error status, or UPDATE_NAN with *ev filled when the
+ * loss, an activation (--check-finite) or the encoding's loss is not finite. */
+static int micro_batch(struct pelab_trainer *tr, int micro, uint64_t r0, uint64_t r1,
+                       struct update_sums *sum, struct nan_event *ev) {
+    struct pelab_model *m = &tr->model;
+    const struct pelab_posenc_ops *pe = m->pe.ops;
+    const struct pelab_train_config *c = &tr->c;
+    const int T = tr->task.seq_len;
+    const size_t off = (size_t)r0 * (size_t)T, n_rows = (size_t)(r1 - r0);
+    char where[512];
+    int rc;
+    tr->task.ops->fill(&tr->task, PELAB_SPLIT_TRAIN, tr->cursor, &tr->batch);
+    tr->cursor += (uint64_t)c->batch;
+    m->training = m->cfg.dropout > 0;
+    m->dropout_row0 = (uint64_t)micro * (uint64_t)c->batch + r0;
+    /* the encoding's own random choices, keyed by the micro-step */
+    const uint64_t micro_key = pelab_hash64(
+        c->seed ^ pelab_hash64((uint64_t)tr->step * (uint64_t)c->accum + (uint64_t)micro));
+    const uint64_t pe_key = pelab_hash64(micro_key ^ PE_SALT);
+    if (pe->train_positions) pe->train_positions(&m->pe, tr->batch.pos, c->batch, T, pe_key);
+    size_t n_all = 0, n_mine = 0;
+    for (size_t i = 0; i < (size_t)c->batch * (size_t)T; i++)
+        if (tr->batch.targets[i] >= 0) {
+            n_all++;
+            n_mine += i >= off && i < off + n_rows * (size_t)T;
+        }
+    /* rows without a target add nothing (a rank whose rows have none skips them) */
+    if (n_all == 0 || n_mine > 0) {
+        const double w = n_all ? (double)n_mine / (double)n_all : 1; /* this rank's share */
+        const struct pelab_model_io *io = &tr->task.io;
+        struct pelab_batch mine = {(int)n_rows, T, tr->batch.tokens + off, tr->batch.targets + off,
+                                   tr->batch.pos + off * (size_t)io->positions.dims,
+                                   io->input_dim ? tr->batch.inputs + off * (size_t)io->input_dim : NULL};
+        pelab_model_set_inputs(m, mine.inputs);
+        if ((rc = pelab_model_forward(m, mine.tokens, mine.targets, mine.pos, mine.B, T))) return rc;
+        const double l = m->loss;
+        if (c->check_finite && pelab_model_find_nonfinite(m, where, sizeof where)) {
+            snprintf(ev->what, sizeof ev->what, "an activation");
+            snprintf(ev->detail, sizeof ev->detail, "%s", where);
+            return UPDATE_NAN;
+        }
+        if (!isfinite(l)) {
+            snprintf(ev->what, sizeof ev->what, "the training loss");
+            if (!pelab_model_find_nonfinite(m, where, sizeof where)) snprintf(where, sizeof where, "none");
+            snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s",
+                     pelab_printable(l), where);
+            return UPDATE_NAN;
+        }
+        sum->loss += l * w / c->accum;
+        sum->acc += batch_accuracy(m, &mine) * w / c->accum;
+        pelab_model_backward(m, (pelab_real)(w / c->accum));
+    }
+    if (pe->aux_forward && pelab_dist_rank() == 0) { /* the encoding's own loss terms (SeqPE's regularisers) */
+        double terms[PELAB_PE_AUX_MAX], total;
+        if ((rc = pe->aux_forward(&m->pe, pelab_hash64(pe_key ^ 1), terms, &total))) return rc;
+        if (!isfinite(total)) {
+            snprintf(ev->what, sizeof ev->what, "the encoding's own loss");
+            snprintf(ev->detail, sizeof ev->detail, "%g", pelab_printable(total));
+            return UPDATE_NAN;
+        }
+        pe->aux_backward(&m->pe, (pelab_real)(1.0 / c->accum));
+        for (int i = 0; i < tr->n_aux; i++) sum->aux[i] += terms[i] / c->accum;
+    }
+    return PELAB_OK;
+}
+
+/* Across ranks: the update's sums, and whether any rank found a non-finite value (bad) — then
+ * the first such rank's event goes to all — and otherwise the gradients, summed in one
+ * allreduce. Returns 1 when some rank found one (its sums are then this rank's own). */
+static int ranks_combine(struct pelab_trainer *tr, struct update_sums *sum, int bad, struct nan_event *ev) {
+    if (pelab_dist_size() == 1) return bad;
+    double st[3 + PELAB_PE_AUX_MAX] = {bad, sum->loss, sum->acc};
+    for (int i = 0; i < tr->n_aux; i++) st[3 + i] = sum->aux[i];
+    pelab_dist_sum_double(st, 3 + (size_t)tr->n_aux);
+    if (st[0] > 0) {
+        pelab_dist_bcast_from(ev, sizeof *ev, pelab_dist_first(bad));
+        return 1;
+    }
+    sum->loss = st[1], sum->acc = st[2];
+    for (int i = 0; i < tr->n_aux; i++) sum->aux[i] = st[3 + i];
+    pelab_dist_sum_real(tr->model.params.grad, tr->model.params.total);
+    return 0;
+}
+
 /* One optimizer update; loss and accuracy are the means over its micro-batches, and so are the
  * encoding's own loss terms, aux (tr->n_aux; NaN for a term its options switch off). UPDATE_NAN,
  * with *ev filled and the update's batches consumed, when the loss, the gradient or (with
@@ -197,108 +272,37 @@ struct nan_event {
 static int update(struct pelab_trainer *tr, double *loss, double *acc, double *aux, double *lr,
                   struct nan_event *ev) {
     struct pelab_model *m = &tr->model;
-    const struct pelab_posenc_ops *pe = m->pe.ops;
     const struct pelab_train_config *c = &tr->c;
-    const int T = tr->task.seq_len, root = pelab_dist_rank() == 0;
-    int64_t update_no = tr->step + 1;
-    uint64_t cursor0 = tr->cursor, r0, r1;
+    const int64_t update_no = tr->step + 1;
+    const uint64_t cursor0 = tr->cursor;
+    uint64_t r0, r1;
     pelab_dist_share((uint64_t)c->batch, &r0, &r1);
-    const size_t off = (size_t)r0 * (size_t)T, n_rows = (size_t)(r1 - r0);
+    const int fault = pelab_dist_test_fault(update_no);
     char where[512];
-    int fault = pelab_dist_test_fault(update_no), rc = PELAB_OK, bad = 0;
     pelab_params_zero_grad(&m->params);
     pelab_poison_apply(tr, PELAB_POISON_WEIGHT, update_no);
-    *loss = *acc = 0;
-    for (int i = 0; i < tr->n_aux; i++) aux[i] = 0;
     /* dropout: one key per update, not per micro-batch, so that accum micro-batches of B rows
      * draw the masks of one batch of accum·B rows */
     m->dropout_key = pelab_hash64(c->seed ^ pelab_hash64((uint64_t)tr->step));
-    for (int micro = 0; micro < c->accum; micro++) {
-        tr->task.ops->fill(&tr->task, PELAB_SPLIT_TRAIN, tr->cursor, &tr->batch);
-        tr->cursor += (uint64_t)c->batch;
-        m->training = m->cfg.dropout > 0;
-        m->dropout_row0 = (uint64_t)micro * (uint64_t)c->batch + r0;
-        /* the encoding's own random choices, keyed by the micro-step */
-        const uint64_t micro_key = pelab_hash64(
-            c->seed ^ pelab_hash64((uint64_t)tr->step * (uint64_t)c->accum + (uint64_t)micro));
-        const uint64_t pe_key = pelab_hash64(micro_key ^ PE_SALT);
-        if (pe->train_positions)
-            pe->train_positions(&m->pe, tr->batch.pos, c->batch, T, pe_key);
-        size_t n_all = 0, n_mine = 0;
-        for (size_t i = 0; i < (size_t)c->batch * (size_t)T; i++)
-            if (tr->batch.targets[i] >= 0) {
-                n_all++;
-                n_mine += i >= off && i < off + n_rows * (size_t)T;
-            }
-        /* rows without a target add nothing (a rank whose rows have none skips them) */
-        if (n_all == 0 || n_mine > 0) {
-            const double w = n_all ? (double)n_mine / (double)n_all : 1; /* this rank's share */
-            const struct pelab_model_io *io = &tr->task.io;
-            struct pelab_batch mine = {(int)n_rows, T, tr->batch.tokens + off, tr->batch.targets + off,
-                                       tr->batch.pos + off * (size_t)io->positions.dims,
-                                       io->input_dim ? tr->batch.inputs + off * (size_t)io->input_dim : NULL};
-            pelab_model_set_inputs(m, mine.inputs);
-            double l = pelab_model_forward(m, mine.tokens, mine.targets, mine.pos, mine.B, T);
-            if ((rc = m->status)) break;
-            if (c->check_finite && pelab_model_find_nonfinite(m, where, sizeof where)) {
-                snprintf(ev->what, sizeof ev->what, "an activation");
-                snprintf(ev->detail, sizeof ev->detail, "%s", where);
-                bad = 1;
-                break;
-            }
-            if (!isfinite(l)) {
-                snprintf(ev->what, sizeof ev->what, "the training loss");
-                if (!pelab_model_find_nonfinite(m, where, sizeof where))
-                    snprintf(where, sizeof where, "none");
-                snprintf(ev->detail, sizeof ev->detail, "%g; first non-finite activation: %s",
-                         pelab_printable(l), where);
-                bad = 1;
-                break;
-            }
-            *loss += l * w / c->accum;
-            *acc += batch_accuracy(m, &mine) * w / c->accum;
-            pelab_model_backward(m, (pelab_real)(w / c->accum));
-        }
-        if (pe->aux_forward && root) { /* the encoding's own loss terms (SeqPE's regularisers) */
-            double terms[PELAB_PE_AUX_MAX], total;
-            if ((rc = pe->aux_forward(&m->pe, pelab_hash64(pe_key ^ 1), terms, &total))) break;
-            if (!isfinite(total)) {
-                snprintf(ev->what, sizeof ev->what, "the encoding's own loss");
-                snprintf(ev->detail, sizeof ev->detail, "%g", pelab_printable(total));
-                bad = 1;
-                break;
-            }
-            pe->aux_backward(&m->pe, (pelab_real)(1.0 / c->accum));
-            for (int i = 0; i < tr->n_aux; i++) aux[i] += terms[i] / c->accum;
-        }
+    struct update_sums sum = {0};
+    int rc = PELAB_OK, bad = 0;
+    for (int micro = 0; micro < c->accum && !rc && !bad; micro++) {
+        rc = micro_batch(tr, micro, r0, r1, &sum, ev);
+        if (rc == UPDATE_NAN) bad = 1, rc = PELAB_OK;
     }
     m->training = 0;
     m->dropout_row0 = 0;
     if ((rc = pelab_dist_agree(rc))) return rc;
-    if (pelab_dist_size() > 1) {
-        /* the update's means and whether any rank found a non-finite value, then the gradient */
-        double st[3 + PELAB_PE_AUX_MAX] = {bad, *loss, *acc};
-        for (int i = 0; i < tr->n_aux; i++) st[3 + i] = aux[i];
-        pelab_dist_sum_double(st, 3 + (size_t)tr->n_aux);
-        if (st[0] > 0) {
-            int first = pelab_dist_first(bad);
-            pelab_dist_bcast_from(ev, sizeof *ev, first);
-            goto not_finite;
-        }
-        *loss = st[1];
-        *acc = st[2];
-        for (int i = 0; i < tr->n_aux; i++) aux[i] = st[3 + i];
-        pelab_dist_sum_real(m->params.grad, m->params.total);
-    } else if (bad) {
-        goto not_finite;
-    }
+    bad = ranks_combine(tr, &sum, bad, ev);
+    *loss = sum.loss, *acc = sum.acc;
+    for (int i = 0; i < tr->n_aux; i++) aux[i] = sum.aux[i];
+    if (bad) goto not_finite;
     pelab_poison_apply(tr, PELAB_POISON_GRAD, update_no);
     double norm = pelab_clip_grad_norm(&m->params, c->clip);
     if (!isfinite(norm)) {
         snprintf(ev->what, sizeof ev->what, "the gradient norm");
         pelab_describe_grads(&m->params, where, sizeof where);
-        snprintf(ev->detail, sizeof ev->detail, "%g; %s", pelab_printable(norm),
-                 where);
+        snprintf(ev->detail, sizeof ev->detail, "%g; %s", pelab_printable(norm), where);
         goto not_finite;
     }
     *lr = pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale;
@@ -400,51 +404,6 @@ static int write_summary(struct pelab_trainer *tr, const struct pelab_eval_resul
     return rc;
 }
 
-/* What a checkpoint restores beyond the weights and moments, as plain bytes for a broadcast. */
-struct counters {
-    int64_t step, adam_step, log_n, log_skipped, nan_rollbacks, nan_skips, saved_step;
-    uint64_t cursor;
-    double elapsed_s, train_s, log_loss, log_acc, last_loss, last_acc, lr_scale;
-    double log_aux[PELAB_PE_AUX_MAX];
-    int aux_on[PELAB_PE_AUX_MAX];
-    int found;
-};
-
-int pelab_trainer_sync(struct pelab_trainer *tr, int rc, int *found) {
-    if ((rc = pelab_dist_agree(rc)) || pelab_dist_size() == 1) return rc;
-    struct counters k = {tr->step, tr->opt.step, tr->log_n, tr->log_skipped, tr->nan_rollbacks,
-                         tr->nan_skips, tr->saved_step, tr->cursor, tr->elapsed_s, tr->train_s,
-                         tr->log_loss, tr->log_acc, tr->last_loss, tr->last_acc, tr->lr_scale,
-                         {0}, {0}, *found};
-    memcpy(k.log_aux, tr->log_aux, sizeof k.log_aux);
-    memcpy(k.aux_on, tr->aux_on, sizeof k.aux_on);
-    pelab_dist_bcast(&k, sizeof k);
-    *found = k.found;
-    if (!k.found) return PELAB_OK; /* every rank starts afresh, alike */
-    const struct pelab_params *P = &tr->model.params;
-    pelab_dist_bcast(P->data, P->total * sizeof *P->data);
-    pelab_dist_bcast(P->m, P->total * sizeof *P->m);
-    pelab_dist_bcast(P->v, P->total * sizeof *P->v);
-    tr->step = k.step;
-    tr->opt.step = k.adam_step;
-    tr->log_n = k.log_n;
-    tr->log_skipped = k.log_skipped;
-    tr->nan_rollbacks = k.nan_rollbacks;
-    tr->nan_skips = k.nan_skips;
-    tr->saved_step = k.saved_step;
-    tr->cursor = k.cursor;
-    tr->elapsed_s = k.elapsed_s;
-    tr->train_s = k.train_s;
-    tr->log_loss = k.log_loss;
-    tr->log_acc = k.log_acc;
-    tr->last_loss = k.last_loss;
-    tr->last_acc = k.last_acc;
-    tr->lr_scale = k.lr_scale;
-    memcpy(tr->log_aux, k.log_aux, sizeof k.log_aux);
-    memcpy(tr->aux_on, k.aux_on, sizeof k.aux_on);
-    return PELAB_OK;
-}
-
 /* FNV-1a over the bytes of the weights and both moments. */
 static uint64_t state_checksum(const struct pelab_params *P) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -486,7 +445,7 @@ static int save(struct pelab_trainer *tr) {
 }
 
 /* From tr->step to the last step, then the final evaluation. */
-static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *hooks) {
+int pelab_trainer_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *hooks) {
     const struct pelab_train_config *c = &tr->c;
     const int root = pelab_dist_rank() == 0;
     struct pelab_train_progress p = {0};
@@ -599,26 +558,7 @@ static int train_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *
     return PELAB_OK;
 }
 
-void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
-    if (tr->init_data) /* --init-from: the source's weights, a fresh optimizer */
-        memcpy(tr->model.params.data, tr->init_data, tr->model.params.total * sizeof *tr->init_data);
-    else
-        pelab_model_init_weights(&tr->model, tr->c.seed);
-    memset(tr->model.params.m, 0, tr->model.params.total * sizeof(pelab_real));
-    memset(tr->model.params.v, 0, tr->model.params.total * sizeof(pelab_real));
-    tr->opt.step = 0;
-    tr->step = 0;
-    tr->cursor = tr->task.train_origin;
-    tr->elapsed_s = tr->train_s = 0;
-    tr->log_loss = tr->log_acc = 0;
-    tr->log_n = tr->log_skipped = 0;
-    for (int i = 0; i < PELAB_PE_AUX_MAX; i++) tr->log_aux[i] = 0;
-    tr->last_loss = tr->last_acc = 0;
-    tr->lr_scale = 1;
-    tr->nan_rollbacks = tr->nan_skips = 0;
-}
-
-static int set_dir(struct pelab_trainer *tr, const char *dir) {
+int pelab_trainer_set_dir(struct pelab_trainer *tr, const char *dir) {
     size_t n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--; /* "runs/x/" and "runs/x" are one directory */
     if (n == 0 || n >= sizeof tr->dir - 32)
@@ -648,7 +588,7 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
         if (rc) return rc;
     }
     if ((rc0 = pelab_rope_scale_check(&tr->opts))) return rc0;
-    int rc = trainer_setup(tr, NULL);
+    int rc = pelab_trainer_setup(tr, NULL);
     /* a new run records what it runs: the encoding's automatic settings as resolved */
     if (!rc) rc = pelab_posenc_resolve(&tr->model.pe, &tr->opts);
     if (!rc) rc = pelab_posenc_resolve(&tr->model.pe, &tr->model.opts);
@@ -658,11 +598,11 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
 int pelab_train_validate_with(const struct pelab_opts *opts,
                               int (*check)(struct pelab_model *m, const struct pelab_task *t, void *ctx),
                               void *ctx) {
-    struct pelab_trainer *tr = trainer_new(NULL);
+    struct pelab_trainer *tr = pelab_trainer_new(NULL);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     int rc = trainer_prepare(tr, opts);
     if (!rc && check) rc = check(&tr->model, &tr->task, ctx);
-    trainer_free(tr);
+    pelab_trainer_free(tr);
     return rc;
 }
 
@@ -687,7 +627,7 @@ static void remove_new_dirs(const char *dir, const char *made) {
 /* Every rank resolved the same settings, key=value in order. The command lines agreed already
  * (cli/main.c), but each rank reads a preset's --init-from source or a resumed run's config.json
  * from its own file system. */
-static int ranks_same_settings(const struct pelab_opts *o) {
+int pelab_trainer_ranks_agree(const struct pelab_opts *o) {
     if (pelab_dist_size() == 1) return PELAB_OK;
     enum { WORD = PELAB_OPT_KEY_MAX + PELAB_OPT_VAL_MAX + 1 };
     char *text = malloc((size_t)o->count * WORD + 1), *words[PELAB_OPTS_MAX];
@@ -702,7 +642,7 @@ static int ranks_same_settings(const struct pelab_opts *o) {
 }
 
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
-    struct pelab_trainer *tr = trainer_new(hooks);
+    struct pelab_trainer *tr = pelab_trainer_new(hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     /* Across ranks: every rank checks and builds alike, then rank 0 alone writes the run
      * directory; each stage ends with the ranks agreeing that it went well. */
@@ -715,7 +655,7 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
         snprintf(dir, sizeof dir, "%s", tr->c.out);
     else
         snprintf(dir, sizeof dir, "runs/%s-%s-s%" PRIu64, tr->c.task, tr->model.cfg.pe, tr->c.seed);
-    if ((rc = set_dir(tr, dir))) goto agree;
+    if ((rc = pelab_trainer_set_dir(tr, dir))) goto agree;
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
     if (pelab_file_exists(path)) {
@@ -724,9 +664,9 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
                         tr->dir, tr->dir);
         goto agree;
     }
-    rc = trainer_buffers(tr);
+    rc = pelab_trainer_buffers(tr);
 agree:
-    if ((rc = pelab_dist_agree(rc)) || (rc = ranks_same_settings(&tr->opts))) goto done;
+    if ((rc = pelab_dist_agree(rc)) || (rc = pelab_trainer_ranks_agree(&tr->opts))) goto done;
     pelab_trainer_fresh_start(tr);
     if (root) {
         /* The outermost directory of --out that does not exist yet: what a run that fails before
@@ -742,155 +682,14 @@ agree:
             }
         }
         if (!rc) rc = pelab_mkdir_p(tr->dir);
-        if (!rc && ((rc = pelab_run_lock(tr)) || (rc = write_config(tr))) && made[0])
+        if (!rc && ((rc = pelab_run_lock(tr)) || (rc = pelab_trainer_write_config(tr))) && made[0])
             remove_new_dirs(tr->dir, made);
         if (!rc) rc = pelab_log_open(tr, 1);
     }
     if ((rc = pelab_dist_agree(rc))) goto done;
-    rc = train_loop(tr, tr->hooks);
+    rc = pelab_trainer_loop(tr, tr->hooks);
 done:
-    trainer_free(tr);
+    pelab_trainer_free(tr);
     return rc;
 }
 
-/* The overrides a resume accepts, checked and applied to tr->opts. */
-static int apply_overrides(struct pelab_trainer *tr, const struct pelab_opts *overrides) {
-    for (int i = 0; overrides && i < overrides->count; i++) {
-        const char *k = overrides->kv[i].key;
-        if (!pelab_train_resume_option(k))
-            return pelab_fail(PELAB_ERR_USAGE, "--resume takes its settings from %s/config.json "
-                              "(only --steps, --decay-steps, --threads, --keep, --on-nan, "
-                              "--nan-lr-factor, --nan-retries and --check-finite may be given, "
-                              "not --%s)", tr->dir,
-                              k);
-        const struct pelab_optdef *d = pelab_optdef_find(pelab_train_options, k);
-        int rc = pelab_optdef_check(d, overrides->kv[i].val);
-        if (!rc) rc = pelab_opts_set(&tr->opts, k, overrides->kv[i].val);
-        if (rc) return rc;
-    }
-    return PELAB_OK;
-}
-
-/* An override that is fine alone but not with the run's settings (--on-nan rollback for a run
- * with --save-every 0) is a usage error, not a fault of config.json. */
-static int check_combination(const struct pelab_opts *file, const struct pelab_opts *merged) {
-    struct pelab_train_config c;
-    if (pelab_train_config_read(file, &c)) {
-        pelab_clear_error(); /* the file's own fault: reported below, with its path */
-        return PELAB_OK;
-    }
-    return pelab_train_config_read(merged, &c);
-}
-
-/* What the learning rate does from the resumed step on, when that is not simply the rest of the
- * schedule the run began with: the schedule re-planned by --decay-steps (the rate jumps at the
- * resumed step), or --steps beyond the decay's end (the extra updates run at --min-lr). */
-static void say_schedule(const struct pelab_trainer *tr, const struct pelab_opts *file) {
-    const struct pelab_train_config *c = &tr->c;
-    const char *was = pelab_opts_get(file, "decay-steps");
-    long long before = was ? strtoll(was, NULL, 10) : c->decay_steps;
-    if (before != c->decay_steps) {
-        struct pelab_schedule old = tr->sched;
-        old.decay_steps = before;
-        pelab_train_notice(tr, "the cosine schedule is re-planned to reach --min-lr at update %"
-                           PRId64 " (it was %lld): the learning rate of update %" PRId64 " is %g "
-                           "(%g on the old schedule)", c->decay_steps, before, tr->step + 1,
-                           pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale,
-                           pelab_schedule_lr(&old, tr->step) * tr->lr_scale);
-    } else if (c->steps > c->decay_steps && tr->step < c->steps) {
-        int64_t from = tr->step > c->decay_steps ? tr->step + 1 : c->decay_steps + 1;
-        pelab_train_notice(tr, "updates %" PRId64 " to %" PRId64 " run at --min-lr %g: the cosine "
-                           "schedule, fixed when the run began, ends at update %" PRId64 " "
-                           "(--decay-steps N re-plans it from here)", from, c->steps,
-                           c->min_lr * tr->lr_scale, c->decay_steps);
-    }
-}
-
-/* A resume that found no checkpoint starts from step 0: right for a run killed before its first
- * checkpoint, which leaves neither a model nor a summary (model.safetensors follows the first
- * checkpoint). A run that has either lost its checkpoints, and starting over would overwrite
- * what it finished: refused, with nothing written. */
-static int check_nothing_saved(const struct pelab_trainer *tr) {
-    static const char *const saved[] = {"model.safetensors", "summary.json"};
-    for (size_t i = 0; i < sizeof saved / sizeof *saved; i++) {
-        char path[PELAB_PATH_MAX];
-        pelab_path(path, tr->dir, saved[i]);
-        if (pelab_file_exists(path))
-            return pelab_fail(PELAB_ERR_RUNTIME, "%s/checkpoints holds no checkpoint to resume "
-                              "from, but the run has saved %s: nothing was changed (train a new "
-                              "run with another --out to start over)", tr->dir, saved[i]);
-    }
-    return PELAB_OK;
-}
-
-int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
-                       const struct pelab_train_hooks *hooks) {
-    struct pelab_trainer *tr = trainer_new(hooks);
-    if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    /* Across ranks: every rank reads config.json (a directory all of them see) and builds the
-     * model; rank 0 alone locks the run, restores its checkpoint and sends it to the others,
-     * then alone writes; each stage ends with the ranks agreeing that it went well. */
-    const int root = pelab_dist_rank() == 0;
-    struct pelab_opts *file = malloc(sizeof *file); /* config.json without the overrides */
-    int rc = file ? set_dir(tr, dir) : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
-    if (rc) goto agree;
-    *file = tr->opts;
-    if ((rc = apply_overrides(tr, overrides)) || (rc = check_combination(file, &tr->opts)))
-        goto agree;
-    /* a bf16 run on a machine without bf16 products: the machine's fault, not the file's */
-    const char *precision = pelab_opts_get(&tr->opts, "precision");
-    enum pelab_precision p;
-    if (precision && pelab_precision_parse(precision, &p) == PELAB_OK && pelab_precision_check(p)) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        rc = pelab_fail(PELAB_ERR_USAGE, "%s trains with --precision %s, which this machine cannot run (%s); "
-                        "resume it with --precision fp32 to go on in float32", tr->dir, precision, why);
-        goto agree;
-    }
-    char path[PELAB_PATH_MAX];
-    pelab_path(path, tr->dir, "config.json");
-    if (trainer_setup(tr, NULL)) {
-        /* The overrides were checked above: the fault is in the file. */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", pelab_last_error());
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: %s", path, msg);
-        goto agree;
-    }
-    if ((rc = trainer_buffers(tr))) goto agree;
-    /* The directory is the run's, wherever it was first written from. */
-    if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto agree;
-    pelab_settings_build(&tr->settings, &tr->opts, &tr->model, &tr->task);
-agree:
-    if ((rc = pelab_dist_agree(rc)) || (rc = ranks_same_settings(&tr->opts))) goto done;
-
-    int found = 0;
-    if (root) {
-        rc = pelab_run_lock(tr);
-        if (!rc) rc = pelab_ckpt_restore(tr, &found);
-        if (!rc && !found) rc = check_nothing_saved(tr);
-    }
-    if ((rc = pelab_trainer_sync(tr, rc, &found))) goto done;
-    /* A fine-tuning run (--init-from) that starts over starts from its source again: every rank
-     * reads it (a directory all of them see). */
-    if ((rc = pelab_dist_agree(pelab_init_from_read_record(tr)))) goto done;
-    if (!found && (rc = pelab_dist_agree(pelab_init_from_reload(tr)))) goto done;
-    if (!found) pelab_trainer_fresh_start(tr); /* killed before its first checkpoint */
-    if (tr->c.steps < tr->step) {
-        rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the "
-                                         "run's step %" PRId64, tr->c.steps, tr->step));
-        goto done; /* alike on every rank: rank 0 says it */
-    }
-    if (root) {
-        if (found) rc = pelab_ckpt_repair_model(tr);
-        if (!rc) rc = write_config(tr); /* records the overrides */
-        if (!rc) say_schedule(tr, file);
-        if (!rc) rc = pelab_log_open(tr, 0);
-    }
-    if ((rc = pelab_dist_agree(rc))) goto done;
-    rc = train_loop(tr, tr->hooks);
-done:
-    free(file);
-    trainer_free(tr);
-    return rc;
-}

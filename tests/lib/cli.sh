@@ -56,6 +56,20 @@ expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr co
     [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
         fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
 }
-json() { # FILE EXPR: a field of a JSON file, full precision
+json() { # FILE EXPR: a field of a JSON file, full precision (its repr: strings quoted)
     /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
+}
+json_text() { # FILE EXPR: the same, printed as text (strings bare)
+    /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+train() { # ARGS...: pelab train ARGS, quiet; its stderr in $W/err, a failure ends the test
+    "$P" train "$@" >/dev/null 2>"$W/err" || fail "pelab train $*: exit $?: $(tail -2 "$W/err")"
+}
+losses() { # RUN: each row of RUN/log.jsonl, every field but the wall-clock ones, full precision:
+    # two runs that should agree bit for bit (resumed, on other ranks) print the same lines
+    /usr/bin/python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r.pop("tokens_per_s", None); r.pop("elapsed_s", None)
+    print(" ".join("%s=%r" % kv for kv in r.items()))' "$1/log.jsonl"
 }

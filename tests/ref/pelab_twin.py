@@ -77,7 +77,7 @@ DEFAULTS = {
     "mlp-mult": 4, "tied": "on", "dropout": 0.0, "pe": "rope",
     "rope-base": 10000.0, "rope-layout": "interleaved",
     "pope-base": 10000.0, "pope-softplus": "on", "pope-delta": "on", "pope-delta-init": "zero",
-    "pope-delta-clamp": "on",
+    "pope-delta-clamp": "on", "pope-delta-train": "on",
 }
 _INTS = ("vocab", "max-seq", "d-model", "heads", "layers", "mlp-mult")
 _FLOATS = ("dropout", "rope-base", "pope-base")
@@ -253,11 +253,12 @@ class PoPE(nn.Module):
     q' = [mu_q cos phase_q ; mu_q sin phase_q], k' likewise (width 2d), so that
     q'.k' = sum_c mu_q,c mu_k,c cos((t - s) theta_c - delta_c)."""
 
-    def __init__(self, heads, d, base, softplus, delta, clamp=True):
+    def __init__(self, heads, d, base, softplus, delta, clamp=True, train=True):
         super().__init__()
         self.theta = base ** (-np.arange(d, dtype=np.float64) / d)  # (d,)
         self.softplus = softplus
-        self.delta = nn.Parameter(torch.zeros(heads, d)) if delta else None  # (H, d)
+        # (H, d); --pope-delta-train off: kept at its initial value, no gradient
+        self.delta = nn.Parameter(torch.zeros(heads, d), requires_grad=train) if delta else None
         self.clamp = clamp  # --pope-delta-clamp off: delta as it is
 
     def forward(self, q, k, pos):
@@ -297,7 +298,7 @@ def make_posenc(cfg):
         return NoPE()  # their parameters are the layer's attn.rope2d_mixed / attn.pope2d (below)
     if pe == "pope":
         return PoPE(cfg["heads"], d, cfg["pope-base"], on(cfg["pope-softplus"]), on(cfg["pope-delta"]),
-                    on(cfg["pope-delta-clamp"]))
+                    on(cfg["pope-delta-clamp"]), on(cfg["pope-delta-train"]))
     raise ValueError("the twin has no encoding '%s'" % pe)
 
 

@@ -53,11 +53,7 @@ static int jsb_build(const char *src, struct pelab_docs *docs) {
     struct pelab_json *j;
     rc = pelab_json_parse(raw, len, &j);
     free(raw);
-    if (rc) {
-        char why[1024];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s/%s: %s", src, FILE_NAME, why);
-    }
+    if (rc) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s/%s", src, FILE_NAME);
     for (int s = 0; s < 3 && !rc; s++) {
         const struct pelab_json *list = pelab_json_get(j, splits[s].key);
         if (!list || list->type != PELAB_JSON_ARRAY) {

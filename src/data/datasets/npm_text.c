@@ -51,11 +51,7 @@ static int moby_build(const char *src, struct pelab_docs *docs) {
     struct pelab_json *j;
     rc = pelab_json_parse(text, len, &j);
     free(text);
-    if (rc) {
-        char why[1024];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s/file_list.json: %s", dir, why);
-    }
+    if (rc) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s/file_list.json", dir);
     if (j->type != PELAB_JSON_ARRAY || j->count == 0)
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s/file_list.json: expected a list of file names", dir);
     for (int i = 0; i < j->count && !rc; i++) {

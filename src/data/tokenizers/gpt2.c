@@ -86,11 +86,8 @@ static void gpt2_free(struct pelab_tokenizer *tk) {
 /* encoder.json: one object, token -> id, ids 0..V-1 each once. */
 static int load_encoder(struct gpt2 *g, const char *path, const char *text, size_t size, int *V) {
     struct pelab_json *j;
-    if (pelab_json_parse(text, size, &j)) {
-        char why[1024];
-        snprintf(why, sizeof why, "%s", pelab_last_error());
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: not GPT-2's encoder.json: %s", path, why);
-    }
+    if (pelab_json_parse(text, size, &j))
+        return pelab_fail_context(PELAB_ERR_RUNTIME, "%s: not GPT-2's encoder.json", path);
     int rc = PELAB_OK, n = j->count;
     int *item_of = NULL;
     size_t *len = NULL;
@@ -487,11 +484,7 @@ static int gpt2_encode(const struct pelab_tokenizer *tk, const char *text, size_
             break;
         }
         rc = encode_piece(g, text + i, j - i, &w, out);
-        if (rc) {
-            char why[512];
-            snprintf(why, sizeof why, "%s", pelab_last_error());
-            rc = pelab_fail(rc, "%s: byte %zu: %s", what, i, why);
-        }
+        if (rc) rc = pelab_fail_context(rc, "%s: byte %zu", what, i);
         i = j;
     }
     work_free(&w);

@@ -83,4 +83,13 @@ static inline void pelab_vsoftplus_sigmoid(pelab_real x, pelab_real *sp, pelab_r
     *sg = x > 0 ? r : e * r;
 }
 
+/* Σ a[i]·b[i], accumulated in pelab_real and vectorised (the sum's order is the compiler's, the
+ * same for every call of a build). Always inlined: the attention kernels call it per score. */
+static inline __attribute__((always_inline)) pelab_real pelab_vdot(const pelab_real *a, const pelab_real *b, int n) {
+    pelab_real s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
 #endif

@@ -1,0 +1,97 @@
+/* Cached attention (generation): a chunk of n new queries of one sequence against the keys and
+ * values of the t0 positions kept from earlier chunks and its own, per head h:
+ *
+ *   K[h, t0..t0+n) = k_h;  V[h, t0..t0+n) = v_h                          (H,cap,dq), (H,cap,dv)
+ *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j])          j ≤ t0 + i
+ *   out[i, h] = Σ_j softmax_j(S[i,:]) V[h,j]
+ *
+ * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
+ * generated token) as dot products, which read the cache once instead of packing it for a
+ * product of one row. The function is the reference kernel's on the whole sequence (the order of
+ * the sums aside): tests/test_attn.c holds the two together, chunk by chunk.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attn/attention.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/vmath.h"
+#include "pelab/status.h"
+
+#define GEMM_ROWS 16
+
+int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
+                          int chunk) {
+    *c = (struct pelab_attn_cache){.cap = cap, .chunk = chunk, .layers = layers, .H = H, .dq = dq, .dv = dv};
+    const long LH = (long)layers * H;
+    c->k = malloc((size_t)(LH * cap * dq) * sizeof *c->k);
+    c->v = malloc((size_t)(LH * cap * dv) * sizeof *c->v);
+    c->pos = malloc((size_t)cap * sizeof *c->pos);
+    c->scores = malloc((size_t)((long)H * chunk * cap) * sizeof *c->scores);
+    if (c->k && c->v && c->pos && c->scores) return PELAB_OK;
+    pelab_attn_cache_release(c);
+    return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
+}
+
+void pelab_attn_cache_release(struct pelab_attn_cache *c) {
+    free(c->k);
+    free(c->v);
+    free(c->pos);
+    free(c->scores);
+    *c = (struct pelab_attn_cache){0};
+}
+
+void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
+                               const pelab_real *k, const pelab_real *v,
+                               const struct pelab_attn_call *s) {
+    PELAB_ASSERT(s->B == 1 && s->T <= c->chunk && c->len + s->T <= c->cap && !s->bidirectional &&
+                 s->dropout == 0);
+    const int H = s->H, dq = s->dq, dv = s->dv, n = s->T, t0 = c->len, nk = t0 + n, cap = c->cap;
+    const int gemm = n >= GEMM_ROWS;
+    pelab_real *K = c->k + (long)s->layer * H * cap * dq, *V = c->v + (long)s->layer * H * cap * dv;
+    for (int h = 0; h < H; h++) /* the chunk's keys and values join the cache */
+        for (int i = 0; i < n; i++) {
+            memcpy(K + ((long)h * cap + t0 + i) * dq, k + ((long)h * n + i) * dq, (size_t)dq * sizeof *K);
+            memcpy(V + ((long)h * cap + t0 + i) * dv, v + (long)i * s->ldv + (long)h * dv, (size_t)dv * sizeof *V);
+        }
+    struct pelab_posenc *pe = s->pe;
+    const int has_bias = pe && (pe->sites & PELAB_SITE_BIAS);
+#pragma omp parallel for schedule(static)
+    for (int h = 0; h < H; h++) { /* bias_tile may run on several threads at once */
+        pelab_real *S = c->scores + (long)h * n * nk;
+        if (has_bias) pe->ops->bias_tile(pe, s->layer, h, S, c->pos + t0, n, c->pos, nk);
+        else if (!gemm) memset(S, 0, (size_t)n * nk * sizeof *S);
+    }
+    if (gemm)
+        for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
+            pelab_gemm(0, 1, n, nk, dq, s->scale, q + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
+                       has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < n; i++) {
+            const int t = t0 + i; /* keys 0..t */
+            pelab_real *row = c->scores + ((long)h * n + i) * nk;
+            const pelab_real *qi = q + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
+            if (!gemm)
+                for (int j = 0; j <= t; j++) row[j] += s->scale * pelab_vdot(qi, Kh + (long)j * dq, dq);
+            pelab_real mx = -INFINITY;
+            for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
+            pelab_real sum = 0;
+            for (int j = 0; j <= t; j++) {
+                row[j] = pelab_vexp(row[j] - mx);
+                sum += row[j];
+            }
+            for (int j = 0; j <= t; j++) row[j] /= sum;
+            for (int j = t + 1; j < nk; j++) row[j] = 0;
+            if (gemm) continue;
+            pelab_real *o = out + (long)i * s->ldo + (long)h * dv;
+            const pelab_real *Vh = V + (long)h * cap * dv;
+            memset(o, 0, (size_t)dv * sizeof *o);
+            for (int j = 0; j <= t; j++)
+                for (int e = 0; e < dv; e++) o[e] += row[j] * Vh[(long)j * dv + e];
+        }
+    if (gemm)
+        for (int h = 0; h < H; h++) /* out[:, h] (n,dv), rows ldo apart = (n,nk)·(nk,dv) */
+            pelab_gemm(0, 0, n, dv, nk, 1, c->scores + (long)h * n * nk, nk, V + (long)h * cap * dv, dv,
+                       0, out + (long)h * dv, s->ldo);
+}

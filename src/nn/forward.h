@@ -1,0 +1,99 @@
+/* Private to the library and its tests: the one forward pass that training, evaluation and
+ * generation share (nn/forward.c), and the buffer plans they hand it. */
+#ifndef PELAB_NN_FORWARD_H
+#define PELAB_NN_FORWARD_H
+
+#include <stdint.h>
+#include "pelab/model.h"
+#include "attn/attention.h"
+
+/* What a pass is for. The arithmetic is the same for all three; they differ in where it writes
+ * (struct pelab_fwd_bufs), in the attention's keys (the whole batch, or the KV cache) and in
+ * what the output layer computes. */
+enum pelab_fwd_mode {
+    PELAB_FWD_TRAIN,    /* every layer's activations kept for the backward; dropout; the loss and
+                           what its backward reads */
+    PELAB_FWD_EVAL,     /* one layer's buffers, overwritten layer after layer; the loss, each
+                           position's argmax and its probability */
+    PELAB_FWD_GENERATE, /* as EVAL, attending to the KV cache's keys; logits only */
+};
+
+/* The activations of a pass. TRAIN: arrays of N layers' slices (x: N + 1), each slice kept for
+ * the backward. EVAL and GENERATE: one slice, and the plan's aliases: xmid = x (the residual
+ * stream updated in place), ln2 = lnf = ln1, rstd2 = lnf_rstd = rstd1, fch_gelu = fch (GELU in
+ * place), branch = ln1 (spent once qkv and W1's input are formed). Shapes per slice:
+ *   x, ln1, atty, xmid, ln2, lnf (B,T,D); rstd1, rstd2, lnf_rstd, losses (B,T); qkv (B,T,3D);
+ *   qo, ko (B,H,T,qk_dim); att (B,H,T,T) (reference kernel) or lse (B,H,T) (tiled kernel);
+ *   fch, fch_gelu (B,T,M·D) kept, (rows, M·D) otherwise; logits (B,T,V) kept, (rows, V) in
+ *   EVAL; ce_stats (B,T,2) TRAIN only; pred, pred_prob (B,T) EVAL only;
+ *   branch (B,T,D), never kept: a branch's output before it joins the residual stream. */
+struct pelab_fwd_bufs {
+    pelab_real *x, *ln1, *rstd1, *qkv, *qo, *ko, *att, *lse, *atty;
+    pelab_real *xmid, *ln2, *rstd2, *fch, *fch_gelu, *branch;
+    pelab_real *lnf, *lnf_rstd, *logits, *ce_stats, *losses;
+    int32_t *pred;
+    pelab_real *pred_prob;
+};
+
+/* One pass: its mode, its buffers and its inputs beyond tokens and positions. */
+struct pelab_fwd {
+    enum pelab_fwd_mode mode;
+    struct pelab_fwd_bufs buf;
+    long rows;                 /* positions per chunk of the MLP and output layer (B·T in TRAIN:
+                                  the dropout masks and the kept logits index the whole batch) */
+    double p_drop;             /* dropout probability: the model's in TRAIN, else 0 */
+    const int32_t *targets;    /* (B,T), -1 where none */
+    int has_targets;           /* the caller gave targets: the loss is 0, not -1, when none is >= 0 */
+    const pelab_real *inputs;  /* patch model: (B,T,input_dim) */
+    struct pelab_attn_scratch *scratch;  /* the tiled kernel's per-thread tiles */
+    struct pelab_attn_cache *cache;      /* GENERATE: the earlier positions' keys and values */
+    pelab_real *logits_out;    /* GENERATE: rows logits_from .. B·T − 1 of the logits, (B·T − logits_from, V) */
+    long logits_from;
+};
+
+/* Layer l's slice of each buffer: slice l of the kept arrays (TRAIN), or the one slice; out is
+ * where the block writes x_{l+1} (slice l + 1 of x, or x itself, updated in place). */
+struct pelab_layer_bufs {
+    pelab_real *x, *out, *ln1, *rstd1, *qkv, *qo, *ko, *att, *lse, *atty;
+    pelab_real *xmid, *ln2, *rstd2, *fch, *fch_gelu, *branch;
+};
+struct pelab_layer_bufs pelab_layer_bufs(const struct pelab_model *m, const struct pelab_fwd_bufs *b,
+                                         int kept, int l, int B, int T);
+
+/* The arguments of layer l's attention call for a batch B×T at positions pos: the model's
+ * shape, its encoding, dropout p and its mask key and sites, and the tiled kernel's scratch. */
+struct pelab_attn_call pelab_attn_call_for(struct pelab_model *m, int l, int B, int T,
+                                           const int32_t *pos, double p_drop,
+                                           struct pelab_attn_scratch *scratch);
+
+/* Dropout sites, one per (layer, place): masks differ between places and layers. */
+enum { PELAB_DROP_ATTN_PROBS, PELAB_DROP_ATTN_OUT, PELAB_DROP_MLP_OUT, PELAB_DROP_PLACES };
+static inline uint64_t pelab_dropout_site(int layer, int place) {
+    return (uint64_t)layer * PELAB_DROP_PLACES + (uint64_t)place;
+}
+/* The residual and MLP masks index the (rows, T, D) outputs of the whole batch the key covers:
+ * this pass's sequence 0 is its row m->dropout_row0, so its element 0 is element
+ * dropout_row0·T·D of the batch. */
+static inline uint64_t pelab_residual_mask_start(const struct pelab_model *m, int T) {
+    return m->dropout_row0 * (uint64_t)T * (uint64_t)m->cfg.d_model;
+}
+
+/* The forward pass of the model comment (nn/model.c) into f's buffers: PELAB_OK, or the status
+ * of what refused it (the encoding's positions, the tiled kernel's scratch; message set). Sets
+ * m->status, m->n_targets and m->loss (the mean loss; -1 without targets; NaN when refused). */
+int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, const int32_t *tokens,
+                             const int32_t *pos, int B, int T);
+
+/* Generation (nn/kv_cache.c): n tokens of one sequence at positions pos through the layers,
+ * attending to the cache's keys and the new ones; the logits of rows logits_from .. n − 1 into
+ * logits. On the evaluation buffers (model_eval.c). PELAB_OK or the status. */
+int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *cache,
+                                 const int32_t *tokens, const int32_t *pos, int n, int logits_from,
+                                 pelab_real *logits);
+
+/* Positions per chunk of the position-wise part (MLP, output layer, loss) of
+ * pelab_model_forward_eval; 0 restores the default (about 4M reals of hidden or logits). Tests set
+ * a small one so that tiny models run over several chunks. */
+void pelab_model_eval_set_rows(long rows);
+
+#endif
