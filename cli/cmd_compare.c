@@ -4,7 +4,8 @@
  * extrapolation sweep, cli/compare_sweep.c). An entry of --pe may be a variant of an encoding with settings of its own,
  * NAME:option=value:..., so one command runs an ablation (seqpe:seqpe-alpha=0,seqpe). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
  * interrupted comparison continues where it stopped. With --jobs N, N runs train at once, each in
- * a child process (cli/jobs.c) that runs what the sequential loop runs. */
+ * a child process (cli/jobs.c) that runs what the sequential loop runs. The statistics and the
+ * reports are cli/compare_report.c's. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "args.h"
+#include "compare.h"
 #include "compare_sweep.h"
 #include "jobs.h"
 #include "pelab/clock.h"
@@ -25,11 +27,17 @@
 #include "pelab/task.h"
 #include "pelab/train.h"
 
-#define MAX_PES 16
-#define MAX_SEEDS 100
+#define MAX_PES COMPARE_MAX_PES
+#define MAX_SEEDS COMPARE_MAX_SEEDS
 #define AUTO_LENGTHS "1x,2x,4x,8x,10x" /* --lengths auto: those of these the task can evaluate */
 #define QA_AUTO_LENGTHS "1x,2x,4x,8x"   /* --lengths auto for qa: the SeqPE paper's Table II */
 #define IMAGE_AUTO_RESOLUTIONS "1x,2x,3x" /* --resolutions auto: the SeqPE paper's 224 → 672 */
+
+/* The sweep of every run, its columns and kind (compare.h). */
+static struct compare_sweep sweep;
+/* The checked --lengths or --resolutions text each run sweeps after training ("": no sweep). */
+static char sweep_spec[PELAB_OPT_VAL_MAX];
+
 
 static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
@@ -155,121 +163,12 @@ void pelab_cmd_compare_help(FILE *f) {
 
 /* Fails with the current last error prefixed by `where` (copied first: pelab_fail writes the
  * buffer that pelab_last_error reads), unless the message names it first already. */
-static int fail_in(int code, const char *where) {
+static int fail_naming(int code, const char *where) {
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", pelab_last_error());
     const size_t n = strlen(where);
     if (strncmp(msg, where, n) == 0 && msg[n] == ':') return pelab_fail(code, "%s", msg);
     return pelab_fail(code, "%s: %s", where, msg);
-}
-
-struct result {
-    char pe[PELAB_OPT_VAL_MAX]; /* the --pe entry: an encoding, or a variant NAME:option=value:... */
-    int variant;
-    uint64_t seed;
-    char dir[PELAB_OPT_VAL_MAX + 64];
-    int shares;                  /* the index of the earlier result with the same run, or -1 */
-    double test_acc, test_loss, test_ppl, wall_s;
-    double at[PELAB_SWEEP_MAX];  /* the sweep at each entry: perplexity at each --lengths entry
-                                  * (tasks of documents; qa: of the answer span); image: test
-                                  * accuracy at each --resolutions side */
-    double em[PELAB_SWEEP_MAX];  /* qa: exact match of the greedy generation at each entry */
-};
-
-/* The --lengths columns: their labels, and how many (0: none, or not a task of documents). */
-static struct pelab_sweep_length sweep_lengths[PELAB_SWEEP_MAX];
-static int n_lengths;
-/* The checked --lengths text each run sweeps after training ("": no sweep). */
-static char sweep_spec[PELAB_OPT_VAL_MAX];
-/* The task is qa: the sweeps are pelab/qa_sweep.h's (span perplexity and exact match). */
-static int qa_task;
-/* The task is image: the sweep is over --resolutions (test accuracy per side); sweep_lengths
- * then hold each side's label ("2x" or "56") and, as .tokens, the side in pixels. */
-static int image_task;
-
-static int read_summary(struct result *r) {
-    char path[sizeof r->dir + 16];
-    snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    struct pelab_json *j;
-    int rc = pelab_json_load(path, &j);
-    if (rc) return rc;
-    const char *keys[3] = {"test_acc", "test_loss", "wall_s"};
-    double *dst[3] = {&r->test_acc, &r->test_loss, &r->wall_s};
-    for (int i = 0; i < 3 && !rc; i++) {
-        const struct pelab_json *v = pelab_json_get(j, keys[i]);
-        if (!v || v->type != PELAB_JSON_NUMBER)
-            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: no number \"%s\"", path, keys[i]);
-        else
-            *dst[i] = v->number;
-    }
-    const struct pelab_json *ppl = pelab_json_get(j, "test_ppl"); /* tasks of documents */
-    r->test_ppl = ppl && ppl->type == PELAB_JSON_NUMBER ? ppl->number : 0;
-    pelab_json_free(j);
-    return rc;
-}
-
-/* Mean and sample standard deviation (0 for one value). */
-static void mean_std(const double *x, int n, double *mean, double *std) {
-    double s = 0, ss = 0;
-    for (int i = 0; i < n; i++) s += x[i];
-    *mean = s / n;
-    for (int i = 0; i < n; i++) ss += (x[i] - *mean) * (x[i] - *mean);
-    *std = n > 1 ? sqrt(ss / (n - 1)) : 0;
-}
-
-/* One encoding's results over its seeds: what compare.json and the table report. acc is a
- * fraction (compare.json); acc_pct, for the table, is the mean and std of 100·acc per run, which
- * 100·acc_mean equals only to the last bit. */
-struct pe_stats {
-    const char *pe;
-    int seeds;
-    double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
-    double ppl_mean, ppl_std, len_mean[PELAB_SWEEP_MAX], len_std[PELAB_SWEEP_MAX];
-    double em_mean[PELAB_SWEEP_MAX], em_std[PELAB_SWEEP_MAX];
-};
-
-/* st[p]: the runs in rs (n) of the encoding pes[p], p < n_pes. */
-static void pe_stats_fill(struct pe_stats *st, const struct result *rs, int n,
-                          const char *const *pes, int n_pes) {
-    for (int p = 0; p < n_pes; p++) {
-        double acc[MAX_SEEDS], pct[MAX_SEEDS], loss[MAX_SEEDS], wall[MAX_SEEDS], ppl[MAX_SEEDS];
-        const struct result *mine[MAX_SEEDS];
-        int m = 0;
-        for (int k = 0; k < n; k++)
-            if (strcmp(rs[k].pe, pes[p]) == 0) {
-                mine[m] = &rs[k];
-                acc[m] = rs[k].test_acc;
-                pct[m] = 100 * rs[k].test_acc;
-                loss[m] = rs[k].test_loss;
-                ppl[m] = rs[k].test_ppl;
-                wall[m++] = rs[k].wall_s;
-            }
-        struct pe_stats *e = &st[p];
-        e->pe = pes[p];
-        e->seeds = m;
-        mean_std(acc, m, &e->acc_mean, &e->acc_std);
-        mean_std(pct, m, &e->acc_pct_mean, &e->acc_pct_std);
-        mean_std(loss, m, &e->loss_mean, &e->loss_std);
-        mean_std(wall, m, &e->wall_mean, &e->wall_std);
-        mean_std(ppl, m, &e->ppl_mean, &e->ppl_std);
-        for (int l = 0; l < n_lengths; l++) {
-            double x[MAX_SEEDS];
-            for (int k = 0; k < m; k++) x[k] = mine[k]->at[l];
-            mean_std(x, m, &e->len_mean[l], &e->len_std[l]);
-            for (int k = 0; k < m; k++) x[k] = mine[k]->em[l];
-            mean_std(x, m, &e->em_mean[l], &e->em_std[l]);
-        }
-    }
-}
-
-/* ", "key": [x0, x1, ...]" of the n_lengths values x (one per --lengths entry). */
-static void json_lengths(struct pelab_sb *sb, const char *key, const double *x) {
-    pelab_sb_printf(sb, ", \"%s\": [", key);
-    for (int l = 0; l < n_lengths; l++) {
-        pelab_sb_printf(sb, "%s", l ? ", " : "");
-        pelab_sb_json_number(sb, x[l]);
-    }
-    pelab_sb_printf(sb, "]");
 }
 
 /* One entry of --pe: the encoding, the settings of the variant (none for a plain encoding), the
@@ -353,7 +252,7 @@ static int take_eval_opts(struct pelab_opts *opts, int n_pes) {
 
 /* The options of one run: the shared ones without other encodings' options, plus pe, seed, out,
  * and its variant's own settings. */
-static int run_opts(const struct pelab_opts *shared, const struct result *r,
+static int run_opts(const struct pelab_opts *shared, const struct compare_result *r,
                     struct pelab_opts *o) {
     *o = *shared;
     const struct variant *v = &variants[r->variant];
@@ -376,194 +275,13 @@ static int run_opts(const struct pelab_opts *shared, const struct result *r,
     return rc;
 }
 
-static int write_json(const char *dir, const char *task, const char *preset, const struct result *rs,
-                      int n, const struct pe_stats *st, int n_pes) {
-    struct pelab_sb sb = {0};
-    pelab_sb_printf(&sb, "{\n  \"task\": ");
-    pelab_sb_json_string(&sb, task);
-    pelab_sb_printf(&sb, ",\n  \"preset\": ");
-    pelab_sb_json_string(&sb, preset);
-    if (n_lengths) {
-        pelab_sb_printf(&sb, ",\n  \"%s\": [", image_task ? "resolutions" : "lengths");
-        for (int l = 0; l < n_lengths; l++) {
-            pelab_sb_printf(&sb, "%s", l ? ", " : "");
-            pelab_sb_json_string(&sb, sweep_lengths[l].label);
-        }
-        pelab_sb_printf(&sb, "]");
-    }
-    pelab_sb_printf(&sb, ",\n  \"runs\": [");
-    for (int i = 0; i < n; i++) {
-        pelab_sb_printf(&sb, "%s\n    {\"pe\": ", i ? "," : "");
-        pelab_sb_json_string(&sb, rs[i].pe);
-        pelab_sb_printf(&sb, ", \"seed\": %" PRIu64 ", \"dir\": ", rs[i].seed);
-        pelab_sb_json_string(&sb, rs[i].dir);
-        pelab_sb_printf(&sb, ", \"test_acc\": ");
-        pelab_sb_json_number(&sb, rs[i].test_acc);
-        pelab_sb_printf(&sb, ", \"test_loss\": ");
-        pelab_sb_json_number(&sb, rs[i].test_loss);
-        pelab_sb_printf(&sb, ", \"wall_s\": ");
-        pelab_sb_json_number(&sb, rs[i].wall_s);
-        if (n_lengths && image_task) {
-            json_lengths(&sb, "sweep_acc", rs[i].at);
-        } else if (n_lengths && qa_task) {
-            json_lengths(&sb, "sweep_span_ppl", rs[i].at);
-            json_lengths(&sb, "sweep_em", rs[i].em);
-        } else if (n_lengths) {
-            pelab_sb_printf(&sb, ", \"test_ppl\": ");
-            pelab_sb_json_number(&sb, rs[i].test_ppl);
-            json_lengths(&sb, "sweep_ppl", rs[i].at);
-        }
-        pelab_sb_printf(&sb, "}");
-    }
-    pelab_sb_printf(&sb, "\n  ],\n  \"encodings\": [");
-    for (int p = 0; p < n_pes; p++) {
-        const struct pe_stats *e = &st[p];
-        pelab_sb_printf(&sb, "%s\n    {\"pe\": ", p ? "," : "");
-        pelab_sb_json_string(&sb, e->pe);
-        pelab_sb_printf(&sb, ", \"seeds\": %d", e->seeds);
-        const char *keys[5] = {"test_acc_mean", "test_acc_std", "test_loss_mean", "test_loss_std",
-                               "wall_s_mean"};
-        double vals[5] = {e->acc_mean, e->acc_std, e->loss_mean, e->loss_std, e->wall_mean};
-        for (int k = 0; k < 5; k++) {
-            pelab_sb_printf(&sb, ", \"%s\": ", keys[k]);
-            pelab_sb_json_number(&sb, vals[k]);
-        }
-        if (n_lengths && image_task) {
-            json_lengths(&sb, "sweep_acc_mean", e->len_mean);
-            json_lengths(&sb, "sweep_acc_std", e->len_std);
-        } else if (n_lengths && qa_task) {
-            json_lengths(&sb, "sweep_span_ppl_mean", e->len_mean);
-            json_lengths(&sb, "sweep_span_ppl_std", e->len_std);
-            json_lengths(&sb, "sweep_em_mean", e->em_mean);
-            json_lengths(&sb, "sweep_em_std", e->em_std);
-        } else if (n_lengths) {
-            pelab_sb_printf(&sb, ", \"test_ppl_mean\": ");
-            pelab_sb_json_number(&sb, e->ppl_mean);
-            pelab_sb_printf(&sb, ", \"test_ppl_std\": ");
-            pelab_sb_json_number(&sb, e->ppl_std);
-            json_lengths(&sb, "sweep_ppl_mean", e->len_mean);
-            json_lengths(&sb, "sweep_ppl_std", e->len_std);
-        }
-        pelab_sb_printf(&sb, "}");
-    }
-    pelab_sb_printf(&sb, "\n  ]\n}\n");
-    char path[PELAB_OPT_VAL_MAX + 64];
-    snprintf(path, sizeof path, "%s/compare.json", dir);
-    int rc = pelab_write_file_atomic(path, sb.data, sb.len);
-    pelab_sb_free(&sb);
-    return rc;
-}
-
-/* DIR/sweep.csv, one row per (encoding, length) with the mean and std of the perplexity over the
- * seeds: what `pelab plot lines --x length --y ppl_mean --group pe --logx` draws. */
-static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes) {
-    struct pelab_sb sb = {0};
-    pelab_sb_printf(&sb, "pe,label,length,ppl_mean,ppl_std%s\n", qa_task ? ",em_mean,em_std" : "");
-    for (int p = 0; p < n_pes; p++)
-        for (int l = 0; l < n_lengths; l++) {
-            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g", st[p].pe, sweep_lengths[l].label,
-                            sweep_lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
-            if (qa_task) pelab_sb_printf(&sb, ",%.9g,%.9g", st[p].em_mean[l], st[p].em_std[l]);
-            pelab_sb_printf(&sb, "\n");
-        }
-    char path[PELAB_OPT_VAL_MAX + 64];
-    snprintf(path, sizeof path, "%s/sweep.csv", dir);
-    int rc = pelab_write_file_atomic(path, sb.data, sb.len);
-    pelab_sb_free(&sb);
-    return rc;
-}
-
-/* DIR/resolutions.csv, one row per (encoding, side) with the mean and std over the seeds of the
- * test accuracy: what `pelab plot lines --x side --y acc_mean --group pe` draws. */
-static int write_resolutions_csv(const char *dir, const struct pe_stats *st, int n_pes) {
-    struct pelab_sb sb = {0};
-    pelab_sb_printf(&sb, "pe,label,side,acc_mean,acc_std\n");
-    for (int p = 0; p < n_pes; p++)
-        for (int l = 0; l < n_lengths; l++)
-            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g\n", st[p].pe, sweep_lengths[l].label,
-                            sweep_lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
-    char path[PELAB_OPT_VAL_MAX + 64];
-    snprintf(path, sizeof path, "%s/resolutions.csv", dir);
-    int rc = pelab_write_file_atomic(path, sb.data, sb.len);
-    pelab_sb_free(&sb);
-    return rc;
-}
-
-/* " mean ± std |" with `prec` decimals and `unit`; one seed has no spread: " mean |". */
-static void cell(int seeds, int prec, double mean, double std, const char *unit) {
-    if (seeds > 1) printf(" %.*f ± %.*f%s |", prec, mean, prec, std, unit);
-    else printf(" %.*f%s |", prec, mean, unit);
-}
-
-/* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. image:
- * test loss, then the accuracy at each side (the SeqPE paper's Table III). */
-static void print_sweep_table(const struct pe_stats *st, int n_pes, int image) {
-    printf(image ? "\n| encoding | test loss |" : "\n| encoding | test NLL | test ppl |");
-    for (int l = 0; l < n_lengths; l++)
-        if (image) printf(" acc %d (%s) |", sweep_lengths[l].tokens, sweep_lengths[l].label);
-        else printf(" ppl %s (%d) |", sweep_lengths[l].label, sweep_lengths[l].tokens);
-    printf(image ? " time per run |\n|---|---|" : " time per run |\n|---|---|---|");
-    for (int l = 0; l < n_lengths; l++) printf("---|");
-    printf("---|\n");
-    for (int p = 0; p < n_pes; p++) {
-        const struct pe_stats *e = &st[p];
-        char t[32];
-        pelab_format_duration(t, sizeof t, e->wall_mean);
-        printf("| %s |", e->pe);
-        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
-        if (!image) cell(e->seeds, 3, e->ppl_mean, e->ppl_std, "");
-        for (int l = 0; l < n_lengths; l++)
-            if (image) cell(e->seeds, 2, 100 * e->len_mean[l], 100 * e->len_std[l], " %");
-            else cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
-        printf(" %s |\n", t);
-    }
-}
-
-/* qa: the test loss of the answer span, then its perplexity and the generated exact match at
- * each length (the SeqPE paper's Table II). */
-static void print_qa_table(const struct pe_stats *st, int n_pes) {
-    printf("\n| encoding | test span NLL |");
-    for (int l = 0; l < n_lengths; l++) printf(" span ppl %s (%d) |", sweep_lengths[l].label, sweep_lengths[l].tokens);
-    for (int l = 0; l < n_lengths; l++) printf(" EM %s |", sweep_lengths[l].label);
-    printf(" time per run |\n|---|---|");
-    for (int l = 0; l < 2 * n_lengths; l++) printf("---|");
-    printf("---|\n");
-    for (int p = 0; p < n_pes; p++) {
-        const struct pe_stats *e = &st[p];
-        char t[32];
-        pelab_format_duration(t, sizeof t, e->wall_mean);
-        printf("| %s |", e->pe);
-        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
-        for (int l = 0; l < n_lengths; l++) cell(e->seeds, 3, e->len_mean[l], e->len_std[l], "");
-        for (int l = 0; l < n_lengths; l++)
-            cell(e->seeds, 1, 100 * e->em_mean[l], 100 * e->em_std[l], " %");
-        printf(" %s |\n", t);
-    }
-}
-
-static void print_table(const struct pe_stats *st, int n_pes) {
-    int spread = 0;
-    for (int p = 0; p < n_pes; p++) spread |= st[p].seeds > 1;
-    printf("\n| encoding | test acc%s | test loss%s | time per run |\n|---|---|---|---|\n",
-           spread ? " (mean ± std)" : "", spread ? " (mean ± std)" : "");
-    for (int p = 0; p < n_pes; p++) {
-        const struct pe_stats *e = &st[p];
-        char t[32];
-        pelab_format_duration(t, sizeof t, e->wall_mean);
-        printf("| %s |", e->pe);
-        cell(e->seeds, 1, e->acc_pct_mean, e->acc_pct_std, " %");
-        cell(e->seeds, 4, e->loss_mean, e->loss_std, "");
-        printf(" %s |\n", t);
-    }
-}
-
-static void run_label(char *buf, size_t size, const struct result *r) {
+static void run_label(char *buf, size_t size, const struct compare_result *r) {
     snprintf(buf, size, "[%.50s s%" PRIu64 "]", r->pe, r->seed);
 }
 
 /* Whether r is not to be trained, said on stderr: it has its summary.json, or it shares the run
  * of an earlier entry (it differs only in evaluation-time options). */
-static int finished_earlier(const struct result *r) {
+static int finished_earlier(const struct compare_result *r) {
     char path[sizeof r->dir + 16], label[80];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     const int done = pelab_file_exists(path);
@@ -594,16 +312,16 @@ static void child_progress(void *ctx, const struct pelab_train_progress *p) {
 
 /* The run's sweep of sweep_spec, kept in its directory (compare_sweep.h): perplexity per length
  * into at (qa: span perplexity, and exact match into em), or image accuracy per side. */
-static int run_sweep(const struct result *r, double *at, double *em) {
+static int run_sweep(const struct compare_result *r, double *at, double *em) {
     const struct pelab_opts *eval = &variants[r->variant].eval;
-    if (image_task) return pelab_compare_resolutions(r->dir, sweep_spec, eval, sweep_lengths, &n_lengths, at);
-    if (qa_task) return pelab_compare_qa_sweep(r->dir, sweep_spec, eval, sweep_lengths, &n_lengths, at, em);
-    return pelab_compare_sweep(r->dir, sweep_spec, eval, sweep_lengths, &n_lengths, at);
+    if (sweep.image) return pelab_compare_resolutions(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at);
+    if (sweep.qa) return pelab_compare_qa_sweep(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at, em);
+    return pelab_compare_sweep(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at);
 }
 
 /* Trains one run, or continues it from its config.json: the whole work of the sequential loop
  * for a run, and of a --jobs child (`child`: progress as a child prints it). */
-static int train_one(const struct pelab_opts *opts, const struct result *r, int child) {
+static int train_one(const struct pelab_opts *opts, const struct compare_result *r, int child) {
     static struct pelab_opts one;
     char path[sizeof r->dir + 16], label[80];
     run_label(label, sizeof label, r);
@@ -632,7 +350,7 @@ static int train_one(const struct pelab_opts *opts, const struct result *r, int 
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
     if (!rc && sweep_spec[0]) rc = run_sweep(r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-    return rc ? fail_in(rc, r->dir) : PELAB_OK;
+    return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
 
 /* The line after each run: how many of this invocation's runs are done and about how long the
@@ -662,7 +380,7 @@ static void overall_progress(const struct pelab_job *js, int total, int parallel
 /* --jobs: the unfinished runs, `jobs` at a time, each trained by train_one in a child. */
 struct batch {
     const struct pelab_opts *opts;
-    const struct result *rs;
+    const struct compare_result *rs;
     const int *todo; /* job → index in rs */
     const struct pelab_job *js;
     int total, parallel;
@@ -678,7 +396,7 @@ static void job_ended(void *ctx, int i, int done) {
     overall_progress(b->js, b->total, b->parallel);
 }
 
-static int train_parallel(const struct pelab_opts *opts, const struct result *rs, int n, int jobs) {
+static int train_parallel(const struct pelab_opts *opts, const struct compare_result *rs, int n, int jobs) {
     static int todo[MAX_PES * MAX_SEEDS];
     static struct pelab_job js[MAX_PES * MAX_SEEDS];
     int m = 0;
@@ -782,28 +500,28 @@ int pelab_cmd_compare(int argc, char **argv) {
      * the first one starts. */
     const struct pelab_task_ops *tops = pelab_task_find(task);
     const int sweeps = tops && tops->windows && strcmp(lengths, "none") != 0;
-    qa_task = tops && strcmp(tops->name, "qa") == 0;
-    if (qa_task && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
-    const int qa_sweeps = qa_task && strcmp(lengths, "none") != 0;
-    image_task = tops && strcmp(tops->name, "image") == 0;
-    if (resolutions_given && !image_task)
+    sweep.qa = tops && strcmp(tops->name, "qa") == 0;
+    if (sweep.qa && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
+    const int qa_sweeps = sweep.qa && strcmp(lengths, "none") != 0;
+    sweep.image = tops && strcmp(tops->name, "image") == 0;
+    if (resolutions_given && !sweep.image)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)", task);
-    if (image_task && lengths_given)
+    if (sweep.image && lengths_given)
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: task image is swept over image sides: give "
                           "--resolutions (e.g. 1x,2x,3x)");
-    if (image_task && strcmp(resolutions, "auto") == 0)
+    if (sweep.image && strcmp(resolutions, "auto") == 0)
         snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
-    const int image_sweeps = image_task && strcmp(resolutions, "none") != 0;
+    const int image_sweeps = sweep.image && strcmp(resolutions, "none") != 0;
     if (qa_sweeps) { /* the lengths' form now; the task and the positions at each after training */
         struct pelab_sweep_length l[PELAB_SWEEP_MAX];
         int nl;
         if ((rc = pelab_sweep_parse(lengths, 1, l, &nl))) return rc;
     }
-    static struct result rs[MAX_PES * MAX_SEEDS];
+    static struct compare_result rs[MAX_PES * MAX_SEEDS];
     int n = 0;
     for (int p = 0; p < n_pes; p++)
         for (int s = 0; s < seeds; s++, n++) {
-            struct result *r = &rs[n];
+            struct compare_result *r = &rs[n];
             memset(r, 0, sizeof *r);
             snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
             r->variant = p;
@@ -843,13 +561,13 @@ int pelab_cmd_compare(int argc, char **argv) {
                 js[done++].end_s = pelab_clock_s();
                 if (todo > 1) overall_progress(js, todo, 1);
             }
-            if ((rc = read_summary(&rs[i]))) return rc;
+            if ((rc = compare_read_summary(&rs[i]))) return rc;
         }
     } else {
         if ((rc = pelab_opts_set(&opts, "threads", child_threads))) return rc;
         if ((rc = train_parallel(&opts, rs, n, jobs))) return rc;
         for (int i = 0; i < n; i++)
-            if ((rc = read_summary(&rs[i]))) return rc;
+            if ((rc = compare_read_summary(&rs[i]))) return rc;
     }
     /* Each run's sweep (kept in its directory): a column per length or side. */
     for (int i = 0; sweep_spec[0] && i < n; i++) {
@@ -858,17 +576,9 @@ int pelab_cmd_compare(int argc, char **argv) {
         pelab_eval_set_progress(pelab_eval_progress_print, label);
         rc = run_sweep(&rs[i], rs[i].at, rs[i].em);
         pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-        if (rc) return fail_in(rc, rs[i].dir);
+        if (rc) return fail_naming(rc, rs[i].dir);
     }
-    struct pe_stats st[MAX_PES];
-    pe_stats_fill(st, rs, n, pes, n_pes);
-    if (image_task && n_lengths) print_sweep_table(st, n_pes, 1);
-    else if (qa_task && n_lengths) print_qa_table(st, n_pes);
-    else if (n_lengths || (tops && tops->windows)) print_sweep_table(st, n_pes, 0);
-    else print_table(st, n_pes);
-    if ((rc = write_json(out, task, preset, rs, n, st, n_pes))) return rc;
-    if (n_lengths && image_task && (rc = write_resolutions_csv(out, st, n_pes))) return rc;
-    else if (n_lengths && !image_task && (rc = write_sweep_csv(out, st, n_pes))) return rc;
+    if ((rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, &sweep))) return rc;
     int runs = 0;
     for (int i = 0; i < n; i++) runs += rs[i].shares < 0;
     printf("\n%d runs in %s; results in %s/compare.json\n", runs, out, out);

@@ -61,6 +61,10 @@ int pelab_sweep_check(struct pelab_model *m, const struct pelab_task *t, enum pe
 
 /* The rows as a JSON array of objects (docs/FORMATS.md, "Length sweep"). */
 void pelab_sweep_json(struct pelab_sb *sb, const struct pelab_sweep_row *rows, int n);
+/* What every sweep's row object (this one's and the QA sweep's) begins with: `, ` unless it is
+ * row 0, then {"label": ..., "length": ..., "multiple": ... — the caller adds its fields and "}". */
+void pelab_sweep_json_row_start(struct pelab_sb *sb, int i, const char *label, int length,
+                                double multiple);
 /* The rows as CSV for `pelab plot lines` (docs/FORMATS.md, "Length sweep"): the header
  * pe,label,length,multiple,documents,windows,tokens,nll,ppl (and bpb when the rows carry bits per
  * byte), then one line per row; `pe` is the encoding's name, the same on every line, so the files

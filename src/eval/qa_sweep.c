@@ -243,10 +243,7 @@ void pelab_qa_sweep_json(struct pelab_sb *sb, const struct pelab_qa_row *rows, i
     pelab_sb_printf(sb, "[");
     for (int i = 0; i < n; i++) {
         const struct pelab_qa_row *r = &rows[i];
-        pelab_sb_printf(sb, "%s{\"label\": ", i ? ", " : "");
-        pelab_sb_json_string(sb, r->label);
-        pelab_sb_printf(sb, ", \"length\": %d, \"multiple\": ", r->length);
-        pelab_sb_json_number(sb, r->multiple);
+        pelab_sweep_json_row_start(sb, i, r->label, r->length, r->multiple);
         pelab_sb_printf(sb, ", \"examples\": %llu, \"answer_tokens\": %llu, \"span_nll\": ",
                         (unsigned long long)r->examples, (unsigned long long)r->tokens);
         pelab_sb_json_number(sb, r->loss);

@@ -110,14 +110,19 @@ int pelab_sweep(struct pelab_model *m, const struct pelab_task *t, enum pelab_sp
     return PELAB_OK;
 }
 
+void pelab_sweep_json_row_start(struct pelab_sb *sb, int i, const char *label, int length,
+                                double multiple) {
+    pelab_sb_printf(sb, "%s{\"label\": ", i ? ", " : "");
+    pelab_sb_json_string(sb, label);
+    pelab_sb_printf(sb, ", \"length\": %d, \"multiple\": ", length);
+    pelab_sb_json_number(sb, multiple);
+}
+
 void pelab_sweep_json(struct pelab_sb *sb, const struct pelab_sweep_row *rows, int n) {
     pelab_sb_printf(sb, "[");
     for (int i = 0; i < n; i++) {
         const struct pelab_sweep_row *r = &rows[i];
-        pelab_sb_printf(sb, "%s{\"label\": ", i ? ", " : "");
-        pelab_sb_json_string(sb, r->label);
-        pelab_sb_printf(sb, ", \"length\": %d, \"multiple\": ", r->length);
-        pelab_sb_json_number(sb, r->multiple);
+        pelab_sweep_json_row_start(sb, i, r->label, r->length, r->multiple);
         pelab_sb_printf(sb, ", \"documents\": %llu, \"windows\": %llu, \"tokens\": %llu, "
                         "\"loss\": ", (unsigned long long)r->documents,
                         (unsigned long long)r->windows, (unsigned long long)r->tokens);

@@ -255,8 +255,8 @@ static void input_backward(struct view *v, int h, double n, double m, int m_is_L
 
 /* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough to tabulate
  * (R ≤ nq + nk); *R = 0 otherwise. */
-static void short_range(const struct view *v, const int32_t *pos_q, int nq, const int32_t *pos_k,
-                        int nk, int64_t *lo, int64_t *R) {
+static void distance_table_range(const struct view *v, const int32_t *pos_q, int nq,
+                                 const int32_t *pos_k, int nk, int64_t *lo, int64_t *R) {
     int64_t mn = -1, mx = -1;
     for (int i = 0; i < nq; i++) {
         if (!(pos_q[i] < v->L)) continue;
@@ -281,7 +281,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
     load_view(pe, layer, NULL, &v);
     pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], stack_tab[FIRE_TAB_STACK];
     int64_t lo, R;
-    short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+    distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
     /* without a table (none fits in memory): per entry */
     pelab_real *tab = !R ? NULL : R <= FIRE_TAB_STACK ? stack_tab : malloc((size_t)R * sizeof *tab);
     for (int64_t n = 0; tab && n < R; n++) tab[n] = mlp_forward(&v, h, (pelab_real)input_of(&v, (double)(lo + n), v.L), act);
@@ -306,7 +306,7 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
     load_view(pe, layer, grad, &v);
     pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX], stack_g[FIRE_TAB_STACK];
     int64_t lo, R;
-    short_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+    distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
     /* summed dout per distance */
     pelab_real *g = !R ? NULL : R <= FIRE_TAB_STACK ? stack_g : malloc((size_t)R * sizeof *g);
     for (int64_t n = 0; g && n < R; n++) g[n] = 0;
