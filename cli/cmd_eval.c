@@ -5,6 +5,7 @@
  * (image), the accuracy at each image side, the test images resized bilinearly. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "args.h"
@@ -75,6 +76,16 @@ void pelab_cmd_eval_help(FILE *f) {
                "the split's images (bilinear, PyTorch's align_corners=False) to each side, a\n"
                "grid of side/patch patches a side, and reports the accuracy at each.\n");
     pelab_args_help(f, g, n, NULL);
+}
+
+/* {"model": DIR, "task": ..., "pe": ... — how every JSON report of eval begins. */
+static void json_head(struct pelab_sb *sb, const char *dir, const struct pelab_run *run) {
+    pelab_sb_printf(sb, "{\"model\": ");
+    pelab_sb_json_string(sb, dir);
+    pelab_sb_printf(sb, ", \"task\": ");
+    pelab_sb_json_string(sb, run->task.ops->name);
+    pelab_sb_printf(sb, ", \"pe\": ");
+    pelab_sb_json_string(sb, run->model.cfg.pe);
 }
 
 /* The evaluation-time options given, as a JSON object. */
@@ -165,12 +176,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     if (rc) return rc;
     struct pelab_sb sb = {0};
     if (json) {
-        pelab_sb_printf(&sb, "{\"model\": ");
-        pelab_sb_json_string(&sb, dir);
-        pelab_sb_printf(&sb, ", \"task\": ");
-        pelab_sb_json_string(&sb, t->ops->name);
-        pelab_sb_printf(&sb, ", \"pe\": ");
-        pelab_sb_json_string(&sb, run->model.cfg.pe);
+        json_head(&sb, dir, run);
         pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"%s\", \"train_length\": %d, "
                         "\"attention\": \"tiled\", \"eval_options\": ",
                         run->step, pelab_split_name(split), T);
@@ -266,6 +272,56 @@ static int qa_sweep(const char *dir, struct pelab_run *run, enum pelab_split spl
     return rc;
 }
 
+/* An algorithmic task's test split (pelab/task.h, `sizes`), size by size: the exact match, token
+ * accuracy and loss of each size's examples, the trained sizes marked — the accuracy curve inside
+ * and beyond the training range — as a table or JSON, and as CSV in `csv` when not "". */
+static int by_size(const char *dir, struct pelab_run *run, int batch, int json, const char *csv) {
+    struct pelab_task *t = &run->task;
+    int train_max, test_max, per_size;
+    t->ops->sizes(t, &train_max, &test_max, &per_size);
+    struct pelab_eval_result *r = calloc((size_t)test_max, sizeof *r);
+    if (!r) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    int rc = PELAB_OK;
+    for (int n = 1; n <= test_max && !rc; n++)
+        rc = pelab_evaluate(&run->model, t, PELAB_SPLIT_TEST, (uint64_t)(n - 1) * per_size, per_size, batch, &r[n - 1]);
+    struct pelab_sb sb = {0}, text = {0};
+    pelab_sb_printf(&text, "pe,size,trained,examples,exact_match,accuracy,loss\n");
+    if (json) {
+        json_head(&sb, dir, run);
+        pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"test\", \"train_max\": %d, \"rows\": [",
+                        run->step, train_max);
+    } else {
+        pelab_sb_printf(&sb, "test split by size: %s (task %s, pe %s, step %" PRId64 "), trained on sizes 1..%d\n"
+                        "size  examples  exact match  token acc     loss\n", dir, t->ops->name,
+                        run->model.cfg.pe, run->step, train_max);
+    }
+    for (int n = 1; n <= test_max && !rc; n++) {
+        const struct pelab_eval_result *e = &r[n - 1];
+        if (json) {
+            pelab_sb_printf(&sb, "%s{\"size\": %d, \"trained\": %s, \"examples\": %" PRIu64 ", \"exact_match\": ",
+                            n > 1 ? ", " : "", n, n <= train_max ? "true" : "false", e->examples);
+            pelab_sb_json_number(&sb, e->exact_match);
+            pelab_sb_printf(&sb, ", \"accuracy\": ");
+            pelab_sb_json_number(&sb, e->acc);
+            pelab_sb_printf(&sb, ", \"loss\": ");
+            pelab_sb_json_number(&sb, e->loss);
+            pelab_sb_printf(&sb, "}");
+        } else {
+            pelab_sb_printf(&sb, "%4d  %8" PRIu64 "  %10.1f%%  %8.1f%%  %7.4f%s\n", n, e->examples,
+                            100 * e->exact_match, 100 * e->acc, e->loss, n <= train_max ? "  trained" : "");
+        }
+        pelab_sb_printf(&text, "%s,%d,%d,%" PRIu64 ",%.9g,%.9g,%.9g\n", run->model.cfg.pe, n,
+                        n <= train_max, e->examples, e->exact_match, e->acc, e->loss);
+    }
+    if (json) pelab_sb_printf(&sb, "]}\n");
+    free(r);
+    if (!rc && pelab_dist_rank() == 0) fputs(sb.data, stdout);
+    if (!rc && csv[0] && pelab_dist_rank() == 0) rc = pelab_write_file_atomic(csv, text.data, text.len);
+    pelab_sb_free(&sb);
+    pelab_sb_free(&text);
+    return rc;
+}
+
 /* The image task at each side of `spec`: accuracy and loss per side, as a table or JSON, and as
  * CSV in `csv` when not "". */
 static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split split, const char *spec,
@@ -278,12 +334,7 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
     if (rc) return rc;
     struct pelab_sb sb = {0}, text = {0};
     if (json) {
-        pelab_sb_printf(&sb, "{\"model\": ");
-        pelab_sb_json_string(&sb, dir);
-        pelab_sb_printf(&sb, ", \"task\": ");
-        pelab_sb_json_string(&sb, t->ops->name);
-        pelab_sb_printf(&sb, ", \"pe\": ");
-        pelab_sb_json_string(&sb, run->model.cfg.pe);
+        json_head(&sb, dir, run);
         pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"%s\", \"train_side\": %d, "
                         "\"patch\": %d, \"rows\": [", run->step, pelab_split_name(split), train_side, patch);
         for (int i = 0; i < n; i++) {
@@ -345,9 +396,7 @@ int pelab_cmd_eval(int argc, char **argv) {
                           "or 512,1024)");
     if (pelab_opts_get(&opts, "csv") && !csv[0])
         return pelab_fail(PELAB_ERR_USAGE, "--csv: an empty file name");
-    if (csv[0] && !lengths[0] && !res[0])
-        return pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
-                          "too (e.g. --lengths 1x,2x,4x), or of a resolution sweep (--resolutions, image)");
+
     if (strcmp(csv, "-") == 0)
         return pelab_fail(PELAB_ERR_USAGE, "--csv -: standard output holds the table (or the "
                           "JSON); name a file");
@@ -381,6 +430,12 @@ int pelab_cmd_eval(int argc, char **argv) {
         rc = sweep(dir, &run, split, lengths, sweep_batch, json, csv, &enc);
     else if (res[0])
         rc = resolutions(dir, &run, split, res, examples, batch, json, csv);
+    else if (run.task.ops->sizes && split == PELAB_SPLIT_TEST && !examples)
+        rc = by_size(dir, &run, batch, json, csv);
+    else if (csv[0]) /* refused once the run says it is not sized (the same line for every rank) */
+        rc = pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "
+                        "too (e.g. --lengths 1x,2x,4x), of a resolution sweep (--resolutions, image), "
+                        "or of an algorithmic task's test split by size");
     else {
         struct pelab_eval_result r;
         rc = pelab_evaluate(&run.model, &run.task, split, 0, examples, batch, &r);

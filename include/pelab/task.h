@@ -98,6 +98,10 @@ struct pelab_task_ops {
      * PELAB_ERR_RUNTIME naming the file at fault. Called through pelab_task_open_split before
      * split_size or fill of that split (the training split and val are read by init). */
     int (*open_split)(const struct pelab_task *t, enum pelab_split split);
+    /* Optional (the algorithmic tasks): instance sizes. Training and validation sizes run 1..
+     * *train_max; the test split holds *per_size examples of each size 1..*test_max in order of
+     * size (test example i has size 1 + i / per_size). */
+    void (*sizes)(const struct pelab_task *t, int *train_max, int *test_max, int *per_size);
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
                   struct pelab_bytes *out);

@@ -16,6 +16,12 @@ static const struct pelab_task_ops *const tasks[] = {
     &pelab_task_music,
     &pelab_task_qa,
     &pelab_task_image,
+    &pelab_task_copy,
+    &pelab_task_reverse,
+    &pelab_task_sort,
+    &pelab_task_parity,
+    &pelab_task_sum,
+    &pelab_task_addition,
     NULL,
 };
 

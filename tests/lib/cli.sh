@@ -6,7 +6,9 @@
 # install_sotu DATA installs them as dataset sotu in DATA with no fetch; install_images DATA
 # installs 5044 made-up 8 × 8 images as fashion-mnist in DATA; expect CODE PATTERN --
 # ARGS runs pelab ARGS and wants exit status CODE and one line on stderr containing PATTERN (its
-# output in $W/o, $W/e); json FILE EXPR prints a field of a JSON file (j), full precision.
+# output in $W/o, $W/e); json FILE EXPR prints a field of a JSON file (j), full precision, and
+# json_text the same as text; train ARGS runs pelab train quietly (stderr in $W/err); losses RUN
+# prints each row of RUN's log.jsonl but its wall-clock fields.
 # (Not itself named cli_*.sh: tests/run.sh runs each of those as a test.)
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 P=$(realpath "${PELAB_BIN:-pelab}")

@@ -12,5 +12,12 @@ extern const struct pelab_task_ops pelab_task_dna;
 extern const struct pelab_task_ops pelab_task_music;
 extern const struct pelab_task_ops pelab_task_qa;
 extern const struct pelab_task_ops pelab_task_image;
+/* algo.c: length generalisation on algorithmic tasks */
+extern const struct pelab_task_ops pelab_task_copy;
+extern const struct pelab_task_ops pelab_task_reverse;
+extern const struct pelab_task_ops pelab_task_sort;
+extern const struct pelab_task_ops pelab_task_parity;
+extern const struct pelab_task_ops pelab_task_sum;
+extern const struct pelab_task_ops pelab_task_addition;
 
 #endif

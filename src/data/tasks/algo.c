@@ -1,0 +1,278 @@
+/* Algorithmic tasks for length generalisation, in the sequence-to-sequence form of the NoPE paper
+ * (Kazemnejad et al. 2023, "The Impact of Positional Encoding on Length Generalization in
+ * Transformers"): an example is a prompt, a separator, the target and an end token,
+ *
+ *     copy      a k q b | a k q b .          size: symbols
+ *     reverse   a k q b | b q k a .          size: symbols
+ *     sort      d b c b | b b c d .          size: symbols (sorted by id)
+ *     parity    1 0 1 1 | 1 .                size: bits; the answer is their sum mod 2
+ *     sum       7 + 5 + 9 | 1 .              size: terms, each 1..9; the answer is the sum mod 10
+ *     addition  5 2 7 + 3 8 1 | 9 0 8 .      size: digits of each operand (the first not 0 when
+ *                                            size > 1); --addition-reversed: answer least
+ *                                            significant digit first
+ *
+ * and the loss and the accuracy are taken on the target and the end token only: the model reads
+ * the prompt and the separator, and an example is right when every target token is (greedy
+ * decoding reproduces a target exactly when each of its tokens is the argmax given the right
+ * prefix, so this exact match is the papers' metric). The prompts are bare symbols, not the NoPE
+ * paper's English templates ("Copy: ... [SEP]", "Compute ... ?"), so that a size n instance is
+ * about 2n tokens whatever the task.
+ *
+ * Sizes: training and validation examples draw their size uniformly from 1..--algo-train-max L;
+ * the test split holds --algo-test-per-size examples of every size 1..M (--algo-test-max, 2L
+ * when 0), in order of size, so one evaluation gives the accuracy curve inside and beyond the
+ * trained sizes (the NoPE paper tests sizes L+1..2L only). The model's T holds the longest test
+ * example; shorter ones are padded (no loss there, and causal attention keeps padding unseen).
+ *
+ * Data: example i of split s comes from its own generator seeded with
+ * hash64(key[s] ^ hash64(i)), key[s] = hash64(SALT[s] ^ hash64(data-seed)): any example is made
+ * on the fly, a split is a pure function of its options.
+ *
+ * Tokens, one vocabulary for every task: 0 padding, 1 '|' separator, 2 '.' end, 3 '+',
+ * 4..13 '0'..'9', 14..65 the symbols 'a'..'z', 'A'..'Z' (--algo-symbols of them).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "data/tasks/algo.h"
+#include "data/tasks/tasks.h"
+#include "pelab/rng.h"
+#include "pelab/status.h"
+
+enum { PAD = 0, SEP = 1, END = 2, PLUS = 3, DIGIT0 = 4, SYMBOL0 = 14, SYMBOLS_MAX = 52 };
+#define VOCAB (SYMBOL0 + SYMBOLS_MAX)
+
+static const char *const TOKEN_TEXT[VOCAB] = {
+    "",  "|", ".", "+", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+    "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r",
+    "s", "t", "u", "v", "w", "x", "y", "z", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J",
+    "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z"};
+
+/* Fixed per-split salts (train, val, test): changing them changes every dataset. */
+static const uint64_t SALT[3] = {0xA160C0B7D1A00001ull, 0xA160C0B7D1A00002ull, 0xA160C0B7D1A00003ull};
+
+struct algo;
+/* A task: its generator of size-n instances (prompt, *np tokens; target, *nt tokens), and the
+ * longest prompt plus target of size n, prompt_per_size·n + target_per_size·n + extra. */
+struct kind {
+    void (*make)(const struct algo *a, struct pelab_rng *rng, int n, int32_t *prompt, int *np,
+                 int32_t *target, int *nt);
+    int prompt_per_size, target_per_size, extra;
+};
+
+struct algo {
+    const struct kind *kind;
+    int train_max, test_max, per_size, symbols, reversed;
+    uint64_t size[2]; /* training and validation examples */
+    uint64_t key[3];
+};
+
+/* ---- the generators: prompt (*np tokens) and target (*nt tokens) of an instance of size n ---- */
+
+static int32_t symbol(const struct algo *a, struct pelab_rng *rng) {
+    return SYMBOL0 + (int32_t)pelab_rng_below(rng, (uint64_t)a->symbols);
+}
+static int32_t digit(int d) { return DIGIT0 + d; }
+
+static void gen_copy(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    for (int i = 0; i < n; i++) p[i] = t[i] = symbol(a, rng);
+    *np = *nt = n;
+}
+
+static void gen_reverse(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    for (int i = 0; i < n; i++) p[i] = t[n - 1 - i] = symbol(a, rng);
+    *np = *nt = n;
+}
+
+static void gen_sort(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    int count[SYMBOLS_MAX] = {0};
+    for (int i = 0; i < n; i++) count[(p[i] = symbol(a, rng)) - SYMBOL0]++;
+    int k = 0; /* counting sort: the target is the multiset in increasing order */
+    for (int s = 0; s < a->symbols; s++)
+        while (count[s]--) t[k++] = SYMBOL0 + s;
+    *np = *nt = n;
+}
+
+static void gen_parity(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    int ones = 0;
+    for (int i = 0; i < n; i++) {
+        const int b = (int)pelab_rng_below(rng, 2);
+        ones += b;
+        p[i] = digit(b);
+    }
+    t[0] = digit(ones % 2);
+    *np = n, *nt = 1;
+}
+
+static void gen_sum(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    int sum = 0, k = 0;
+    for (int i = 0; i < n; i++) {
+        const int d = 1 + (int)pelab_rng_below(rng, 9);
+        sum += d;
+        if (i) p[k++] = PLUS;
+        p[k++] = digit(d);
+    }
+    t[0] = digit(sum % 10);
+    *np = k, *nt = 1;
+}
+
+/* Two n-digit operands, most significant digit first; their sum by the school method from the
+ * right (the test checks it against an independent sum). */
+static void gen_addition(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    int x[PELAB_ALGO_SIZE_MAX], y[PELAB_ALGO_SIZE_MAX], s[PELAB_ALGO_SIZE_MAX + 1];
+    for (int i = 0; i < n; i++) { /* x[0], y[0] the most significant */
+        x[i] = i == 0 && n > 1 ? 1 + (int)pelab_rng_below(rng, 9) : (int)pelab_rng_below(rng, 10);
+        y[i] = i == 0 && n > 1 ? 1 + (int)pelab_rng_below(rng, 9) : (int)pelab_rng_below(rng, 10);
+    }
+    int carry = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        const int d = x[i] + y[i] + carry;
+        s[i + 1] = d % 10, carry = d / 10;
+    }
+    s[0] = carry;
+    int k = 0;
+    for (int i = 0; i < n; i++) p[k++] = digit(x[i]);
+    p[k++] = PLUS;
+    for (int i = 0; i < n; i++) p[k++] = digit(y[i]);
+    *np = k;
+    const int first = s[0] ? 0 : 1, len = n + 1 - first; /* no leading zero */
+    for (int i = 0; i < len; i++) t[a->reversed ? len - 1 - i : i] = digit(s[first + i]);
+    *nt = len;
+}
+
+static const struct kind copy_kind = {gen_copy, 1, 1, 0};
+static const struct kind reverse_kind = {gen_reverse, 1, 1, 0};
+static const struct kind sort_kind = {gen_sort, 1, 1, 0};
+static const struct kind parity_kind = {gen_parity, 1, 0, 1};
+static const struct kind sum_kind = {gen_sum, 2, 0, 1};           /* 2n − 1, 1 */
+static const struct kind addition_kind = {gen_addition, 2, 1, 2}; /* 2n + 1, up to n + 1 */
+
+static int longest(const struct kind *k, int n) {
+    return k->prompt_per_size * n + k->target_per_size * n + k->extra;
+}
+
+/* ---- the engine --------------------------------------------------------------------------- */
+
+static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const struct pelab_optdef *table,
+                     const struct kind *kind) {
+    if (opts) {
+        int rc = pelab_opts_check(opts, table);
+        if (rc) return rc;
+    }
+    const int train_max = (int)pelab_opt_int(opts, table, "algo-train-max");
+    int test_max = (int)pelab_opt_int(opts, table, "algo-test-max");
+    if (!test_max) test_max = 2 * train_max > PELAB_ALGO_SIZE_MAX ? PELAB_ALGO_SIZE_MAX : 2 * train_max;
+    if (test_max < train_max)
+        return pelab_fail(PELAB_ERR_USAGE, "--algo-test-max %d is below --algo-train-max %d: the test "
+                          "sizes run from 1 past the trained ones", test_max, train_max);
+    struct algo *a = calloc(1, sizeof *a);
+    if (!a) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the %s task", t->ops->name);
+    a->kind = kind;
+    a->train_max = train_max;
+    a->test_max = test_max;
+    a->per_size = (int)pelab_opt_int(opts, table, "algo-test-per-size");
+    a->size[PELAB_SPLIT_TRAIN] = (uint64_t)pelab_opt_int(opts, table, "algo-train-size");
+    a->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, table, "algo-val-size");
+    a->symbols = pelab_optdef_find(table, "algo-symbols") ? (int)pelab_opt_int(opts, table, "algo-symbols") : 0;
+    a->reversed = pelab_optdef_find(table, "addition-reversed") ? pelab_opt_switch(opts, table, "addition-reversed") : 0;
+    const uint64_t data_seed = (uint64_t)pelab_opt_real(opts, table, "data-seed");
+    for (int s = 0; s < 3; s++) a->key[s] = pelab_hash64(SALT[s] ^ pelab_hash64(data_seed));
+    t->state = a;
+    t->vocab = VOCAB;
+    t->pad = PAD;
+    t->seq_len = longest(kind, test_max) + 1; /* prompt, separator, target; the end token is a target only */
+    return PELAB_OK;
+}
+
+static void algo_free(struct pelab_task *t) {
+    free(t->state);
+    t->state = NULL;
+}
+
+static uint64_t algo_split_size(const struct pelab_task *t, enum pelab_split split) {
+    const struct algo *a = t->state;
+    PELAB_ASSERT(split >= PELAB_SPLIT_TRAIN && split <= PELAB_SPLIT_TEST);
+    return split == PELAB_SPLIT_TEST ? (uint64_t)a->per_size * (uint64_t)a->test_max : a->size[split];
+}
+
+int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint64_t i, int32_t *seq, int *n_prompt) {
+    const struct algo *a = t->state;
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, pelab_hash64(a->key[split] ^ pelab_hash64(i)));
+    const int n = split == PELAB_SPLIT_TEST ? 1 + (int)(i / (uint64_t)a->per_size)
+                                            : 1 + (int)pelab_rng_below(&rng, (uint64_t)a->train_max);
+    int np, nt;
+    int32_t target[2 * PELAB_ALGO_SIZE_MAX + 2];
+    a->kind->make(a, &rng, n, seq, &np, target, &nt);
+    seq[np] = SEP;
+    memcpy(seq + np + 1, target, (size_t)nt * sizeof *seq);
+    seq[np + 1 + nt] = END;
+    *n_prompt = np;
+    return np + nt + 2;
+}
+
+static void algo_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first, struct pelab_batch *b) {
+    const uint64_t size = algo_split_size(t, split);
+    int32_t seq[4 * PELAB_ALGO_SIZE_MAX + 8];
+    for (int r = 0; r < b->B; r++) {
+        int np;
+        const int len = pelab_algo_example(t, split, (first + (uint64_t)r) % size, seq, &np);
+        int32_t *tok = b->tokens + (size_t)r * b->T, *tgt = b->targets + (size_t)r * b->T;
+        int32_t *pos = b->pos + (size_t)r * b->T;
+        PELAB_ASSERT(len - 1 <= b->T);
+        for (int p = 0; p < b->T; p++) {
+            tok[p] = p < len - 1 ? seq[p] : PAD;
+            tgt[p] = p >= np && p < len - 1 ? seq[p + 1] : -1; /* from the separator on */
+            pos[p] = p;
+        }
+    }
+}
+
+static const char *algo_token_text(const struct pelab_task *t, int32_t token) {
+    return token >= 0 && token < VOCAB ? TOKEN_TEXT[token] : "?";
+}
+
+static void algo_sizes(const struct pelab_task *t, int *train_max, int *test_max, int *per_size) {
+    const struct algo *a = t->state;
+    *train_max = a->train_max, *test_max = a->test_max, *per_size = a->per_size;
+}
+
+/* ---- the tasks' tables ---------------------------------------------------------------------- */
+
+#define ROWS(train_max)                                                                              \
+    {"algo-train-max", PELAB_OPT_INT, train_max, 1, PELAB_ALGO_SIZE_MAX / 2, NULL,                   \
+     "training and validation sizes 1..N, uniform (what a size counts: pelab help tasks)"},         \
+    {"algo-test-max", PELAB_OPT_INT, "0", 0, PELAB_ALGO_SIZE_MAX, NULL,                              \
+     "test sizes 1..M, --algo-test-per-size of each, in order (0: twice --algo-train-max)"},        \
+    {"algo-test-per-size", PELAB_OPT_INT, "100", 1, 1e6, NULL, "test examples of each size"},       \
+    {"algo-train-size", PELAB_OPT_INT, "1000000", 1, 1e15, NULL, "training examples"},              \
+    {"algo-val-size", PELAB_OPT_INT, "2000", 1, 1e15, NULL, "validation examples"},                 \
+    {"data-seed", PELAB_OPT_INT, "0", 0, 9007199254740991.0, NULL,                                   \
+     "mixed into every split's seed: another draw of the same task"}
+#define SYMBOLS_ROW {"algo-symbols", PELAB_OPT_INT, "26", 2, SYMBOLS_MAX, NULL, "symbols of the alphabet (a..z, A..Z)"}
+
+static const struct pelab_optdef copy_options[] = {ROWS("20"), SYMBOLS_ROW, {0}};
+static const struct pelab_optdef reverse_options[] = {ROWS("20"), SYMBOLS_ROW, {0}};
+static const struct pelab_optdef sort_options[] = {ROWS("20"), SYMBOLS_ROW, {0}};
+static const struct pelab_optdef parity_options[] = {ROWS("20"), {0}};
+static const struct pelab_optdef sum_options[] = {ROWS("20"), {0}};
+static const struct pelab_optdef addition_options[] = {
+    ROWS("8"),
+    {"addition-reversed", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "the answer's least significant digit first"},
+    {0}};
+
+#define TASK(NAME, SUMMARY)                                                                         \
+    static int NAME##_init(struct pelab_task *t, const struct pelab_opts *opts) {                  \
+        return algo_init(t, opts, NAME##_options, &NAME##_kind);                                    \
+    }                                                                                              \
+    const struct pelab_task_ops pelab_task_##NAME = {                                              \
+        .name = #NAME, .summary = SUMMARY, .options = NAME##_options, .init = NAME##_init,         \
+        .free = algo_free, .split_size = algo_split_size, .fill = algo_fill,                       \
+        .token_text = algo_token_text, .sizes = algo_sizes}
+
+TASK(copy, "length generalisation: copy a string of symbols (NoPE paper; size = symbols)");
+TASK(reverse, "length generalisation: reverse a string of symbols (size = symbols)");
+TASK(sort, "length generalisation: sort a string of symbols (size = symbols)");
+TASK(parity, "length generalisation: parity of a string of bits (size = bits)");
+TASK(sum, "length generalisation: sum of digits 1-9 mod 10 (size = terms)");
+TASK(addition, "length generalisation: add two integers of n digits each (size = digits)");

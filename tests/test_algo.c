@@ -1,0 +1,149 @@
+/* The algorithmic tasks (src/data/tasks/algo.c): every example of every task, checked by an
+ * independent reading of its tokens — copy, reverse and sort against the prompt, parity and the
+ * sum mod 10 recounted, addition against 128-bit integers (sizes to 18 digits) and, with
+ * --addition-reversed, the digits read back from the right; sizes uniform in 1..L for training
+ * and validation and in order 1..2L for the test split; the same example twice, another for
+ * another data seed; batches padded with targets only from the separator on; bad options one line. */
+#include <stdlib.h>
+#include <string.h>
+#include "data/tasks/algo.h"
+#include "lib/check.h"
+#include "pelab/status.h"
+#include "pelab/task.h"
+
+enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14 };
+
+static int init(struct pelab_task *t, const char *name, const char *const *kv) {
+    struct pelab_opts o = {0};
+    for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
+    return pelab_task_init(t, name, &o);
+}
+
+/* Digits of seq[from..to) as a number (most significant first), -1 when one is not a digit. */
+static __int128 number(const int32_t *seq, int from, int to) {
+    __int128 v = 0;
+    for (int i = from; i < to; i++) {
+        if (seq[i] < D0 || seq[i] > D0 + 9) return -1;
+        v = 10 * v + (seq[i] - D0);
+    }
+    return v;
+}
+
+/* The answer to prompt p (np tokens) of task `name`, written into want (*nw tokens); the size. */
+static int answer(const char *name, int reversed, const int32_t *p, int np, int32_t *want, int *nw) {
+    if (!strcmp(name, "copy") || !strcmp(name, "reverse") || !strcmp(name, "sort")) {
+        for (int i = 0; i < np; i++) want[i] = !strcmp(name, "reverse") ? p[np - 1 - i] : p[i];
+        if (!strcmp(name, "sort")) /* insertion sort: another algorithm than the generator's */
+            for (int i = 1; i < np; i++)
+                for (int j = i; j > 0 && want[j - 1] > want[j]; j--) {
+                    int32_t x = want[j];
+                    want[j] = want[j - 1], want[j - 1] = x;
+                }
+        *nw = np;
+        return np;
+    }
+    if (!strcmp(name, "parity")) {
+        int ones = 0;
+        for (int i = 0; i < np; i++) ones += p[i] == D0 + 1;
+        want[0] = D0 + (ones & 1), *nw = 1;
+        return np;
+    }
+    if (!strcmp(name, "sum")) {
+        int s = 0, terms = 0;
+        for (int i = 0; i < np; i += 2) s += p[i] - D0, terms++;
+        want[0] = D0 + s % 10, *nw = 1;
+        return terms;
+    }
+    /* addition: x + y, each n digits */
+    int plus = 0;
+    while (p[plus] != PLUS) plus++;
+    __int128 z = number(p, 0, plus) + number(p, plus + 1, np);
+    char text[64];
+    int k = 0;
+    do text[k++] = (char)('0' + (int)(z % 10)), z /= 10; while (z > 0); /* least significant first */
+    for (int i = 0; i < k; i++) want[i] = D0 + (text[reversed ? i : k - 1 - i] - '0');
+    *nw = k;
+    return plus;
+}
+
+static void check_task(const char *name, const char *const *kv, int reversed) {
+    struct pelab_task t;
+    if (init(&t, name, kv)) {
+        CHECK(0, "%s: %s", name, pelab_last_error());
+        return;
+    }
+    int L, M, per;
+    t.ops->sizes(&t, &L, &M, &per);
+    CHECK(M == 2 * L && t.ops->split_size(&t, PELAB_SPLIT_TEST) == (uint64_t)M * per, "%s: sizes %d %d %d", name, L, M, per);
+    int32_t seq[4 * PELAB_ALGO_SIZE_MAX + 8], again[4 * PELAB_ALGO_SIZE_MAX + 8], want[2 * PELAB_ALGO_SIZE_MAX + 2];
+    int seen[2 * PELAB_ALGO_SIZE_MAX + 1] = {0}, bad = 0, longest = 0;
+    for (int split = 0; split < 3; split++)
+        for (uint64_t i = 0; i < 1500; i++) {
+            int np, np2, nw;
+            const int len = pelab_algo_example(&t, split, i, seq, &np);
+            CHECK(pelab_algo_example(&t, split, i, again, &np2) == len && !memcmp(seq, again, (size_t)len * sizeof *seq),
+                  "%s: example %llu drawn twice differs", name, (unsigned long long)i);
+            const int size = answer(name, reversed, seq, np, want, &nw);
+            const int ok = seq[np] == SEP && len == np + nw + 2 && seq[len - 1] == END &&
+                           !memcmp(seq + np + 1, want, (size_t)nw * sizeof *want);
+            if (!ok && bad++ < 3) CHECK(0, "%s: split %d example %llu (size %d) has a wrong target", name, split, (unsigned long long)i, size);
+            if (split == PELAB_SPLIT_TEST && i < (uint64_t)M * per)
+                CHECK(size == 1 + (int)(i / per), "%s: test example %llu has size %d", name, (unsigned long long)i, size);
+            if (split != PELAB_SPLIT_TEST) {
+                CHECK(size >= 1 && size <= L, "%s: training size %d outside 1..%d", name, size, L);
+                seen[size]++;
+            }
+            for (int k = 0; k < len; k++) CHECK(seq[k] > 0 && seq[k] < t.vocab, "%s: token %d", name, seq[k]);
+            longest = len - 1 > longest ? len - 1 : longest;
+        }
+    for (int n = 1; n <= L; n++) CHECK(seen[n] > 0, "%s: training size %d never drawn", name, n);
+    CHECK(longest <= t.seq_len, "%s: an input of %d tokens in T %d", name, longest, t.seq_len);
+    /* a batch: targets from the separator on, the next token; padding past the end */
+    struct pelab_batch b;
+    PELAB_ASSERT(pelab_batch_alloc(&b, 3, t.seq_len) == PELAB_OK);
+    t.ops->fill(&t, PELAB_SPLIT_TEST, (uint64_t)(M - 1) * per, &b);
+    for (int r = 0; r < 3; r++) {
+        int np;
+        const int len = pelab_algo_example(&t, PELAB_SPLIT_TEST, (uint64_t)(M - 1) * per + r, seq, &np);
+        for (int p = 0; p < t.seq_len; p++) {
+            const int32_t tok = p < len - 1 ? seq[p] : 0, tgt = p >= np && p < len - 1 ? seq[p + 1] : -1;
+            CHECK(b.tokens[r * t.seq_len + p] == tok && b.targets[r * t.seq_len + p] == tgt && b.pos[r * t.seq_len + p] == p,
+                  "%s: batch row %d position %d", name, r, p);
+        }
+    }
+    pelab_batch_free(&b);
+    /* another data seed, other examples */
+    struct pelab_task u;
+    const char *const seed2[] = {"data-seed", "7", NULL};
+    PELAB_ASSERT(init(&u, name, seed2) == PELAB_OK);
+    int same = 0;
+    for (uint64_t i = 0; i < 50; i++) {
+        int np;
+        const int len = pelab_algo_example(&t, PELAB_SPLIT_TRAIN, i, seq, &np);
+        same += pelab_algo_example(&u, PELAB_SPLIT_TRAIN, i, again, &np) == len && !memcmp(seq, again, (size_t)len * sizeof *seq);
+    }
+    CHECK(same < 25, "%s: data seed 7 repeats %d of 50 examples", name, same);
+    printf("  %-9s sizes 1..%d (test 1..%d), T %d, %d wrong\n", name, L, M, t.seq_len, bad);
+    pelab_task_free(&u);
+    pelab_task_free(&t);
+}
+
+static void check_refusals(void) {
+    struct pelab_task t;
+    const char *const below[] = {"algo-test-max", "5", "algo-train-max", "8", NULL};
+    CHECK(init(&t, "copy", below) == PELAB_ERR_USAGE && strstr(pelab_last_error(), "--algo-test-max 5 is below --algo-train-max 8"),
+          "test range below the training range: %s", pelab_last_error());
+    const char *const big[] = {"algo-train-max", "300", NULL};
+    CHECK(init(&t, "reverse", big) == PELAB_ERR_USAGE, "--algo-train-max 300 accepted");
+}
+
+int main(void) {
+    const char *const tasks[] = {"copy", "reverse", "sort", "parity", "sum", "addition"};
+    for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) check_task(tasks[i], NULL, 0);
+    const char *const rev[] = {"addition-reversed", "on", "algo-train-max", "9", NULL};
+    check_task("addition", rev, 1);
+    const char *const few[] = {"algo-symbols", "3", NULL}; /* repeats in sort */
+    check_task("sort", few, 0);
+    check_refusals();
+    return check_report("test_algo");
+}
