@@ -34,23 +34,7 @@ struct compare_sweep {
     int qa, image;
 };
 
-/* One encoding's results over its seeds: what compare.json and the table report. acc is a
- * fraction (compare.json); acc_pct, for the table, is the mean and std of 100·acc per run, which
- * 100·acc_mean equals only to the last bit. */
-struct pe_stats {
-    const char *pe;
-    int seeds;
-    double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
-    double ppl_mean, ppl_std, len_mean[PELAB_SWEEP_MAX], len_std[PELAB_SWEEP_MAX];
-    double em_mean[PELAB_SWEEP_MAX], em_std[PELAB_SWEEP_MAX];
-};
 
-/* st[p]: the runs in rs (n) of the entry pes[p], p < n_pes, reduced over their seeds. */
-void compare_stats(struct pe_stats *st, const struct compare_result *rs, int n, const char *const *pes,
-                   int n_pes, const struct compare_sweep *sw);
-/* compare.json of the runs rs (n) and their reductions st (n_pes) into dir, atomically. */
-int compare_write_json(const char *dir, const char *task, const char *preset, const struct compare_result *rs,
-                       int n, const struct pe_stats *st, int n_pes, const struct compare_sweep *sw);
 /* The table on stdout (documents: a task of documents, whose table has perplexities) and every
  * file of the report into dir. PELAB_OK or the status of a write. */
 int compare_report(const char *dir, const char *task, const char *preset, const struct compare_result *rs,

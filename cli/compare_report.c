@@ -11,6 +11,17 @@
 #include "pelab/status.h"
 #include "pelab/train.h"
 
+/* One encoding's results over its seeds: what compare.json and the table report. acc is a
+ * fraction (compare.json); acc_pct, for the table, is the mean and std of 100·acc per run, which
+ * 100·acc_mean equals only to the last bit. */
+struct pe_stats {
+    const char *pe;
+    int seeds;
+    double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
+    double ppl_mean, ppl_std, len_mean[PELAB_SWEEP_MAX], len_std[PELAB_SWEEP_MAX];
+    double em_mean[PELAB_SWEEP_MAX], em_std[PELAB_SWEEP_MAX];
+};
+
 int compare_read_summary(struct compare_result *r) {
     char path[sizeof r->dir + 16];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
@@ -50,8 +61,9 @@ static int write_report(const char *dir, const char *name, struct pelab_sb *sb) 
     return rc;
 }
 
-void compare_stats(struct pe_stats *st, const struct compare_result *rs, int n, const char *const *pes,
-                   int n_pes, const struct compare_sweep *sw) {
+/* st[p]: the runs in rs (n) of the entry pes[p], p < n_pes, reduced over their seeds. */
+static void compare_stats(struct pe_stats *st, const struct compare_result *rs, int n, const char *const *pes,
+                          int n_pes, const struct compare_sweep *sw) {
     for (int p = 0; p < n_pes; p++) {
         enum { S = COMPARE_MAX_SEEDS };
         double acc[S], pct[S], loss[S], wall[S], ppl[S];
@@ -94,8 +106,10 @@ static void json_lengths(struct pelab_sb *sb, const char *key, const double *x, 
     pelab_sb_printf(sb, "]");
 }
 
-int compare_write_json(const char *dir, const char *task, const char *preset, const struct compare_result *rs,
-                       int n, const struct pe_stats *st, int n_pes, const struct compare_sweep *sw) {
+/* compare.json of the runs rs (n) and their reductions st (n_pes) into dir, atomically. */
+static int compare_write_json(const char *dir, const char *task, const char *preset,
+                              const struct compare_result *rs, int n, const struct pe_stats *st,
+                              int n_pes, const struct compare_sweep *sw) {
     struct pelab_sb sb = {0};
     pelab_sb_printf(&sb, "{\n  \"task\": ");
     pelab_sb_json_string(&sb, task);

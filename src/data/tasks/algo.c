@@ -164,7 +164,7 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     if (!test_max) test_max = 2 * train_max > PELAB_ALGO_SIZE_MAX ? PELAB_ALGO_SIZE_MAX : 2 * train_max;
     if (test_max < train_max)
         return pelab_fail(PELAB_ERR_USAGE, "--algo-test-max %d is below --algo-train-max %d: the test "
-                          "sizes run from 1 past the trained ones", test_max, train_max);
+                          "split holds every trained size and those beyond", test_max, train_max);
     struct algo *a = calloc(1, sizeof *a);
     if (!a) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the %s task", t->ops->name);
     a->kind = kind;
