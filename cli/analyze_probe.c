@@ -248,8 +248,9 @@ int pelab_analyze_probe(int argc, char **argv) {
     static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
     const enum pelab_split split = splits[pelab_opt_choice(&opts, probe_options, "split")];
     struct pelab_batch batch = {0}; /* one batch at a time: --batches costs time, not memory */
-    if (!rc) rc = pelab_batch_alloc(&batch, B, run.task.seq_len);
-    if (!rc) rc = pelab_model_reserve(&run.model, B, run.task.seq_len);
+    const int T = pelab_task_split_len(&run.task, split);
+    if (!rc) rc = pelab_batch_alloc(&batch, B, T);
+    if (!rc) rc = pelab_model_reserve(&run.model, B, T);
 
     const char *out = pelab_opt_str(&opts, probe_options, "out");
     struct pelab_atomic_file af = {0};

@@ -58,6 +58,11 @@ static const struct pelab_optdef compare_options[] = {
      "those of " AUTO_LENGTHS " that the long documents hold; none: no such columns. qa: "
      "answer-span perplexity and exact match of a greedy generation at these lengths (auto: "
      QA_AUTO_LENGTHS ")"},
+    {"buckets", PELAB_OPT_STR, "auto", 0, 0, NULL,
+     "algorithmic tasks: columns of test exact match over these ranges of instance sizes (e.g. "
+     "1-20,21-30,31-40; a single size is n); auto: the trained sizes, the untrained ones in up to "
+     "4 equal parts, and all the untrained ones. Each run's exact match at every size is kept in "
+     "its RUN/sizes.json, the means over seeds go to DIR/sizes.csv"},
     {"resolutions", PELAB_OPT_STR, "auto", 0, 0, NULL,
      "image: columns of test accuracy at these sides, the test images resized (bilinear) as "
      "'pelab eval --resolutions' does (sides like 28,56 or multiples like 2x); auto: "
@@ -136,6 +141,53 @@ static int check_resolutions(struct pelab_model *m, const struct pelab_task *t, 
     return rc;
 }
 
+/* Appends the bucket of sizes lo..hi to the sweep's columns. */
+static void add_bucket(int lo, int hi) {
+    struct compare_sweep *sw = &sweep;
+    sw->lo[sw->n] = lo, sw->hi[sw->n] = hi;
+    snprintf(sw->lengths[sw->n].label, sizeof sw->lengths[sw->n].label, lo == hi ? "%d" : "%d-%d", lo, hi);
+    sw->lengths[sw->n++].tokens = lo;
+}
+
+/* --buckets on an algorithmic task (its fresh task: the sizes of its test split), before any run
+ * trains: "auto", or ranges lo-hi (or single sizes) within the test sizes, into the sweep's
+ * columns. */
+static int check_buckets(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
+    const char *spec = ctx;
+    struct compare_sweep *sw = &sweep;
+    int per_size;
+    t->ops->sizes(t, &sw->train_max, &sw->test_max, &per_size);
+    const int L = sw->train_max, M = sw->test_max;
+    sw->n = 0;
+    if (strcmp(spec, "auto") == 0) {
+        add_bucket(1, L);
+        const int parts = M - L < 4 ? M - L : 4;
+        for (int i = 0; i < parts; i++) add_bucket(L + 1 + (M - L) * i / parts, L + (M - L) * (i + 1) / parts);
+        if (parts > 1) add_bucket(L + 1, M);
+        return PELAB_OK;
+    }
+    char items[PELAB_OPT_VAL_MAX];
+    snprintf(items, sizeof items, "%s", spec);
+    char *save;
+    for (char *item = strtok_r(items, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        int lo, hi, used = 0;
+        if (sscanf(item, "%d-%d%n", &lo, &hi, &used) != 2 || item[used]) {
+            used = 0;
+            if (sscanf(item, "%d%n", &lo, &used) != 1 || item[used])
+                return pelab_fail(PELAB_ERR_USAGE, "--buckets: '%s' is not a range of sizes like 21-30 "
+                                  "or a size", item);
+            hi = lo;
+        }
+        if (lo < 1 || hi < lo || hi > M)
+            return pelab_fail(PELAB_ERR_USAGE, "--buckets: %s is not within the test sizes 1..%d of "
+                              "task %s (--algo-test-max)", item, M, t->ops->name);
+        if (sw->n == PELAB_SWEEP_MAX)
+            return pelab_fail(PELAB_ERR_USAGE, "--buckets: at most %d ranges", PELAB_SWEEP_MAX);
+        add_bucket(lo, hi);
+    }
+    return PELAB_OK;
+}
+
 void pelab_cmd_compare_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "compare", compare_options);
@@ -149,7 +201,10 @@ void pelab_cmd_compare_help(FILE *f) {
                "means go to DIR/sweep.csv for 'pelab plot lines'). On task qa the columns are the\n"
                "answer-span perplexity and the exact match of a greedy generation at each length\n"
                "(RUN/qa_sweep.json; the SeqPE paper's Table II); --pe rope:init-from=R1,alibi:init-from=R2\n"
-               "fine-tunes each encoding's own pre-trained run.\n"
+               "fine-tunes each encoding's own pre-trained run. On the algorithmic tasks (copy,\n"
+               "reverse, ...) the columns are the test exact match over --buckets of instance\n"
+               "sizes, inside and beyond the trained ones, first one row per run, then the\n"
+               "mean and std over seeds (RUN/sizes.json; DIR/sizes.csv for 'pelab plot lines').\n"
                "Runs with a summary.json are not retrained; interrupted ones\n"
                "continue where they stopped. An encoding option applies to the runs of its\n"
                "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
@@ -314,6 +369,21 @@ static void child_progress(void *ctx, const struct pelab_train_progress *p) {
  * into at (qa: span perplexity, and exact match into em), or image accuracy per side. */
 static int run_sweep(const struct compare_result *r, double *at, double *em) {
     const struct pelab_opts *eval = &variants[r->variant].eval;
+    if (sweep.sizes) {
+        static double all[PELAB_SIZES_MAX];
+        double *x = r->size_em ? r->size_em : all;
+        int train_max, test_max;
+        int rc = pelab_compare_sizes(r->dir, eval, &train_max, &test_max, x);
+        for (int b = 0; !rc && b < sweep.n; b++) { /* equal examples per size: the bucket's exact match */
+            if (sweep.hi[b] > test_max)
+                return pelab_fail(PELAB_ERR_USAGE, "its test split holds sizes 1..%d, not all of "
+                                  "--buckets (it was trained with another --algo-test-max)", test_max);
+            at[b] = 0;
+            for (int k = sweep.lo[b]; k <= sweep.hi[b]; k++) at[b] += x[k - 1];
+            at[b] /= sweep.hi[b] - sweep.lo[b] + 1;
+        }
+        return rc;
+    }
     if (sweep.image) return pelab_compare_resolutions(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at);
     if (sweep.qa) return pelab_compare_qa_sweep(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at, em);
     return pelab_compare_sweep(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at);
@@ -461,6 +531,9 @@ int pelab_cmd_compare(int argc, char **argv) {
                           "auto or none)");
     static char resolutions[PELAB_OPT_VAL_MAX];
     snprintf(resolutions, sizeof resolutions, "%s", pelab_opt_str(&opts, compare_options, "resolutions"));
+    static char buckets[PELAB_OPT_VAL_MAX];
+    snprintf(buckets, sizeof buckets, "%s", pelab_opt_str(&opts, compare_options, "buckets"));
+    const int buckets_given = pelab_opts_get(&opts, "buckets") != NULL;
     const int resolutions_given = pelab_opts_get(&opts, "resolutions") != NULL;
     const int lengths_given = pelab_opts_get(&opts, "lengths") != NULL;
     if (!resolutions[0])
@@ -468,6 +541,7 @@ int pelab_cmd_compare(int argc, char **argv) {
                           "multiples like 1x,2x,3x, auto or none)");
     pelab_opts_unset(&opts, "lengths");
     pelab_opts_unset(&opts, "resolutions");
+    pelab_opts_unset(&opts, "buckets");
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");
     pelab_opts_unset(&opts, "jobs");
@@ -512,6 +586,17 @@ int pelab_cmd_compare(int argc, char **argv) {
     if (sweep.image && strcmp(resolutions, "auto") == 0)
         snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
     const int image_sweeps = sweep.image && strcmp(resolutions, "none") != 0;
+    sweep.sizes = tops && tops->sizes;
+    if (!buckets[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--buckets: an empty list (give ranges of sizes like "
+                          "1-20,21-40, auto or none)");
+    if (buckets_given && !sweep.sizes)
+        return pelab_fail(PELAB_ERR_USAGE, "--buckets: task %s has no instance sizes (the "
+                          "algorithmic tasks only: 'pelab help tasks')", task);
+    if (sweep.sizes && lengths_given)
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: task %s is swept over instance sizes: give "
+                          "--buckets (e.g. 1-20,21-40)", task);
+    const int size_sweeps = sweep.sizes && strcmp(buckets, "none") != 0;
     if (qa_sweeps) { /* the lengths' form now; the task and the positions at each after training */
         struct pelab_sweep_length l[PELAB_SWEEP_MAX];
         int nl;
@@ -538,6 +623,8 @@ int pelab_cmd_compare(int argc, char **argv) {
             if (image_sweeps) {
                 lc.spec = resolutions;
                 rc = pelab_train_validate_with(&one, check_resolutions, &lc);
+            } else if (size_sweeps) {
+                rc = pelab_train_validate_with(&one, check_buckets, buckets);
             } else {
                 rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc);
             }
@@ -547,6 +634,8 @@ int pelab_cmd_compare(int argc, char **argv) {
 
     if ((sweeps || qa_sweeps) && strcmp(lengths, "none") != 0) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
     if (image_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", resolutions);
+    if (size_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", buckets);
+    if (!size_sweeps) sweep.sizes = 0;
     if (jobs == 1) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
         int todo = 0, done = 0;
@@ -569,16 +658,21 @@ int pelab_cmd_compare(int argc, char **argv) {
         for (int i = 0; i < n; i++)
             if ((rc = compare_read_summary(&rs[i]))) return rc;
     }
-    /* Each run's sweep (kept in its directory): a column per length or side. */
-    for (int i = 0; sweep_spec[0] && i < n; i++) {
+    /* Each run's sweep (kept in its directory): a column per length, side or bucket of sizes. */
+    for (int i = 0; !rc && sweep.sizes && i < n; i++)
+        if (!(rs[i].size_em = calloc(PELAB_SIZES_MAX, sizeof *rs[i].size_em)))
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int i = 0; !rc && sweep_spec[0] && i < n; i++) {
         char label[80];
         run_label(label, sizeof label, &rs[i]);
         pelab_eval_set_progress(pelab_eval_progress_print, label);
         rc = run_sweep(&rs[i], rs[i].at, rs[i].em);
         pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-        if (rc) return fail_naming(rc, rs[i].dir);
+        if (rc) rc = fail_naming(rc, rs[i].dir);
     }
-    if ((rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, &sweep))) return rc;
+    if (!rc) rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, &sweep);
+    for (int i = 0; i < n; i++) free(rs[i].size_em);
+    if (rc) return rc;
     int runs = 0;
     for (int i = 0; i < n; i++) runs += rs[i].shares < 0;
     printf("\n%d runs in %s; results in %s/compare.json\n", runs, out, out);

@@ -281,15 +281,14 @@ static int by_size(const char *dir, struct pelab_run *run, int batch, int json, 
     t->ops->sizes(t, &train_max, &test_max, &per_size);
     struct pelab_eval_result *r = calloc((size_t)test_max, sizeof *r);
     if (!r) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    int rc = PELAB_OK;
-    for (int n = 1; n <= test_max && !rc; n++)
-        rc = pelab_evaluate(&run->model, t, PELAB_SPLIT_TEST, (uint64_t)(n - 1) * per_size, per_size, batch, &r[n - 1]);
+    int rc = pelab_evaluate_sizes(&run->model, t, batch, r);
     struct pelab_sb sb = {0}, text = {0};
     pelab_sb_printf(&text, "pe,size,trained,examples,exact_match,accuracy,loss\n");
     if (json) {
         json_head(&sb, dir, run);
-        pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"test\", \"train_max\": %d, \"rows\": [",
+        pelab_sb_printf(&sb, ", \"step\": %" PRId64 ", \"split\": \"test\", \"train_max\": %d, \"rows\": ",
                         run->step, train_max);
+        pelab_sizes_json(&sb, r, test_max, train_max);
     } else {
         pelab_sb_printf(&sb, "test split by size: %s (task %s, pe %s, step %" PRId64 "), trained on sizes 1..%d\n"
                         "size  examples  exact match  token acc     loss\n", dir, t->ops->name,
@@ -297,23 +296,13 @@ static int by_size(const char *dir, struct pelab_run *run, int batch, int json, 
     }
     for (int n = 1; n <= test_max && !rc; n++) {
         const struct pelab_eval_result *e = &r[n - 1];
-        if (json) {
-            pelab_sb_printf(&sb, "%s{\"size\": %d, \"trained\": %s, \"examples\": %" PRIu64 ", \"exact_match\": ",
-                            n > 1 ? ", " : "", n, n <= train_max ? "true" : "false", e->examples);
-            pelab_sb_json_number(&sb, e->exact_match);
-            pelab_sb_printf(&sb, ", \"accuracy\": ");
-            pelab_sb_json_number(&sb, e->acc);
-            pelab_sb_printf(&sb, ", \"loss\": ");
-            pelab_sb_json_number(&sb, e->loss);
-            pelab_sb_printf(&sb, "}");
-        } else {
+        if (!json)
             pelab_sb_printf(&sb, "%4d  %8" PRIu64 "  %10.1f%%  %8.1f%%  %7.4f%s\n", n, e->examples,
                             100 * e->exact_match, 100 * e->acc, e->loss, n <= train_max ? "  trained" : "");
-        }
         pelab_sb_printf(&text, "%s,%d,%d,%" PRIu64 ",%.9g,%.9g,%.9g\n", run->model.cfg.pe, n,
                         n <= train_max, e->examples, e->exact_match, e->acc, e->loss);
     }
-    if (json) pelab_sb_printf(&sb, "]}\n");
+    if (json) pelab_sb_printf(&sb, "}\n");
     free(r);
     if (!rc && pelab_dist_rank() == 0) fputs(sb.data, stdout);
     if (!rc && csv[0] && pelab_dist_rank() == 0) rc = pelab_write_file_atomic(csv, text.data, text.len);

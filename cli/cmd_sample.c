@@ -77,7 +77,7 @@ static int not_finite(const char *what, uint64_t index, int p, double x) {
 
 static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, int count) {
     const struct pelab_task *t = &run->task;
-    int T = t->seq_len;
+    int T = pelab_task_split_len(t, split);
     struct pelab_batch b;
     int rc = pelab_batch_alloc_for(&b, t, count, T);
     if (rc) return rc;

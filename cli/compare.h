@@ -23,15 +23,20 @@ struct compare_result {
                                   * (tasks of documents; qa: of the answer span); image: test
                                   * accuracy at each --resolutions side */
     double em[PELAB_SWEEP_MAX];  /* qa: exact match of the greedy generation at each entry */
+    double *size_em;             /* algorithmic tasks: test exact match at each size 1..test_max
+                                  * (the sweep's buckets, in `at`, are means of these) */
 };
 
 /* The sweep every run made after training: its columns' labels (and, as .tokens, their lengths,
  * or an image side in pixels), how many (0: none), and its kind: a qa sweep (span perplexity and
- * exact match, pelab/qa_sweep.h) or an image resolution sweep (test accuracy per side). */
+ * exact match, pelab/qa_sweep.h), an image resolution sweep (test accuracy per side) or, on an
+ * algorithmic task, the test exact match per instance size, its columns buckets of sizes
+ * lo[i]..hi[i] (labels "lo-hi") of the sizes 1..test_max, those up to train_max trained. */
 struct compare_sweep {
     struct pelab_sweep_length lengths[PELAB_SWEEP_MAX];
     int n;
-    int qa, image;
+    int qa, image, sizes;
+    int lo[PELAB_SWEEP_MAX], hi[PELAB_SWEEP_MAX], train_max, test_max;
 };
 
 

@@ -20,6 +20,7 @@ struct pe_stats {
     double acc_mean, acc_std, acc_pct_mean, acc_pct_std, loss_mean, loss_std, wall_mean, wall_std;
     double ppl_mean, ppl_std, len_mean[PELAB_SWEEP_MAX], len_std[PELAB_SWEEP_MAX];
     double em_mean[PELAB_SWEEP_MAX], em_std[PELAB_SWEEP_MAX];
+    double size_mean[PELAB_SIZES_MAX], size_std[PELAB_SIZES_MAX]; /* algorithmic: exact match per size */
 };
 
 int compare_read_summary(struct compare_result *r) {
@@ -93,6 +94,11 @@ static void compare_stats(struct pe_stats *st, const struct compare_result *rs, 
             for (int k = 0; k < m; k++) x[k] = mine[k]->em[l];
             mean_std(x, m, &e->em_mean[l], &e->em_std[l]);
         }
+        for (int z = 0; sw->sizes && z < sw->test_max; z++) {
+            double x[S];
+            for (int k = 0; k < m; k++) x[k] = mine[k]->size_em[z];
+            mean_std(x, m, &e->size_mean[z], &e->size_std[z]);
+        }
     }
 }
 
@@ -115,8 +121,10 @@ static int compare_write_json(const char *dir, const char *task, const char *pre
     pelab_sb_json_string(&sb, task);
     pelab_sb_printf(&sb, ",\n  \"preset\": ");
     pelab_sb_json_string(&sb, preset);
+    if (sw->n && sw->sizes)
+        pelab_sb_printf(&sb, ",\n  \"train_max\": %d,\n  \"test_max\": %d", sw->train_max, sw->test_max);
     if (sw->n) {
-        pelab_sb_printf(&sb, ",\n  \"%s\": [", sw->image ? "resolutions" : "lengths");
+        pelab_sb_printf(&sb, ",\n  \"%s\": [", sw->image ? "resolutions" : sw->sizes ? "buckets" : "lengths");
         for (int l = 0; l < sw->n; l++) {
             pelab_sb_printf(&sb, "%s", l ? ", " : "");
             pelab_sb_json_string(&sb, sw->lengths[l].label);
@@ -137,6 +145,9 @@ static int compare_write_json(const char *dir, const char *task, const char *pre
         pelab_sb_json_number(&sb, rs[i].wall_s);
         if (sw->n && sw->image) {
             json_lengths(&sb, "sweep_acc", rs[i].at, sw->n);
+        } else if (sw->n && sw->sizes) {
+            json_lengths(&sb, "sweep_em", rs[i].at, sw->n);
+            json_lengths(&sb, "size_em", rs[i].size_em, sw->test_max);
         } else if (sw->n && sw->qa) {
             json_lengths(&sb, "sweep_span_ppl", rs[i].at, sw->n);
             json_lengths(&sb, "sweep_em", rs[i].em, sw->n);
@@ -163,6 +174,11 @@ static int compare_write_json(const char *dir, const char *task, const char *pre
         if (sw->n && sw->image) {
             json_lengths(&sb, "sweep_acc_mean", e->len_mean, sw->n);
             json_lengths(&sb, "sweep_acc_std", e->len_std, sw->n);
+        } else if (sw->n && sw->sizes) {
+            json_lengths(&sb, "sweep_em_mean", e->len_mean, sw->n);
+            json_lengths(&sb, "sweep_em_std", e->len_std, sw->n);
+            json_lengths(&sb, "size_em_mean", e->size_mean, sw->test_max);
+            json_lengths(&sb, "size_em_std", e->size_std, sw->test_max);
         } else if (sw->n && sw->qa) {
             json_lengths(&sb, "sweep_span_ppl_mean", e->len_mean, sw->n);
             json_lengths(&sb, "sweep_span_ppl_std", e->len_std, sw->n);
@@ -185,9 +201,18 @@ static int compare_write_json(const char *dir, const char *task, const char *pre
 /* One row per (encoding, sweep entry) with the mean and std over the seeds: DIR/sweep.csv, of the
  * perplexity at each length (qa: and the exact match), what `pelab plot lines --x length --y
  * ppl_mean --group pe --logx` draws; image: DIR/resolutions.csv, of the test accuracy at each
- * side (`--x side --y acc_mean --group pe`). */
+ * side (`--x side --y acc_mean --group pe`); algorithmic tasks: DIR/sizes.csv, of the test exact
+ * match at every instance size (`--x size --y em_mean --group pe --shade 1,L`). */
 static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes, const struct compare_sweep *sw) {
     struct pelab_sb sb = {0};
+    if (sw->sizes) { /* algorithmic: DIR/sizes.csv, the exact match at every size */
+        pelab_sb_printf(&sb, "pe,size,trained,em_mean,em_std\n");
+        for (int p = 0; p < n_pes; p++)
+            for (int z = 0; z < sw->test_max; z++)
+                pelab_sb_printf(&sb, "%s,%d,%d,%.9g,%.9g\n", st[p].pe, z + 1, z < sw->train_max,
+                                st[p].size_mean[z], st[p].size_std[z]);
+        return write_report(dir, "sizes.csv", &sb);
+    }
     pelab_sb_printf(&sb, "%s\n", sw->image ? "pe,label,side,acc_mean,acc_std"
                                  : sw->qa   ? "pe,label,length,ppl_mean,ppl_std,em_mean,em_std"
                                             : "pe,label,length,ppl_mean,ppl_std");
@@ -256,6 +281,33 @@ static void print_qa_table(const struct pe_stats *st, int n_pes, const struct co
     }
 }
 
+/* Algorithmic tasks: the test exact match over each bucket of sizes, first one row per run (when
+ * an encoding has several seeds), then the mean ± std over seeds per encoding. */
+static void print_sizes_table(const struct compare_result *rs, int n, const struct pe_stats *st, int n_pes,
+                              const struct compare_sweep *sw) {
+    int spread = 0;
+    for (int p = 0; p < n_pes; p++) spread |= st[p].seeds > 1;
+    for (int table = spread ? 0 : 1; table < 2; table++) {
+        printf(table ? "\n| encoding |" : "\n| encoding | seed |");
+        for (int l = 0; l < sw->n; l++)
+            printf(" EM %s%s |", sw->lengths[l].label, sw->hi[l] <= sw->train_max ? " (trained)" : "");
+        printf(table ? " time per run |\n|---|" : " time |\n|---|---|");
+        for (int l = 0; l <= sw->n; l++) printf("---|");
+        printf("\n");
+        for (int i = 0; !table && i < n; i++) {
+            printf("| %s | %" PRIu64 " |", rs[i].pe, rs[i].seed);
+            for (int l = 0; l < sw->n; l++) printf(" %.1f %% |", 100 * rs[i].at[l]);
+            time_cell(&(struct pe_stats){.wall_mean = rs[i].wall_s});
+        }
+        for (int p = 0; table && p < n_pes; p++) {
+            const struct pe_stats *e = &st[p];
+            printf("| %s |", e->pe);
+            for (int l = 0; l < sw->n; l++) cell(e->seeds, 1, 100 * e->len_mean[l], 100 * e->len_std[l], " %");
+            time_cell(e);
+        }
+    }
+}
+
 static void print_table(const struct pe_stats *st, int n_pes) {
     int spread = 0;
     for (int p = 0; p < n_pes; p++) spread |= st[p].seeds > 1;
@@ -272,9 +324,10 @@ static void print_table(const struct pe_stats *st, int n_pes) {
 
 int compare_report(const char *dir, const char *task, const char *preset, const struct compare_result *rs,
                    int n, const char *const *pes, int n_pes, int documents, const struct compare_sweep *sw) {
-    struct pe_stats st[COMPARE_MAX_PES];
+    static struct pe_stats st[COMPARE_MAX_PES];
     compare_stats(st, rs, n, pes, n_pes, sw);
-    if (sw->image && sw->n) print_sweep_table(st, n_pes, 1, sw);
+    if (sw->sizes && sw->n) print_sizes_table(rs, n, st, n_pes, sw);
+    else if (sw->image && sw->n) print_sweep_table(st, n_pes, 1, sw);
     else if (sw->qa && sw->n) print_qa_table(st, n_pes, sw);
     else if (sw->n || documents) print_sweep_table(st, n_pes, 0, sw);
     else print_table(st, n_pes);

@@ -1,4 +1,5 @@
-/* The extrapolation columns of `pelab compare` on tasks of documents and qa: each run's
+/* The extrapolation columns of `pelab compare` on tasks of documents, qa, images and the
+ * algorithmic tasks: each run's
  * length-extrapolation sweep (pelab/sweep.h) on the long documents, kept in RUN/sweep.json so
  * that a resumed comparison does not evaluate a finished run again.
  *
@@ -10,7 +11,9 @@
  * qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test questions, greedy
  * generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep RUN/resolutions.json alike:
  * {"lengths": "<the --resolutions text>", "rows": [{"side", "grid", "accuracy", "loss",
- * "examples"}, ...]}, the whole test split at each side.
+ * "examples"}, ...]}, the whole test split at each side. Runs of an algorithmic task keep
+ * RUN/sizes.json: {"sizes": "1-<test max>", "train_max": L, "rows": [the rows of 'pelab eval
+ * --json' on the test split]}, every size of the test split.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,9 +56,10 @@ static int cache_open(struct pelab_run *run, struct sweep_cache *sc, const char 
 }
 
 /* Reads each row's number `key` of path into ppl (and, em not NULL, the exact matches) if it was
- * made for `spec` and the options `eval` (their eval_text) with n rows; 0 when it was. */
-static int read_cached(const char *path, const char *spec, const char *eval, int n, const char *key,
-                       double *ppl, double *em) {
+ * made for `spec` (its "lengths", or `spec_key`) and the options `eval` (their eval_text) with n
+ * rows; 0 when it was. */
+static int read_cached_as(const char *path, const char *spec_key, const char *spec, const char *eval, int n,
+                          const char *key, double *ppl, double *em) {
     char *text;
     size_t size;
     if (pelab_read_file(path, &text, &size)) {
@@ -69,7 +73,7 @@ static int read_cached(const char *path, const char *spec, const char *eval, int
         pelab_clear_error();
         return -1;
     }
-    const struct pelab_json *l = pelab_json_get(j, "lengths"), *rows = pelab_json_get(j, "rows");
+    const struct pelab_json *l = pelab_json_get(j, spec_key), *rows = pelab_json_get(j, "rows");
     const struct pelab_json *e = pelab_json_get(j, "eval_options");
     int ok = l && l->type == PELAB_JSON_STRING && strcmp(l->string, spec) == 0 && rows &&
              rows->type == PELAB_JSON_ARRAY && rows->count == n &&
@@ -85,14 +89,23 @@ static int read_cached(const char *path, const char *spec, const char *eval, int
     return ok ? 0 : -1;
 }
 
-/* The start of a cache file, {"lengths": spec[, "eval_options": etext]; the caller adds its rows. */
-static void cache_head(struct pelab_sb *sb, const char *spec, const char *etext) {
-    pelab_sb_printf(sb, "{\"lengths\": ");
+static int read_cached(const char *path, const char *spec, const char *eval, int n, const char *key,
+                       double *ppl, double *em) {
+    return read_cached_as(path, "lengths", spec, eval, n, key, ppl, em);
+}
+
+/* The start of a cache file, {"<spec_key>": spec[, "eval_options": etext]; the caller adds its rows. */
+static void cache_head_as(struct pelab_sb *sb, const char *spec_key, const char *spec, const char *etext) {
+    pelab_sb_printf(sb, "{\"%s\": ", spec_key);
     pelab_sb_json_string(sb, spec);
     if (etext[0]) {
         pelab_sb_printf(sb, ", \"eval_options\": ");
         pelab_sb_json_string(sb, etext);
     }
+}
+
+static void cache_head(struct pelab_sb *sb, const char *spec, const char *etext) {
+    cache_head_as(sb, "lengths", spec, etext);
 }
 
 /* Closes the object in sb, writes it to path atomically and frees sb. */
@@ -192,5 +205,31 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         acc[i] = r[i].acc;
     }
     pelab_sb_printf(&sb, "]");
+    return cache_write(&sb, sc.path);
+}
+
+int pelab_compare_sizes(const char *run_dir, const struct pelab_opts *eval, int *train_max, int *test_max,
+                        double *em) {
+    static struct pelab_run run;
+    static struct sweep_cache sc;
+    int rc = cache_open(&run, &sc, run_dir, eval, "sizes");
+    if (rc) return rc;
+    int per_size;
+    run.task.ops->sizes(&run.task, train_max, test_max, &per_size);
+    char spec[32];
+    snprintf(spec, sizeof spec, "1-%d", *test_max);
+    if (read_cached_as(sc.path, "sizes", spec, sc.etext, *test_max, "exact_match", em, NULL) == 0) {
+        pelab_run_close(&run);
+        return PELAB_OK;
+    }
+    static struct pelab_eval_result r[PELAB_SIZES_MAX];
+    rc = pelab_evaluate_sizes(&run.model, &run.task, 256, r);
+    pelab_run_close(&run);
+    if (rc) return rc;
+    struct pelab_sb sb = {0};
+    cache_head_as(&sb, "sizes", spec, sc.etext);
+    pelab_sb_printf(&sb, ", \"train_max\": %d, \"rows\": ", *train_max);
+    pelab_sizes_json(&sb, r, *test_max, *train_max);
+    for (int i = 0; i < *test_max; i++) em[i] = r[i].exact_match;
     return cache_write(&sb, sc.path);
 }

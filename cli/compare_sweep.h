@@ -1,6 +1,7 @@
 /* cli/compare_sweep.h — the extrapolation columns of `pelab compare` (cli/compare_sweep.c):
  * perplexity at each length for tasks of documents; span perplexity and exact match for qa;
- * accuracy at each resolution for images. */
+ * accuracy at each resolution for images; exact match at each instance size for the algorithmic
+ * tasks. */
 #ifndef PELAB_CLI_COMPARE_SWEEP_H
 #define PELAB_CLI_COMPARE_SWEEP_H
 
@@ -23,5 +24,11 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
  * the side), kept in run_dir/resolutions.json. */
 int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                               struct pelab_sweep_length *lengths, int *n, double *acc);
+
+/* The same for a run of an algorithmic task (pelab/task.h, `sizes`): the exact match of its test
+ * split at each size 1..*test_max into em (room for PELAB_SIZES_MAX), *train_max its trained
+ * sizes, kept in run_dir/sizes.json. */
+int pelab_compare_sizes(const char *run_dir, const struct pelab_opts *eval, int *train_max, int *test_max,
+                        double *em);
 
 #endif

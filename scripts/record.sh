@@ -47,7 +47,7 @@ for run in json.load(open(compare))["runs"]:
     to = os.path.join(dest, "runs", os.path.basename(src.rstrip("/")))
     os.makedirs(to, exist_ok=True)
     for name in sorted(os.listdir(src)):
-        if name in ("config.json", "summary.json") or (name.startswith(("sweep", "resolutions", "qa_sweep")) and name.endswith(".json")):
+        if name in ("config.json", "summary.json") or (name.startswith(("sweep", "resolutions", "qa_sweep", "sizes")) and name.endswith(".json")):
             shutil.copyfile(os.path.join(src, name), os.path.join(to, name))
     with open(os.path.join(src, "log.jsonl")) as f:
         tail = f.readlines()[-5:]

@@ -2,7 +2,9 @@
 # The algorithmic tasks from the command line: a tiny copy run evaluates its test split size by
 # size (sizes 1..2L, the trained ones marked) as a table, JSON and CSV with one row per size whose
 # examples add up to the whole split; every task trains; bad options are one line, exit 2, and
-# leave no run directory. (tests/test_algo.c checks the examples themselves.)
+# leave no run directory. compare has a column per bucket of sizes (one row per run, then mean and
+# std over seeds), each the mean of the run's per-size exact matches in its sizes.json, and writes
+# sizes.csv. (tests/test_algo.c checks the examples themselves.)
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --steps 3 --warmup 1 --eval-every 0"
@@ -30,8 +32,47 @@ PY
 "$P" eval --model "$W/copy" --threads 1 --examples 40 >"$W/all" 2>"$W/e" || fail "eval --examples: $(cat "$W/e")"
 grep -q "test: exact match .* ([0-9]*/40 examples" "$W/all" || fail "eval --examples 40: $(cat "$W/all")"
 
+# compare: buckets of sizes, the auto ones (the trained sizes, the untrained in 4 parts, all the
+# untrained) and given ones, each the mean of its sizes' exact matches
+"$P" compare --task copy --pe nope,rope --seeds 2 $TINY --algo-train-max 4 --algo-test-per-size 5 \
+    --out "$W/cmp" >"$W/ct" 2>"$W/e" || fail "compare: $(cat "$W/e")"
+grep -q "^| encoding | seed | EM 1-4 (trained) | EM 5 | EM 6 | EM 7 | EM 8 | EM 5-8 | time |$" "$W/ct" &&
+    [ "$(grep -c '^| \(nope\|rope\) | [12] |' "$W/ct")" = 4 ] && grep -q "^| rope | .* ± " "$W/ct" ||
+    fail "compare's tables: $(cat "$W/ct")"
+/usr/bin/python3 - "$W/cmp" <<'PY' || fail "compare.json and sizes.csv disagree with the runs' sizes.json"
+import csv, json, statistics, sys
+d = sys.argv[1]
+c = json.load(open(d + "/compare.json"))
+assert c["buckets"] == ["1-4", "5", "6", "7", "8", "5-8"] and c["train_max"] == 4 and c["test_max"] == 8, c
+ranges = [(1, 4), (5, 5), (6, 6), (7, 7), (8, 8), (5, 8)]
+for r in c["runs"]:
+    rows = json.load(open(r["dir"] + "/sizes.json"))["rows"]
+    em = [x["exact_match"] for x in rows]
+    assert r["size_em"] == em and len(em) == 8, r
+    for (lo, hi), b in zip(ranges, r["sweep_em"]):
+        assert abs(b - statistics.mean(em[lo - 1:hi])) < 1e-12, (r, lo, hi)
+for e in c["encodings"]:
+    mine = [r["size_em"] for r in c["runs"] if r["pe"] == e["pe"]]
+    assert e["seeds"] == 2 and all(abs(m - statistics.mean(x)) < 1e-12 for m, x in zip(e["size_em_mean"], zip(*mine))), e
+rows = list(csv.DictReader(open(d + "/sizes.csv")))
+assert [(r["pe"], int(r["size"]), r["trained"]) for r in rows] == \
+    [(p, s, "1" if s <= 4 else "0") for p in ("nope", "rope") for s in range(1, 9)], rows
+PY
+"$P" compare --task copy --pe rope --seeds 1 $TINY --algo-train-max 4 --algo-test-per-size 5 --buckets 1-4,8,5-8 \
+    --out "$W/cmp" >"$W/ct" 2>"$W/e" || fail "compare --buckets: $(cat "$W/e")"
+grep -q "^| encoding | EM 1-4 (trained) | EM 8 | EM 5-8 | time per run |$" "$W/ct" || fail "--buckets: $(cat "$W/ct")"
+expect 2 "--buckets: 7-9 is not within the test sizes 1..8 of task copy" -- compare --task copy --pe rope --seeds 1 $TINY --algo-train-max 4 --buckets 1-4,7-9 --out "$W/bad4"
+expect 2 "--buckets: 'x' is not a range of sizes" -- compare --task copy --pe rope --seeds 1 $TINY --algo-train-max 4 --buckets x --out "$W/bad5"
+expect 2 "--buckets: task indirect has no instance sizes" -- compare --task indirect --pe rope --seeds 1 $TINY --buckets 1-4 --out "$W/bad6"
+expect 2 "--lengths: task copy is swept over instance sizes" -- compare --task copy --pe rope --seeds 1 $TINY --lengths 2x --out "$W/bad7"
+# the test split runs past the training context: an encoding that cannot take its positions is
+# refused before anything trains
+expect 2 "task copy tests beyond the training context of 9 positions, up to 17: --pe learned: position 16 is beyond the table of 9 positions" \
+    -- train --task copy --pe learned $TINY --algo-train-max 4 --out "$W/bad8"
+train --task copy --pe learned --ape-max-len 17 $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/learned"
+
 expect 2 "--algo-test-max 3 is below --algo-train-max 4" -- train --task copy $TINY --algo-train-max 4 --algo-test-max 3 --out "$W/bad1"
 expect 2 "addition-reversed" -- train --task copy $TINY --addition-reversed on --out "$W/bad2"
 expect 2 "--algo-train-max: 300 is out of range" -- train --task reverse $TINY --algo-train-max 300 --out "$W/bad3"
-[ -e "$W/bad1" ] || [ -e "$W/bad2" ] || [ -e "$W/bad3" ] && fail "a refused run left its directory"
+for b in 1 2 3 4 5 6 7 8; do [ -e "$W/bad$b" ] && fail "a refused run left its directory $W/bad$b"; done
 echo "ok"

@@ -75,8 +75,8 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
     int L, M, per;
     t.ops->sizes(&t, &L, &M, &per);
     CHECK(M == 2 * L && t.ops->split_size(&t, PELAB_SPLIT_TEST) == (uint64_t)M * per, "%s: sizes %d %d %d", name, L, M, per);
-    int32_t seq[4 * PELAB_ALGO_SIZE_MAX + 8], again[4 * PELAB_ALGO_SIZE_MAX + 8], want[2 * PELAB_ALGO_SIZE_MAX + 2];
-    int seen[2 * PELAB_ALGO_SIZE_MAX + 1] = {0}, bad = 0, longest = 0;
+    int32_t seq[4 * PELAB_SIZES_MAX + 8], again[4 * PELAB_SIZES_MAX + 8], want[2 * PELAB_SIZES_MAX + 2];
+    int seen[2 * PELAB_SIZES_MAX + 1] = {0}, bad = 0, longest_train = 0, longest_test = 0;
     for (int split = 0; split < 3; split++)
         for (uint64_t i = 0; i < 1500; i++) {
             int np, np2, nw;
@@ -94,20 +94,31 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
                 seen[size]++;
             }
             for (int k = 0; k < len; k++) CHECK(seq[k] > 0 && seq[k] < t.vocab, "%s: token %d", name, seq[k]);
-            longest = len - 1 > longest ? len - 1 : longest;
+            CHECK(len - 1 <= t.ops->size_len(&t, size), "%s: an input of %d tokens at size %d, of length %d",
+                  name, len - 1, size, t.ops->size_len(&t, size));
+            int *longest = split == PELAB_SPLIT_TEST ? &longest_test : &longest_train;
+            *longest = len - 1 > *longest ? len - 1 : *longest;
         }
     for (int n = 1; n <= L; n++) CHECK(seen[n] > 0, "%s: training size %d never drawn", name, n);
-    CHECK(longest <= t.seq_len, "%s: an input of %d tokens in T %d", name, longest, t.seq_len);
+    /* the training context holds the training sizes, the test length the test sizes, exactly */
+    CHECK(longest_train <= t.seq_len && t.seq_len == t.ops->size_len(&t, L) && t.test_len == t.ops->size_len(&t, M) &&
+          pelab_task_split_len(&t, PELAB_SPLIT_VAL) == t.seq_len && pelab_task_split_len(&t, PELAB_SPLIT_TEST) == t.test_len,
+          "%s: training inputs of up to %d tokens in T %d, test length %d", name, longest_train, t.seq_len, t.test_len);
+    CHECK(longest_test <= t.test_len, "%s: test inputs of up to %d tokens, test length %d", name, longest_test, t.test_len);
+    int np_last; /* a copy of size M fills the test length */
+    const int last = pelab_algo_example(&t, PELAB_SPLIT_TEST, (uint64_t)M * per - 1, seq, &np_last);
+    CHECK(strcmp(name, "copy") || last - 1 == t.test_len, "copy: size %d is %d tokens, test length %d", M, last - 1, t.test_len);
     /* a batch: targets from the separator on, the next token; padding past the end */
     struct pelab_batch b;
-    PELAB_ASSERT(pelab_batch_alloc(&b, 3, t.seq_len) == PELAB_OK);
+    const int T = t.test_len;
+    PELAB_ASSERT(pelab_batch_alloc(&b, 3, T) == PELAB_OK);
     t.ops->fill(&t, PELAB_SPLIT_TEST, (uint64_t)(M - 1) * per, &b);
     for (int r = 0; r < 3; r++) {
         int np;
         const int len = pelab_algo_example(&t, PELAB_SPLIT_TEST, (uint64_t)(M - 1) * per + r, seq, &np);
-        for (int p = 0; p < t.seq_len; p++) {
+        for (int p = 0; p < T; p++) {
             const int32_t tok = p < len - 1 ? seq[p] : 0, tgt = p >= np && p < len - 1 ? seq[p + 1] : -1;
-            CHECK(b.tokens[r * t.seq_len + p] == tok && b.targets[r * t.seq_len + p] == tgt && b.pos[r * t.seq_len + p] == p,
+            CHECK(b.tokens[r * T + p] == tok && b.targets[r * T + p] == tgt && b.pos[r * T + p] == p,
                   "%s: batch row %d position %d", name, r, p);
         }
     }
@@ -123,7 +134,7 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
         same += pelab_algo_example(&u, PELAB_SPLIT_TRAIN, i, again, &np) == len && !memcmp(seq, again, (size_t)len * sizeof *seq);
     }
     CHECK(same < 25, "%s: data seed 7 repeats %d of 50 examples", name, same);
-    printf("  %-9s sizes 1..%d (test 1..%d), T %d, %d wrong\n", name, L, M, t.seq_len, bad);
+    printf("  %-9s sizes 1..%d (test 1..%d), T %d (test %d), %d wrong\n", name, L, M, t.seq_len, t.test_len, bad);
     pelab_task_free(&u);
     pelab_task_free(&t);
 }

@@ -49,9 +49,13 @@ struct pelab_task;
 /* The split's data read, where the task reads a split on first use (ops->open_split). */
 int pelab_task_open_split(const struct pelab_task *t, enum pelab_split split);
 int pelab_batch_alloc(struct pelab_batch *b, int B, int T);
+/* T of split's batches: test_len for the test split when the task sets it, else seq_len. */
+int pelab_task_split_len(const struct pelab_task *t, enum pelab_split split);
 /* A batch of task t's shape (its positions' coordinates and input vectors). */
 int pelab_batch_alloc_for(struct pelab_batch *b, const struct pelab_task *t, int B, int T);
 void pelab_batch_free(struct pelab_batch *b);
+
+#define PELAB_SIZES_MAX 512 /* the largest instance size of a task with sizes (the algorithmic tasks) */
 
 struct pelab_task_ops {
     const char *name;
@@ -102,6 +106,8 @@ struct pelab_task_ops {
      * *train_max; the test split holds *per_size examples of each size 1..*test_max in order of
      * size (test example i has size 1 + i / per_size). */
     void (*sizes)(const struct pelab_task *t, int *train_max, int *test_max, int *per_size);
+    /* With sizes: T of the test examples of size n (prompt, separator and target), <= seq_len. */
+    int (*size_len)(const struct pelab_task *t, int n);
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
                   struct pelab_bytes *out);
@@ -111,6 +117,10 @@ struct pelab_task {
     const struct pelab_task_ops *ops;
     int vocab;   /* V */
     int seq_len; /* longest sequence: the model's T */
+    /* T of the test split's batches when longer than seq_len, else 0: the algorithmic tasks
+     * train on sizes 1..L (seq_len: the training context) and test sizes up to 2L, at positions
+     * the model never trained on, as the length sweep of a task of documents does */
+    int test_len;
     int pad;     /* padding token id */
     /* Training data cursor at step 0 (seed-derived, set by the trainer; 0 otherwise): a training
      * example's cursor minus the origin is how many examples came before it in the run, which

@@ -231,6 +231,19 @@ int pelab_task_sides(struct pelab_task *t, struct pelab_model *m, const char *sp
 int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
                          const int *sides, int n, uint64_t count, int batch,
                          struct pelab_eval_result *r);
+/* Whether m's encoding takes the positions of split's batches (pelab_task_split_len long; an
+ * image's at the task's current side): its prepare step refuses what it cannot represent, naming
+ * the option that would allow it (PELAB_ERR_USAGE). */
+int pelab_check_split_positions(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split);
+/* An algorithmic task's test split size by size (pelab/task.h, `sizes`): r[n-1] of the
+ * per_size examples of size n, for n = 1..test_max (room for test_max results), each size in
+ * batches of `batch` at its own length (size_len), one progress span in all. */
+int pelab_evaluate_sizes(struct pelab_model *m, const struct pelab_task *t, int batch,
+                         struct pelab_eval_result *r);
+/* Their rows as a JSON array, [{"size", "trained", "examples", "exact_match", "accuracy",
+ * "loss"}, ...] for sizes 1..n, those up to train_max trained (docs/FORMATS.md). */
+struct pelab_sb;
+void pelab_sizes_json(struct pelab_sb *sb, const struct pelab_eval_result *r, int n, int train_max);
 
 /* Progress of evaluations, for work that can run for minutes (a whole split, a length sweep):
  * after each forward pass the hook gets the span's label, its windows (examples) done and in all,

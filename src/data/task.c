@@ -29,6 +29,10 @@ const struct pelab_task_ops *const *pelab_task_all(void) { return tasks; }
 
 const char *pelab_split_name(enum pelab_split split) { return pelab_doc_split_name((int)split); }
 
+int pelab_task_split_len(const struct pelab_task *t, enum pelab_split split) {
+    return split == PELAB_SPLIT_TEST && t->test_len ? t->test_len : t->seq_len;
+}
+
 const struct pelab_task_ops *pelab_task_eval_option_owner(const char *name) {
     for (int i = 0; tasks[i]; i++)
         if (pelab_optdef_find(tasks[i]->eval_options, name)) return tasks[i];

@@ -6,6 +6,7 @@
 #include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/image.h"
+#include "pelab/json.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
@@ -198,7 +199,7 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
     /* a collective, as the evaluation is: every rank reads the split, and stops if one cannot */
     int rc = pelab_dist_agree(pelab_task_open_split(t, split));
     if (rc) return rc;
-    struct source s = {t, split, t->seq_len, 0, t->ops->fill_windows != NULL};
+    struct source s = {t, split, pelab_task_split_len(t, split), 0, t->ops->fill_windows != NULL};
     uint64_t size;
     if (s.windows) {
         struct pelab_window_count c;
@@ -226,17 +227,56 @@ int pelab_evaluate_windows(struct pelab_model *m, const struct pelab_task *t,
     return run(m, &s, 0, count, batch, r);
 }
 
-/* Whether m's encoding takes the positions of one image of task t at its current side (its
- * prepare step refuses what it cannot represent, naming the option that would allow it). */
-static int check_side_positions(struct pelab_model *m, const struct pelab_task *t, int side) {
+int pelab_evaluate_sizes(struct pelab_model *m, const struct pelab_task *t, int batch,
+                         struct pelab_eval_result *r) {
+    PELAB_ASSERT(t->ops->sizes && t->ops->size_len);
+    int train_max, test_max, per_size;
+    t->ops->sizes(t, &train_max, &test_max, &per_size);
+    double work = 0;
+    for (int n = 1; n <= test_max; n++) work += pelab_eval_cost(m, t->ops->size_len(t, n)) * per_size;
+    span_open("evaluating the test split by size", work, (uint64_t)test_max * (uint64_t)per_size);
+    meter.unit = "examples";
+    int rc = PELAB_OK;
+    for (int n = 1; n <= test_max && !rc; n++) {
+        clear(&r[n - 1]);
+        struct source s = {t, PELAB_SPLIT_TEST, t->ops->size_len(t, n), 0, 0};
+        rc = run(m, &s, (uint64_t)(n - 1) * (uint64_t)per_size, (uint64_t)per_size, batch, &r[n - 1]);
+    }
+    span_close();
+    return rc;
+}
+
+void pelab_sizes_json(struct pelab_sb *sb, const struct pelab_eval_result *r, int n, int train_max) {
+    pelab_sb_printf(sb, "[");
+    for (int i = 0; i < n; i++) {
+        pelab_sb_printf(sb, "%s{\"size\": %d, \"trained\": %s, \"examples\": %llu, \"exact_match\": ",
+                        i ? ", " : "", i + 1, i < train_max ? "true" : "false",
+                        (unsigned long long)r[i].examples);
+        pelab_sb_json_number(sb, r[i].exact_match);
+        pelab_sb_printf(sb, ", \"accuracy\": ");
+        pelab_sb_json_number(sb, r[i].acc);
+        pelab_sb_printf(sb, ", \"loss\": ");
+        pelab_sb_json_number(sb, r[i].loss);
+        pelab_sb_printf(sb, "}");
+    }
+    pelab_sb_printf(sb, "]");
+}
+
+int pelab_check_split_positions(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split) {
+    const int T = pelab_task_split_len(t, split);
     struct pelab_batch b;
-    int rc = pelab_batch_alloc_for(&b, t, 1, t->seq_len);
+    int rc = pelab_batch_alloc_for(&b, t, 1, T);
     if (rc) return rc;
-    t->ops->fill(t, PELAB_SPLIT_VAL, 0, &b); /* any image: the positions are the side's */
-    if ((rc = pelab_posenc_prepare(&m->pe, b.pos, 1, t->seq_len)))
-        rc = pelab_fail_context(PELAB_ERR_USAGE, "--resolutions: side %d", side);
+    t->ops->fill(t, split, 0, &b); /* any example: positions run 0..T-1 (an image's: its side's) */
+    rc = pelab_posenc_prepare(&m->pe, b.pos, 1, T);
     pelab_batch_free(&b);
     return rc;
+}
+
+/* Whether m's encoding takes the positions of one image of task t at its current side. */
+static int check_side_positions(struct pelab_model *m, const struct pelab_task *t, int side) {
+    int rc = pelab_check_split_positions(m, t, PELAB_SPLIT_VAL);
+    return rc ? pelab_fail_context(PELAB_ERR_USAGE, "--resolutions: side %d", side) : PELAB_OK;
 }
 
 int pelab_task_sides(struct pelab_task *t, struct pelab_model *m, const char *spec, int *sides,

@@ -70,7 +70,7 @@ void pelab_freq_add(struct pelab_freq *f, const struct pelab_model *m, const uns
 int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct pelab_task *t,
                        enum pelab_split split, uint64_t first, int batches, int batch) {
     if (batch <= 0 || batches <= 0) return pelab_fail(PELAB_ERR_USAGE, "batch and batch count must be positive");
-    const int T = t->seq_len;
+    const int T = pelab_task_split_len(t, split);
     int rc = pelab_task_open_split(t, split);
     if (rc) return rc;
     const uint64_t size = t->ops->split_size(t, split);

@@ -72,6 +72,12 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
     if ((rc = pelab_model_init_io(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len, &tr->task.io))) return rc;
     tr->have_model = 1;
+    /* a task whose test split runs beyond the training context (the algorithmic tasks): the
+     * encoding must take those positions, which the final evaluation reads; checked before
+     * anything trains */
+    if (tr->task.test_len > tr->task.seq_len && (rc = pelab_check_split_positions(&tr->model, &tr->task, PELAB_SPLIT_TEST)))
+        return pelab_fail_context(rc, "task %s tests beyond the training context of %d positions, "
+                                  "up to %d", c->task, tr->task.seq_len, tr->task.test_len);
     tr->n_aux = 0;
     for (const char *const *n = tr->model.pe.ops->aux_names; n && *n; n++) tr->n_aux++;
     PELAB_ASSERT(tr->n_aux <= PELAB_PE_AUX_MAX);

@@ -21,8 +21,10 @@
  * Sizes: training and validation examples draw their size uniformly from 1..--algo-train-max L;
  * the test split holds --algo-test-per-size examples of every size 1..M (--algo-test-max, 2L
  * when 0), in order of size, so one evaluation gives the accuracy curve inside and beyond the
- * trained sizes (the NoPE paper tests sizes L+1..2L only). The model's T holds the longest test
- * example; shorter ones are padded (no loss there, and causal attention keeps padding unseen).
+ * trained sizes (the NoPE paper tests sizes L+1..2L only). The model's context T holds the
+ * longest training example; the test split runs beyond it (each size at its own length in 'pelab
+ * eval', at the longest test example's in a whole-split evaluation), as a length sweep does on
+ * documents. Shorter examples are padded (no loss there; causal attention keeps padding unseen).
  *
  * Data: example i of split s comes from its own generator seeded with
  * hash64(key[s] ^ hash64(i)), key[s] = hash64(SALT[s] ^ hash64(data-seed)): any example is made
@@ -119,7 +121,7 @@ static void gen_sum(const struct algo *a, struct pelab_rng *rng, int n, int32_t 
 /* Two n-digit operands, most significant digit first; their sum by the school method from the
  * right (the test checks it against an independent sum). */
 static void gen_addition(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
-    int x[PELAB_ALGO_SIZE_MAX], y[PELAB_ALGO_SIZE_MAX], s[PELAB_ALGO_SIZE_MAX + 1];
+    int x[PELAB_SIZES_MAX], y[PELAB_SIZES_MAX], s[PELAB_SIZES_MAX + 1];
     for (int i = 0; i < n; i++) { /* x[0], y[0] the most significant */
         x[i] = i == 0 && n > 1 ? 1 + (int)pelab_rng_below(rng, 9) : (int)pelab_rng_below(rng, 10);
         y[i] = i == 0 && n > 1 ? 1 + (int)pelab_rng_below(rng, 9) : (int)pelab_rng_below(rng, 10);
@@ -161,7 +163,7 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     }
     const int train_max = (int)pelab_opt_int(opts, table, "algo-train-max");
     int test_max = (int)pelab_opt_int(opts, table, "algo-test-max");
-    if (!test_max) test_max = 2 * train_max > PELAB_ALGO_SIZE_MAX ? PELAB_ALGO_SIZE_MAX : 2 * train_max;
+    if (!test_max) test_max = 2 * train_max > PELAB_SIZES_MAX ? PELAB_SIZES_MAX : 2 * train_max;
     if (test_max < train_max)
         return pelab_fail(PELAB_ERR_USAGE, "--algo-test-max %d is below --algo-train-max %d: the test "
                           "split holds every trained size and those beyond", test_max, train_max);
@@ -180,7 +182,10 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     t->state = a;
     t->vocab = VOCAB;
     t->pad = PAD;
-    t->seq_len = longest(kind, test_max) + 1; /* prompt, separator, target; the end token is a target only */
+    /* prompt, separator, target (the end token is a target only): the training context holds the
+     * longest training example, the test split's batches the longest test one */
+    t->seq_len = longest(kind, train_max) + 1;
+    t->test_len = longest(kind, test_max) + 1;
     return PELAB_OK;
 }
 
@@ -202,7 +207,7 @@ int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint6
     const int n = split == PELAB_SPLIT_TEST ? 1 + (int)(i / (uint64_t)a->per_size)
                                             : 1 + (int)pelab_rng_below(&rng, (uint64_t)a->train_max);
     int np, nt;
-    int32_t target[2 * PELAB_ALGO_SIZE_MAX + 2];
+    int32_t target[2 * PELAB_SIZES_MAX + 2];
     a->kind->make(a, &rng, n, seq, &np, target, &nt);
     seq[np] = SEP;
     memcpy(seq + np + 1, target, (size_t)nt * sizeof *seq);
@@ -213,7 +218,7 @@ int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint6
 
 static void algo_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first, struct pelab_batch *b) {
     const uint64_t size = algo_split_size(t, split);
-    int32_t seq[4 * PELAB_ALGO_SIZE_MAX + 8];
+    int32_t seq[4 * PELAB_SIZES_MAX + 8];
     for (int r = 0; r < b->B; r++) {
         int np;
         const int len = pelab_algo_example(t, split, (first + (uint64_t)r) % size, seq, &np);
@@ -237,12 +242,17 @@ static void algo_sizes(const struct pelab_task *t, int *train_max, int *test_max
     *train_max = a->train_max, *test_max = a->test_max, *per_size = a->per_size;
 }
 
+static int algo_size_len(const struct pelab_task *t, int n) {
+    const struct algo *a = t->state;
+    return longest(a->kind, n) + 1;
+}
+
 /* ---- the tasks' tables ---------------------------------------------------------------------- */
 
 #define ROWS(train_max)                                                                              \
-    {"algo-train-max", PELAB_OPT_INT, train_max, 1, PELAB_ALGO_SIZE_MAX / 2, NULL,                   \
+    {"algo-train-max", PELAB_OPT_INT, train_max, 1, PELAB_SIZES_MAX / 2, NULL,                   \
      "training and validation sizes 1..N, uniform (what a size counts: pelab help tasks)"},         \
-    {"algo-test-max", PELAB_OPT_INT, "0", 0, PELAB_ALGO_SIZE_MAX, NULL,                              \
+    {"algo-test-max", PELAB_OPT_INT, "0", 0, PELAB_SIZES_MAX, NULL,                              \
      "test sizes 1..M, --algo-test-per-size of each, in order (0: twice --algo-train-max)"},        \
     {"algo-test-per-size", PELAB_OPT_INT, "100", 1, 1e6, NULL, "test examples of each size"},       \
     {"algo-train-size", PELAB_OPT_INT, "1000000", 1, 1e15, NULL, "training examples"},              \
@@ -268,7 +278,7 @@ static const struct pelab_optdef addition_options[] = {
     const struct pelab_task_ops pelab_task_##NAME = {                                              \
         .name = #NAME, .summary = SUMMARY, .options = NAME##_options, .init = NAME##_init,         \
         .free = algo_free, .split_size = algo_split_size, .fill = algo_fill,                       \
-        .token_text = algo_token_text, .sizes = algo_sizes}
+        .token_text = algo_token_text, .sizes = algo_sizes, .size_len = algo_size_len}
 
 TASK(copy, "length generalisation: copy a string of symbols (NoPE paper; size = symbols)");
 TASK(reverse, "length generalisation: reverse a string of symbols (size = symbols)");

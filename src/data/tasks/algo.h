@@ -5,10 +5,8 @@
 #include <stdint.h>
 #include "pelab/task.h"
 
-#define PELAB_ALGO_SIZE_MAX 512 /* the largest instance size of any split */
-
 /* Example i of split as tokens: prompt, separator, target, end token, into seq (at least
- * 4·PELAB_ALGO_SIZE_MAX + 8); *n_prompt the prompt's tokens; returns the sequence's length. */
+ * 4·PELAB_SIZES_MAX + 8); *n_prompt the prompt's tokens; returns the sequence's length. */
 int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint64_t i, int32_t *seq,
                        int *n_prompt);
 
