@@ -30,6 +30,7 @@
 
 int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
 int pelab_analyze_probe(int argc, char **argv); /* cli/analyze_probe.c */
+int pelab_analyze_attn_similarity(int argc, char **argv); /* cli/analyze_attn_similarity.c */
 
 static const struct pelab_optdef common_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory (required)"},
@@ -92,7 +93,9 @@ void pelab_cmd_analyze_help(FILE *f) {
     fprintf(f, "\nalso: pelab analyze seqpe --model DIR  (SeqPE's e_p . e_q matrix; its --help for options)\n"
                "      pelab analyze probe --model DIR  (indirect indexing: per checkpoint, layer and head,\n"
                "                                        the offset δ prefers and the attention around the\n"
-               "                                        source letter; its --help for options)\n");
+               "                                        source letter; its --help for options)\n"
+               "      pelab analyze attn-similarity --models A,B,...  (how alike runs' attention heads\n"
+               "                                        are, the NoPE paper's section 5.2; its --help)\n");
 }
 
 /* Every option must be common or the analysis's own; another analysis's is named as such. */
@@ -180,7 +183,7 @@ static int png_per_head(const char *path, int width, int height, const struct vi
             snprintf(labels[h], sizeof labels[0], "head %d", h);
             series[l * v->H + h] = (struct pelab_plot_series){labels[h], v->x, v->a + ((size_t)l * v->H + h) * v->n, v->n};
         }
-        panels[l] = (struct pelab_plot_panel){labels[v->H + l], xlabel, ylabel, 0, 0, series + l * v->H, v->H};
+        panels[l] = (struct pelab_plot_panel){labels[v->H + l], xlabel, ylabel, 0, 0, series + l * v->H, v->H, 0, 0};
     }
     if (!rc) rc = pelab_plot_lines(path, width, height, title, panels, v->N);
     free(labels);
@@ -349,13 +352,14 @@ int pelab_cmd_analyze(int argc, char **argv) {
         return PELAB_OK;
     }
     if (argc < 1 || strncmp(argv[0], "--", 2) == 0)
-        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq|seqpe|probe --model DIR");
+        return pelab_fail(PELAB_ERR_USAGE, "analyze needs an analysis first: pelab analyze bias|freq|seqpe|probe|attn-similarity --model DIR");
     if (strcmp(argv[0], "seqpe") == 0) return pelab_analyze_seqpe(argc - 1, argv + 1);
     if (strcmp(argv[0], "probe") == 0) return pelab_analyze_probe(argc - 1, argv + 1);
+    if (strcmp(argv[0], "attn-similarity") == 0) return pelab_analyze_attn_similarity(argc - 1, argv + 1);
     int which = -1;
     for (size_t a = 0; a < sizeof analyses / sizeof analyses[0]; a++)
         if (strcmp(argv[0], analyses[a].name) == 0) which = (int)a;
-    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq, seqpe, probe)", argv[0]);
+    if (which < 0) return pelab_fail(PELAB_ERR_USAGE, "analyze: unknown analysis '%s' (known: bias, freq, seqpe, probe, attn-similarity)", argv[0]);
     struct pelab_group g[] = {{"options", common_options}, {"options", bias_options}, {"options", freq_options}};
     static struct pelab_opts opts;
     int help;

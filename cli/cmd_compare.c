@@ -43,7 +43,8 @@ static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
      "encodings to compare, comma-separated; NAME:option=value:... is a variant with settings of "
      "its own (e.g. seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe for an ablation); NAME:init-from=RUN "
-     "fine-tunes that encoding's own trained run"},
+     "fine-tunes that encoding's own trained run; NAME:random-positions=N trains and evaluates it "
+     "on randomised positions"},
     {"seeds", PELAB_OPT_INT, "3", 1, MAX_SEEDS, NULL,
      "runs per encoding, with seeds --seed, --seed+1, ..."},
     {"jobs", PELAB_OPT_INT, "1", 1, PELAB_JOBS_MAX, NULL,
@@ -256,7 +257,9 @@ static int parse_variant(const char *entry, struct variant *v) {
             return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s has no value (option=value)", entry, part);
         if (pelab_opts_get(&v->set, part) || pelab_opts_get(&v->eval, part))
             return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is given twice", entry, part);
-        if (strcmp(part, "init-from") == 0) { /* each encoding fine-tunes its own run */
+        /* model settings a variant may have: each encoding fine-tunes its own run; randomised
+         * positions change what an encoding trains on, not the model */
+        if (strcmp(part, "init-from") == 0 || strcmp(part, "random-positions") == 0) {
             int rc = pelab_opts_set(&v->set, part, eq + 1);
             if (rc) return rc;
             continue;

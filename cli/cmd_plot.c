@@ -28,6 +28,9 @@ static const struct pelab_optdef plot_options[] = {
     {"ylabel", PELAB_OPT_STR, "", 0, 0, NULL, "y-axis label (none: the y column's name)"},
     {"width", PELAB_OPT_INT, "900", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "image width in pixels"},
     {"height", PELAB_OPT_INT, "600", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "image height in pixels"},
+    {"shade", PELAB_OPT_STR, "", 0, 0, NULL,
+     "X0,X1: a grey band over x from X0 to X1 behind the lines, e.g. the trained sizes of an "
+     "algorithmic task (none: no band)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -42,6 +45,9 @@ void pelab_cmd_plot_help(FILE *f) {
                "plotted with:\n"
                "  pelab plot lines --csv sweep.csv --x length --y ppl --group pe --logx --logy \\\n"
                "      --png sweep.png\n"
+               "and a comparison on an algorithmic task trained on sizes 1..10 (compare's sizes.csv):\n"
+               "  pelab plot lines --csv sizes.csv --x size --y em_mean --group pe --shade 1,10 \\\n"
+               "      --png sizes.png\n"
                "Needs a pelab built with cairo (Debian package libcairo2-dev).\n");
     pelab_args_help(f, &g, 1, NULL);
 }
@@ -68,6 +74,12 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
     if (!xname[0] || !yname[0]) return pelab_fail(PELAB_ERR_USAGE, "--x COL and --y COL are required");
     if (!png[0]) return pelab_fail(PELAB_ERR_USAGE, "--png FILE is required");
     if (!pelab_plot_available()) return pelab_plot_unavailable("--png");
+    double shade[2] = {0, 0};
+    const char *band = pelab_opt_str(o, plot_options, "shade");
+    int used = 0;
+    if (band[0] && (sscanf(band, "%lf,%lf%n", &shade[0], &shade[1], &used) != 2 || band[used] ||
+                    !isfinite(shade[0]) || !isfinite(shade[1]) || shade[0] >= shade[1]))
+        return pelab_fail(PELAB_ERR_USAGE, "--shade '%s': give X0,X1 with X0 below X1 (e.g. 1,10)", band);
 
     struct pelab_csv c;
     int rc = pelab_csv_read(&c, path);
@@ -125,7 +137,8 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
         const char *xl = pelab_opt_str(o, plot_options, "xlabel"), *yl = pelab_opt_str(o, plot_options, "ylabel");
         struct pelab_plot_panel panel = {NULL, xl[0] ? xl : xname, yl[0] ? yl : yname,
                                          pelab_opt_switch(o, plot_options, "logx"),
-                                         pelab_opt_switch(o, plot_options, "logy"), series, n_lines};
+                                         pelab_opt_switch(o, plot_options, "logy"), series, n_lines,
+                                         shade[0], shade[1]};
         rc = pelab_plot_lines(png, (int)pelab_opt_int(o, plot_options, "width"),
                               (int)pelab_opt_int(o, plot_options, "height"), t, &panel, 1);
     }

@@ -82,6 +82,11 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
     int rc = pelab_batch_alloc_for(&b, t, count, T);
     if (rc) return rc;
     t->ops->fill(t, split, first, &b);
+    const int N = run->model.cfg.random_positions; /* as the evaluation reads these examples */
+    if (N && (rc = pelab_random_positions(b.pos, b.tokens, count, T, t->pad, N, PELAB_EVAL_POSITIONS_KEY, first))) {
+        pelab_batch_free(&b);
+        return rc;
+    }
     run->model.training = 0;
     pelab_model_set_inputs(&run->model, b.inputs);
     pelab_model_forward_eval(&run->model, b.tokens, b.targets, b.pos, count, T);
@@ -261,6 +266,10 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
     int tokens = (int)pelab_opt_int(opts, sample_options, "tokens");
     double temperature = pelab_opt_real(opts, sample_options, "temperature");
     uint64_t seed = (uint64_t)pelab_opt_real(opts, sample_options, "seed");
+    if (run->model.cfg.random_positions)
+        return pelab_fail(PELAB_ERR_USAGE, "generation is not supported for a model trained with "
+                          "--random-positions (its positions depend on the whole sequence); 'pelab "
+                          "sample' without --prompt shows its predictions on the split");
     struct context cx = {(int)pelab_opt_int(opts, sample_options, "context"), NULL, 0, NULL};
     if (!cx.W) cx.W = run->task.seq_len;
     /* the context never holds more than the prompt and what is generated */

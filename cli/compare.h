@@ -8,7 +8,7 @@
 #include "pelab/options.h"
 #include "pelab/sweep.h"
 
-#define COMPARE_MAX_PES 16
+#define COMPARE_MAX_PES 32
 #define COMPARE_MAX_SEEDS 100
 
 /* One run: its entry of --pe and seed, where it lives, and what it measured. */

@@ -287,6 +287,13 @@ static void draw_panel(cairo_t *cr, const struct pelab_plot_panel *p, double x, 
     cairo_save(cr);
     cairo_rectangle(cr, ax.p0, ay.p1, ax.p1 - ax.p0, ay.p0 - ay.p1);
     cairo_clip(cr);
+    if (p->shade_lo < p->shade_hi && (!p->logx || p->shade_hi > 0)) {
+        const double x0 = axis_px(&ax, p->logx ? fmax(p->shade_lo, 1e-300) : p->shade_lo);
+        const double x1 = axis_px(&ax, p->shade_hi);
+        cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+        cairo_rectangle(cr, fmin(x0, x1), ay.p1, fabs(x1 - x0), ay.p0 - ay.p1);
+        cairo_fill(cr);
+    }
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     for (int s = 0; s < p->n_series; s++) {
         const struct pelab_plot_series *se = &p->series[s];

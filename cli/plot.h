@@ -27,6 +27,8 @@ struct pelab_plot_panel {
     int logx, logy;                      /* base-10 axes */
     const struct pelab_plot_series *series;
     int n_series;
+    double shade_lo, shade_hi; /* a grey band over x in [lo, hi] behind the lines (e.g. the trained
+                                * sizes); none unless lo < hi */
 };
 
 /* Panels in a grid as square as it goes (row by row), series i in the same colour in every

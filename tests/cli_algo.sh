@@ -4,12 +4,13 @@
 # examples add up to the whole split; every task trains; bad options are one line, exit 2, and
 # leave no run directory. compare has a column per bucket of sizes (one row per run, then mean and
 # std over seeds), each the mean of the run's per-size exact matches in its sizes.json, and writes
-# sizes.csv. (tests/test_algo.c checks the examples themselves.)
+# sizes.csv. Randomised positions and the attention-similarity analysis on these runs. (tests/
+# test_algo.c checks the examples themselves.)
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --steps 3 --warmup 1 --eval-every 0"
 
-for task in copy reverse sort parity sum addition; do
+for task in copy reverse sort parity sum addition duplicate-string stack-manipulation binary-addition; do
     train --task "$task" $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/$task"
 done
 "$P" eval --model "$W/copy" --threads 1 >"$W/table" 2>"$W/e" || fail "eval: $(cat "$W/e")"
@@ -71,8 +72,56 @@ expect 2 "task copy tests beyond the training context of 9 positions, up to 17: 
     -- train --task copy --pe learned $TINY --algo-train-max 4 --out "$W/bad8"
 train --task copy --pe learned --ape-max-len 17 $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/learned"
 
+# randomised positions: recorded in the run's model settings; the evaluation draws them per
+# example, so the batch size does not change it; refused where they cannot apply, before training
+train --task copy --pe rope --random-positions 64 $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/rp"
+[ "$(json "$W/rp/config.json" 'j["model"]["random-positions"]')" = 64 ] || fail "random-positions not in config.json"
+"$P" eval --model "$W/rp" --threads 1 --batch 3 --json >"$W/rp3" 2>"$W/e" && "$P" eval --model "$W/rp" --threads 1 \
+    --batch 40 --json >"$W/rp40" 2>>"$W/e" || fail "eval of a random-positions run: $(cat "$W/e")"
+/usr/bin/python3 - "$W/rp3" "$W/rp40" <<'PY' || fail "random positions depend on the batch"
+import json, sys
+a, b = (json.load(open(f))["rows"] for f in sys.argv[1:3])
+# the same positions: the same predictions; the loss to rounding (the batch's shape picks kernels)
+assert [(r["exact_match"], r["accuracy"]) for r in a] == [(r["exact_match"], r["accuracy"]) for r in b], (a, b)
+assert all(abs(x["loss"] - y["loss"]) <= 1e-6 * y["loss"] for x, y in zip(a, b)), (a, b)
+PY
+expect 2 "--random-positions: --pe nope reads no positions" -- train --task copy --pe nope --random-positions 64 $TINY --out "$W/bad9"
+expect 2 "--random-positions with --pe seqpe is not supported" -- train --task copy --pe seqpe --random-positions 64 $TINY --out "$W/bad10"
+expect 2 "--random-positions 12 holds no 17 distinct positions" -- train --task copy --pe rope --random-positions 12 $TINY --algo-train-max 4 --out "$W/bad11"
+expect 2 "--random-positions 5 is below the training context of 9 positions" -- train --task copy --pe rope --random-positions 5 $TINY --algo-train-max 4 --out "$W/bad12"
+"$P" compare --task copy --pe rope,rope:random-positions=64 --seeds 1 $TINY --algo-train-max 4 --algo-test-per-size 5 \
+    --out "$W/cmp" >"$W/ct" 2>"$W/e" || fail "compare with a random-positions variant: $(cat "$W/e")"
+grep -q "^| rope:random-positions=64 |" "$W/ct" && [ -f "$W/cmp/rope+random-positions-64-s1/sizes.json" ] ||
+    fail "the random-positions variant: $(cat "$W/ct")"
+
+# attention similarity of runs of one task: D(A, A) = 0 for a run given twice, symmetric, the
+# group entries the means over pairs of distinct runs, each layer's minimum below its mean
+"$P" analyze attn-similarity --models "$W/cmp/nope-s1,$W/cmp/nope-s2,$W/cmp/rope-s1,$W/cmp/rope-s1" --examples 5 --threads 1 \
+    --json "$W/as.json" --out "$W/as.csv" >"$W/ast" 2>"$W/e" || fail "attn-similarity: $(cat "$W/e")"
+grep -q "^| nope | " "$W/ast" && grep -q "of size 8, JSD in nats" "$W/ast" || fail "attn-similarity's table: $(cat "$W/ast")"
+/usr/bin/python3 - "$W/as.json" "$W/as.csv" <<'PY' || fail "attn-similarity's JSON or CSV: $(cat "$W/as.json")"
+import csv, json, statistics, sys
+j = json.load(open(sys.argv[1]))
+d = [r["d"] for r in j["runs"]]
+assert j["groups"] == ["nope", "rope"] and j["size"] == 8 and j["examples"] == 5, j
+assert all(d[a][b] == d[b][a] and d[a][a] == 0 for a in range(4) for b in range(4)), d
+assert d[2][3] == 0 and d[0][1] > 0 and all(0 < d[a][b] < 0.7 for a in (0, 1) for b in (2, 3)), d
+assert j["mean"][0][0] == d[0][1] and j["mean"][1][1] == 0, j["mean"]
+assert abs(j["mean"][0][1] - statistics.mean(d[a][b] for a in (0, 1) for b in (2, 3))) < 1e-12, j["mean"]
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == 6 * 2 and all(float(r["min"]) <= float(r["mean"]) for r in rows), rows
+for a in range(4):
+    for b in range(a + 1, 4):
+        mine = [float(r["min"]) for r in rows if r["run_a"] == j["runs"][a]["dir"] and r["run_b"] == j["runs"][b]["dir"]]
+        assert abs(statistics.mean(mine) - d[a][b]) < 1e-8, (a, b, mine, d[a][b])
+PY
+expect 2 "compare runs of one task" -- analyze attn-similarity --models "$W/copy,$W/parity" --examples 5
+expect 2 "--examples 10: the test split of task copy has 5 of that size" -- analyze attn-similarity --models "$W/copy,$W/copy"
+expect 2 "--models: give two or more run directories" -- analyze attn-similarity --models "$W/copy"
+expect 2 "--size 9: the test split of task copy holds sizes 1..8" -- analyze attn-similarity --models "$W/copy,$W/copy" --size 9 --examples 5
+
 expect 2 "--algo-test-max 3 is below --algo-train-max 4" -- train --task copy $TINY --algo-train-max 4 --algo-test-max 3 --out "$W/bad1"
 expect 2 "addition-reversed" -- train --task copy $TINY --addition-reversed on --out "$W/bad2"
 expect 2 "--algo-train-max: 300 is out of range" -- train --task reverse $TINY --algo-train-max 300 --out "$W/bad3"
-for b in 1 2 3 4 5 6 7 8; do [ -e "$W/bad$b" ] && fail "a refused run left its directory $W/bad$b"; done
+for b in 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e "$W/bad$b" ] && fail "a refused run left its directory $W/bad$b"; done
 echo "ok"

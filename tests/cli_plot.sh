@@ -50,7 +50,7 @@ raw = zlib.decompress(b"".join(d for k, d in chunks if k == b"IDAT"))
 stride = w * px
 assert len(raw) == h * (1 + stride), (len(raw), h, w, px)
 # undo the row filters (None, Sub, Up, Average, Paeth) to get the pixels
-prev, colours, line = bytearray(stride), set(), []
+prev, colours, line, grey = bytearray(stride), set(), [], 0
 for r in range(h):
     f, row = raw[r * (1 + stride)], bytearray(raw[r * (1 + stride) + 1:(r + 1) * (1 + stride)])
     for i in range(stride):
@@ -65,6 +65,7 @@ for r in range(h):
             row[i] = (row[i] + (a if pa <= pb and pa <= pc else up if pb <= pc else c)) & 255
         else: assert f == 0, "filter %d" % f
     colours.update(bytes(row[i:i + 3]) for i in range(0, stride, px))
+    grey += sum(1 for i in range(0, stride, px) if 228 <= row[i] <= 231 and row[i] == row[i + 1] == row[i + 2])
     for i in range(0, stride, px):  # the first line's colour (31, 120, 181), drawn at full strength
         if abs(row[i] - 31) + abs(row[i + 1] - 120) + abs(row[i + 2] - 181) < 12:
             line.append(i // px)
@@ -72,6 +73,7 @@ for r in range(h):
 white = bytes([255, 255, 255])
 assert white in colours and len(colours) > 16, "%d colours: a blank image?" % len(colours)
 open(path + ".line", "w").write("%d %d\n" % (len(line), min(line) if line else -1))
+open(path + ".grey", "w").write("%d\n" % grey)  # pixels of --shade's band colour
 PY
 }
 
@@ -159,6 +161,13 @@ expect 1 "$W/none.csv: cannot open" -- plot lines --csv "$W/none.csv" --x length
 /usr/bin/python3 -c 'print("g,x,y"); [print("g%d,1,2" % i) for i in range(101)]' >"$W/many.csv"
 expect 2 "--group: column 'g' of $W/many.csv has more than 100 values" -- \
     plot lines --csv "$W/many.csv" --x x --y y --group g --png "$W/bad.png"
+# --shade: a grey band over the x range (the trained sizes of compare's sizes.csv)
+"$P" plot lines --csv "$W/sweep.csv" --x length --y ppl --group pe --png "$W/band.png" --shade 64,128 2>"$W/err" ||
+    fail "plot lines --shade: $(cat "$W/err")"
+png "$W/band.png" 900 600
+[ "$(cat "$W/band.png.grey")" -gt $(($(cat "$W/s.png.grey") + 20000)) ] ||
+    fail "--shade drew no band: $(cat "$W/band.png.grey") grey pixels, $(cat "$W/s.png.grey") without"
+expect 2 "--shade '9,3': give X0,X1 with X0 below X1" -- plot lines --csv "$W/sweep.csv" --x length --y ppl --png "$W/bad.png" --shade 9,3
 expect 2 "--png FILE is required" -- plot lines --csv "$W/sweep.csv" --x length --y ppl
 expect 2 "--x COL and --y COL are required" -- plot lines --csv "$W/sweep.csv" --y ppl --png "$W/bad.png"
 expect 2 "--width: 10 is out of range" -- plot lines --csv "$W/sweep.csv" --x length --y ppl --png "$W/bad.png" --width 10
@@ -166,9 +175,9 @@ expect 2 "unknown kind of plot 'bars'" -- plot bars --csv "$W/sweep.csv"
 expect 2 "plot needs a kind of plot first" -- plot --csv "$W/sweep.csv"
 [ ! -e "$W/bad.png" ] || fail "a failed plot left a PNG"
 h=$("$P" help plot) || fail "pelab help plot exited $?"
-for o in csv x y group logx logy png title xlabel ylabel width height; do
+for o in csv x y group logx logy png title xlabel ylabel width height shade; do
     grep -qE -- "^  --$o " <<<"$h" || fail "pelab help plot lacks --$o"
 done
-[ "$(grep -c '(default: ' <<<"$h")" -eq 12 ] || fail "pelab help plot: not every option shows its default"
+[ "$(grep -c '(default: ' <<<"$h")" -eq 13 ] || fail "pelab help plot: not every option shows its default"
 "$P" help | grep -q "^  plot " || fail "pelab help does not list plot"
 echo "ok"

@@ -4,7 +4,7 @@
 # CPU; each run's settings, summary, sweep and log tail, no weights); scripts/tables.py writes a
 # table from it whose cells are the runs' mean ± sample standard deviation, and --check catches a
 # changed record; scripts/reproduce.sh trains it all again and finds no drift (same binary, same
-# machine: the same bits).
+# machine: the same bits). An algorithmic task's record makes a table of exact matches per bucket.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -49,4 +49,23 @@ cp "$W/cmp/compare.json" "$R/compare.json" # the record as it was
 PELAB_REPRODUCE_OUT=$W/again bash scripts/reproduce.sh tiny >"$W/o" 2>"$W/e" || fail "reproduce.sh: $(tail -3 "$W/e")"
 [ "$(grep -c '^rope \|^nope ' "$W/o")" -eq 12 ] || fail "reproduce: not 12 numbers: $(cat "$W/o")"
 grep -q "^largest drift: 0.000 %$" "$W/o" || fail "reproduce on the same machine and binary drifts: $(tail -14 "$W/o")"
+# an algorithmic task's record: its table has a column per bucket of sizes, exact match in %
+ALG="--task copy --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --steps 3 --algo-train-max 4 --algo-test-per-size 5"
+bash scripts/record.sh algo "$P" compare $ALG --pe rope,rope:random-positions=32 --seeds 2 --buckets 1-4,5-8 \
+    --out "$W/cmpa" >"$W/o" 2>"$W/e" || fail "record.sh of an algorithmic task: $(tail -3 "$W/e")"
+[ -s "$W/results/algo/runs/rope-s1/sizes.json" ] || fail "the record has no sizes.json"
+printf '<!-- results:algo -->\n<!-- /results:algo -->\n' >"$W/README2.md"
+/usr/bin/python3 scripts/tables.py "$W/README2.md" >/dev/null || fail "tables.py on an algorithmic record"
+/usr/bin/python3 - "$W/README2.md" "$W/results/algo/compare.json" <<'PY' || fail "the algorithmic table: $(cat "$W/README2.md")"
+import json, statistics, sys
+text, c = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+assert "| encoding | sizes 1-4 (trained) | sizes 5-8 |" in text, text
+for pe, name in (("rope", "RoPE"), ("rope:random-positions=32", "RoPE + random positions (32)")):
+    runs = [r for r in c["runs"] if r["pe"] == pe]
+    row = next(l for l in text.splitlines() if l.startswith("| %s |" % name))
+    want = ["%.1f ± %.1f" % (statistics.mean(v), statistics.stdev(v)) for v in
+            ([100 * r["sweep_em"][i] for r in runs] for i in range(2))]
+    assert [x.strip() for x in row.strip("|").split("|")][1:] == want, (row, want)
+assert "exact match in %, mean ± sample standard deviation over seeds 1, 2" in text, text
+PY
 echo "cli_record: ok"

@@ -1,7 +1,9 @@
 /* The algorithmic tasks (src/data/tasks/algo.c): every example of every task, checked by an
- * independent reading of its tokens — copy, reverse and sort against the prompt, parity and the
- * sum mod 10 recounted, addition against 128-bit integers (sizes to 18 digits) and, with
- * --addition-reversed, the digits read back from the right; sizes uniform in 1..L for training
+ * independent reading of its tokens — copy, reverse, sort and duplicate-string against the
+ * prompt, parity and the sum mod 10 recounted, addition against 128-bit integers (sizes to 18
+ * digits) and, with --addition-reversed, the digits read back from the right, the stack replayed
+ * as text (a stack of 1..n-1 bits, then actions only), binary addition in 128-bit integers (both
+ * operands above 0); sizes uniform in 1..L for training
  * and validation and in order 1..2L for the test split; the same example twice, another for
  * another data seed; batches padded with targets only from the separator on; bad options one line. */
 #include <stdlib.h>
@@ -11,7 +13,7 @@
 #include "pelab/status.h"
 #include "pelab/task.h"
 
-enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14 };
+enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14, POP = 66, PUSH0 = 67, PUSH1 = 68 };
 
 static int init(struct pelab_task *t, const char *name, const char *const *kv) {
     struct pelab_opts o = {0};
@@ -54,6 +56,37 @@ static int answer(const char *name, int reversed, const int32_t *p, int np, int3
         want[0] = D0 + s % 10, *nw = 1;
         return terms;
     }
+    if (!strcmp(name, "duplicate-string")) {
+        for (int i = 0; i < 2 * np; i++) want[i] = p[i % np];
+        *nw = 2 * np;
+        return np;
+    }
+    if (!strcmp(name, "stack-manipulation")) { /* the stack as text, its top at the end */
+        char stack[2 * PELAB_SIZES_MAX + 1];
+        int s = 0, depth = 0;
+        while (s < np && (p[s] == D0 || p[s] == D0 + 1)) stack[depth++] = (char)('0' + p[s++] - D0);
+        for (int i = s; i < np; i++) {
+            if (p[i] < POP || p[i] > PUSH1) return -1; /* an action after the stack, nothing else */
+            if (p[i] == POP && depth) depth--;
+            else if (p[i] != POP) stack[depth++] = p[i] == PUSH1 ? '1' : '0';
+        }
+        if (s < 1 || (np > 1 && s > np - 1)) return -1;
+        for (int i = 0; i < depth; i++) want[i] = D0 + (stack[depth - 1 - i] - '0');
+        *nw = depth;
+        return np;
+    }
+    if (!strcmp(name, "binary-addition")) { /* bits least significant first, both operands > 0 */
+        int plus = 0;
+        while (plus < np && p[plus] != PLUS) plus++;
+        __int128 x = 0, y = 0;
+        for (int i = plus - 1; i >= 0; i--) x = 2 * x + (p[i] - D0);
+        for (int i = np - 1; i > plus; i--) y = 2 * y + (p[i] - D0);
+        if (x <= 0 || y <= 0 || plus == np) return -1;
+        __int128 z = x + y;
+        *nw = 0;
+        while (z > 0) want[(*nw)++] = D0 + (int)(z & 1), z >>= 1;
+        return np - 2; /* the bits of both operands less one */
+    }
     /* addition: x + y, each n digits */
     int plus = 0;
     while (p[plus] != PLUS) plus++;
@@ -79,7 +112,7 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
     int seen[2 * PELAB_SIZES_MAX + 1] = {0}, bad = 0, longest_train = 0, longest_test = 0;
     for (int split = 0; split < 3; split++)
         for (uint64_t i = 0; i < 1500; i++) {
-            int np, np2, nw;
+            int np, np2, nw = 0;
             const int len = pelab_algo_example(&t, split, i, seq, &np);
             CHECK(pelab_algo_example(&t, split, i, again, &np2) == len && !memcmp(seq, again, (size_t)len * sizeof *seq),
                   "%s: example %llu drawn twice differs", name, (unsigned long long)i);
@@ -134,7 +167,7 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
         same += pelab_algo_example(&u, PELAB_SPLIT_TRAIN, i, again, &np) == len && !memcmp(seq, again, (size_t)len * sizeof *seq);
     }
     CHECK(same < 25, "%s: data seed 7 repeats %d of 50 examples", name, same);
-    printf("  %-9s sizes 1..%d (test 1..%d), T %d (test %d), %d wrong\n", name, L, M, t.seq_len, t.test_len, bad);
+    printf("  %-18s sizes 1..%d (test 1..%d), T %d (test %d), %d wrong\n", name, L, M, t.seq_len, t.test_len, bad);
     pelab_task_free(&u);
     pelab_task_free(&t);
 }
@@ -149,7 +182,8 @@ static void check_refusals(void) {
 }
 
 int main(void) {
-    const char *const tasks[] = {"copy", "reverse", "sort", "parity", "sum", "addition"};
+    const char *const tasks[] = {"copy", "reverse", "sort", "parity", "sum", "addition", "duplicate-string",
+                                 "stack-manipulation", "binary-addition"};
     for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) check_task(tasks[i], NULL, 0);
     const char *const rev[] = {"addition-reversed", "on", "algo-train-max", "9", NULL};
     check_task("addition", rev, 1);

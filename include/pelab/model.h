@@ -24,6 +24,8 @@ struct pelab_model_config {
     int n_heads;   /* H; head width d = D / H */
     int n_layers;  /* N */
     int max_seq;   /* T of training (learned tables and FIRE read it) */
+    int random_positions; /* N of --random-positions: positions are sorted random subsets of
+                           * [0, N), the encoding's training context then (0: off) */
     int mlp_mult;  /* MLP hidden width = mlp_mult · D */
     int tied;      /* output projection is the token embedding */
     double dropout;/* attention-probability and residual dropout, training only */

@@ -252,6 +252,13 @@ void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const 
 void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
                                  int B, int T);
 int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
+/* --random-positions N (posenc/random_positions.c): the positions (B,T) of rows of `tokens` become,
+ * row r, a sorted random subset of [0, N) as long as the row before its `pad` padding (which
+ * repeats the last one), drawn from hash(key, first + r). PELAB_ERR_USAGE when a row is longer
+ * than N. */
+#define PELAB_EVAL_POSITIONS_KEY 0xE7A1B05170D5EEDull /* the key of their draws at evaluation */
+int pelab_random_positions(int32_t *pos, const int32_t *tokens, int B, int T, int pad, int N, uint64_t key,
+                           uint64_t first);
 /* The encoding's automatic options as it resolved them, into opts (ops->resolve; nothing for an
  * encoding without automatic options). */
 int pelab_posenc_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts);

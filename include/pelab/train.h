@@ -231,6 +231,10 @@ int pelab_task_sides(struct pelab_task *t, struct pelab_model *m, const char *sp
 int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
                          const int *sides, int n, uint64_t count, int batch,
                          struct pelab_eval_result *r);
+/* Whether model m takes positions pos (B,T): its encoding's prepare step refuses what it cannot
+ * represent, naming the option that would allow it; with --random-positions N, T must be <= N.
+ * PELAB_ERR_USAGE otherwise. */
+int pelab_check_positions(struct pelab_model *m, const int32_t *pos, int B, int T);
 /* Whether m's encoding takes the positions of split's batches (pelab_task_split_len long; an
  * image's at the task's current side): its prepare step refuses what it cannot represent, naming
  * the option that would allow it (PELAB_ERR_USAGE). */

@@ -129,6 +129,10 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         int n = count - done < (uint64_t)batch ? (int)(count - done) : batch;
         b.B = n;
         source_fill(s, first + done, &b);
+        if (m->cfg.random_positions && /* drawn per example: alike in any batch, on any rank */
+            (rc = pelab_random_positions(b.pos, b.tokens, n, T, s->t->pad, m->cfg.random_positions,
+                                         PELAB_EVAL_POSITIONS_KEY, first + done)))
+            break;
         /* forward only: memory for one layer, not the activations a backward pass would read */
         pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward_eval(m, b.tokens, b.targets, b.pos, n, T);
@@ -262,13 +266,21 @@ void pelab_sizes_json(struct pelab_sb *sb, const struct pelab_eval_result *r, in
     pelab_sb_printf(sb, "]");
 }
 
+int pelab_check_positions(struct pelab_model *m, const int32_t *pos, int B, int T) {
+    const int N = m->cfg.random_positions;
+    if (N && T > N)
+        return pelab_fail(PELAB_ERR_USAGE, "--random-positions %d holds no %d distinct positions (N "
+                          "must be at least the longest sequence read)", N, T);
+    return pelab_posenc_prepare(&m->pe, pos, B, T);
+}
+
 int pelab_check_split_positions(struct pelab_model *m, const struct pelab_task *t, enum pelab_split split) {
     const int T = pelab_task_split_len(t, split);
     struct pelab_batch b;
     int rc = pelab_batch_alloc_for(&b, t, 1, T);
     if (rc) return rc;
     t->ops->fill(t, split, 0, &b); /* any example: positions run 0..T-1 (an image's: its side's) */
-    rc = pelab_posenc_prepare(&m->pe, b.pos, 1, T);
+    rc = pelab_check_positions(m, b.pos, 1, T);
     pelab_batch_free(&b);
     return rc;
 }

@@ -178,6 +178,9 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
                           "test splits", pelab_split_name(split));
     if (gen_tokens < 1 || gen_tokens > GEN_MAX)
         return pelab_fail(PELAB_ERR_USAGE, "generated tokens %d: from 1 to %d", gen_tokens, GEN_MAX);
+    if (m->cfg.random_positions)
+        return pelab_fail(PELAB_ERR_USAGE, "the qa sweep generates answers, which a model trained with "
+                          "--random-positions does not support (its positions depend on the whole sequence)");
     /* every length first: the task builds there (the question fits), the encoding accepts it */
     int rc, T = 0;
     for (int i = 0; i < n; i++) {

@@ -37,7 +37,7 @@ static int check_positions(struct pelab_model *m, int L) {
     int32_t *pos = malloc((size_t)L * sizeof *pos);
     if (!pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d positions", L);
     for (int p = 0; p < L; p++) pos[p] = p;
-    int rc = pelab_posenc_prepare(&m->pe, pos, 1, L);
+    int rc = pelab_check_positions(m, pos, 1, L);
     free(pos);
     return rc;
 }

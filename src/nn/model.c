@@ -30,6 +30,10 @@ const struct pelab_optdef pelab_model_options[] = {
     {"dropout", PELAB_OPT_REAL, "0", 0, 0.95, NULL, "attention and residual dropout probability (training only)"},
     {"attention", PELAB_OPT_CHOICE, "tiled", 0, 0, "ref|tiled",
      "attention kernel: tiled (online softmax, memory linear in T) or ref (T×T probabilities; the oracle)"},
+    {"random-positions", PELAB_OPT_INT, "0", 0, 1e8, NULL,
+     "randomised positions (Ruoss et al. 2023): each sequence reads a sorted random subset of "
+     "[0, N) as its positions, in training and evaluation, and the encoding's tables span N "
+     "(0: off; 1-D encodings that read positions)"},
     {0},
 };
 
@@ -73,6 +77,7 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
     c->tied = c->input_dim ? 0 : pelab_opt_switch(opts, pelab_model_options, "tied"); /* a classifier is its own */
     c->dropout = pelab_opt_real(opts, pelab_model_options, "dropout");
     c->attention = pelab_opt_choice(opts, pelab_model_options, "attention");
+    c->random_positions = (int)pelab_opt_int(opts, pelab_model_options, "random-positions");
     const char *pe = pelab_opt_str(opts, pelab_model_options, "pe");
     if (strlen(pe) >= sizeof c->pe) return pelab_fail(PELAB_ERR_USAGE, "--pe: unknown encoding '%s'", pe);
     strcpy(c->pe, pe);
@@ -107,8 +112,21 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
     }
     m->lnf = declare(p, "final_norm.weight", 1, D, 0, 0);
     m->lm_head = c->tied ? -1 : declare(p, c->input_dim ? "classifier.weight" : "lm_head.weight", 2, vocab, D, 1);
-    rc = pelab_posenc_init_nd(&m->pe, c->pe, opts, p, D, c->n_heads, N, max_seq, &c->positions);
+    if (c->random_positions && (c->positions.dims != 1 || c->input_dim))
+        return pelab_fail(PELAB_ERR_USAGE, "--random-positions: this task's positions are not 1-D "
+                          "(randomised positions are a sequence's)");
+    if (c->random_positions && c->random_positions < max_seq)
+        return pelab_fail(PELAB_ERR_USAGE, "--random-positions %d is below the training context of "
+                          "%d positions", c->random_positions, max_seq);
+    /* with randomised positions the encoding trains on positions of all [0, N) */
+    const int context = c->random_positions ? c->random_positions : max_seq;
+    rc = pelab_posenc_init_nd(&m->pe, c->pe, opts, p, D, c->n_heads, N, context, &c->positions);
     if (rc) return rc;
+    if (c->random_positions && !m->pe.sites)
+        return pelab_fail(PELAB_ERR_USAGE, "--random-positions: --pe %s reads no positions", c->pe);
+    if (c->random_positions && m->pe.ops->train_positions)
+        return pelab_fail(PELAB_ERR_USAGE, "--random-positions with --pe %s is not supported: its "
+                          "training already moves its positions (e.g. SeqPE's shifted starts)", c->pe);
     return pelab_params_alloc(p);
 }
 

@@ -118,6 +118,34 @@ static const struct pelab_preset presets[] = {
      ALGO_CPU "algo-train-max=8"},
     {"addition", "cpu", "a 2-core machine: 1-8 digits (test 1-16), D 64, 4 heads, 3 layers, 2000 steps",
      ALGO_CPU "algo-train-max=8"},
+    {"duplicate-string", "cpu", "a 2-core machine: sizes 1-10 (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
+     ALGO_CPU "algo-train-max=10"},
+    {"stack-manipulation", "cpu", "a 2-core machine: sizes 1-10 (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
+     ALGO_CPU "algo-train-max=10"},
+    {"binary-addition", "cpu", "a 2-core machine: sizes 1-10 (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
+     ALGO_CPU "algo-train-max=10"},
+    /* The NoPE paper's setting (its repository's configs: t5-base's 12 x 768 with 12 heads,
+     * 40k updates of 64 at lr 3e-5, 6 % warm-up, weight decay 0.05, tables of 2048 positions;
+     * copy and reverse train on sizes to 20, the arithmetic tasks to 8, and test to twice that).
+     * pelab's decoder is not T5's (no relative bias unless --pe t5, pre-norm as its own). */
+#define NOPE_PAPER "d-model=768 heads=12 layers=12 mlp-mult=4 dropout=0 batch=64 lr=3e-5 min-lr=0 " \
+                   "warmup=2400 steps=40000 weight-decay=0.05 ape-max-len=2048 "
+    {"copy", "paper", "NoPE paper: 12 x 768, 40k steps, sizes 1-20 (test 1-40)", NOPE_PAPER "algo-train-max=20"},
+    {"reverse", "paper", "NoPE paper: 12 x 768, 40k steps, sizes 1-20 (test 1-40)", NOPE_PAPER "algo-train-max=20"},
+    {"addition", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 digits (test 1-16)", NOPE_PAPER "algo-train-max=8"},
+    {"sum", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 terms (test 1-16)", NOPE_PAPER "algo-train-max=8"},
+    {"parity", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 bits (test 1-16)", NOPE_PAPER "algo-train-max=8"},
+    {"sort", "paper", "NoPE paper: 12 x 768, 40k steps, sizes 1-8 (test 1-16)", NOPE_PAPER "algo-train-max=8"},
+    /* Ruoss et al.'s example configuration (google-deepmind/randomized_positional_encodings,
+     * experiments/example.py): 5 layers of 64 with 8 heads, 10k updates of 128 at lr 1e-3 with
+     * clipping at 1, sizes 1-40; their paper tests to 500. Their model is an encoder that reads
+     * the whole input and answers at placeholder positions; pelab's is a decoder that answers
+     * after the separator, token by token. */
+#define RUOSS "d-model=64 heads=8 layers=5 mlp-mult=4 dropout=0.1 batch=128 lr=1e-3 min-lr=1e-3 " \
+              "warmup=0 steps=10000 weight-decay=0 clip=1.0 ape-max-len=1536 algo-train-max=40 "
+    {"duplicate-string", "paper", "Ruoss et al.: 5 x 64, 10k steps, sizes 1-40 (test 1-500)", RUOSS "algo-test-max=500"},
+    {"stack-manipulation", "paper", "Ruoss et al.: 5 x 64, 10k steps, sizes 1-40 (test 1-500)", RUOSS "algo-test-max=500"},
+    {"binary-addition", "paper", "Ruoss et al.: 5 x 64, 10k steps, sizes 1-40 (test 1-500)", RUOSS "algo-test-max=500"},
     {NULL, NULL, NULL, NULL},
 };
 

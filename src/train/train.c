@@ -32,6 +32,7 @@
 #define CURSOR_SALT 0xC0A5E5DA7A5EEDull
 /* Salt for the keys of the encoding's training-time draws (train_positions, aux_forward). */
 #define PE_SALT 0x9E5A17D8A3C0FFEEull
+#define RANDOM_POSITIONS_SALT 0x5A3D0B9C17E4F201ull /* --random-positions' draws, per micro-step */
 
 struct pelab_trainer *pelab_trainer_new(const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = calloc(1, sizeof *tr);
@@ -193,6 +194,10 @@ static int micro_batch(struct pelab_trainer *tr, int micro, uint64_t r0, uint64_
     const uint64_t micro_key = pelab_hash64(
         c->seed ^ pelab_hash64((uint64_t)tr->step * (uint64_t)c->accum + (uint64_t)micro));
     const uint64_t pe_key = pelab_hash64(micro_key ^ PE_SALT);
+    if (m->cfg.random_positions &&
+        (rc = pelab_random_positions(tr->batch.pos, tr->batch.tokens, c->batch, T, tr->task.pad,
+                                     m->cfg.random_positions, pelab_hash64(micro_key ^ RANDOM_POSITIONS_SALT), 0)))
+        return rc;
     if (pe->train_positions) pe->train_positions(&m->pe, tr->batch.pos, c->batch, T, pe_key);
     size_t n_all = 0, n_mine = 0;
     for (size_t i = 0; i < (size_t)c->batch * (size_t)T; i++)

@@ -11,6 +11,15 @@
  *                                            size > 1); --addition-reversed: answer least
  *                                            significant digit first
  *
+ * and three of the Chomsky-hierarchy tasks of Ruoss et al. 2023, whose parity check is `parity`
+ * and whose reverse string is `reverse --algo-symbols 2`:
+ *
+ *     duplicate-string    a b b | a b b a b b .        size: symbols (--algo-symbols 2)
+ *     stack-manipulation  0 1 1 push0 pop pop | 1 0 .  size: tokens (a stack, bottom first, then
+ *                                                      actions; the answer top first)
+ *     binary-addition     1 1 + 1 0 1 | 0 0 0 1 .      size: bits of both operands less one (3 + 5,
+ *                                                      least significant bit first)
+ *
  * and the loss and the accuracy are taken on the target and the end token only: the model reads
  * the prompt and the separator, and an example is right when every target token is (greedy
  * decoding reproduces a target exactly when each of its tokens is the argmax given the right
@@ -41,25 +50,30 @@
 #include "pelab/rng.h"
 #include "pelab/status.h"
 
-enum { PAD = 0, SEP = 1, END = 2, PLUS = 3, DIGIT0 = 4, SYMBOL0 = 14, SYMBOLS_MAX = 52 };
-#define VOCAB (SYMBOL0 + SYMBOLS_MAX)
+enum { PAD = 0, SEP = 1, END = 2, PLUS = 3, DIGIT0 = 4, SYMBOL0 = 14, SYMBOLS_MAX = 52,
+       POP = SYMBOL0 + SYMBOLS_MAX, PUSH0, PUSH1 };
+#define VOCAB (SYMBOL0 + SYMBOLS_MAX)   /* the tasks' vocabulary */
+#define STACK_VOCAB (PUSH1 + 1)         /* stack-manipulation's: with its three actions */
 
-static const char *const TOKEN_TEXT[VOCAB] = {
+static const char *const TOKEN_TEXT[STACK_VOCAB] = {
     "",  "|", ".", "+", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
     "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r",
     "s", "t", "u", "v", "w", "x", "y", "z", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J",
-    "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z"};
+    "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
+    "pop", "push0", "push1"};
 
 /* Fixed per-split salts (train, val, test): changing them changes every dataset. */
 static const uint64_t SALT[3] = {0xA160C0B7D1A00001ull, 0xA160C0B7D1A00002ull, 0xA160C0B7D1A00003ull};
 
 struct algo;
-/* A task: its generator of size-n instances (prompt, *np tokens; target, *nt tokens), and the
- * longest prompt plus target of size n, prompt_per_size·n + target_per_size·n + extra. */
+/* A task: its generator of size-n instances (prompt, *np tokens; target, *nt tokens), the
+ * longest prompt plus target of size n, prompt_per_size·n + target_per_size·n + extra, and its
+ * vocabulary. */
 struct kind {
     void (*make)(const struct algo *a, struct pelab_rng *rng, int n, int32_t *prompt, int *np,
                  int32_t *target, int *nt);
     int prompt_per_size, target_per_size, extra;
+    int vocab;
 };
 
 struct algo {
@@ -142,12 +156,69 @@ static void gen_addition(const struct algo *a, struct pelab_rng *rng, int n, int
     *nt = len;
 }
 
-static const struct kind copy_kind = {gen_copy, 1, 1, 0};
-static const struct kind reverse_kind = {gen_reverse, 1, 1, 0};
-static const struct kind sort_kind = {gen_sort, 1, 1, 0};
-static const struct kind parity_kind = {gen_parity, 1, 0, 1};
-static const struct kind sum_kind = {gen_sum, 2, 0, 1};           /* 2n − 1, 1 */
-static const struct kind addition_kind = {gen_addition, 2, 1, 2}; /* 2n + 1, up to n + 1 */
+/* ---- the Chomsky-hierarchy tasks of Ruoss et al. 2023 ("Randomized Positional Encodings Boost
+ * Length Generalization of Transformers"), in this sequence-to-sequence form: their parity check
+ * (regular) is `parity`, their reverse string (context-free) `reverse --algo-symbols 2`. ---- */
+
+/* duplicate-string (context-sensitive): a string of n symbols, then it twice. */
+static void gen_duplicate(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    for (int i = 0; i < n; i++) p[i] = t[i] = t[n + i] = symbol(a, rng);
+    *np = n, *nt = 2 * n;
+}
+
+/* stack-manipulation (deterministic context-free): n tokens, a stack of s bits written bottom to
+ * top (s uniform in 1..n-1; 1 when n = 1), then n - s actions, each pop, push0 or push1 (a pop of
+ * the empty stack does nothing); the target is the final stack top to bottom (the end token is
+ * Ruoss et al.'s terminator). */
+static void gen_stack(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    const int s = n == 1 ? 1 : 1 + (int)pelab_rng_below(rng, (uint64_t)(n - 1));
+    int32_t stack[PELAB_SIZES_MAX];
+    int depth = 0;
+    for (int i = 0; i < s; i++) p[i] = stack[depth++] = digit((int)pelab_rng_below(rng, 2));
+    for (int i = s; i < n; i++) {
+        p[i] = POP + (int32_t)pelab_rng_below(rng, 3);
+        if (p[i] == POP) depth -= depth > 0;
+        else stack[depth++] = digit(p[i] == PUSH1);
+    }
+    for (int i = 0; i < depth; i++) t[i] = stack[depth - 1 - i];
+    *np = n, *nt = depth;
+}
+
+/* binary-addition (context-sensitive): x + y with a and b bits, a + b = n + 1 (a uniform in
+ * 1..n), each uniform in 1..2^bits - 1 and written least significant bit first, zero-padded to its
+ * bits; the target is x + y least significant bit first, unpadded. Ruoss et al.'s length counts
+ * the '+' and both operands: n + 2. */
+static void gen_binary_addition(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t,
+                                int *nt) {
+    const int a_bits = 1 + (int)pelab_rng_below(rng, (uint64_t)n), len[2] = {a_bits, n + 1 - a_bits};
+    int x[2][PELAB_SIZES_MAX + 1] = {{0}}, k = 0;
+    for (int o = 0; o < 2; o++) {
+        int any;
+        do { /* uniform in 1..2^len - 1: uniform bits, drawn again when all are 0 */
+            any = 0;
+            for (int i = 0; i < len[o]; i++) any |= (x[o][i] = (int)pelab_rng_below(rng, 2));
+        } while (!any);
+        for (int i = 0; i < len[o]; i++) p[k++] = digit(x[o][i]);
+        if (o == 0) p[k++] = PLUS;
+    }
+    int carry = 0, top = 0;
+    for (int i = 0; i <= n; i++) { /* the sum's bits, least significant first; top: past its last 1 */
+        const int d = x[0][i] + x[1][i] + carry;
+        t[i] = digit(d & 1), carry = d >> 1;
+        if (d & 1) top = i + 1;
+    }
+    *np = k, *nt = top;
+}
+
+static const struct kind copy_kind = {gen_copy, 1, 1, 0, VOCAB};
+static const struct kind reverse_kind = {gen_reverse, 1, 1, 0, VOCAB};
+static const struct kind sort_kind = {gen_sort, 1, 1, 0, VOCAB};
+static const struct kind parity_kind = {gen_parity, 1, 0, 1, VOCAB};
+static const struct kind sum_kind = {gen_sum, 2, 0, 1, VOCAB};           /* 2n − 1, 1 */
+static const struct kind addition_kind = {gen_addition, 2, 1, 2, VOCAB}; /* 2n + 1, up to n + 1 */
+static const struct kind duplicate_string_kind = {gen_duplicate, 1, 2, 0, VOCAB};
+static const struct kind stack_manipulation_kind = {gen_stack, 1, 1, 0, STACK_VOCAB};
+static const struct kind binary_addition_kind = {gen_binary_addition, 1, 1, 3, VOCAB}; /* n + 2, up to n + 1 */
 
 static int longest(const struct kind *k, int n) {
     return k->prompt_per_size * n + k->target_per_size * n + k->extra;
@@ -180,7 +251,7 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     const uint64_t data_seed = (uint64_t)pelab_opt_real(opts, table, "data-seed");
     for (int s = 0; s < 3; s++) a->key[s] = pelab_hash64(SALT[s] ^ pelab_hash64(data_seed));
     t->state = a;
-    t->vocab = VOCAB;
+    t->vocab = kind->vocab;
     t->pad = PAD;
     /* prompt, separator, target (the end token is a target only): the training context holds the
      * longest training example, the test split's batches the longest test one */
@@ -234,7 +305,7 @@ static void algo_fill(const struct pelab_task *t, enum pelab_split split, uint64
 }
 
 static const char *algo_token_text(const struct pelab_task *t, int32_t token) {
-    return token >= 0 && token < VOCAB ? TOKEN_TEXT[token] : "?";
+    return token >= 0 && token < t->vocab ? TOKEN_TEXT[token] : "?";
 }
 
 static void algo_sizes(const struct pelab_task *t, int *train_max, int *test_max, int *per_size) {
@@ -271,18 +342,29 @@ static const struct pelab_optdef addition_options[] = {
     {"addition-reversed", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "the answer's least significant digit first"},
     {0}};
 
-#define TASK(NAME, SUMMARY)                                                                         \
+static const struct pelab_optdef duplicate_string_options[] = {
+    ROWS("20"), {"algo-symbols", PELAB_OPT_INT, "2", 2, SYMBOLS_MAX, NULL, "symbols of the alphabet (a..z, A..Z)"}, {0}};
+static const struct pelab_optdef stack_manipulation_options[] = {ROWS("20"), {0}};
+static const struct pelab_optdef binary_addition_options[] = {ROWS("20"), {0}};
+
+#define TASK(NAME, TEXT, SUMMARY)                                                                   \
     static int NAME##_init(struct pelab_task *t, const struct pelab_opts *opts) {                  \
         return algo_init(t, opts, NAME##_options, &NAME##_kind);                                    \
     }                                                                                              \
     const struct pelab_task_ops pelab_task_##NAME = {                                              \
-        .name = #NAME, .summary = SUMMARY, .options = NAME##_options, .init = NAME##_init,         \
+        .name = TEXT, .summary = SUMMARY, .options = NAME##_options, .init = NAME##_init,          \
         .free = algo_free, .split_size = algo_split_size, .fill = algo_fill,                       \
         .token_text = algo_token_text, .sizes = algo_sizes, .size_len = algo_size_len}
 
-TASK(copy, "length generalisation: copy a string of symbols (NoPE paper; size = symbols)");
-TASK(reverse, "length generalisation: reverse a string of symbols (size = symbols)");
-TASK(sort, "length generalisation: sort a string of symbols (size = symbols)");
-TASK(parity, "length generalisation: parity of a string of bits (size = bits)");
-TASK(sum, "length generalisation: sum of digits 1-9 mod 10 (size = terms)");
-TASK(addition, "length generalisation: add two integers of n digits each (size = digits)");
+TASK(copy, "copy", "length generalisation: copy a string of symbols (NoPE paper; size = symbols)");
+TASK(reverse, "reverse", "length generalisation: reverse a string of symbols (size = symbols)");
+TASK(sort, "sort", "length generalisation: sort a string of symbols (size = symbols)");
+TASK(parity, "parity", "length generalisation: parity of a string of bits (size = bits)");
+TASK(sum, "sum", "length generalisation: sum of digits 1-9 mod 10 (size = terms)");
+TASK(addition, "addition", "length generalisation: add two integers of n digits each (size = digits)");
+TASK(duplicate_string, "duplicate-string",
+     "length generalisation: a string of symbols twice (Ruoss et al., context-sensitive; size = symbols)");
+TASK(stack_manipulation, "stack-manipulation",
+     "length generalisation: a bit stack after pops and pushes (Ruoss et al., context-free; size = tokens)");
+TASK(binary_addition, "binary-addition",
+     "length generalisation: binary sum, least significant bit first (Ruoss et al., context-sensitive; size = bits)");

@@ -1,0 +1,342 @@
+/* pelab analyze attn-similarity: how alike the attention of several runs is, on the same inputs
+ * (the NoPE paper, Kazemnejad et al. 2023, §5.2, which finds NoPE's heads closest to T5's and far
+ * from the absolute encodings' and RoPE's).
+ *
+ * Every run reads the same --examples sequences of --split (an algorithmic task: the test
+ * examples of --size, by default its largest, beyond the trained sizes), with the reference
+ * kernel, which keeps the attention probabilities. For two runs A and B and a layer l, head i of A
+ * and head j of B have the divergence
+ *
+ *     D_l(i, j) = mean over sequences and real query positions t of JSD(att_A(t, ·), att_B(t, ·))
+ *
+ * (pelab/attn_similarity.h; nats, 0..ln 2), and the layer's value is min over (i, j): whether any
+ * head of B attends as some head of A does. D(A, B) is the mean over layers (the runs must have as
+ * many). Runs are grouped by encoding (their --pe, with :random-positions=N when set): the entry
+ * (g, h) of the matrix is the mean and standard deviation of D(A, B) over the pairs of distinct
+ * runs A of g and B of h — on the diagonal, two seeds of one encoding (the paper's NoPE vs NoPE').
+ *
+ * Output: the matrix as a Markdown table; --out CSV, one row per pair of runs and layer
+ * (run_a,run_b,group_a,group_b,layer,min,mean: the minimum and mean over head pairs); --json the
+ * matrices (groups: mean and std; runs: D(A, B)); --png the group matrix as a heat map.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "args.h"
+#include "plot.h"
+#include "pelab/attn_similarity.h"
+#include "pelab/io.h"
+#include "pelab/json.h"
+#include "pelab/posenc.h"
+#include "pelab/safetensors.h"
+#include "pelab/status.h"
+#include "pelab/threads.h"
+#include "pelab/train.h"
+
+#define MAX_RUNS 64
+
+static const struct pelab_optdef options[] = {
+    {"models", PELAB_OPT_STR, "", 0, 0, NULL, "run directories, comma-separated: two or more, of one task (required)"},
+    {"split", PELAB_OPT_CHOICE, "test", 0, 0, "test|val", "split the sequences come from"},
+    {"examples", PELAB_OPT_INT, "10", 1, 1000, NULL, "sequences every run reads (the paper: 10)"},
+    {"size", PELAB_OPT_INT, "0", 0, PELAB_SIZES_MAX, NULL,
+     "algorithmic tasks, test split: the instance size of the sequences (0: the largest test size)"},
+    {"out", PELAB_OPT_STR, "", 0, 0, NULL, "CSV of every pair of runs and layer (replaced atomically)"},
+    {"json", PELAB_OPT_STR, "", 0, 0, NULL, "JSON of the matrices (replaced atomically)"},
+    {"png", PELAB_OPT_STR, "", 0, 0, NULL, "the group matrix as a heat map (needs a build with cairo)"},
+    {"width", PELAB_OPT_INT, "900", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG width in pixels"},
+    {"height", PELAB_OPT_INT, "800", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG height in pixels"},
+    PELAB_OPT_ROW_THREADS,
+    PELAB_OPT_ROW_EDITED,
+    {NULL, 0, NULL, 0, 0, NULL, NULL},
+};
+
+static void help(FILE *f) {
+    struct pelab_group g = {"options", options};
+    fprintf(f, "usage: pelab analyze attn-similarity --models A,B,... [--split test|val] [--examples N]\n"
+               "                                    [--size N] [--out CSV] [--json FILE] [--png FILE]\n\n"
+               "Runs every model on the same sequences and compares their attention, layer by layer:\n"
+               "the Jensen-Shannon divergence (nats, 0..ln 2) between the attention rows of a head\n"
+               "of one run and a head of another, averaged over the real query positions, and its\n"
+               "minimum over head pairs, averaged over layers: D(A, B). Runs are grouped by\n"
+               "encoding; the table gives mean and std of D over pairs of distinct runs of two\n"
+               "groups (the diagonal: seeds of one encoding against each other). The NoPE paper\n"
+               "(its section 5.2) finds NoPE's heads closest to T5's.\n");
+    pelab_args_help(f, &g, 1, NULL);
+}
+
+/* One run: its label (group), its attention on the shared sequences, N layers of (B,H,T,T). */
+struct member {
+    const char *dir, *task;
+    char group[96];
+    struct pelab_run run;
+    pelab_real *att;
+    int N, H;
+};
+
+/* The shared sequences: examples [first, first + B) of the split at length T, each row's real
+ * tokens (len). */
+struct inputs {
+    enum pelab_split split;
+    uint64_t first;
+    int B, T, size;
+    int len[1000];
+};
+
+/* Where the sequences come from, decided on the first run's task: an algorithmic task's test
+ * examples of one size (at its own length), else the first examples of the split. */
+static int choose_inputs(const struct pelab_opts *o, const struct pelab_task *t, struct inputs *in) {
+    in->split = pelab_opt_choice(o, options, "split") == 0 ? PELAB_SPLIT_TEST : PELAB_SPLIT_VAL;
+    in->B = (int)pelab_opt_int(o, options, "examples");
+    in->size = (int)pelab_opt_int(o, options, "size");
+    in->first = 0;
+    in->T = pelab_task_split_len(t, in->split);
+    const int sized = t->ops->sizes && in->split == PELAB_SPLIT_TEST;
+    if (in->size && !sized)
+        return pelab_fail(PELAB_ERR_USAGE, "--size: task %s has no test split of instance sizes%s",
+                          t->ops->name, t->ops->sizes ? " on --split val (sizes are the test split's)" : "");
+    uint64_t available = t->ops->split_size(t, in->split);
+    if (sized) {
+        int train_max, test_max, per_size;
+        t->ops->sizes(t, &train_max, &test_max, &per_size);
+        if (!in->size) in->size = test_max;
+        if (in->size > test_max)
+            return pelab_fail(PELAB_ERR_USAGE, "--size %d: the test split of task %s holds sizes 1..%d",
+                              in->size, t->ops->name, test_max);
+        in->first = (uint64_t)(in->size - 1) * per_size;
+        in->T = t->ops->size_len(t, in->size);
+        available = (uint64_t)per_size;
+    }
+    if ((uint64_t)in->B > available)
+        return pelab_fail(PELAB_ERR_USAGE, "--examples %d: the %s split of task %s has %llu%s", in->B,
+                          pelab_split_name(in->split), t->ops->name, (unsigned long long)available,
+                          sized ? " of that size" : "");
+    return PELAB_OK;
+}
+
+/* Runs member x on the shared sequences (its own task's, which must equal the first run's,
+ * *tokens0: the tokens are compared; the first run hands its tokens over, and each row's real
+ * tokens into in->len) and keeps its attention. */
+static int attend(struct member *x, struct inputs *in, int32_t **tokens0) {
+    struct pelab_model *m = &x->run.model;
+    struct pelab_batch b;
+    int rc = pelab_batch_alloc(&b, in->B, in->T);
+    if (rc) return rc;
+    x->run.task.ops->fill(&x->run.task, in->split, in->first, &b);
+    if (*tokens0 && memcmp(b.tokens, *tokens0, sizeof *b.tokens * (size_t)in->B * in->T) != 0)
+        rc = pelab_fail(PELAB_ERR_USAGE, "%s reads other sequences than the first run (its task or "
+                        "task options differ): compare runs of one task", x->dir);
+    for (int r = 0; !*tokens0 && r < in->B; r++) {
+        int k = in->T;
+        while (k > 1 && b.tokens[(size_t)r * in->T + k - 1] == x->run.task.pad) k--;
+        in->len[r] = k;
+    }
+    const int N = m->cfg.random_positions;
+    if (!rc && N) rc = pelab_random_positions(b.pos, b.tokens, in->B, in->T, x->run.task.pad, N,
+                                              PELAB_EVAL_POSITIONS_KEY, in->first);
+    if (!rc) rc = pelab_check_positions(m, b.pos, in->B, in->T);
+    pelab_model_set_attention(m, PELAB_ATTN_KERNEL_REF);
+    if (!rc) rc = pelab_model_reserve(m, in->B, in->T);
+    if (!rc) {
+        m->training = 0;
+        pelab_model_forward(m, b.tokens, b.targets, b.pos, in->B, in->T);
+        rc = m->status;
+    }
+    const size_t per_layer = (size_t)in->B * x->H * in->T * in->T;
+    if (!rc && !(x->att = malloc(sizeof *x->att * per_layer * x->N)))
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the attention of %s", x->dir);
+    for (int l = 0; !rc && l < x->N; l++)
+        memcpy(x->att + per_layer * l, pelab_model_attention(m, l), sizeof *x->att * per_layer);
+    if (!rc && !*tokens0) *tokens0 = b.tokens, b.tokens = NULL;
+    pelab_batch_free(&b);
+    return rc;
+}
+
+/* Opens the runs, checks that they can be compared, and computes each one's attention. */
+static int open_members(const struct pelab_opts *o, struct member *xs, int *n, struct inputs *in) {
+    static char list[PELAB_OPT_VAL_MAX];
+    snprintf(list, sizeof list, "%s", pelab_opt_str(o, options, "models"));
+    *n = 0;
+    char *save;
+    for (char *d = strtok_r(list, ",", &save); d; d = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_RUNS) return pelab_fail(PELAB_ERR_USAGE, "--models: at most %d runs", MAX_RUNS);
+        xs[(*n)++].dir = d;
+    }
+    if (*n < 2) return pelab_fail(PELAB_ERR_USAGE, "--models: give two or more run directories, comma-separated");
+    int32_t *tokens0 = NULL;
+    int rc = PELAB_OK;
+    for (int i = 0; i < *n && !rc; i++) {
+        struct member *x = &xs[i];
+        if ((rc = pelab_run_open(&x->run, x->dir))) break;
+        struct pelab_model *m = &x->run.model;
+        x->N = m->cfg.n_layers, x->H = m->cfg.n_heads, x->task = x->run.task.ops->name;
+        snprintf(x->group, sizeof x->group, "%s", m->cfg.pe);
+        if (m->cfg.random_positions)
+            snprintf(x->group + strlen(x->group), sizeof x->group - strlen(x->group), ":random-positions=%d",
+                     m->cfg.random_positions);
+        if (i == 0) rc = choose_inputs(o, &x->run.task, in);
+        else if (strcmp(x->task, xs[0].task) != 0)
+            rc = pelab_fail(PELAB_ERR_USAGE, "%s is a run of task %s, %s of task %s: compare runs of one task",
+                            x->dir, x->task, xs[0].dir, xs[0].task);
+        else if (x->N != xs[0].N)
+            rc = pelab_fail(PELAB_ERR_USAGE, "%s has %d layers, %s %d: layers are compared one to one",
+                            x->dir, x->N, xs[0].dir, xs[0].N);
+        if (!rc) rc = attend(x, in, &tokens0);
+        pelab_run_close(&x->run); /* the attention is all that is kept */
+    }
+    free(tokens0);
+    return rc;
+}
+
+/* D(A, B) of every pair (dab, n × n), and the CSV rows of every pair and layer into csv. */
+static int divergences(const struct member *xs, int n, const struct inputs *in, double *dab, struct pelab_sb *csv) {
+    int H = 0;
+    for (int a = 0; a < n; a++) H = xs[a].H > H ? xs[a].H : H;
+    double *hd = malloc(sizeof *hd * (size_t)H * H); /* one layer's head pairs */
+    if (!hd) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    pelab_sb_printf(csv, "run_a,run_b,group_a,group_b,layer,min,mean\n");
+    for (int a = 0; a < n; a++) {
+        dab[a * n + a] = 0;
+        for (int b = a + 1; b < n; b++) {
+            const struct member *x = &xs[a], *y = &xs[b];
+            const size_t lx = (size_t)in->B * x->H * in->T * in->T, ly = (size_t)in->B * y->H * in->T * in->T;
+            double sum = 0;
+            for (int l = 0; l < x->N; l++) {
+                pelab_attn_head_divergence(x->att + lx * l, x->H, y->att + ly * l, y->H, in->B, in->T, in->len, hd);
+                double lo = INFINITY, mean = 0;
+                for (int k = 0; k < x->H * y->H; k++) lo = fmin(lo, hd[k]), mean += hd[k];
+                mean /= x->H * y->H;
+                sum += lo;
+                pelab_sb_printf(csv, "%s,%s,%s,%s,%d,%.9g,%.9g\n", x->dir, y->dir, x->group, y->group, l, lo, mean);
+            }
+            dab[a * n + b] = dab[b * n + a] = sum / x->N;
+        }
+    }
+    free(hd);
+    return PELAB_OK;
+}
+
+int pelab_analyze_attn_similarity(int argc, char **argv) {
+    struct pelab_group g = {"options", options};
+    static struct pelab_opts opts;
+    int help_asked;
+    int rc = pelab_args_parse(argc, argv, &g, 1, &opts, &help_asked);
+    if (!rc) rc = pelab_args_check_only(&opts, options, "analyze attn-similarity");
+    if (rc) return rc;
+    if (help_asked) {
+        help(stdout);
+        return PELAB_OK;
+    }
+    if (!pelab_opt_str(&opts, options, "models")[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--models A,B,... is required (two or more run directories)");
+    const char *out = pelab_opt_str(&opts, options, "out"), *json = pelab_opt_str(&opts, options, "json");
+    const char *png = pelab_opt_str(&opts, options, "png");
+    if (png[0] && !pelab_plot_available()) return pelab_plot_unavailable("--png");
+    if (out[0] && (rc = pelab_check_output("--out", out))) return rc;
+    if (json[0] && (rc = pelab_check_output("--json", json))) return rc;
+    if (png[0] && (rc = pelab_check_output("--png", png))) return rc;
+    pelab_threads_set((int)pelab_opt_int(&opts, options, "threads"));
+    pelab_safetensors_accept_edited(pelab_opt_switch(&opts, options, "edited"));
+
+    static struct member xs[MAX_RUNS];
+    static struct inputs in;
+    static double dab[MAX_RUNS * MAX_RUNS];
+    int n = 0;
+    struct pelab_sb csv = {0}, js = {0};
+    rc = open_members(&opts, xs, &n, &in);
+    if (!rc) rc = divergences(xs, n, &in, dab, &csv);
+    /* the groups, in order of first appearance, and their matrix over pairs of distinct runs */
+    const char *groups[MAX_RUNS];
+    int ng = 0, of[MAX_RUNS];
+    for (int i = 0; !rc && i < n; i++) {
+        of[i] = -1;
+        for (int k = 0; k < ng && of[i] < 0; k++)
+            if (strcmp(groups[k], xs[i].group) == 0) of[i] = k;
+        if (of[i] < 0) groups[of[i] = ng++] = xs[i].group;
+    }
+    static double mean[MAX_RUNS * MAX_RUNS], sd[MAX_RUNS * MAX_RUNS];
+    static int pairs[MAX_RUNS * MAX_RUNS];
+    for (int gi = 0; !rc && gi < ng; gi++)
+        for (int gj = 0; gj < ng; gj++) {
+            double s = 0, ss = 0;
+            int k = 0;
+            for (int a = 0; a < n; a++)
+                for (int b = 0; b < n; b++)
+                    if (a != b && of[a] == gi && of[b] == gj && (gi != gj || a < b)) s += dab[a * n + b], k++;
+            const double m = k ? s / k : NAN;
+            for (int a = 0; a < n; a++)
+                for (int b = 0; b < n; b++)
+                    if (a != b && of[a] == gi && of[b] == gj && (gi != gj || a < b))
+                        ss += (dab[a * n + b] - m) * (dab[a * n + b] - m);
+            mean[gi * ng + gj] = m, sd[gi * ng + gj] = k > 1 ? sqrt(ss / (k - 1)) : 0, pairs[gi * ng + gj] = k;
+        }
+    if (!rc) {
+        printf("attention similarity: %d runs, %d sequences of the %s split", n, in.B, pelab_split_name(in.split));
+        if (in.size) printf(" of size %d", in.size);
+        printf(", JSD in nats (mean ± std over pairs of distinct runs; blank: no such pair)\n\n|  |");
+        for (int gj = 0; gj < ng; gj++) printf(" %s |", groups[gj]);
+        printf("\n|---|");
+        for (int gj = 0; gj < ng; gj++) printf("---|");
+        printf("\n");
+        for (int gi = 0; gi < ng; gi++) {
+            printf("| %s |", groups[gi]);
+            for (int gj = 0; gj < ng; gj++)
+                if (!pairs[gi * ng + gj]) printf("  |");
+                else if (pairs[gi * ng + gj] > 1) printf(" %.4f ± %.4f |", mean[gi * ng + gj], sd[gi * ng + gj]);
+                else printf(" %.4f |", mean[gi * ng + gj]);
+            printf("\n");
+        }
+    }
+    if (!rc && json[0]) {
+        pelab_sb_printf(&js, "{\"split\": \"%s\", \"size\": %d, \"examples\": %d, \"divergence\": \"jsd\", \"groups\": [",
+                        pelab_split_name(in.split), in.size, in.B);
+        for (int gi = 0; gi < ng; gi++) {
+            pelab_sb_printf(&js, "%s", gi ? ", " : "");
+            pelab_sb_json_string(&js, groups[gi]);
+        }
+        const char *keys[2] = {"mean", "std"};
+        const double *mats[2] = {mean, sd};
+        for (int k = 0; k < 2; k++) {
+            pelab_sb_printf(&js, "], \"%s\": [", keys[k]);
+            for (int gi = 0; gi < ng; gi++) {
+                pelab_sb_printf(&js, "%s[", gi ? ", " : "");
+                for (int gj = 0; gj < ng; gj++) {
+                    pelab_sb_printf(&js, "%s", gj ? ", " : "");
+                    if (pairs[gi * ng + gj]) pelab_sb_json_number(&js, mats[k][gi * ng + gj]);
+                    else pelab_sb_printf(&js, "null");
+                }
+                pelab_sb_printf(&js, "]");
+            }
+        }
+        pelab_sb_printf(&js, "], \"runs\": [");
+        for (int a = 0; a < n; a++) {
+            pelab_sb_printf(&js, "%s{\"dir\": ", a ? ", " : "");
+            pelab_sb_json_string(&js, xs[a].dir);
+            pelab_sb_printf(&js, ", \"group\": ");
+            pelab_sb_json_string(&js, xs[a].group);
+            pelab_sb_printf(&js, ", \"d\": [");
+            for (int b = 0; b < n; b++) {
+                pelab_sb_printf(&js, "%s", b ? ", " : "");
+                pelab_sb_json_number(&js, dab[a * n + b]);
+            }
+            pelab_sb_printf(&js, "]}");
+        }
+        pelab_sb_printf(&js, "]}\n");
+    }
+    if (!rc && png[0]) {
+        char legend[MAX_RUNS * 100] = ""; /* the axes count the groups: which is which */
+        for (int gi = 0; gi < ng; gi++)
+            snprintf(legend + strlen(legend), sizeof legend - strlen(legend), "%s%d %s", gi ? ", " : "", gi, groups[gi]);
+        struct pelab_plot_matrix mat = {legend, "group", "group", mean, ng, ng};
+        rc = pelab_plot_heatmaps(png, (int)pelab_opt_int(&opts, options, "width"),
+                                 (int)pelab_opt_int(&opts, options, "height"),
+                                 "attention similarity: mean JSD over pairs of runs", "JSD (nats)", &mat, 1);
+    }
+    if (!rc && out[0]) rc = pelab_write_file_atomic(out, csv.data, csv.len);
+    if (!rc && json[0]) rc = pelab_write_file_atomic(json, js.data, js.len);
+    pelab_sb_free(&csv);
+    pelab_sb_free(&js);
+    for (int i = 0; i < n; i++) free(xs[i].att);
+    return rc;
+}
