@@ -10,7 +10,7 @@ set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --steps 3 --warmup 1 --eval-every 0"
 
-for task in copy reverse sort parity sum addition duplicate-string stack-manipulation binary-addition; do
+for task in copy reverse sort parity sum addition poly lego duplicate-string stack-manipulation binary-addition; do
     train --task "$task" $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/$task"
 done
 "$P" eval --model "$W/copy" --threads 1 >"$W/table" 2>"$W/e" || fail "eval: $(cat "$W/e")"
@@ -123,5 +123,10 @@ expect 2 "--size 9: the test split of task copy holds sizes 1..8" -- analyze att
 expect 2 "--algo-test-max 3 is below --algo-train-max 4" -- train --task copy $TINY --algo-train-max 4 --algo-test-max 3 --out "$W/bad1"
 expect 2 "addition-reversed" -- train --task copy $TINY --addition-reversed on --out "$W/bad2"
 expect 2 "--algo-train-max: 300 is out of range" -- train --task reverse $TINY --algo-train-max 300 --out "$W/bad3"
-for b in 1 2 3 4 5 6 7 8 9 10 11 12; do [ -e "$W/bad$b" ] && fail "a refused run left its directory $W/bad$b"; done
+expect 2 "--scratchpad does not apply to --task copy" -- train --task copy $TINY --scratchpad on --out "$W/bad13"
+expect 2 "--algo-test-max 60: task lego names each variable by one of 52 letters" -- train --task lego $TINY --algo-test-max 60 --out "$W/bad14"
+train --task addition --scratchpad on $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/scratch"
+"$P" sample --model "$W/scratch" --split test --first 39 --count 1 >"$W/s" 2>"$W/e" || fail "sample: $(cat "$W/e")"
+grep -q "^#39 .*|.*=" "$W/s" || fail "no scratchpad in the addition target: $(cat "$W/s")"
+for b in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do [ -e "$W/bad$b" ] && fail "a refused run left its directory $W/bad$b"; done
 echo "ok"

@@ -6,6 +6,7 @@
  * operands above 0); sizes uniform in 1..L for training
  * and validation and in order 1..2L for the test split; the same example twice, another for
  * another data seed; batches padded with targets only from the separator on; bad options one line. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "data/tasks/algo.h"
@@ -13,7 +14,8 @@
 #include "pelab/status.h"
 #include "pelab/task.h"
 
-enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14, POP = 66, PUSH0 = 67, PUSH1 = 68 };
+enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14, POP = 66, PUSH0 = 67, PUSH1 = 68, MINUS, TIMES, POWER, EQ, COMMA, QUERY };
+enum { REVERSED = 1, SCRATCHPAD = 2 }; /* the options an answer depends on */
 
 static int init(struct pelab_task *t, const char *name, const char *const *kv) {
     struct pelab_opts o = {0};
@@ -31,8 +33,23 @@ static __int128 number(const int32_t *seq, int from, int to) {
     return v;
 }
 
-/* The answer to prompt p (np tokens) of task `name`, written into want (*nw tokens); the size. */
-static int answer(const char *name, int reversed, const int32_t *p, int np, int32_t *want, int *nw) {
+/* lego: the value (+1 or -1) of the variable v of clauses p[0..np) (`v = ± u ,` or `v = ± 1 ,`),
+ * by following its references; *hops how many it took; 0 for a variable no clause defines. */
+static int lego_value(const int32_t *p, int np, int32_t v, int *hops) {
+    for (int c = 0; c + 3 < np; c += 5)
+        if (p[c] == v && p[c + 1] == EQ) {
+            const int sign = p[c + 2] == PLUS ? 1 : p[c + 2] == MINUS ? -1 : 0;
+            if (p[c + 3] == D0 + 1) return *hops = 0, sign;
+            const int rest = lego_value(p, np, p[c + 3], hops);
+            return ++*hops, sign * rest;
+        }
+    return 0;
+}
+
+/* The answer to prompt p (np tokens) of task `name` with the options `flags`, written into want
+ * (*nw tokens); the size. */
+static int answer(const char *name, int flags, const int32_t *p, int np, int32_t *want, int *nw) {
+    const int reversed = flags & REVERSED, scratch = flags & SCRATCHPAD;
     if (!strcmp(name, "copy") || !strcmp(name, "reverse") || !strcmp(name, "sort")) {
         for (int i = 0; i < np; i++) want[i] = !strcmp(name, "reverse") ? p[np - 1 - i] : p[i];
         if (!strcmp(name, "sort")) /* insertion sort: another algorithm than the generator's */
@@ -44,17 +61,49 @@ static int answer(const char *name, int reversed, const int32_t *p, int np, int3
         *nw = np;
         return np;
     }
-    if (!strcmp(name, "parity")) {
-        int ones = 0;
-        for (int i = 0; i < np; i++) ones += p[i] == D0 + 1;
-        want[0] = D0 + (ones & 1), *nw = 1;
+    if (!strcmp(name, "parity")) { /* with the scratchpad, every prefix counted again */
+        *nw = 0;
+        for (int k = scratch ? 1 : np; k <= np; k++) {
+            int ones = 0;
+            for (int i = 0; i < k; i++) ones += p[i] == D0 + 1;
+            want[(*nw)++] = D0 + (ones & 1);
+        }
         return np;
     }
     if (!strcmp(name, "sum")) {
-        int s = 0, terms = 0;
-        for (int i = 0; i < np; i += 2) s += p[i] - D0, terms++;
-        want[0] = D0 + s % 10, *nw = 1;
+        const int terms = (np + 1) / 2;
+        *nw = 0;
+        for (int k = scratch ? 1 : terms; k <= terms; k++) {
+            int s = 0;
+            for (int i = 0; i < 2 * k; i += 2) s += p[i] - D0;
+            want[(*nw)++] = D0 + s % 10;
+        }
         return terms;
+    }
+    if (!strcmp(name, "poly")) { /* x = [-] v , then terms [-] c * x ^ e joined by + */
+        const int x = p[2] == MINUS ? -(p[3] - D0) : p[2] - D0;
+        int i = p[2] == MINUS ? 5 : 4, terms = 0;
+        long value = 0;
+        while (i < np) {
+            const int neg = p[i] == MINUS;
+            i += neg;
+            const long c = (neg ? -1 : 1) * (long)(p[i] - D0);
+            if (p[i + 1] != TIMES || p[i + 2] != S0 + 'x' - 'a' || p[i + 3] != POWER) return -1;
+            value += c * (long)pow(x, p[i + 4] - D0);
+            terms++;
+            i += 5;
+            if (i < np && p[i++] != PLUS) return -1;
+        }
+        want[0] = D0 + (int)(((value % 10) + 10) % 10), *nw = 1;
+        return terms;
+    }
+    if (!strcmp(name, "lego")) { /* clauses, then ? q: q's value, read by following the chain */
+        const int n = (np - 2 + 1) / 5;
+        int hops = 0;
+        const int v = lego_value(p, np - 2, p[np - 1], &hops);
+        if (p[np - 2] != QUERY || !v || (n > 1 && hops < (n + 1) / 2)) return -1;
+        want[0] = v > 0 ? PLUS : MINUS, want[1] = D0 + 1, *nw = 2;
+        return n;
     }
     if (!strcmp(name, "duplicate-string")) {
         for (int i = 0; i < 2 * np; i++) want[i] = p[i % np];
@@ -90,16 +139,25 @@ static int answer(const char *name, int reversed, const int32_t *p, int np, int3
     /* addition: x + y, each n digits */
     int plus = 0;
     while (p[plus] != PLUS) plus++;
-    __int128 z = number(p, 0, plus) + number(p, plus + 1, np);
+    const __int128 x = number(p, 0, plus), y = number(p, plus + 1, np);
+    __int128 z = x + y, ten = 1;
+    int w = 0;
+    for (int i = 0; scratch && i < plus; i++, ten *= 10) { /* column i: its digit of the sum of the
+                                                            * operands cut to i + 1 digits, and
+                                                            * whether that sum carries */
+        const __int128 part = x % (10 * ten) + y % (10 * ten);
+        want[w++] = D0 + (int)(part / ten % 10), want[w++] = D0 + (part >= 10 * ten);
+    }
+    if (scratch) want[w++] = EQ;
     char text[64];
     int k = 0;
     do text[k++] = (char)('0' + (int)(z % 10)), z /= 10; while (z > 0); /* least significant first */
-    for (int i = 0; i < k; i++) want[i] = D0 + (text[reversed ? i : k - 1 - i] - '0');
-    *nw = k;
+    for (int i = 0; i < k; i++) want[w + i] = D0 + (text[reversed ? i : k - 1 - i] - '0');
+    *nw = w + k;
     return plus;
 }
 
-static void check_task(const char *name, const char *const *kv, int reversed) {
+static void check_task(const char *name, const char *const *kv, int flags) {
     struct pelab_task t;
     if (init(&t, name, kv)) {
         CHECK(0, "%s: %s", name, pelab_last_error());
@@ -108,7 +166,7 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
     int L, M, per;
     t.ops->sizes(&t, &L, &M, &per);
     CHECK(M == 2 * L && t.ops->split_size(&t, PELAB_SPLIT_TEST) == (uint64_t)M * per, "%s: sizes %d %d %d", name, L, M, per);
-    int32_t seq[4 * PELAB_SIZES_MAX + 8], again[4 * PELAB_SIZES_MAX + 8], want[2 * PELAB_SIZES_MAX + 2];
+    int32_t seq[PELAB_ALGO_SEQ_MAX], again[PELAB_ALGO_SEQ_MAX], want[PELAB_ALGO_SEQ_MAX];
     int seen[2 * PELAB_SIZES_MAX + 1] = {0}, bad = 0, longest_train = 0, longest_test = 0;
     for (int split = 0; split < 3; split++)
         for (uint64_t i = 0; i < 1500; i++) {
@@ -116,7 +174,7 @@ static void check_task(const char *name, const char *const *kv, int reversed) {
             const int len = pelab_algo_example(&t, split, i, seq, &np);
             CHECK(pelab_algo_example(&t, split, i, again, &np2) == len && !memcmp(seq, again, (size_t)len * sizeof *seq),
                   "%s: example %llu drawn twice differs", name, (unsigned long long)i);
-            const int size = answer(name, reversed, seq, np, want, &nw);
+            const int size = answer(name, flags, seq, np, want, &nw);
             const int ok = seq[np] == SEP && len == np + nw + 2 && seq[len - 1] == END &&
                            !memcmp(seq + np + 1, want, (size_t)nw * sizeof *want);
             if (!ok && bad++ < 3) CHECK(0, "%s: split %d example %llu (size %d) has a wrong target", name, split, (unsigned long long)i, size);
@@ -182,11 +240,18 @@ static void check_refusals(void) {
 }
 
 int main(void) {
-    const char *const tasks[] = {"copy", "reverse", "sort", "parity", "sum", "addition", "duplicate-string",
-                                 "stack-manipulation", "binary-addition"};
+    const char *const tasks[] = {"copy", "reverse", "sort", "parity", "sum", "addition", "poly", "lego",
+                                 "duplicate-string", "stack-manipulation", "binary-addition"};
     for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) check_task(tasks[i], NULL, 0);
     const char *const rev[] = {"addition-reversed", "on", "algo-train-max", "9", NULL};
-    check_task("addition", rev, 1);
+    check_task("addition", rev, REVERSED);
+    const char *const scratch[] = {"scratchpad", "on", NULL}, *const both[] = {"scratchpad", "on", "addition-reversed", "on", NULL};
+    check_task("parity", scratch, SCRATCHPAD);
+    check_task("sum", scratch, SCRATCHPAD);
+    check_task("addition", scratch, SCRATCHPAD);
+    check_task("addition", both, SCRATCHPAD | REVERSED);
+    const char *const shuffled[] = {"lego-shuffle", "on", "algo-train-max", "12", NULL};
+    check_task("lego", shuffled, 0);
     const char *const few[] = {"algo-symbols", "3", NULL}; /* repeats in sort */
     check_task("sort", few, 0);
     check_refusals();

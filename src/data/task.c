@@ -22,6 +22,8 @@ static const struct pelab_task_ops *const tasks[] = {
     &pelab_task_parity,
     &pelab_task_sum,
     &pelab_task_addition,
+    &pelab_task_poly,
+    &pelab_task_lego,
     &pelab_task_duplicate_string,
     &pelab_task_stack_manipulation,
     &pelab_task_binary_addition,

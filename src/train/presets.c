@@ -118,6 +118,10 @@ static const struct pelab_preset presets[] = {
      ALGO_CPU "algo-train-max=8"},
     {"addition", "cpu", "a 2-core machine: 1-8 digits (test 1-16), D 64, 4 heads, 3 layers, 2000 steps",
      ALGO_CPU "algo-train-max=8"},
+    {"poly", "cpu", "a 2-core machine: 1-8 terms (test 1-16), D 64, 4 heads, 3 layers, 2000 steps",
+     ALGO_CPU "algo-train-max=8"},
+    {"lego", "cpu", "a 2-core machine: 1-8 variables (test 1-16), D 64, 4 heads, 3 layers, 2000 steps",
+     ALGO_CPU "algo-train-max=8"},
     {"duplicate-string", "cpu", "a 2-core machine: sizes 1-10 (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
      ALGO_CPU "algo-train-max=10"},
     {"stack-manipulation", "cpu", "a 2-core machine: sizes 1-10 (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
@@ -136,6 +140,8 @@ static const struct pelab_preset presets[] = {
     {"sum", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 terms (test 1-16)", NOPE_PAPER "algo-train-max=8"},
     {"parity", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 bits (test 1-16)", NOPE_PAPER "algo-train-max=8"},
     {"sort", "paper", "NoPE paper: 12 x 768, 40k steps, sizes 1-8 (test 1-16)", NOPE_PAPER "algo-train-max=8"},
+    {"poly", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 terms (test 1-16)", NOPE_PAPER "algo-train-max=8"},
+    {"lego", "paper", "NoPE paper: 12 x 768, 40k steps, 1-8 variables (test 1-16)", NOPE_PAPER "algo-train-max=8"},
     /* Ruoss et al.'s example configuration (google-deepmind/randomized_positional_encodings,
      * experiments/example.py): 5 layers of 64 with 8 heads, 10k updates of 128 at lr 1e-3 with
      * clipping at 1, sizes 1-40; their paper tests to 500. Their model is an encoder that reads

@@ -10,6 +10,13 @@
  *     addition  5 2 7 + 3 8 1 | 9 0 8 .      size: digits of each operand (the first not 0 when
  *                                            size > 1); --addition-reversed: answer least
  *                                            significant digit first
+ *     poly      x = - 1 , 2 * x ^ 3 + - 3 * x ^ 0 | 5 .   size: terms; the value mod 10
+ *     lego      c = + 1 , a = - c , f = + a ? f | - 1 .   size: variables; --lego-shuffle
+ *
+ * With --scratchpad (parity, sum, addition) the target works the answer out first: parity
+ * `1 0 1 1 | 1 1 0 1 .` (the parity of each prefix), sum `7 + 5 + 9 | 7 2 1 .` (each prefix's sum
+ * mod 10), addition `5 2 7 + 3 8 1 | 8 0 0 1 9 0 = 9 0 8 .` (from the right, each column's digit and
+ * carry, then = and the answer). Exact match then asks for the whole scratchpad too.
  *
  * and three of the Chomsky-hierarchy tasks of Ruoss et al. 2023, whose parity check is `parity`
  * and whose reverse string is `reverse --algo-symbols 2`:
@@ -51,16 +58,17 @@
 #include "pelab/status.h"
 
 enum { PAD = 0, SEP = 1, END = 2, PLUS = 3, DIGIT0 = 4, SYMBOL0 = 14, SYMBOLS_MAX = 52,
-       POP = SYMBOL0 + SYMBOLS_MAX, PUSH0, PUSH1 };
-#define VOCAB (SYMBOL0 + SYMBOLS_MAX)   /* the tasks' vocabulary */
-#define STACK_VOCAB (PUSH1 + 1)         /* stack-manipulation's: with its three actions */
+       POP = SYMBOL0 + SYMBOLS_MAX, PUSH0, PUSH1, MINUS, TIMES, POWER, EQUALS, COMMA, QUERY };
+#define VOCAB (SYMBOL0 + SYMBOLS_MAX) /* the first tasks' vocabulary; each later one added tokens */
+#define STACK_VOCAB (PUSH1 + 1)       /* with stack-manipulation's three actions */
+#define FULL_VOCAB (QUERY + 1)        /* with poly's, lego's and the scratchpads' signs */
 
-static const char *const TOKEN_TEXT[STACK_VOCAB] = {
+static const char *const TOKEN_TEXT[FULL_VOCAB] = {
     "",  "|", ".", "+", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
     "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r",
     "s", "t", "u", "v", "w", "x", "y", "z", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J",
     "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
-    "pop", "push0", "push1"};
+    "pop", "push0", "push1", "-", "*", "^", "=", ",", "?"};
 
 /* Fixed per-split salts (train, val, test): changing them changes every dataset. */
 static const uint64_t SALT[3] = {0xA160C0B7D1A00001ull, 0xA160C0B7D1A00002ull, 0xA160C0B7D1A00003ull};
@@ -68,17 +76,18 @@ static const uint64_t SALT[3] = {0xA160C0B7D1A00001ull, 0xA160C0B7D1A00002ull, 0
 struct algo;
 /* A task: its generator of size-n instances (prompt, *np tokens; target, *nt tokens), the
  * longest prompt plus target of size n, prompt_per_size·n + target_per_size·n + extra, and its
- * vocabulary. */
+ * vocabulary; with --scratchpad, the target's per size and extra instead. */
 struct kind {
     void (*make)(const struct algo *a, struct pelab_rng *rng, int n, int32_t *prompt, int *np,
                  int32_t *target, int *nt);
     int prompt_per_size, target_per_size, extra;
     int vocab;
+    int scratch_per_size, scratch_extra;
 };
 
 struct algo {
     const struct kind *kind;
-    int train_max, test_max, per_size, symbols, reversed;
+    int train_max, test_max, per_size, symbols, reversed, scratchpad, shuffle;
     uint64_t size[2]; /* training and validation examples */
     uint64_t key[3];
 };
@@ -115,9 +124,10 @@ static void gen_parity(const struct algo *a, struct pelab_rng *rng, int n, int32
         const int b = (int)pelab_rng_below(rng, 2);
         ones += b;
         p[i] = digit(b);
+        if (a->scratchpad) t[i] = digit(ones % 2); /* the parity of the bits so far */
     }
-    t[0] = digit(ones % 2);
-    *np = n, *nt = 1;
+    if (!a->scratchpad) t[0] = digit(ones % 2);
+    *np = n, *nt = a->scratchpad ? n : 1;
 }
 
 static void gen_sum(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
@@ -127,9 +137,10 @@ static void gen_sum(const struct algo *a, struct pelab_rng *rng, int n, int32_t 
         sum += d;
         if (i) p[k++] = PLUS;
         p[k++] = digit(d);
+        if (a->scratchpad) t[i] = digit(sum % 10); /* the sum so far, mod 10 */
     }
-    t[0] = digit(sum % 10);
-    *np = k, *nt = 1;
+    if (!a->scratchpad) t[0] = digit(sum % 10);
+    *np = k, *nt = a->scratchpad ? n : 1;
 }
 
 /* Two n-digit operands, most significant digit first; their sum by the school method from the
@@ -140,20 +151,22 @@ static void gen_addition(const struct algo *a, struct pelab_rng *rng, int n, int
         x[i] = i == 0 && n > 1 ? 1 + (int)pelab_rng_below(rng, 9) : (int)pelab_rng_below(rng, 10);
         y[i] = i == 0 && n > 1 ? 1 + (int)pelab_rng_below(rng, 9) : (int)pelab_rng_below(rng, 10);
     }
-    int carry = 0;
-    for (int i = n - 1; i >= 0; i--) {
+    int carry = 0, k = 0;
+    for (int i = n - 1; i >= 0; i--) { /* the scratchpad: each column's digit and carry, from the right */
         const int d = x[i] + y[i] + carry;
         s[i + 1] = d % 10, carry = d / 10;
+        if (a->scratchpad) t[k++] = digit(s[i + 1]), t[k++] = digit(carry);
     }
     s[0] = carry;
-    int k = 0;
-    for (int i = 0; i < n; i++) p[k++] = digit(x[i]);
-    p[k++] = PLUS;
-    for (int i = 0; i < n; i++) p[k++] = digit(y[i]);
-    *np = k;
+    if (a->scratchpad) t[k++] = EQUALS;
+    int m = 0;
+    for (int i = 0; i < n; i++) p[m++] = digit(x[i]);
+    p[m++] = PLUS;
+    for (int i = 0; i < n; i++) p[m++] = digit(y[i]);
+    *np = m;
     const int first = s[0] ? 0 : 1, len = n + 1 - first; /* no leading zero */
-    for (int i = 0; i < len; i++) t[a->reversed ? len - 1 - i : i] = digit(s[first + i]);
-    *nt = len;
+    for (int i = 0; i < len; i++) t[k + (a->reversed ? len - 1 - i : i)] = digit(s[first + i]);
+    *nt = k + len;
 }
 
 /* ---- the Chomsky-hierarchy tasks of Ruoss et al. 2023 ("Randomized Positional Encodings Boost
@@ -210,18 +223,81 @@ static void gen_binary_addition(const struct algo *a, struct pelab_rng *rng, int
     *np = k, *nt = top;
 }
 
-static const struct kind copy_kind = {gen_copy, 1, 1, 0, VOCAB};
-static const struct kind reverse_kind = {gen_reverse, 1, 1, 0, VOCAB};
-static const struct kind sort_kind = {gen_sort, 1, 1, 0, VOCAB};
-static const struct kind parity_kind = {gen_parity, 1, 0, 1, VOCAB};
-static const struct kind sum_kind = {gen_sum, 2, 0, 1, VOCAB};           /* 2n − 1, 1 */
-static const struct kind addition_kind = {gen_addition, 2, 1, 2, VOCAB}; /* 2n + 1, up to n + 1 */
-static const struct kind duplicate_string_kind = {gen_duplicate, 1, 2, 0, VOCAB};
-static const struct kind stack_manipulation_kind = {gen_stack, 1, 1, 0, STACK_VOCAB};
-static const struct kind binary_addition_kind = {gen_binary_addition, 1, 1, 3, VOCAB}; /* n + 2, up to n + 1 */
+/* poly: x = v , then n terms c * x ^ e joined by +, c in -3..3, e in 0..3, v in -2..2 (a minus
+ * sign is its own token); the answer is the polynomial's value mod 10, in 0..9. */
+static void gen_poly(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    const int x = (int)pelab_rng_below(rng, 5) - 2;
+    int k = 0, value = 0;
+    p[k++] = SYMBOL0 + ('x' - 'a'), p[k++] = EQUALS;
+    if (x < 0) p[k++] = MINUS;
+    p[k++] = digit(abs(x)), p[k++] = COMMA;
+    for (int i = 0; i < n; i++) {
+        const int c = (int)pelab_rng_below(rng, 7) - 3, e = (int)pelab_rng_below(rng, 4);
+        int power = 1;
+        for (int j = 0; j < e; j++) power *= x;
+        value += c * power;
+        if (i) p[k++] = PLUS;
+        if (c < 0) p[k++] = MINUS;
+        p[k++] = digit(abs(c)), p[k++] = TIMES, p[k++] = SYMBOL0 + ('x' - 'a'), p[k++] = POWER, p[k++] = digit(e);
+    }
+    t[0] = digit(((value % 10) + 10) % 10);
+    *np = k, *nt = 1;
+}
 
-static int longest(const struct kind *k, int n) {
-    return k->prompt_per_size * n + k->target_per_size * n + k->extra;
+/* lego (Zhang et al. 2022, "Unveiling Transformers with LEGO", as the NoPE paper uses it): a chain
+ * of n distinct variables, the first + 1 or - 1, each next + or - the one before, written as
+ * clauses `v = + u ,` (--lego-shuffle: in a random order), then `? q` for a variable q from the
+ * chain's second half (0-based place uniform in ceil(n/2)..n-1); the answer is q's sign and 1. */
+static void gen_lego(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
+    int32_t var[SYMBOLS_MAX];
+    int sign[SYMBOLS_MAX], order[SYMBOLS_MAX];
+    for (int i = 0; i < SYMBOLS_MAX; i++) var[i] = SYMBOL0 + i;
+    for (int i = 0; i < n; i++) { /* n distinct letters: a partial Fisher-Yates shuffle */
+        const int j = i + (int)pelab_rng_below(rng, (uint64_t)(SYMBOLS_MAX - i));
+        const int32_t v = var[i];
+        var[i] = var[j], var[j] = v;
+    }
+    for (int i = 0; i < n; i++) {
+        sign[i] = (int)pelab_rng_below(rng, 2) ? 1 : -1;
+        order[i] = i;
+    }
+    for (int i = n - 1; a->shuffle && i > 0; i--) {
+        const int j = (int)pelab_rng_below(rng, (uint64_t)(i + 1)), o = order[i];
+        order[i] = order[j], order[j] = o;
+    }
+    int k = 0;
+    for (int c = 0; c < n; c++) {
+        const int i = order[c];
+        if (c) p[k++] = COMMA;
+        p[k++] = var[i], p[k++] = EQUALS, p[k++] = sign[i] > 0 ? PLUS : MINUS;
+        p[k++] = i ? var[i - 1] : digit(1);
+    }
+    const int q = n == 1 ? 0 : (n + 1) / 2 + (int)pelab_rng_below(rng, (uint64_t)(n - (n + 1) / 2));
+    int value = 1;
+    for (int i = 0; i <= q; i++) value *= sign[i];
+    p[k++] = QUERY, p[k++] = var[q];
+    t[0] = value > 0 ? PLUS : MINUS, t[1] = digit(1);
+    *np = k, *nt = 2;
+}
+
+static const struct kind copy_kind = {gen_copy, 1, 1, 0, VOCAB, 0, 0};
+static const struct kind reverse_kind = {gen_reverse, 1, 1, 0, VOCAB, 0, 0};
+static const struct kind sort_kind = {gen_sort, 1, 1, 0, VOCAB, 0, 0};
+/* with --scratchpad: parity and sum n targets (a running value each), addition 2n + 1 + (n + 1),
+ * so that prompt and target are at most 2n, 3n - 1 and 5n + 3 */
+static const struct kind parity_kind = {gen_parity, 1, 0, 1, VOCAB, 2, 0};
+static const struct kind sum_kind = {gen_sum, 2, 0, 1, VOCAB, 3, 0};           /* 2n − 1, 1 */
+static const struct kind addition_kind = {gen_addition, 2, 1, 2, VOCAB, 5, 3}; /* 2n + 1, up to n + 1 */
+static const struct kind poly_kind = {gen_poly, 7, 0, 5, FULL_VOCAB, 0, 0};  /* up to 7n + 4, 1 */
+static const struct kind lego_kind = {gen_lego, 5, 0, 3, FULL_VOCAB, 0, 0};  /* 5n + 1, 2 */
+static const struct kind duplicate_string_kind = {gen_duplicate, 1, 2, 0, VOCAB, 0, 0};
+static const struct kind stack_manipulation_kind = {gen_stack, 1, 1, 0, STACK_VOCAB, 0, 0};
+static const struct kind binary_addition_kind = {gen_binary_addition, 1, 1, 3, VOCAB, 0, 0}; /* n + 2, up to n + 1 */
+
+static int longest(const struct algo *a, int n) {
+    const struct kind *k = a->kind;
+    return a->scratchpad ? k->scratch_per_size * n + k->scratch_extra /* prompt and scratchpad target */
+                         : k->prompt_per_size * n + k->target_per_size * n + k->extra;
 }
 
 /* ---- the engine --------------------------------------------------------------------------- */
@@ -248,15 +324,22 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     a->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, table, "algo-val-size");
     a->symbols = pelab_optdef_find(table, "algo-symbols") ? (int)pelab_opt_int(opts, table, "algo-symbols") : 0;
     a->reversed = pelab_optdef_find(table, "addition-reversed") ? pelab_opt_switch(opts, table, "addition-reversed") : 0;
+    a->scratchpad = pelab_optdef_find(table, "scratchpad") ? pelab_opt_switch(opts, table, "scratchpad") : 0;
+    a->shuffle = pelab_optdef_find(table, "lego-shuffle") ? pelab_opt_switch(opts, table, "lego-shuffle") : 0;
+    if (kind == &lego_kind && test_max > SYMBOLS_MAX) {
+        free(a);
+        return pelab_fail(PELAB_ERR_USAGE, "--algo-test-max %d: task lego names each variable by one of "
+                          "%d letters, so its sizes end at %d", test_max, SYMBOLS_MAX, SYMBOLS_MAX);
+    }
     const uint64_t data_seed = (uint64_t)pelab_opt_real(opts, table, "data-seed");
     for (int s = 0; s < 3; s++) a->key[s] = pelab_hash64(SALT[s] ^ pelab_hash64(data_seed));
     t->state = a;
-    t->vocab = kind->vocab;
+    t->vocab = a->scratchpad ? FULL_VOCAB : kind->vocab;
     t->pad = PAD;
     /* prompt, separator, target (the end token is a target only): the training context holds the
      * longest training example, the test split's batches the longest test one */
-    t->seq_len = longest(kind, train_max) + 1;
-    t->test_len = longest(kind, test_max) + 1;
+    t->seq_len = longest(a, train_max) + 1;
+    t->test_len = longest(a, test_max) + 1;
     return PELAB_OK;
 }
 
@@ -278,7 +361,7 @@ int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint6
     const int n = split == PELAB_SPLIT_TEST ? 1 + (int)(i / (uint64_t)a->per_size)
                                             : 1 + (int)pelab_rng_below(&rng, (uint64_t)a->train_max);
     int np, nt;
-    int32_t target[2 * PELAB_SIZES_MAX + 2];
+    int32_t target[PELAB_ALGO_SEQ_MAX];
     a->kind->make(a, &rng, n, seq, &np, target, &nt);
     seq[np] = SEP;
     memcpy(seq + np + 1, target, (size_t)nt * sizeof *seq);
@@ -289,7 +372,7 @@ int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint6
 
 static void algo_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first, struct pelab_batch *b) {
     const uint64_t size = algo_split_size(t, split);
-    int32_t seq[4 * PELAB_SIZES_MAX + 8];
+    int32_t seq[PELAB_ALGO_SEQ_MAX];
     for (int r = 0; r < b->B; r++) {
         int np;
         const int len = pelab_algo_example(t, split, (first + (uint64_t)r) % size, seq, &np);
@@ -315,7 +398,7 @@ static void algo_sizes(const struct pelab_task *t, int *train_max, int *test_max
 
 static int algo_size_len(const struct pelab_task *t, int n) {
     const struct algo *a = t->state;
-    return longest(a->kind, n) + 1;
+    return longest(a, n) + 1;
 }
 
 /* ---- the tasks' tables ---------------------------------------------------------------------- */
@@ -335,11 +418,20 @@ static int algo_size_len(const struct pelab_task *t, int n) {
 static const struct pelab_optdef copy_options[] = {ROWS("20"), SYMBOLS_ROW, {0}};
 static const struct pelab_optdef reverse_options[] = {ROWS("20"), SYMBOLS_ROW, {0}};
 static const struct pelab_optdef sort_options[] = {ROWS("20"), SYMBOLS_ROW, {0}};
-static const struct pelab_optdef parity_options[] = {ROWS("20"), {0}};
-static const struct pelab_optdef sum_options[] = {ROWS("20"), {0}};
+#define SCRATCHPAD_ROW(WHAT) {"scratchpad", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "the target " WHAT}
+static const struct pelab_optdef parity_options[] = {
+    ROWS("20"), SCRATCHPAD_ROW("is the parity of every prefix of the bits (the last the answer)"), {0}};
+static const struct pelab_optdef sum_options[] = {
+    ROWS("20"), SCRATCHPAD_ROW("is the sum mod 10 of every prefix of the terms (the last the answer)"), {0}};
 static const struct pelab_optdef addition_options[] = {
     ROWS("8"),
     {"addition-reversed", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "the answer's least significant digit first"},
+    SCRATCHPAD_ROW("first holds each column's digit and carry from the right, then = and the answer"),
+    {0}};
+static const struct pelab_optdef poly_options[] = {ROWS("8"), {0}};
+static const struct pelab_optdef lego_options[] = {
+    ROWS("8"),
+    {"lego-shuffle", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "the clauses in a random order, not the chain's"},
     {0}};
 
 static const struct pelab_optdef duplicate_string_options[] = {
@@ -362,6 +454,8 @@ TASK(sort, "sort", "length generalisation: sort a string of symbols (size = symb
 TASK(parity, "parity", "length generalisation: parity of a string of bits (size = bits)");
 TASK(sum, "sum", "length generalisation: sum of digits 1-9 mod 10 (size = terms)");
 TASK(addition, "addition", "length generalisation: add two integers of n digits each (size = digits)");
+TASK(poly, "poly", "length generalisation: a polynomial's value mod 10 (NoPE paper; size = terms)");
+TASK(lego, "lego", "length generalisation: the sign of a variable down a chain of them (NoPE paper; size = variables)");
 TASK(duplicate_string, "duplicate-string",
      "length generalisation: a string of symbols twice (Ruoss et al., context-sensitive; size = symbols)");
 TASK(stack_manipulation, "stack-manipulation",

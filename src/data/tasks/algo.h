@@ -5,8 +5,10 @@
 #include <stdint.h>
 #include "pelab/task.h"
 
+#define PELAB_ALGO_SEQ_MAX (8 * PELAB_SIZES_MAX + 8) /* tokens of the longest example of any task */
+
 /* Example i of split as tokens: prompt, separator, target, end token, into seq (at least
- * 4·PELAB_SIZES_MAX + 8); *n_prompt the prompt's tokens; returns the sequence's length. */
+ * PELAB_ALGO_SEQ_MAX); *n_prompt the prompt's tokens; returns the sequence's length. */
 int pelab_algo_example(const struct pelab_task *t, enum pelab_split split, uint64_t i, int32_t *seq,
                        int *n_prompt);
 

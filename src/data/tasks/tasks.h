@@ -19,6 +19,8 @@ extern const struct pelab_task_ops pelab_task_sort;
 extern const struct pelab_task_ops pelab_task_parity;
 extern const struct pelab_task_ops pelab_task_sum;
 extern const struct pelab_task_ops pelab_task_addition;
+extern const struct pelab_task_ops pelab_task_poly;
+extern const struct pelab_task_ops pelab_task_lego;
 extern const struct pelab_task_ops pelab_task_duplicate_string;
 extern const struct pelab_task_ops pelab_task_stack_manipulation;
 extern const struct pelab_task_ops pelab_task_binary_addition;
