@@ -217,6 +217,109 @@ static int divergences(const struct member *xs, int n, const struct inputs *in, 
     return PELAB_OK;
 }
 
+/* The runs grouped by encoding (in order of first appearance) and the group matrix: entry
+ * (g, h) the mean, std and count of D(A, B) over pairs of distinct runs A of g, B of h. */
+struct groups {
+    const char *name[MAX_RUNS];
+    int n, of[MAX_RUNS];
+    double mean[MAX_RUNS * MAX_RUNS], sd[MAX_RUNS * MAX_RUNS];
+    int pairs[MAX_RUNS * MAX_RUNS];
+};
+
+static void group_runs(const struct member *xs, int n, const double *dab, struct groups *gs) {
+    gs->n = 0;
+    for (int i = 0; i < n; i++) {
+        gs->of[i] = -1;
+        for (int k = 0; k < gs->n && gs->of[i] < 0; k++)
+            if (strcmp(gs->name[k], xs[i].group) == 0) gs->of[i] = k;
+        if (gs->of[i] < 0) gs->name[gs->of[i] = gs->n++] = xs[i].group;
+    }
+    const int ng = gs->n;
+    for (int g = 0; g < ng; g++)
+        for (int h = 0; h < ng; h++) {
+            double d[MAX_RUNS * MAX_RUNS], s = 0, ss = 0;
+            int k = 0;
+            for (int a = 0; a < n; a++) /* each pair once within a group */
+                for (int b = 0; b < n; b++)
+                    if (a != b && gs->of[a] == g && gs->of[b] == h && (g != h || a < b)) s += d[k++] = dab[a * n + b];
+            const double m = k ? s / k : NAN;
+            for (int i = 0; i < k; i++) ss += (d[i] - m) * (d[i] - m);
+            gs->mean[g * ng + h] = m, gs->sd[g * ng + h] = k > 1 ? sqrt(ss / (k - 1)) : 0, gs->pairs[g * ng + h] = k;
+        }
+}
+
+/* The group matrix as a Markdown table on stdout. */
+static void print_table(const struct groups *gs, int n, const struct inputs *in) {
+    const int ng = gs->n;
+    printf("attention similarity: %d runs, %d sequences of the %s split", n, in->B, pelab_split_name(in->split));
+    if (in->size) printf(" of size %d", in->size);
+    printf(", JSD in nats (mean ± std over pairs of distinct runs; blank: no such pair)\n\n|  |");
+    for (int h = 0; h < ng; h++) printf(" %s |", gs->name[h]);
+    printf("\n|---|");
+    for (int h = 0; h < ng; h++) printf("---|");
+    printf("\n");
+    for (int g = 0; g < ng; g++) {
+        printf("| %s |", gs->name[g]);
+        for (int h = 0; h < ng; h++) {
+            const int at = g * ng + h;
+            if (!gs->pairs[at]) printf("  |");
+            else if (gs->pairs[at] > 1) printf(" %.4f ± %.4f |", gs->mean[at], gs->sd[at]);
+            else printf(" %.4f |", gs->mean[at]);
+        }
+        printf("\n");
+    }
+}
+
+/* --json: the group matrices and each run's D against every run (docs/FORMATS.md). */
+static void json_report(struct pelab_sb *js, const struct groups *gs, const struct member *xs, int n,
+                        const double *dab, const struct inputs *in) {
+    const int ng = gs->n;
+    pelab_sb_printf(js, "{\"split\": \"%s\", \"size\": %d, \"examples\": %d, \"divergence\": \"jsd\", \"groups\": [",
+                    pelab_split_name(in->split), in->size, in->B);
+    for (int g = 0; g < ng; g++) {
+        pelab_sb_printf(js, "%s", g ? ", " : "");
+        pelab_sb_json_string(js, gs->name[g]);
+    }
+    const char *keys[2] = {"mean", "std"};
+    const double *mats[2] = {gs->mean, gs->sd};
+    for (int k = 0; k < 2; k++) {
+        pelab_sb_printf(js, "], \"%s\": [", keys[k]);
+        for (int g = 0; g < ng; g++) {
+            pelab_sb_printf(js, "%s[", g ? ", " : "");
+            for (int h = 0; h < ng; h++) {
+                pelab_sb_printf(js, "%s", h ? ", " : "");
+                if (gs->pairs[g * ng + h]) pelab_sb_json_number(js, mats[k][g * ng + h]);
+                else pelab_sb_printf(js, "null");
+            }
+            pelab_sb_printf(js, "]");
+        }
+    }
+    pelab_sb_printf(js, "], \"runs\": [");
+    for (int a = 0; a < n; a++) {
+        pelab_sb_printf(js, "%s{\"dir\": ", a ? ", " : "");
+        pelab_sb_json_string(js, xs[a].dir);
+        pelab_sb_printf(js, ", \"group\": ");
+        pelab_sb_json_string(js, xs[a].group);
+        pelab_sb_printf(js, ", \"d\": [");
+        for (int b = 0; b < n; b++) {
+            pelab_sb_printf(js, "%s", b ? ", " : "");
+            pelab_sb_json_number(js, dab[a * n + b]);
+        }
+        pelab_sb_printf(js, "]}");
+    }
+    pelab_sb_printf(js, "]}\n");
+}
+
+/* --png: the group matrix as a heat map, the groups' names in the title (the axes count them). */
+static int heat_map(const char *png, const struct pelab_opts *o, const struct groups *gs) {
+    char legend[MAX_RUNS * 100] = "";
+    for (int g = 0; g < gs->n; g++)
+        snprintf(legend + strlen(legend), sizeof legend - strlen(legend), "%s%d %s", g ? ", " : "", g, gs->name[g]);
+    struct pelab_plot_matrix mat = {legend, "group", "group", gs->mean, gs->n, gs->n};
+    return pelab_plot_heatmaps(png, (int)pelab_opt_int(o, options, "width"), (int)pelab_opt_int(o, options, "height"),
+                               "attention similarity: mean JSD over pairs of runs", "JSD (nats)", &mat, 1);
+}
+
 int pelab_analyze_attn_similarity(int argc, char **argv) {
     struct pelab_group g = {"options", options};
     static struct pelab_opts opts;
@@ -242,97 +345,17 @@ int pelab_analyze_attn_similarity(int argc, char **argv) {
     static struct member xs[MAX_RUNS];
     static struct inputs in;
     static double dab[MAX_RUNS * MAX_RUNS];
+    static struct groups gs;
     int n = 0;
     struct pelab_sb csv = {0}, js = {0};
     rc = open_members(&opts, xs, &n, &in);
     if (!rc) rc = divergences(xs, n, &in, dab, &csv);
-    /* the groups, in order of first appearance, and their matrix over pairs of distinct runs */
-    const char *groups[MAX_RUNS];
-    int ng = 0, of[MAX_RUNS];
-    for (int i = 0; !rc && i < n; i++) {
-        of[i] = -1;
-        for (int k = 0; k < ng && of[i] < 0; k++)
-            if (strcmp(groups[k], xs[i].group) == 0) of[i] = k;
-        if (of[i] < 0) groups[of[i] = ng++] = xs[i].group;
-    }
-    static double mean[MAX_RUNS * MAX_RUNS], sd[MAX_RUNS * MAX_RUNS];
-    static int pairs[MAX_RUNS * MAX_RUNS];
-    for (int gi = 0; !rc && gi < ng; gi++)
-        for (int gj = 0; gj < ng; gj++) {
-            double s = 0, ss = 0;
-            int k = 0;
-            for (int a = 0; a < n; a++)
-                for (int b = 0; b < n; b++)
-                    if (a != b && of[a] == gi && of[b] == gj && (gi != gj || a < b)) s += dab[a * n + b], k++;
-            const double m = k ? s / k : NAN;
-            for (int a = 0; a < n; a++)
-                for (int b = 0; b < n; b++)
-                    if (a != b && of[a] == gi && of[b] == gj && (gi != gj || a < b))
-                        ss += (dab[a * n + b] - m) * (dab[a * n + b] - m);
-            mean[gi * ng + gj] = m, sd[gi * ng + gj] = k > 1 ? sqrt(ss / (k - 1)) : 0, pairs[gi * ng + gj] = k;
-        }
     if (!rc) {
-        printf("attention similarity: %d runs, %d sequences of the %s split", n, in.B, pelab_split_name(in.split));
-        if (in.size) printf(" of size %d", in.size);
-        printf(", JSD in nats (mean ± std over pairs of distinct runs; blank: no such pair)\n\n|  |");
-        for (int gj = 0; gj < ng; gj++) printf(" %s |", groups[gj]);
-        printf("\n|---|");
-        for (int gj = 0; gj < ng; gj++) printf("---|");
-        printf("\n");
-        for (int gi = 0; gi < ng; gi++) {
-            printf("| %s |", groups[gi]);
-            for (int gj = 0; gj < ng; gj++)
-                if (!pairs[gi * ng + gj]) printf("  |");
-                else if (pairs[gi * ng + gj] > 1) printf(" %.4f ± %.4f |", mean[gi * ng + gj], sd[gi * ng + gj]);
-                else printf(" %.4f |", mean[gi * ng + gj]);
-            printf("\n");
-        }
+        group_runs(xs, n, dab, &gs);
+        print_table(&gs, n, &in);
+        json_report(&js, &gs, xs, n, dab, &in);
     }
-    if (!rc && json[0]) {
-        pelab_sb_printf(&js, "{\"split\": \"%s\", \"size\": %d, \"examples\": %d, \"divergence\": \"jsd\", \"groups\": [",
-                        pelab_split_name(in.split), in.size, in.B);
-        for (int gi = 0; gi < ng; gi++) {
-            pelab_sb_printf(&js, "%s", gi ? ", " : "");
-            pelab_sb_json_string(&js, groups[gi]);
-        }
-        const char *keys[2] = {"mean", "std"};
-        const double *mats[2] = {mean, sd};
-        for (int k = 0; k < 2; k++) {
-            pelab_sb_printf(&js, "], \"%s\": [", keys[k]);
-            for (int gi = 0; gi < ng; gi++) {
-                pelab_sb_printf(&js, "%s[", gi ? ", " : "");
-                for (int gj = 0; gj < ng; gj++) {
-                    pelab_sb_printf(&js, "%s", gj ? ", " : "");
-                    if (pairs[gi * ng + gj]) pelab_sb_json_number(&js, mats[k][gi * ng + gj]);
-                    else pelab_sb_printf(&js, "null");
-                }
-                pelab_sb_printf(&js, "]");
-            }
-        }
-        pelab_sb_printf(&js, "], \"runs\": [");
-        for (int a = 0; a < n; a++) {
-            pelab_sb_printf(&js, "%s{\"dir\": ", a ? ", " : "");
-            pelab_sb_json_string(&js, xs[a].dir);
-            pelab_sb_printf(&js, ", \"group\": ");
-            pelab_sb_json_string(&js, xs[a].group);
-            pelab_sb_printf(&js, ", \"d\": [");
-            for (int b = 0; b < n; b++) {
-                pelab_sb_printf(&js, "%s", b ? ", " : "");
-                pelab_sb_json_number(&js, dab[a * n + b]);
-            }
-            pelab_sb_printf(&js, "]}");
-        }
-        pelab_sb_printf(&js, "]}\n");
-    }
-    if (!rc && png[0]) {
-        char legend[MAX_RUNS * 100] = ""; /* the axes count the groups: which is which */
-        for (int gi = 0; gi < ng; gi++)
-            snprintf(legend + strlen(legend), sizeof legend - strlen(legend), "%s%d %s", gi ? ", " : "", gi, groups[gi]);
-        struct pelab_plot_matrix mat = {legend, "group", "group", mean, ng, ng};
-        rc = pelab_plot_heatmaps(png, (int)pelab_opt_int(&opts, options, "width"),
-                                 (int)pelab_opt_int(&opts, options, "height"),
-                                 "attention similarity: mean JSD over pairs of runs", "JSD (nats)", &mat, 1);
-    }
+    if (!rc && png[0]) rc = heat_map(png, &opts, &gs);
     if (!rc && out[0]) rc = pelab_write_file_atomic(out, csv.data, csv.len);
     if (!rc && json[0]) rc = pelab_write_file_atomic(json, js.data, js.len);
     pelab_sb_free(&csv);

@@ -19,7 +19,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-
 # runs, sample on a terminal; cli_blas: the re-run under another OPENBLAS_CORETYPE); cli_kill,
 # cli_resume and cli_compare repeat training the C tests and these already cover, at many times
 # the cost under the sanitizers.
-ASAN_CLI_TESTS := cli_train cli_bad_input cli_corrupt cli_nan cli_plot cli_surfaces cli_blas
+ASAN_CLI_TESTS := cli_train cli_bad_input cli_corrupt cli_nan cli_plot cli_surfaces cli_blas cli_algo
 
 test-asan:
 	@CFLAGS="$(ASAN_CFLAGS)" $(MAKE) --no-print-directory BUILD=$(ASAN_DIR) \

@@ -4,7 +4,8 @@
 # CPU; each run's settings, summary, sweep and log tail, no weights); scripts/tables.py writes a
 # table from it whose cells are the runs' mean ± sample standard deviation, and --check catches a
 # changed record; scripts/reproduce.sh trains it all again and finds no drift (same binary, same
-# machine: the same bits). An algorithmic task's record makes a table of exact matches per bucket.
+# machine: the same bits). An algorithmic task's record makes a table of exact matches per bucket;
+# an analysis's record keeps its --json output.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -68,4 +69,10 @@ for pe, name in (("rope", "RoPE"), ("rope:random-positions=32", "RoPE + random p
     assert [x.strip() for x in row.strip("|").split("|")][1:] == want, (row, want)
 assert "exact match in %, mean ± sample standard deviation over seeds 1, 2" in text, text
 PY
+# an analysis is recorded with its --json output
+bash scripts/record.sh algo-attn "$P" analyze attn-similarity --models "$W/cmpa/rope-s1,$W/cmpa/rope-s2" --examples 2 \
+    --threads 1 --json "$W/as.json" >"$W/o" 2>"$W/e" || fail "record.sh of an analysis: $(tail -3 "$W/e")"
+cmp -s "$W/as.json" "$W/results/algo-attn/analysis.json" || fail "the record's analysis.json is not the analysis's"
+[ "$(json "$W/results/algo-attn/record.json" 'j["command"][1:3], j["commit"]')" = "(['analyze', 'attn-similarity'], '$commit')" ] ||
+    fail "the analysis's record.json: $(cat "$W/results/algo-attn/record.json")"
 echo "cli_record: ok"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test-valgrind: a tiny training job, its resume, eval and sample, and a few refusals (a
-# damaged checkpoint passed over, a damaged model refused, a NaN stopping a run) under valgrind
+# damaged checkpoint passed over, a damaged model refused, a NaN stopping a run), a comparison on
+# an algorithmic task and the attention similarity of its runs under valgrind
 # with the pelab of $PELAB_BIN (the portable build: valgrind emulates no AVX-512, so the
 # kernels dispatch to AVX2 under it).
 # A valgrind error or a definite leak fails the run (exit 99 from valgrind), as does a pelab
@@ -37,4 +38,9 @@ PELAB_TEST_NAN=3:weight:once vg 0 train $TINY --pe rope --steps 4 --on-nan rollb
 grep -q "rolled back to step 2" "$W/err" || fail "no rollback: $(cat "$W/err")"
 PELAB_TEST_NAN=3:grad vg 0 train $TINY --pe nope --steps 4 --on-nan skip --out "$W/skip"
 vg 2 train --lr abc --out "$W/bad"
+# an algorithmic task: a compare with a random-positions variant (sizes evaluated each at its own
+# length) and the attention similarity of its runs
+ALG="--task copy --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 2 --eval-every 0 --algo-train-max 3 --algo-test-per-size 2"
+vg 0 compare $ALG --pe rope,rope:random-positions=16 --seeds 1 --out "$W/cmp"
+vg 0 analyze attn-similarity --models "$W/cmp/rope-s1,$W/cmp/rope+random-positions-16-s1" --examples 2 --threads 1
 echo "ok: $n pelab commands under valgrind, no errors"
