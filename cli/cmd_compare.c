@@ -1,11 +1,13 @@
 /* pelab compare: train every encoding × seed with otherwise identical settings, each in
  * OUT/<pe>-s<seed>/, and print the paper-style table (test accuracy and loss, mean ± std over
- * seeds; on tasks of documents test NLL and perplexity, and perplexity at the --lengths of the
- * extrapolation sweep, cli/compare_sweep.c). An entry of --pe may be a variant of an encoding with settings of its own,
- * NAME:option=value:..., so one command runs an ablation (seqpe:seqpe-alpha=0,seqpe). Finished runs (summary.json present) are reused, unfinished ones resumed, so an
- * interrupted comparison continues where it stopped. With --jobs N, N runs train at once, each in
- * a child process (cli/jobs.c) that runs what the sequential loop runs. The statistics and the
- * reports are cli/compare_report.c's. */
+ * seeds; on tasks of documents test NLL and perplexity and perplexity at each --lengths entry; on
+ * images accuracy at each --resolutions side; on the algorithmic tasks exact match over each
+ * --buckets range of sizes: the sweeps of cli/compare_sweep.c). An entry of --pe may be a variant
+ * of an encoding with settings of its own, NAME:option=value:... (cli/compare_variant.c), so one
+ * command runs an ablation (seqpe:seqpe-alpha=0,seqpe). Finished runs (summary.json present) are
+ * reused, unfinished ones resumed, so an interrupted comparison continues where it stopped. With
+ * --jobs N, N runs train at once, each in a child process (cli/jobs.c) that runs what the
+ * sequential loop runs. The statistics and the reports are cli/compare_report.c's. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,10 +35,14 @@
 #define QA_AUTO_LENGTHS "1x,2x,4x,8x"   /* --lengths auto for qa: the SeqPE paper's Table II */
 #define IMAGE_AUTO_RESOLUTIONS "1x,2x,3x" /* --resolutions auto: the SeqPE paper's 224 → 672 */
 
-/* The sweep of every run, its columns and kind (compare.h). */
-static struct compare_sweep sweep;
-/* The checked --lengths or --resolutions text each run sweeps after training ("": no sweep). */
-static char sweep_spec[PELAB_OPT_VAL_MAX];
+/* What the runs of a comparison share beyond their options: the entries of --pe, and the sweep
+ * each run makes after training (its kind and columns, compare.h, and the checked --lengths,
+ * --resolutions or --buckets text; "" for none). */
+struct plan {
+    struct compare_variant variants[MAX_PES];
+    struct compare_sweep sweep;
+    char sweep_spec[PELAB_OPT_VAL_MAX];
+};
 
 
 static const struct pelab_optdef compare_options[] = {
@@ -71,11 +77,13 @@ static const struct pelab_optdef compare_options[] = {
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
-/* What check_lengths checks a run against: the --lengths text (PELAB_OPT_VAL_MAX bytes), the
- * run's options and the evaluation-time options its sweep will be evaluated with. */
+/* What the checks of a run's sweep read: the --lengths (--resolutions, --buckets) text
+ * (PELAB_OPT_VAL_MAX bytes), the run's options, the evaluation-time options its sweep will be
+ * evaluated with, and the sweep, whose buckets check_buckets sets. */
 struct lengths_check {
     char *spec;
     const struct pelab_opts *opts, *eval;
+    struct compare_sweep *sweep;
 };
 
 /* The model as the sweep will open it, in *e: m itself, or (with evaluation-time options) a
@@ -143,8 +151,7 @@ static int check_resolutions(struct pelab_model *m, const struct pelab_task *t, 
 }
 
 /* Appends the bucket of sizes lo..hi to the sweep's columns. */
-static void add_bucket(int lo, int hi) {
-    struct compare_sweep *sw = &sweep;
+static void add_bucket(struct compare_sweep *sw, int lo, int hi) {
     sw->lo[sw->n] = lo, sw->hi[sw->n] = hi;
     snprintf(sw->lengths[sw->n].label, sizeof sw->lengths[sw->n].label, lo == hi ? "%d" : "%d-%d", lo, hi);
     sw->lengths[sw->n++].tokens = lo;
@@ -154,17 +161,18 @@ static void add_bucket(int lo, int hi) {
  * trains: "auto", or ranges lo-hi (or single sizes) within the test sizes, into the sweep's
  * columns. */
 static int check_buckets(struct pelab_model *m, const struct pelab_task *t, void *ctx) {
-    const char *spec = ctx;
-    struct compare_sweep *sw = &sweep;
+    const struct lengths_check *lc = ctx;
+    const char *spec = lc->spec;
+    struct compare_sweep *sw = lc->sweep;
     int per_size;
     t->ops->sizes(t, &sw->train_max, &sw->test_max, &per_size);
     const int L = sw->train_max, M = sw->test_max;
     sw->n = 0;
     if (strcmp(spec, "auto") == 0) {
-        add_bucket(1, L);
+        add_bucket(sw, 1, L);
         const int parts = M - L < 4 ? M - L : 4;
-        for (int i = 0; i < parts; i++) add_bucket(L + 1 + (M - L) * i / parts, L + (M - L) * (i + 1) / parts);
-        if (parts > 1) add_bucket(L + 1, M);
+        for (int i = 0; i < parts; i++) add_bucket(sw, L + 1 + (M - L) * i / parts, L + (M - L) * (i + 1) / parts);
+        if (parts > 1) add_bucket(sw, L + 1, M);
         return PELAB_OK;
     }
     char items[PELAB_OPT_VAL_MAX];
@@ -184,7 +192,7 @@ static int check_buckets(struct pelab_model *m, const struct pelab_task *t, void
                               "task %s (--algo-test-max)", item, M, t->ops->name);
         if (sw->n == PELAB_SWEEP_MAX)
             return pelab_fail(PELAB_ERR_USAGE, "--buckets: at most %d ranges", PELAB_SWEEP_MAX);
-        add_bucket(lo, hi);
+        add_bucket(sw, lo, hi);
     }
     return PELAB_OK;
 }
@@ -227,112 +235,6 @@ static int fail_naming(int code, const char *where) {
     return pelab_fail(code, "%s: %s", where, msg);
 }
 
-/* One entry of --pe: the encoding, the settings of the variant (none for a plain encoding), the
- * evaluation-time options of its sweeps, and the name of its runs: the entry without those
- * options, so that entries differing only in them (learned, learned:ape-extend=interpolate) share
- * their runs and differ in their sweeps. */
-struct variant {
-    char name[32];
-    struct pelab_opts set, eval;
-    char run_name[PELAB_OPT_VAL_MAX];
-};
-static struct variant variants[MAX_PES];
-
-/* "NAME" or "NAME:option=value:..." into v; each option must be the encoding's, its value valid. */
-static int parse_variant(const char *entry, struct variant *v) {
-    char buf[PELAB_OPT_VAL_MAX];
-    snprintf(buf, sizeof buf, "%s", entry);
-    memset(v, 0, sizeof *v);
-    char *save, *part = strtok_r(buf, ":", &save);
-    if (!part || strlen(part) >= sizeof v->name)
-        return pelab_fail(PELAB_ERR_USAGE, "--pe: '%s' does not start with an encoding", entry);
-    strcpy(v->name, part);
-    const struct pelab_posenc_ops *ops = pelab_posenc_find(v->name);
-    while ((part = strtok_r(NULL, ":", &save))) {
-        char *eq = strchr(part, '=');
-        if (!eq)
-            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: '%s' is not option=value", entry, part);
-        *eq = '\0';
-        if (!eq[1])
-            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s has no value (option=value)", entry, part);
-        if (pelab_opts_get(&v->set, part) || pelab_opts_get(&v->eval, part))
-            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is given twice", entry, part);
-        /* model settings a variant may have: each encoding fine-tunes its own run; randomised
-         * positions change what an encoding trains on, not the model */
-        if (strcmp(part, "init-from") == 0 || strcmp(part, "random-positions") == 0) {
-            int rc = pelab_opts_set(&v->set, part, eq + 1);
-            if (rc) return rc;
-            continue;
-        }
-        const struct pelab_optdef *d = ops ? pelab_optdef_find(ops->options, part) : NULL;
-        const struct pelab_optdef *e = ops ? pelab_optdef_find(ops->eval_options, part) : NULL;
-        if (ops && !d && !e)
-            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is not an option of --pe %s", entry,
-                              part, v->name);
-        int rc = d || e ? pelab_optdef_check(d ? d : e, eq + 1) : PELAB_OK;
-        if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
-        if (rc) return rc;
-    }
-    /* NAME+option-value+... of the settings, in the order given: a directory name that any file
-     * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later) */
-    char run[sizeof v->run_name];
-    size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
-    for (int i = 0; i < v->set.count && len < sizeof run; i++)
-        len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, v->set.kv[i].val);
-    memcpy(v->run_name, run, sizeof run);
-    return PELAB_OK;
-}
-
-/* Evaluation-time options of encodings (--ape-extend, --rope-scaling ...) out of the shared
- * options: each goes to the variants of its encoding that do not set it themselves, for their
- * sweeps; one whose encoding --pe does not list is a usage error. */
-static int take_eval_opts(struct pelab_opts *opts, int n_pes) {
-    for (int i = opts->count - 1; i >= 0; i--) {
-        char key[PELAB_OPT_KEY_MAX], val[PELAB_OPT_VAL_MAX];
-        snprintf(key, sizeof key, "%s", opts->kv[i].key);
-        snprintf(val, sizeof val, "%s", opts->kv[i].val);
-        const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
-        if (!owner) continue;
-        int rc = pelab_optdef_check(pelab_optdef_find(owner->eval_options, key), val), used = 0;
-        for (int p = 0; !rc && p < n_pes; p++)
-            if (strcmp(variants[p].name, owner->name) == 0) {
-                used = 1;
-                if (!pelab_opts_get(&variants[p].eval, key)) rc = pelab_opts_set(&variants[p].eval, key, val);
-            }
-        if (!rc && !used)
-            rc = pelab_fail(PELAB_ERR_USAGE, "--%s applies to the runs of --pe %s, which --pe does "
-                            "not list", key, owner->name);
-        if (rc) return rc;
-        pelab_opts_unset(opts, key);
-    }
-    return PELAB_OK;
-}
-
-/* The options of one run: the shared ones without other encodings' options, plus pe, seed, out,
- * and its variant's own settings. */
-static int run_opts(const struct pelab_opts *shared, const struct compare_result *r,
-                    struct pelab_opts *o) {
-    *o = *shared;
-    const struct variant *v = &variants[r->variant];
-    const struct pelab_posenc_ops *mine = pelab_posenc_find(v->name);
-    for (int i = o->count - 1; i >= 0; i--) {
-        const char *k = o->kv[i].key;
-        if (mine && pelab_optdef_find(mine->options, k)) continue;
-        for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++)
-            if (pelab_optdef_find((*p)->options, k)) {
-                pelab_opts_unset(o, k);
-                break;
-            }
-    }
-    char seed[32];
-    snprintf(seed, sizeof seed, "%" PRIu64, r->seed);
-    int rc = pelab_opts_set(o, "pe", v->name);
-    for (int i = 0; !rc && i < v->set.count; i++) rc = pelab_opts_set(o, v->set.kv[i].key, v->set.kv[i].val);
-    if (!rc) rc = pelab_opts_set(o, "seed", seed);
-    if (!rc) rc = pelab_opts_set(o, "out", r->dir);
-    return rc;
-}
-
 static void run_label(char *buf, size_t size, const struct compare_result *r) {
     snprintf(buf, size, "[%.50s s%" PRIu64 "]", r->pe, r->seed);
 }
@@ -368,33 +270,36 @@ static void child_progress(void *ctx, const struct pelab_train_progress *p) {
     pelab_progress_print(&cp->pp, p);
 }
 
-/* The run's sweep of sweep_spec, kept in its directory (compare_sweep.h): perplexity per length
- * into at (qa: span perplexity, and exact match into em), or image accuracy per side. */
-static int run_sweep(const struct compare_result *r, double *at, double *em) {
-    const struct pelab_opts *eval = &variants[r->variant].eval;
-    if (sweep.sizes) {
+/* The run's sweep of the plan's sweep_spec, kept in its directory (compare_sweep.h): perplexity
+ * per length into at (qa: span perplexity, and exact match into em), image accuracy per side, or
+ * exact match per bucket of sizes. */
+static int run_sweep(struct plan *pl, const struct compare_result *r, double *at, double *em) {
+    const struct pelab_opts *eval = &pl->variants[r->variant].eval;
+    const char *sweep_spec = pl->sweep_spec;
+    struct compare_sweep *sw = &pl->sweep;
+    if (sw->sizes) {
         static double all[PELAB_SIZES_MAX];
         double *x = r->size_em ? r->size_em : all;
         int train_max, test_max;
         int rc = pelab_compare_sizes(r->dir, eval, &train_max, &test_max, x);
-        for (int b = 0; !rc && b < sweep.n; b++) { /* equal examples per size: the bucket's exact match */
-            if (sweep.hi[b] > test_max)
+        for (int b = 0; !rc && b < sw->n; b++) { /* equal examples per size: the bucket's exact match */
+            if (sw->hi[b] > test_max)
                 return pelab_fail(PELAB_ERR_USAGE, "its test split holds sizes 1..%d, not all of "
                                   "--buckets (it was trained with another --algo-test-max)", test_max);
             at[b] = 0;
-            for (int k = sweep.lo[b]; k <= sweep.hi[b]; k++) at[b] += x[k - 1];
-            at[b] /= sweep.hi[b] - sweep.lo[b] + 1;
+            for (int k = sw->lo[b]; k <= sw->hi[b]; k++) at[b] += x[k - 1];
+            at[b] /= sw->hi[b] - sw->lo[b] + 1;
         }
         return rc;
     }
-    if (sweep.image) return pelab_compare_resolutions(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at);
-    if (sweep.qa) return pelab_compare_qa_sweep(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at, em);
-    return pelab_compare_sweep(r->dir, sweep_spec, eval, sweep.lengths, &sweep.n, at);
+    if (sw->image) return pelab_compare_resolutions(r->dir, sweep_spec, eval, sw->lengths, &sw->n, at);
+    if (sw->qa) return pelab_compare_qa_sweep(r->dir, sweep_spec, eval, sw->lengths, &sw->n, at, em);
+    return pelab_compare_sweep(r->dir, sweep_spec, eval, sw->lengths, &sw->n, at);
 }
 
 /* Trains one run, or continues it from its config.json: the whole work of the sequential loop
  * for a run, and of a --jobs child (`child`: progress as a child prints it). */
-static int train_one(const struct pelab_opts *opts, const struct compare_result *r, int child) {
+static int train_one(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *r, int child) {
     static struct pelab_opts one;
     char path[sizeof r->dir + 16], label[80];
     run_label(label, sizeof label, r);
@@ -413,7 +318,7 @@ static int train_one(const struct pelab_opts *opts, const struct compare_result 
         memset(&one, 0, sizeof one);
         const char *threads = pelab_opts_get(opts, "threads");
         if (threads && (rc = pelab_opts_set(&one, "threads", threads))) return rc;
-    } else if ((rc = run_opts(opts, r, &one))) {
+    } else if ((rc = compare_variant_run_opts(&pl->variants[r->variant], opts, r->seed, r->dir, &one))) {
         return rc;
     }
     pelab_eval_set_progress(pelab_eval_progress_print, label); /* its evaluations' progress */
@@ -421,7 +326,7 @@ static int train_one(const struct pelab_opts *opts, const struct compare_result 
     pelab_progress_printer_end(&cp.pp);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (!rc && sweep_spec[0]) rc = run_sweep(r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
+    if (!rc && pl->sweep_spec[0]) rc = run_sweep(pl, r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
@@ -429,8 +334,7 @@ static int train_one(const struct pelab_opts *opts, const struct compare_result 
 /* The line after each run: how many of this invocation's runs are done and about how long the
  * rest take: each run still to go is taken to last the mean of the finished ones (w), a running
  * one what it has left of w, and `parallel` of them run at once. */
-static double started_s;
-static void overall_progress(const struct pelab_job *js, int total, int parallel) {
+static void overall_progress(const struct pelab_job *js, int total, int parallel, double started_s) {
     double now = pelab_clock_s(), w = 0, work = 0;
     int done = 0;
     for (int i = 0; i < total; i++)
@@ -452,24 +356,27 @@ static void overall_progress(const struct pelab_job *js, int total, int parallel
 
 /* --jobs: the unfinished runs, `jobs` at a time, each trained by train_one in a child. */
 struct batch {
+    struct plan *pl;
     const struct pelab_opts *opts;
     const struct compare_result *rs;
     const int *todo; /* job → index in rs */
     const struct pelab_job *js;
     int total, parallel;
+    double started_s;
 };
 
 static int train_job(void *ctx, int i) {
     const struct batch *b = ctx;
-    return train_one(b->opts, &b->rs[b->todo[i]], 1);
+    return train_one(b->pl, b->opts, &b->rs[b->todo[i]], 1);
 }
 
 static void job_ended(void *ctx, int i, int done) {
     const struct batch *b = ctx;
-    overall_progress(b->js, b->total, b->parallel);
+    overall_progress(b->js, b->total, b->parallel, b->started_s);
 }
 
-static int train_parallel(const struct pelab_opts *opts, const struct compare_result *rs, int n, int jobs) {
+static int train_parallel(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *rs, int n,
+                          int jobs) {
     static int todo[MAX_PES * MAX_SEEDS];
     static struct pelab_job js[MAX_PES * MAX_SEEDS];
     int m = 0;
@@ -478,8 +385,7 @@ static int train_parallel(const struct pelab_opts *opts, const struct compare_re
             run_label(js[m].name, sizeof js[m].name, &rs[i]);
             todo[m++] = i;
         }
-    struct batch b = {opts, rs, todo, js, m, jobs};
-    started_s = pelab_clock_s();
+    struct batch b = {pl, opts, rs, todo, js, m, jobs, pelab_clock_s()};
     int failed = pelab_jobs_run(js, m, jobs, train_job, job_ended, &b);
     for (int i = 0; i < m; i++)
         if (js[i].status) fprintf(stderr, "%s  failed: %s\n", js[i].name, js[i].error);
@@ -492,6 +398,8 @@ int pelab_cmd_compare(int argc, char **argv) {
     static struct pelab_group g[PELAB_GROUPS_MAX];
     int ng = pelab_args_train_groups(g, "compare", compare_options);
     static struct pelab_opts opts, one;
+    static struct plan pl;
+    struct compare_sweep *sweep = &pl.sweep;
     int help;
     int rc = pelab_args_parse(argc, argv, g, ng, &opts, &help);
     if (rc) return rc;
@@ -519,11 +427,11 @@ int pelab_cmd_compare(int argc, char **argv) {
                 return pelab_fail(PELAB_ERR_USAGE, "--pe: '%s' is listed twice", s);
         if (n_pes == MAX_PES)
             return pelab_fail(PELAB_ERR_USAGE, "--pe: at most %d encodings", MAX_PES);
-        if ((rc = parse_variant(s, &variants[n_pes]))) return rc;
+        if ((rc = compare_variant_parse(s, &pl.variants[n_pes]))) return rc;
         pes[n_pes++] = s;
     }
     const char *names[MAX_PES]; /* the encodings themselves, for the check of the options */
-    for (int p = 0; p < n_pes; p++) names[p] = variants[p].name;
+    for (int p = 0; p < n_pes; p++) names[p] = pl.variants[p].name;
     if (n_pes == 0) return pelab_fail(PELAB_ERR_USAGE, "--pe: no encoding given");
     int seeds = (int)pelab_opt_int(&opts, compare_options, "seeds");
     int jobs = (int)pelab_opt_int(&opts, compare_options, "jobs");
@@ -548,7 +456,7 @@ int pelab_cmd_compare(int argc, char **argv) {
     pelab_opts_unset(&opts, "pe");
     pelab_opts_unset(&opts, "seeds");
     pelab_opts_unset(&opts, "jobs");
-    if ((rc = take_eval_opts(&opts, n_pes))) return rc;
+    if ((rc = compare_variants_take_eval_opts(&opts, pl.variants, n_pes))) return rc;
 
     static char task[PELAB_OPT_VAL_MAX], out[PELAB_OPT_VAL_MAX + 32], preset[PELAB_OPT_VAL_MAX];
     snprintf(task, sizeof task, "%s", pelab_opt_str(&opts, pelab_train_options, "task"));
@@ -577,29 +485,29 @@ int pelab_cmd_compare(int argc, char **argv) {
      * the first one starts. */
     const struct pelab_task_ops *tops = pelab_task_find(task);
     const int sweeps = tops && tops->windows && strcmp(lengths, "none") != 0;
-    sweep.qa = tops && strcmp(tops->name, "qa") == 0;
-    if (sweep.qa && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
-    const int qa_sweeps = sweep.qa && strcmp(lengths, "none") != 0;
-    sweep.image = tops && strcmp(tops->name, "image") == 0;
-    if (resolutions_given && !sweep.image)
+    sweep->qa = tops && strcmp(tops->name, "qa") == 0;
+    if (sweep->qa && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
+    const int qa_sweeps = sweep->qa && strcmp(lengths, "none") != 0;
+    sweep->image = tops && strcmp(tops->name, "image") == 0;
+    if (resolutions_given && !sweep->image)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)", task);
-    if (sweep.image && lengths_given)
+    if (sweep->image && lengths_given)
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: task image is swept over image sides: give "
                           "--resolutions (e.g. 1x,2x,3x)");
-    if (sweep.image && strcmp(resolutions, "auto") == 0)
+    if (sweep->image && strcmp(resolutions, "auto") == 0)
         snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
-    const int image_sweeps = sweep.image && strcmp(resolutions, "none") != 0;
-    sweep.sizes = tops && tops->sizes;
+    const int image_sweeps = sweep->image && strcmp(resolutions, "none") != 0;
+    sweep->sizes = tops && tops->sizes;
     if (!buckets[0])
         return pelab_fail(PELAB_ERR_USAGE, "--buckets: an empty list (give ranges of sizes like "
                           "1-20,21-40, auto or none)");
-    if (buckets_given && !sweep.sizes)
+    if (buckets_given && !sweep->sizes)
         return pelab_fail(PELAB_ERR_USAGE, "--buckets: task %s has no instance sizes (the "
                           "algorithmic tasks only: 'pelab help tasks')", task);
-    if (sweep.sizes && lengths_given)
+    if (sweep->sizes && lengths_given)
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: task %s is swept over instance sizes: give "
                           "--buckets (e.g. 1-20,21-40)", task);
-    const int size_sweeps = sweep.sizes && strcmp(buckets, "none") != 0;
+    const int size_sweeps = sweep->sizes && strcmp(buckets, "none") != 0;
     if (qa_sweeps) { /* the lengths' form now; the task and the positions at each after training */
         struct pelab_sweep_length l[PELAB_SWEEP_MAX];
         int nl;
@@ -614,20 +522,21 @@ int pelab_cmd_compare(int argc, char **argv) {
             snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
             r->variant = p;
             r->seed = seed0 + (uint64_t)s;
-            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, variants[p].run_name, r->seed);
+            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pl.variants[p].run_name, r->seed);
             /* a variant's init-from path: one directory, its slashes written as '_' */
             for (char *c = r->dir + strlen(out) + 1; *c; c++)
                 if (*c == '/') *c = '_';
             r->shares = -1;
             for (int j = 0; j < n && r->shares < 0; j++)
                 if (strcmp(rs[j].dir, r->dir) == 0) r->shares = j;
-            if ((rc = run_opts(&opts, r, &one))) return rc;
-            struct lengths_check lc = {lengths, &one, &variants[p].eval};
+            if ((rc = compare_variant_run_opts(&pl.variants[p], &opts, r->seed, r->dir, &one))) return rc;
+            struct lengths_check lc = {lengths, &one, &pl.variants[p].eval, sweep};
             if (image_sweeps) {
                 lc.spec = resolutions;
                 rc = pelab_train_validate_with(&one, check_resolutions, &lc);
             } else if (size_sweeps) {
-                rc = pelab_train_validate_with(&one, check_buckets, buckets);
+                lc.spec = buckets;
+                rc = pelab_train_validate_with(&one, check_buckets, &lc);
             } else {
                 rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc);
             }
@@ -635,45 +544,45 @@ int pelab_cmd_compare(int argc, char **argv) {
         }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
-    if ((sweeps || qa_sweeps) && strcmp(lengths, "none") != 0) snprintf(sweep_spec, sizeof sweep_spec, "%s", lengths);
-    if (image_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", resolutions);
-    if (size_sweeps) snprintf(sweep_spec, sizeof sweep_spec, "%s", buckets);
-    if (!size_sweeps) sweep.sizes = 0;
+    if ((sweeps || qa_sweeps) && strcmp(lengths, "none") != 0) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", lengths);
+    if (image_sweeps) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", resolutions);
+    if (size_sweeps) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", buckets);
+    if (!size_sweeps) sweep->sizes = 0;
     if (jobs == 1) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
         int todo = 0, done = 0;
         for (int i = 0; i < n; i++) todo += !finished_earlier(&rs[i]);
-        started_s = pelab_clock_s();
+        const double started_s = pelab_clock_s();
         for (int i = 0; i < n; i++) {
             char path[sizeof rs[i].dir + 16];
             snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
             if (rs[i].shares < 0 && !pelab_file_exists(path)) {
                 js[done].start_s = pelab_clock_s();
-                if ((rc = train_one(&opts, &rs[i], 0))) return rc;
+                if ((rc = train_one(&pl, &opts, &rs[i], 0))) return rc;
                 js[done++].end_s = pelab_clock_s();
-                if (todo > 1) overall_progress(js, todo, 1);
+                if (todo > 1) overall_progress(js, todo, 1, started_s);
             }
             if ((rc = compare_read_summary(&rs[i]))) return rc;
         }
     } else {
         if ((rc = pelab_opts_set(&opts, "threads", child_threads))) return rc;
-        if ((rc = train_parallel(&opts, rs, n, jobs))) return rc;
+        if ((rc = train_parallel(&pl, &opts, rs, n, jobs))) return rc;
         for (int i = 0; i < n; i++)
             if ((rc = compare_read_summary(&rs[i]))) return rc;
     }
     /* Each run's sweep (kept in its directory): a column per length, side or bucket of sizes. */
-    for (int i = 0; !rc && sweep.sizes && i < n; i++)
+    for (int i = 0; !rc && sweep->sizes && i < n; i++)
         if (!(rs[i].size_em = calloc(PELAB_SIZES_MAX, sizeof *rs[i].size_em)))
             rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    for (int i = 0; !rc && sweep_spec[0] && i < n; i++) {
+    for (int i = 0; !rc && pl.sweep_spec[0] && i < n; i++) {
         char label[80];
         run_label(label, sizeof label, &rs[i]);
         pelab_eval_set_progress(pelab_eval_progress_print, label);
-        rc = run_sweep(&rs[i], rs[i].at, rs[i].em);
+        rc = run_sweep(&pl, &rs[i], rs[i].at, rs[i].em);
         pelab_eval_set_progress(pelab_eval_progress_print, NULL);
         if (rc) rc = fail_naming(rc, rs[i].dir);
     }
-    if (!rc) rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, &sweep);
+    if (!rc) rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, sweep);
     for (int i = 0; i < n; i++) free(rs[i].size_em);
     if (rc) return rc;
     int runs = 0;

@@ -40,6 +40,28 @@ struct compare_sweep {
 };
 
 
+/* One entry of --pe: the encoding, the settings of the variant (none for a plain encoding), the
+ * evaluation-time options of its sweeps, and the name of its runs: the entry without those
+ * options, so that entries differing only in them (learned, learned:ape-extend=interpolate) share
+ * their runs and differ in their sweeps (cli/compare_variant.c). */
+struct compare_variant {
+    char name[32];
+    struct pelab_opts set, eval;
+    char run_name[PELAB_OPT_VAL_MAX];
+};
+
+/* "NAME" or "NAME:option=value:..." into v; each option must be the encoding's (or init-from,
+ * random-positions), its value valid. PELAB_ERR_USAGE naming the entry otherwise. */
+int compare_variant_parse(const char *entry, struct compare_variant *v);
+/* Evaluation-time options of encodings (--ape-extend, --rope-scaling ...) out of the shared
+ * options: each goes to the variants of its encoding that do not set it themselves, for their
+ * sweeps; one whose encoding --pe does not list is a usage error. */
+int compare_variants_take_eval_opts(struct pelab_opts *opts, struct compare_variant *variants, int n_pes);
+/* The options of one run of v: the shared ones without other encodings' options, plus pe, seed,
+ * out and v's own settings. */
+int compare_variant_run_opts(const struct compare_variant *v, const struct pelab_opts *shared, uint64_t seed,
+                             const char *dir, struct pelab_opts *o);
+
 /* The table on stdout (documents: a task of documents, whose table has perplexities) and every
  * file of the report into dir. PELAB_OK or the status of a write. */
 int compare_report(const char *dir, const char *task, const char *preset, const struct compare_result *rs,

@@ -1,0 +1,97 @@
+/* The entries of compare's --pe (cli/compare.h): an encoding, or a variant of one with settings
+ * of its own (NAME:option=value:...), its evaluation-time options, the name of its runs, and the
+ * options of each of its runs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include "compare.h"
+#include "pelab/posenc.h"
+#include "pelab/status.h"
+
+int compare_variant_parse(const char *entry, struct compare_variant *v) {
+    char buf[PELAB_OPT_VAL_MAX];
+    snprintf(buf, sizeof buf, "%s", entry);
+    memset(v, 0, sizeof *v);
+    char *save, *part = strtok_r(buf, ":", &save);
+    if (!part || strlen(part) >= sizeof v->name)
+        return pelab_fail(PELAB_ERR_USAGE, "--pe: '%s' does not start with an encoding", entry);
+    strcpy(v->name, part);
+    const struct pelab_posenc_ops *ops = pelab_posenc_find(v->name);
+    while ((part = strtok_r(NULL, ":", &save))) {
+        char *eq = strchr(part, '=');
+        if (!eq)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: '%s' is not option=value", entry, part);
+        *eq = '\0';
+        if (!eq[1])
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s has no value (option=value)", entry, part);
+        if (pelab_opts_get(&v->set, part) || pelab_opts_get(&v->eval, part))
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is given twice", entry, part);
+        /* model settings a variant may have: each encoding fine-tunes its own run; randomised
+         * positions change what an encoding trains on, not the model */
+        if (strcmp(part, "init-from") == 0 || strcmp(part, "random-positions") == 0) {
+            int rc = pelab_opts_set(&v->set, part, eq + 1);
+            if (rc) return rc;
+            continue;
+        }
+        const struct pelab_optdef *d = ops ? pelab_optdef_find(ops->options, part) : NULL;
+        const struct pelab_optdef *e = ops ? pelab_optdef_find(ops->eval_options, part) : NULL;
+        if (ops && !d && !e)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe %s: --%s is not an option of --pe %s", entry,
+                              part, v->name);
+        int rc = d || e ? pelab_optdef_check(d ? d : e, eq + 1) : PELAB_OK;
+        if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
+        if (rc) return rc;
+    }
+    /* NAME+option-value+... of the settings, in the order given: a directory name that any file
+     * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later) */
+    char run[sizeof v->run_name];
+    size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
+    for (int i = 0; i < v->set.count && len < sizeof run; i++)
+        len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, v->set.kv[i].val);
+    memcpy(v->run_name, run, sizeof run);
+    return PELAB_OK;
+}
+
+int compare_variants_take_eval_opts(struct pelab_opts *opts, struct compare_variant *variants, int n_pes) {
+    for (int i = opts->count - 1; i >= 0; i--) {
+        char key[PELAB_OPT_KEY_MAX], val[PELAB_OPT_VAL_MAX];
+        snprintf(key, sizeof key, "%s", opts->kv[i].key);
+        snprintf(val, sizeof val, "%s", opts->kv[i].val);
+        const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
+        if (!owner) continue;
+        int rc = pelab_optdef_check(pelab_optdef_find(owner->eval_options, key), val), used = 0;
+        for (int p = 0; !rc && p < n_pes; p++)
+            if (strcmp(variants[p].name, owner->name) == 0) {
+                used = 1;
+                if (!pelab_opts_get(&variants[p].eval, key)) rc = pelab_opts_set(&variants[p].eval, key, val);
+            }
+        if (!rc && !used)
+            rc = pelab_fail(PELAB_ERR_USAGE, "--%s applies to the runs of --pe %s, which --pe does "
+                            "not list", key, owner->name);
+        if (rc) return rc;
+        pelab_opts_unset(opts, key);
+    }
+    return PELAB_OK;
+}
+
+int compare_variant_run_opts(const struct compare_variant *v, const struct pelab_opts *shared, uint64_t seed_value,
+                             const char *dir, struct pelab_opts *o) {
+    *o = *shared;
+    const struct pelab_posenc_ops *mine = pelab_posenc_find(v->name);
+    for (int i = o->count - 1; i >= 0; i--) {
+        const char *k = o->kv[i].key;
+        if (mine && pelab_optdef_find(mine->options, k)) continue;
+        for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++)
+            if (pelab_optdef_find((*p)->options, k)) {
+                pelab_opts_unset(o, k);
+                break;
+            }
+    }
+    char seed[32];
+    snprintf(seed, sizeof seed, "%" PRIu64, seed_value);
+    int rc = pelab_opts_set(o, "pe", v->name);
+    for (int i = 0; !rc && i < v->set.count; i++) rc = pelab_opts_set(o, v->set.kv[i].key, v->set.kv[i].val);
+    if (!rc) rc = pelab_opts_set(o, "seed", seed);
+    if (!rc) rc = pelab_opts_set(o, "out", dir);
+    return rc;
+}
