@@ -157,5 +157,21 @@ check 2 "--pe alibi: causal only, and this task's attention is bidirectional" --
 check 2 "resolution 8 is not a multiple of the patch size 5" -- train $TINY --patch 5 --steps 2 --out "$W/bad"
 check 2 "--seqpe-dims 1: this task's positions are 2-D" -- train $TINY --pe seqpe --seqpe-dims 1 --steps 2 --out "$W/bad"
 check 2 "--seqpe-dims 2: this task's positions are 1-D" -- train --task indirect --pe seqpe --seqpe-dims 2 --steps 2 --out "$W/bad"
+# training augmentation: recorded in config.json, drawn per training example, so a run resumed
+# mid-way ends with the same weights as one that ran straight through; other images than without it;
+# bad ranges refused before training
+AUG="--pe rope2d --aug-scale 0.3,1 --aug-flip on --save-every 3"
+"$P" train $TINY $AUG --steps 6 --out "$W/aug" >/dev/null 2>"$W/err" || fail "train with augmentation: $(tail -3 "$W/err")"
+"$P" train $TINY $AUG --steps 3 --out "$W/aug2" >/dev/null 2>"$W/err" && "$P" train --resume "$W/aug2" --steps 6 \
+    >/dev/null 2>"$W/err" || fail "augmented run resumed: $(tail -3 "$W/err")"
+same_weights "$W/aug/model.safetensors" "$W/aug2/model.safetensors" || fail "a resumed augmented run differs"
+"$P" train $TINY --pe rope2d --steps 6 --out "$W/plain" >/dev/null 2>"$W/err" || fail "train: $(tail -3 "$W/err")"
+same_weights "$W/aug/model.safetensors" "$W/plain/model.safetensors" && fail "augmentation changed nothing"
+[ "$(json_text "$W/aug/config.json" 'j["task"]["aug-scale"], j["task"]["aug-flip"]')" = "('0.3,1', 'on')" ] ||
+    fail "config.json lacks the augmentation: $(head -c 600 "$W/aug/config.json")"
+check 2 "--aug-scale '0,1': give LO,HI with 0 < LO <= HI <= 1" -- train $TINY --aug-scale 0,1 --steps 2 --out "$W/bad"
+check 2 "--aug-scale '0.5,2'" -- train $TINY --aug-scale 0.5,2 --steps 2 --out "$W/bad"
+check 2 "--aug-ratio '2,1': give LO,HI with 0 < LO <= HI" -- train $TINY --aug-scale 0.5,1 --aug-ratio 2,1 --steps 2 --out "$W/bad"
+check 2 "--aug-scale does not apply to --task copy" -- train --task copy --aug-scale 0.5,1 --steps 2 --out "$W/bad"
 [ ! -e "$W/bad" ] || fail "a refused run left a directory"
 echo "cli_image: ok"

@@ -3,7 +3,9 @@
  * bilinear resizing on cases worked by hand (2x2 to 4x4, identity, constants), its exactness on
  * affine images (the clamped source coordinates of the documented formula), and its commuting with
  * the normalisation; patches and their grid positions on known images, and the token counts of
- * the resolution sweep. (Against PyTorch's F.interpolate: test_image_torch.) */
+ * the resolution sweep; the training augmentation's crop box on fixed draws (torchvision's
+ * RandomResizedCrop.get_params, worked by hand) and its crop, resize and mirror against an
+ * independent bilinear formula. (Against PyTorch's F.interpolate: test_image_torch.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,7 +201,68 @@ static void test_tokens(void) {
     CHECK(memcmp(got, want, sizeof want) == 0 && memcmp(got_pos, want_pos, sizeof want_pos) == 0, "tokens at 56");
 }
 
+/* The draws a crop box reads, given in advance (the crop on fixed draws). */
+struct draws {
+    const double *u;
+    int n, used;
+};
+static double next_draw(void *ctx) {
+    struct draws *d = ctx;
+    return d->used < d->n ? d->u[d->used++] : 0.5;
+}
+
+/* RandomResizedCrop's box on fixed draws, worked by hand from torchvision's get_params. */
+static void test_crop_box(void) {
+    const double scale[2] = {0.08, 1}, ratio[2] = {0.75, 4.0 / 3};
+    /* area 784 · (0.08 + 0.92·0.5) = 423.36, aspect e^0 = 1: w = h = round(20.58) = 21, top
+     * ⌊0.25·8⌋ = 2, left ⌊0.75·8⌋ = 6 */
+    struct draws d = {(const double[]){0.5, 0.5, 0.25, 0.75}, 4, 0};
+    struct pelab_crop box;
+    pelab_image_crop_box(&box, 28, 28, scale, ratio, next_draw, &d);
+    CHECK(box.h == 21 && box.w == 21 && box.top == 2 && box.left == 6 && d.used == 4, "crop box %d x %d at %d,%d",
+          box.h, box.w, box.top, box.left);
+    /* the widest ratio at the smallest area: aspect 4/3, area 62.72: w = round(9.14) = 9, h = round(6.86) = 7;
+     * draws just below 1 put it at the far corner, 28 - 7 and 28 - 9 */
+    d = (struct draws){(const double[]){0, 0.9999999999, 0.9999999999, 0.9999999999}, 4, 0};
+    pelab_image_crop_box(&box, 28, 28, scale, ratio, next_draw, &d);
+    CHECK(box.h == 7 && box.w == 9 && box.top == 21 && box.left == 19, "corner box %d x %d at %d,%d", box.h, box.w,
+          box.top, box.left);
+    /* a box that never fits (the whole area at ratio 2..3): ten tries, then the centred box of
+     * ratio 2, w = 28, h = round(28 / 2) = 14 */
+    const double whole[2] = {1, 1}, wide[2] = {2, 3};
+    d = (struct draws){NULL, 0, 0};
+    pelab_image_crop_box(&box, 28, 28, whole, wide, next_draw, &d);
+    CHECK(box.h == 14 && box.w == 28 && box.top == 7 && box.left == 0 && d.used == 0, "fallback %d x %d at %d,%d",
+          box.h, box.w, box.top, box.left);
+}
+
+/* A crop resized and mirrored against an independent bilinear formula in double. */
+static void test_crop_resize(void) {
+    enum { R = 20, C = 24, S = 16 };
+    static pelab_real x[R * C], out[S * S], scratch[R * C];
+    for (int i = 0; i < R * C; i++) x[i] = (pelab_real)sin(0.37 * i) + (pelab_real)(i % 7) * 0.1f;
+    const struct pelab_crop box = {3, 5, 11, 17};
+    for (int flip = 0; flip < 2; flip++) {
+        pelab_image_crop_resize(out, S, x, C, &box, flip, scratch);
+        double worst = 0;
+        for (int i = 0; i < S; i++)
+            for (int j = 0; j < S; j++) {
+                /* the source point of output (i, j) in the box, PyTorch's align_corners=False */
+                double u = fmax(0, (i + 0.5) * box.h / S - 0.5), v = fmax(0, (j + 0.5) * box.w / S - 0.5);
+                int r0 = (int)u, c0 = (int)v, r1 = r0 + (r0 < box.h - 1), c1 = c0 + (c0 < box.w - 1);
+                double a = u - r0, b = v - c0;
+                const pelab_real *p = x + (size_t)box.top * C + box.left;
+                double want = (1 - a) * ((1 - b) * p[r0 * C + c0] + b * p[r0 * C + c1]) +
+                              a * ((1 - b) * p[r1 * C + c0] + b * p[r1 * C + c1]);
+                worst = fmax(worst, fabs(out[i * S + (flip ? S - 1 - j : j)] - want));
+            }
+        CHECK(worst < 1e-5, "crop resize%s: off by %g", flip ? " and flip" : "", worst);
+    }
+}
+
 int main(void) {
+    test_crop_box();
+    test_crop_resize();
     test_check_side();
     test_parse_sides();
     test_resize_by_hand();

@@ -77,6 +77,27 @@ void pelab_image_resize(pelab_real *out, int out_rows, int out_cols, const pelab
  * pos is the explicit 2-D position array the encodings read. */
 void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, int rows, int cols, int p);
 
+/* Training augmentation (the image task's --aug-scale, --aug-ratio, --aug-flip), torchvision's
+ * RandomResizedCrop and RandomHorizontalFlip: a box of the image whose area is a fraction in
+ * [scale_lo, scale_hi] of the image's and whose width/height ratio is in [ratio_lo, ratio_hi]
+ * (uniform on a log scale), at a uniform place, resized to side × side (pelab_image_resize),
+ * then mirrored left to right when `flip`. */
+struct pelab_crop {
+    int top, left, h, w;
+};
+
+/* RandomResizedCrop.get_params: up to 10 draws of u (area fraction, uniform in [scale_lo,
+ * scale_hi]) and v (log ratio, uniform in [log ratio_lo, log ratio_hi]), w = round(√(A·u·e^v)),
+ * h = round(√(A·u/e^v)), A = rows·cols, the first box that fits at top uniform in 0..rows−h and
+ * left in 0..cols−w; when none fits, the largest centred box of the ratio clamped to the range.
+ * uniform() returns numbers in [0, 1) (from the caller's generator). */
+void pelab_image_crop_box(struct pelab_crop *box, int rows, int cols, const double scale[2], const double ratio[2],
+                          double (*uniform)(void *ctx), void *ctx);
+/* out (side, side): the box of x (rows, cols) resized bilinearly to side × side, then mirrored
+ * left to right when flip. scratch holds box.h·box.w reals. */
+void pelab_image_crop_resize(pelab_real *out, int side, const pelab_real *x, int cols, const struct pelab_crop *box,
+                             int flip, pelab_real *scratch);
+
 /* The three steps for one image of a dataset: pixels (rows, cols) normalised with mean and std,
  * resized to side × side (skipped at the image's own size), cut into patches (T, patch²) with
  * pos (T, 2), T = (side/patch)². side must pass pelab_image_check_side. scratch holds

@@ -87,6 +87,39 @@ void pelab_image_resize(pelab_real *out, int out_rows, int out_cols, const pelab
     }
 }
 
+void pelab_image_crop_box(struct pelab_crop *box, int rows, int cols, const double scale[2], const double ratio[2],
+                          double (*uniform)(void *ctx), void *ctx) {
+    const double area = (double)rows * cols, lr0 = log(ratio[0]), lr1 = log(ratio[1]);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        const double target = area * (scale[0] + (scale[1] - scale[0]) * uniform(ctx));
+        const double aspect = exp(lr0 + (lr1 - lr0) * uniform(ctx));
+        const int w = (int)lround(sqrt(target * aspect)), h = (int)lround(sqrt(target / aspect));
+        if (w > 0 && w <= cols && h > 0 && h <= rows) {
+            box->h = h, box->w = w;
+            box->top = (int)(uniform(ctx) * (rows - h + 1)); /* uniform in 0..rows-h */
+            box->left = (int)(uniform(ctx) * (cols - w + 1));
+            return;
+        }
+    }
+    const double in_ratio = (double)cols / rows; /* the fallback: a centred box */
+    int w = cols, h = rows;
+    if (in_ratio < ratio[0]) h = (int)lround(w / ratio[0]);
+    else if (in_ratio > ratio[1]) w = (int)lround(h * ratio[1]);
+    box->h = h, box->w = w, box->top = (rows - h) / 2, box->left = (cols - w) / 2;
+}
+
+void pelab_image_crop_resize(pelab_real *out, int side, const pelab_real *x, int cols, const struct pelab_crop *box,
+                             int flip, pelab_real *scratch) {
+    for (int r = 0; r < box->h; r++)
+        memcpy(scratch + (size_t)r * box->w, x + (size_t)(box->top + r) * cols + box->left, sizeof *x * (size_t)box->w);
+    pelab_image_resize(out, side, side, scratch, box->h, box->w);
+    for (int r = 0; flip && r < side; r++)
+        for (int a = 0, b = side - 1; a < b; a++, b--) {
+            pelab_real *row = out + (size_t)r * side, v = row[a];
+            row[a] = row[b], row[b] = v;
+        }
+}
+
 void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, int rows, int cols, int p) {
     PELAB_ASSERT(p > 0 && rows % p == 0 && cols % p == 0);
     int gr = rows / p, gc = cols / p;

@@ -18,8 +18,14 @@
  * test the test file. Training visits the training split epoch by epoch, each epoch in its own
  * order: example j is image (a_e · (j mod n) + c_e) mod n of epoch e = j / n, a_e coprime to n —
  * a permutation that needs no table and depends on j alone, so a resumed run repeats it.
+ *
+ * Augmentation (training only; --aug-scale, --aug-ratio, --aug-flip, off by default): example j is
+ * a random resized crop of its image and/or its mirror image (pelab/image.h), drawn from
+ * hash(data-seed, j), so that every epoch sees each image another way and a resumed run, another
+ * batch size or another MPI share sees the same images.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +36,8 @@
 #include "pelab/status.h"
 #include "pelab/tokcache.h"
 
+#define AUG_SALT 0xA06A117E5CA1ED01ull /* the augmentation draws of a training example */
+
 static const struct pelab_optdef options[] = {
     {"patch", PELAB_OPT_INT, "4", 1, 64, NULL, "patch side p in pixels: the image becomes (side/p)² patches"},
     {"image-side", PELAB_OPT_INT, "28", 1, PELAB_IMAGE_MAX_SIDE, NULL,
@@ -39,6 +47,12 @@ static const struct pelab_optdef options[] = {
     {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL, "where the datasets are installed (empty: $PELAB_DATA, else data/)"},
     {"data-seed", PELAB_OPT_INT, "0", 0, 9007199254740991.0, NULL,
      "mixed into the order of training images: another order of the same data"},
+    {"aug-scale", PELAB_OPT_STR, "off", 0, 0, NULL,
+     "LO,HI: train on random resized crops whose area is a fraction in [LO, HI] of the image's "
+     "(torchvision's RandomResizedCrop; its default 0.08,1); off: whole images"},
+    {"aug-ratio", PELAB_OPT_STR, "0.75,1.3333333333333333", 0, 0, NULL,
+     "LO,HI: the crops' width/height ratios (uniform on a log scale), with --aug-scale"},
+    {"aug-flip", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "mirror half the training images left to right"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -51,7 +65,9 @@ struct image_state {
     int train_side;               /* --image-side */
     int side, patch, grid, raster;/* side and grid: of the current batches (set_side) */
     uint64_t data_seed;
-    pelab_real *scratch;          /* rows·cols + side² (pelab_image_tokens) */
+    int crop, flip;               /* training augmentation: --aug-scale not off, --aug-flip */
+    double scale[2], ratio[2];
+    pelab_real *scratch;          /* 2·rows·cols + side² (pelab_image_tokens; augmentation) */
     pelab_real *patches;          /* (G², p²) one image's */
     int32_t *pos;                 /* (G², 2) */
 };
@@ -83,7 +99,7 @@ static int buffers(struct image_state *s) {
     const struct pelab_images *im = &s->split[0];
     const long g2 = (long)s->grid * s->grid;
     free(s->scratch), free(s->patches), free(s->pos);
-    s->scratch = malloc(sizeof(pelab_real) * (size_t)((long)s->side * s->side + (long)im->rows * im->cols));
+    s->scratch = malloc(sizeof(pelab_real) * (size_t)((long)s->side * s->side + 2L * im->rows * im->cols));
     s->patches = malloc(sizeof(pelab_real) * (size_t)(g2 * s->patch * s->patch));
     s->pos = malloc(sizeof(int32_t) * (size_t)(g2 * 2));
     if (!s->scratch || !s->patches || !s->pos)
@@ -104,6 +120,17 @@ static int image_set_side(struct pelab_task *t, int side, int *train_side, int *
     return PELAB_OK;
 }
 
+/* "LO,HI" of option `name` into r: 0 < LO <= HI (<= 1 for fractions). */
+static int read_range(const struct pelab_opts *opts, const char *name, int fraction, double r[2]) {
+    const char *v = pelab_opt_str(opts, options, name);
+    int used = 0;
+    if (sscanf(v, "%lf,%lf%n", &r[0], &r[1], &used) != 2 || v[used] || !(r[0] > 0) || !(r[1] >= r[0]) ||
+        !isfinite(r[1]) || (fraction && r[1] > 1))
+        return pelab_fail(PELAB_ERR_USAGE, "--%s '%s': give LO,HI with 0 < LO <= HI%s (e.g. %s)", name, v,
+                          fraction ? " <= 1" : "", fraction ? "0.08,1" : "0.75,1.333");
+    return PELAB_OK;
+}
+
 static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     int rc = image_io(opts, &t->io);
     if (rc) return rc;
@@ -115,6 +142,12 @@ static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     s->grid = s->side / s->patch;
     s->raster = t->io.positions.dims == 1;
     s->data_seed = (uint64_t)pelab_opt_real(opts, options, "data-seed");
+    s->crop = strcmp(pelab_opt_str(opts, options, "aug-scale"), "off") != 0;
+    s->flip = pelab_opt_switch(opts, options, "aug-flip");
+    if ((s->crop && (rc = read_range(opts, "aug-scale", 1, s->scale))) || (rc = read_range(opts, "aug-ratio", 0, s->ratio))) {
+        image_free(t);
+        return rc;
+    }
     snprintf(s->data_dir, sizeof s->data_dir, "%s", pelab_data_dir(pelab_opt_str(opts, options, "data-dir")));
     /* train and val (one file); the test file on its first use (image_open_split) */
     static const int splits[2] = {PELAB_DOC_TRAIN, PELAB_DOC_VAL};
@@ -160,6 +193,23 @@ static uint64_t train_index(const struct image_state *s, uint64_t j, uint64_t n)
     return (a * (j % n) + (h >> 32) % n) % n;
 }
 
+static double uniform(void *rng) { return pelab_rng_uniform(rng); }
+
+/* Training example j's image, augmented (the crop and the flip drawn from j alone: alike in any
+ * batch, thread, MPI share or resumed run), as patches into s->patches. */
+static void augmented(struct image_state *s, const struct pelab_images *im, uint64_t idx, uint64_t j) {
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, pelab_hash64(AUG_SALT ^ pelab_hash64(s->data_seed ^ pelab_hash64(j))));
+    const int rows = im->rows, cols = im->cols;
+    pelab_real *x = s->scratch, *out = x + (size_t)rows * cols, *crop = out + (size_t)s->side * s->side;
+    pelab_image_normalize(x, im->pixels + idx * (uint64_t)rows * cols, (size_t)rows * cols, im->mean, im->std);
+    struct pelab_crop box = {0, 0, rows, cols};
+    if (s->crop) pelab_image_crop_box(&box, rows, cols, s->scale, s->ratio, uniform, &rng);
+    const int flip = s->flip && uniform(&rng) < 0.5;
+    pelab_image_crop_resize(out, s->side, x, cols, &box, flip, crop);
+    pelab_image_patches(s->patches, s->pos, out, s->side, s->side, s->patch);
+}
+
 static void image_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first, struct pelab_batch *b) {
     struct image_state *s = t->state;
     const struct pelab_images *im = &s->split[split];
@@ -170,8 +220,11 @@ static void image_fill(const struct pelab_task *t, enum pelab_split split, uint6
     for (int i = 0; i < b->B; i++) {
         const uint64_t j = first + (uint64_t)i;
         const uint64_t idx = split == PELAB_SPLIT_TRAIN ? train_index(s, j, n) : j % n;
-        pelab_image_tokens(s->patches, s->pos, im->pixels + idx * (uint64_t)im->rows * im->cols, im->rows,
-                           im->cols, s->side, s->patch, im->mean, im->std, s->scratch);
+        if (split == PELAB_SPLIT_TRAIN && (s->crop || s->flip))
+            augmented(s, im, idx, j);
+        else
+            pelab_image_tokens(s->patches, s->pos, im->pixels + idx * (uint64_t)im->rows * im->cols, im->rows,
+                               im->cols, s->side, s->patch, im->mean, im->std, s->scratch);
         int32_t *tok = b->tokens + (long)i * T, *tgt = b->targets + (long)i * T, *pos = b->pos + (long)i * T * n_pos;
         pelab_real *in = b->inputs + (long)i * T * P;
         for (int k = 0; k < T; k++) tok[k] = t->pad, tgt[k] = -1;
