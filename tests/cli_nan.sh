@@ -103,6 +103,16 @@ grep -q "^warning: step 7: a weight after the update is not finite .*; rolled ba
 diff <(losses "$W/rb") <(losses "$W/upd3") >"$W/diff" ||
     fail "a rollback after the update differs from one before it: $(head -3 "$W/diff")"
 
+# A matrix product that fails (a bf16 product out of memory; PELAB_TEST_GEMM_FAIL=N fails the
+# N-th product of the process in any precision) is reported as itself, not as a non-finite loss,
+# in a forward pass (the 3rd product here), a backward pass (the 8th) and an evaluation
+for n in 3 8; do
+    expect_fail 1 "out of memory (PELAB_TEST_GEMM_FAIL)" PELAB_TEST_GEMM_FAIL=$n -- train $S --out "$W/gemm$n"
+    grep -q "not finite" "$W/err" && fail "a failed product reported as a non-finite value: $(cat "$W/err")"
+done
+train_env PELAB_TEST_GEMM_FAIL=0 $S --out "$W/whole"
+expect_fail 1 "out of memory (PELAB_TEST_GEMM_FAIL)" PELAB_TEST_GEMM_FAIL=2 -- eval --model "$W/whole" --threads 1
+
 # The injector is test-only and strict.
 expect_fail 2 "PELAB_TEST_NAN (test-only): 'soon' is not STEP:grad, STEP:weight or STEP:update" PELAB_TEST_NAN=soon -- train $S --out "$W/x"
 expect_fail 2 "PELAB_TEST_NAN (test-only)" PELAB_TEST_NAN=3:grad:twice -- train $S --out "$W/x"

@@ -171,5 +171,5 @@ int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, c
         if ((m->status = block_forward(m, f, l, &b, pos, B, T))) return m->status;
     }
     m->loss = head_forward(m, f, b.out, (long)B * T);
-    return PELAB_OK;
+    return m->status = pelab_gemm_take_failure(); /* a product that failed: its error, not a NaN loss */
 }

@@ -387,6 +387,8 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     pelab_posenc_embed_backward(&m->pe, a->dres, a->pos, B, T);
     if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
     input_backward(m, a->dres, a->tokens, a->inputs, B, T);
+    const int rc = pelab_gemm_take_failure();
+    if (rc && !m->status) m->status = rc;
 }
 
 const pelab_real *pelab_model_logits(const struct pelab_model *m) { return m->acts->fwd.logits; }

@@ -22,6 +22,7 @@
 #include "pelab/rng.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
+#include "kernels/cpu/matmul.h"
 #include "pelab/threads.h"
 #include "pelab/precision.h"
 #include "posenc/rotary.h"
@@ -230,6 +231,7 @@ static int micro_batch(struct pelab_trainer *tr, int micro, uint64_t r0, uint64_
         sum->loss += l * w / c->accum;
         sum->acc += batch_accuracy(m, &mine) * w / c->accum;
         pelab_model_backward(m, (pelab_real)(w / c->accum));
+        if ((rc = m->status)) return rc; /* a kernel that failed (out of memory) */
     }
     if (pe->aux_forward && pelab_dist_rank() == 0) { /* the encoding's own loss terms (SeqPE's regularisers) */
         double terms[PELAB_PE_AUX_MAX], total;
@@ -242,7 +244,7 @@ static int micro_batch(struct pelab_trainer *tr, int micro, uint64_t r0, uint64_
         pe->aux_backward(&m->pe, (pelab_real)(1.0 / c->accum));
         for (int i = 0; i < tr->n_aux; i++) sum->aux[i] += terms[i] / c->accum;
     }
-    return PELAB_OK;
+    return pelab_gemm_take_failure();
 }
 
 /* Across ranks: the update's sums, and whether any rank found a non-finite value (bad) — then

@@ -1,6 +1,8 @@
 /* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
 #include "kernels/cpu/matmul.h"
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include "core/prof.h"
 #include "kernels/cpu/parallel.h"
 #include "pelab/precision.h"
@@ -77,16 +79,48 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
 
 #endif
 
+/* The calling thread's first failed product since pelab_gemm_take_failure last looked. */
+static _Thread_local struct {
+    int status;
+    char message[512];
+} failure;
+
+/* PELAB_TEST_GEMM_FAIL=N (tests only): the N-th product of the process fails as a bf16 one that
+ * runs out of memory would, in any precision. */
+static long injected_failure(void) {
+    static long at = -1, count;
+    if (at < 0) {
+        const char *v = getenv("PELAB_TEST_GEMM_FAIL");
+        at = v ? atol(v) : 0;
+    }
+    return at > 0 && ++count == at;
+}
+
+int pelab_gemm_take_failure(void) {
+    if (!failure.status) return PELAB_OK;
+    const int rc = failure.status;
+    failure.status = PELAB_OK;
+    return pelab_fail(rc, "%s", failure.message);
+}
+
 void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                 const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                 pelab_real *C, int ldc) {
-    if (pelab_precision_get() == PELAB_PRECISION_FP32) {
+    int rc;
+    if (injected_failure())
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "matrix product %dx%dx%d: out of memory (PELAB_TEST_GEMM_FAIL)", M, N, K);
+    else if (pelab_precision_get() == PELAB_PRECISION_FP32) {
         gemm_fp32(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
+    } else
+        rc = pelab_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (rc == PELAB_OK) return;
+    if (!failure.status) {
+        failure.status = rc;
+        snprintf(failure.message, sizeof failure.message, "%s", pelab_last_error());
     }
-    if (pelab_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) != PELAB_OK)
-        for (long i = 0; i < M; i++)
-            for (long j = 0; j < N; j++) C[i * ldc + j] = (pelab_real)NAN;
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) C[i * ldc + j] = (pelab_real)NAN;
 }
 
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,

@@ -10,11 +10,15 @@
  * op(A) is (M,K), op(B) is (K,N). lda/ldb/ldc are the row strides of A, B, C as stored.
  * Every matrix product of the library goes through here, in the calling thread's precision
  * (pelab_precision_get): fp32 as before, or bf16 operands with float32 accumulation. A bf16
- * product that fails (out of memory, a oneDNN error: it cannot report a status) fills C with NaN,
- * which the loss and every non-finite check downstream then see, and sets the thread's last error. */
+ * product that fails (out of memory, a oneDNN error) fills C with NaN, so that nothing downstream
+ * reads stale numbers, and is kept as the thread's failure, which the model's passes collect with
+ * pelab_gemm_take_failure and report as such (not as a non-finite loss). */
 void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                 const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                 pelab_real *C, int ldc);
+/* PELAB_OK, or the status of the calling thread's first product that failed since the last call,
+ * with its message as the last error; clears it. */
+int pelab_gemm_take_failure(void);
 
 /* The bf16 product alone: C = alpha · bf16(op(A)) · bf16(op(B)) + beta · C, float32 accumulation.
  * PELAB_OK, or PELAB_ERR_RUNTIME (no oneDNN in the build, out of memory, a oneDNN failure) with C
