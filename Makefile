@@ -13,6 +13,7 @@
 #   make setup      the packages of make deps and the test data (.ci/deps, .ci/deps-data)
 #   make tables     rewrites the README's recorded tables from results/ (scripts/tables.py)
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
+#   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -245,6 +246,10 @@ reproduce: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/reproduce.sh $(TABLE)
 
+lengthgen: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/lengthgen.sh $(TASKS)
+
 deps:
 	@bash .ci/deps
 
@@ -263,7 +268,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
