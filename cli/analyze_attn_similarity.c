@@ -40,6 +40,9 @@ static const struct pelab_optdef options[] = {
     {"models", PELAB_OPT_STR, "", 0, 0, NULL, "run directories, comma-separated: two or more, of one task (required)"},
     {"split", PELAB_OPT_CHOICE, "test", 0, 0, "test|val", "split the sequences come from"},
     {"examples", PELAB_OPT_INT, "10", 1, 1000, NULL, "sequences every run reads (the paper: 10)"},
+    {"groups", PELAB_OPT_STR, "", 0, 0, NULL,
+     "the group of each run of --models, comma-separated (default: its encoding, with "
+     ":random-positions=N when set; give them to tell variants of one encoding apart)"},
     {"size", PELAB_OPT_INT, "0", 0, PELAB_SIZES_MAX, NULL,
      "algorithmic tasks, test split: the instance size of the sequences (0: the largest test size)"},
     {"out", PELAB_OPT_STR, "", 0, 0, NULL, "CSV of every pair of runs and layer (replaced atomically)"},
@@ -164,6 +167,13 @@ static int open_members(const struct pelab_opts *o, struct member *xs, int *n, s
         xs[(*n)++].dir = d;
     }
     if (*n < 2) return pelab_fail(PELAB_ERR_USAGE, "--models: give two or more run directories, comma-separated");
+    static char names[PELAB_OPT_VAL_MAX];
+    snprintf(names, sizeof names, "%s", pelab_opt_str(o, options, "groups"));
+    int ng = 0;
+    for (char *g = strtok_r(names, ",", &save); names[0] && g; g = strtok_r(NULL, ",", &save), ng++)
+        if (ng < *n) snprintf(xs[ng].group, sizeof xs[ng].group, "%s", g);
+    if (names[0] && ng != *n)
+        return pelab_fail(PELAB_ERR_USAGE, "--groups: %d names for %d runs (one per run of --models)", ng, *n);
     int32_t *tokens0 = NULL;
     int rc = PELAB_OK;
     for (int i = 0; i < *n && !rc; i++) {
@@ -171,8 +181,8 @@ static int open_members(const struct pelab_opts *o, struct member *xs, int *n, s
         if ((rc = pelab_run_open(&x->run, x->dir))) break;
         struct pelab_model *m = &x->run.model;
         x->N = m->cfg.n_layers, x->H = m->cfg.n_heads, x->task = x->run.task.ops->name;
-        snprintf(x->group, sizeof x->group, "%s", m->cfg.pe);
-        if (m->cfg.random_positions)
+        if (!names[0]) snprintf(x->group, sizeof x->group, "%s", m->cfg.pe);
+        if (!names[0] && m->cfg.random_positions)
             snprintf(x->group + strlen(x->group), sizeof x->group - strlen(x->group), ":random-positions=%d",
                      m->cfg.random_positions);
         if (i == 0) rc = choose_inputs(o, &x->run.task, in);

@@ -282,10 +282,11 @@ static int run_sweep(struct plan *pl, const struct compare_result *r, double *at
         double *x = r->size_em ? r->size_em : all;
         int train_max, test_max;
         int rc = pelab_compare_sizes(r->dir, eval, &train_max, &test_max, x);
+        if (!rc && (train_max != sw->train_max || test_max != sw->test_max)) /* a run made earlier */
+            return pelab_fail(PELAB_ERR_USAGE, "it was trained on sizes 1..%d and tested on 1..%d, this "
+                              "comparison asks 1..%d and 1..%d (--algo-train-max, --algo-test-max): give "
+                              "another --out", train_max, test_max, sw->train_max, sw->test_max);
         for (int b = 0; !rc && b < sw->n; b++) { /* equal examples per size: the bucket's exact match */
-            if (sw->hi[b] > test_max)
-                return pelab_fail(PELAB_ERR_USAGE, "its test split holds sizes 1..%d, not all of "
-                                  "--buckets (it was trained with another --algo-test-max)", test_max);
             at[b] = 0;
             for (int k = sw->lo[b]; k <= sw->hi[b]; k++) at[b] += x[k - 1];
             at[b] /= sw->hi[b] - sw->lo[b] + 1;

@@ -30,7 +30,7 @@ static const struct pelab_optdef plot_options[] = {
     {"height", PELAB_OPT_INT, "600", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "image height in pixels"},
     {"shade", PELAB_OPT_STR, "", 0, 0, NULL,
      "X0,X1: a grey band over x from X0 to X1 behind the lines, e.g. the trained sizes of an "
-     "algorithmic task (none: no band)"},
+     "algorithmic task (empty: no band)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -125,11 +125,11 @@ def sizes_table(name, record, compare):
 def attn_similarity(name, record, analysis):
     """The first group's row of an attn-similarity analysis (the runs' first encoding against each),
     closest first."""
-    g, first = analysis["groups"], 0
-    order = sorted(range(len(g)), key=lambda k: analysis["mean"][first][k])
+    g, first, mean, std = analysis["groups"], 0, analysis["mean"][0], analysis["std"][0]
+    order = sorted(range(len(g)), key=lambda k: (mean[k] is None, mean[k] or 0))  # no pair (null): last
     lines = ["| D(%s, ·) | " % entry_name(g[first]) + " | ".join(entry_name(g[k]) for k in order) + " |",
              "|---|" + "---|" * len(order),
-             "| JSD (nats) | " + " | ".join("%.3f ± %.3f" % (analysis["mean"][first][k], analysis["std"][first][k])
+             "| JSD (nats) | " + " | ".join("—" if mean[k] is None else "%.3f ± %.3f" % (mean[k], std[k])
                                          for k in order) + " |"]
     commit = record["commit"].split("+")[0][:7] + ("+changes" if "+" in record["commit"] else "")
     lines += ["", "<sub>mean ± sample standard deviation over pairs of distinct runs (%d sequences of size %d); "

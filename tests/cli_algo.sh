@@ -115,6 +115,17 @@ for a in range(4):
         mine = [float(r["min"]) for r in rows if r["run_a"] == j["runs"][a]["dir"] and r["run_b"] == j["runs"][b]["dir"]]
         assert abs(statistics.mean(mine) - d[a][b]) < 1e-8, (a, b, mine, d[a][b])
 PY
+# --groups names each run's group: two runs of one encoding kept apart
+"$P" analyze attn-similarity --models "$W/cmp/nope-s1,$W/cmp/nope-s2,$W/cmp/rope-s1" --groups a,b,b --examples 5 \
+    --threads 1 --json "$W/as2.json" >/dev/null 2>"$W/e" || fail "attn-similarity --groups: $(cat "$W/e")"
+[ "$(json "$W/as2.json" 'j["groups"], j["mean"][0][0], abs(j["mean"][0][1] - (j["runs"][0]["d"][1] + j["runs"][0]["d"][2]) / 2) < 1e-15, j["mean"][1][1] == j["runs"][1]["d"][2]')" = "(['a', 'b'], None, True, True)" ] ||
+    fail "--groups: $(cat "$W/as2.json")"
+expect 2 "--groups: 2 names for 3 runs" -- analyze attn-similarity --models "$W/cmp/nope-s1,$W/cmp/nope-s2,$W/cmp/rope-s1" --groups a,b --examples 5
+# a comparison that would reuse runs trained on other sizes is refused, not mislabelled
+"$P" compare --task copy --pe rope --seeds 1 $TINY --algo-train-max 3 --algo-test-per-size 5 --out "$W/cmp" >/dev/null 2>"$W/e"
+[ $? -eq 2 ] && [ "$(grep -c '^pelab: ' "$W/e")" = 1 ] &&
+    grep -q "rope-s1: it was trained on sizes 1..4 and tested on 1..8, this comparison asks 1..3 and 1..6" "$W/e" ||
+    fail "a comparison reusing runs of other sizes: $(cat "$W/e")"
 expect 2 "compare runs of one task" -- analyze attn-similarity --models "$W/copy,$W/parity" --examples 5
 expect 2 "--examples 10: the test split of task copy has 5 of that size" -- analyze attn-similarity --models "$W/copy,$W/copy"
 expect 2 "--models: give two or more run directories" -- analyze attn-similarity --models "$W/copy"
@@ -124,7 +135,7 @@ expect 2 "--algo-test-max 3 is below --algo-train-max 4" -- train --task copy $T
 expect 2 "addition-reversed" -- train --task copy $TINY --addition-reversed on --out "$W/bad2"
 expect 2 "--algo-train-max: 300 is out of range" -- train --task reverse $TINY --algo-train-max 300 --out "$W/bad3"
 expect 2 "--scratchpad does not apply to --task copy" -- train --task copy $TINY --scratchpad on --out "$W/bad13"
-expect 2 "--algo-test-max 60: task lego names each variable by one of 52 letters" -- train --task lego $TINY --algo-test-max 60 --out "$W/bad14"
+expect 2 "test sizes up to 60 (--algo-test-max, or twice --algo-train-max): task lego names each variable by one of 52 letters" -- train --task lego $TINY --algo-test-max 60 --out "$W/bad14"
 train --task addition --scratchpad on $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/scratch"
 "$P" sample --model "$W/scratch" --split test --first 39 --count 1 >"$W/s" 2>"$W/e" || fail "sample: $(cat "$W/e")"
 grep -q "^#39 .*|.*=" "$W/s" || fail "no scratchpad in the addition target: $(cat "$W/s")"

@@ -75,4 +75,10 @@ bash scripts/record.sh algo-attn "$P" analyze attn-similarity --models "$W/cmpa/
 cmp -s "$W/as.json" "$W/results/algo-attn/analysis.json" || fail "the record's analysis.json is not the analysis's"
 [ "$(json "$W/results/algo-attn/record.json" 'j["command"][1:3], j["commit"]')" = "(['analyze', 'attn-similarity'], '$commit')" ] ||
     fail "the analysis's record.json: $(cat "$W/results/algo-attn/record.json")"
+# an analysis whose first group has a single run (no pair on its diagonal) renders a dash there
+bash scripts/record.sh algo-attn2 "$P" analyze attn-similarity --models "$W/cmpa/rope-s1,$W/cmpa/rope-s2" --groups x,y \
+    --examples 2 --threads 1 --json "$W/as2.json" >/dev/null 2>"$W/e" || fail "record.sh of an analysis: $(tail -3 "$W/e")"
+printf '<!-- results:algo-attn2 -->\n<!-- /results:algo-attn2 -->\n' >"$W/README3.md"
+/usr/bin/python3 scripts/tables.py "$W/README3.md" >/dev/null || fail "tables.py on an analysis with a null cell"
+grep -q "^| JSD (nats) | [0-9.]* ± [0-9.]* | — |$" "$W/README3.md" || fail "the null cell: $(cat "$W/README3.md")"
 echo "cli_record: ok"

@@ -106,7 +106,7 @@ struct pelab_task_ops {
      * *train_max; the test split holds *per_size examples of each size 1..*test_max in order of
      * size (test example i has size 1 + i / per_size). */
     void (*sizes)(const struct pelab_task *t, int *train_max, int *test_max, int *per_size);
-    /* With sizes: T of the test examples of size n (prompt, separator and target), <= seq_len. */
+    /* With sizes: T of the test examples of size n (prompt, separator and target), <= test_len. */
     int (*size_len)(const struct pelab_task *t, int n);
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
@@ -117,7 +117,7 @@ struct pelab_task {
     const struct pelab_task_ops *ops;
     int vocab;   /* V */
     int seq_len; /* longest sequence: the model's T */
-    /* T of the test split's batches when longer than seq_len, else 0: the algorithmic tasks
+    /* T of the test split's batches when it differs from seq_len, else 0: the algorithmic tasks
      * train on sizes 1..L (seq_len: the training context) and test sizes up to 2L, at positions
      * the model never trained on, as the length sweep of a task of documents does */
     int test_len;
@@ -126,6 +126,9 @@ struct pelab_task {
      * example's cursor minus the origin is how many examples came before it in the run, which
      * schedules such as a curriculum are functions of. */
     uint64_t train_origin;
+    /* Set by the trainer: the training batches it draws may be augmented (the image task's
+     * --aug-*); evaluation, of any split, never is. */
+    int augment;
     /* Set by tasks of documents: every real position is scored and the loss is reported as NLL
      * per token and perplexity (accuracy otherwise). */
     int lm;

@@ -86,7 +86,12 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
     const int was_training = m->training;
     m->training = 0;
     for (int n = 0; n < batches && !rc; n++) {
-        t->ops->fill(t, split, (first + (uint64_t)n * batch) % size, &b);
+        const uint64_t at = (first + (uint64_t)n * batch) % size;
+        t->ops->fill(t, split, at, &b);
+        if (m->cfg.random_positions && /* the positions the model reads, as in an evaluation */
+            (rc = pelab_random_positions(b.pos, b.tokens, batch, T, t->pad, m->cfg.random_positions,
+                                         PELAB_EVAL_POSITIONS_KEY, at)))
+            break;
         pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward(m, b.tokens, b.targets, b.pos, batch, T);
         if ((rc = m->status)) break;

@@ -168,7 +168,10 @@ int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, c
     struct pelab_layer_bufs b = {0};
     for (int l = 0; l < N; l++) {
         b = pelab_layer_bufs(m, &f->buf, kept, l, B, T);
-        if ((m->status = block_forward(m, f, l, &b, pos, B, T))) return m->status;
+        if ((m->status = block_forward(m, f, l, &b, pos, B, T))) {
+            const int failed = pelab_gemm_take_failure(); /* a product that failed first says so */
+            return m->status = failed ? failed : m->status;
+        }
     }
     m->loss = head_forward(m, f, b.out, (long)B * T);
     return m->status = pelab_gemm_take_failure(); /* a product that failed: its error, not a NaN loss */

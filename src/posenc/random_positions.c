@@ -3,8 +3,10 @@
  * random subset of k distinct positions of [0, N), N far above any length trained on, so that the
  * positions an encoding meets on longer inputs at test time are ones it trained on; only their
  * order carries meaning. Ruoss et al. draw one subset per batch, in training and evaluation alike;
- * here each sequence draws its own, from hash(key, its example index), so that an example reads
- * the same positions whatever batch it falls in.
+ * here each sequence draws its own, from hash(key, first + its row): in training the key is the
+ * micro-step's and first 0 (fresh draws at every step, as SeqPE's shifted starts; another
+ * --batch/--accum split draws others), in evaluation the key is fixed and first the example's
+ * index, so that an example reads the same positions whatever batch it falls in.
  *
  * Selection sampling (Knuth, TAOCP vol. 2, 3.4.2, Algorithm S): position i of 0..N-1 is taken with
  * probability (k - taken)/(N - i), which yields every k-subset with equal probability, in order.

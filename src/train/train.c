@@ -70,6 +70,7 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if ((rc = pelab_precision_set(c->precision))) return rc;
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
+    tr->task.augment = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
     if ((rc = pelab_model_init_io(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len, &tr->task.io))) return rc;

@@ -47,7 +47,9 @@
  * on the fly, a split is a pure function of its options.
  *
  * Tokens, one vocabulary for every task: 0 padding, 1 '|' separator, 2 '.' end, 3 '+',
- * 4..13 '0'..'9', 14..65 the symbols 'a'..'z', 'A'..'Z' (--algo-symbols of them).
+ * 4..13 '0'..'9', 14..65 the symbols 'a'..'z', 'A'..'Z' (--algo-symbols of them), 66..68 the
+ * stack's 'pop', 'push0', 'push1', 69..74 '-', '*', '^', '=', ',', '?' (poly, lego, scratchpads);
+ * a task's vocabulary ends after the last token it uses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,8 +330,9 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     a->shuffle = pelab_optdef_find(table, "lego-shuffle") ? pelab_opt_switch(opts, table, "lego-shuffle") : 0;
     if (kind == &lego_kind && test_max > SYMBOLS_MAX) {
         free(a);
-        return pelab_fail(PELAB_ERR_USAGE, "--algo-test-max %d: task lego names each variable by one of "
-                          "%d letters, so its sizes end at %d", test_max, SYMBOLS_MAX, SYMBOLS_MAX);
+        return pelab_fail(PELAB_ERR_USAGE, "test sizes up to %d (--algo-test-max, or twice --algo-train-max): "
+                          "task lego names each variable by one of %d letters, so its sizes end at %d",
+                          test_max, SYMBOLS_MAX, SYMBOLS_MAX);
     }
     const uint64_t data_seed = (uint64_t)pelab_opt_real(opts, table, "data-seed");
     for (int s = 0; s < 3; s++) a->key[s] = pelab_hash64(SALT[s] ^ pelab_hash64(data_seed));
@@ -340,6 +343,7 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
      * longest training example, the test split's batches the longest test one */
     t->seq_len = longest(a, train_max) + 1;
     t->test_len = longest(a, test_max) + 1;
+    PELAB_ASSERT(t->test_len + 1 <= PELAB_ALGO_SEQ_MAX); /* an example and its end token fit seq[] */
     return PELAB_OK;
 }
 
@@ -461,4 +465,4 @@ TASK(duplicate_string, "duplicate-string",
 TASK(stack_manipulation, "stack-manipulation",
      "length generalisation: a bit stack after pops and pushes (Ruoss et al., context-free; size = tokens)");
 TASK(binary_addition, "binary-addition",
-     "length generalisation: binary sum, least significant bit first (Ruoss et al., context-sensitive; size = bits)");
+     "length generalisation: binary sum, least significant bit first (Ruoss et al., context-sensitive; size = both operands' bits less one)");

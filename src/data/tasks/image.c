@@ -94,7 +94,7 @@ static void image_free(struct pelab_task *t) {
     t->state = NULL;
 }
 
-/* One image's buffers at s->side: scratch rows·cols + side² (pelab_image_tokens), patches, pos. */
+/* One image's buffers at s->side: scratch 2·rows·cols + side² (pelab_image_tokens, augmented), patches, pos. */
 static int buffers(struct image_state *s) {
     const struct pelab_images *im = &s->split[0];
     const long g2 = (long)s->grid * s->grid;
@@ -144,7 +144,9 @@ static int image_init(struct pelab_task *t, const struct pelab_opts *opts) {
     s->data_seed = (uint64_t)pelab_opt_real(opts, options, "data-seed");
     s->crop = strcmp(pelab_opt_str(opts, options, "aug-scale"), "off") != 0;
     s->flip = pelab_opt_switch(opts, options, "aug-flip");
-    if ((s->crop && (rc = read_range(opts, "aug-scale", 1, s->scale))) || (rc = read_range(opts, "aug-ratio", 0, s->ratio))) {
+    if ((s->crop && (rc = read_range(opts, "aug-scale", 1, s->scale))) || (rc = read_range(opts, "aug-ratio", 0, s->ratio)) ||
+        (!s->crop && strcmp(pelab_opt_str(opts, options, "aug-ratio"), pelab_optdef_find(options, "aug-ratio")->def) != 0 &&
+         (rc = pelab_fail(PELAB_ERR_USAGE, "--aug-ratio shapes the crops of --aug-scale, which is off")))) {
         image_free(t);
         return rc;
     }
@@ -220,7 +222,7 @@ static void image_fill(const struct pelab_task *t, enum pelab_split split, uint6
     for (int i = 0; i < b->B; i++) {
         const uint64_t j = first + (uint64_t)i;
         const uint64_t idx = split == PELAB_SPLIT_TRAIN ? train_index(s, j, n) : j % n;
-        if (split == PELAB_SPLIT_TRAIN && (s->crop || s->flip))
+        if (split == PELAB_SPLIT_TRAIN && t->augment && (s->crop || s->flip))
             augmented(s, im, idx, j);
         else
             pelab_image_tokens(s->patches, s->pos, im->pixels + idx * (uint64_t)im->rows * im->cols, im->rows,
