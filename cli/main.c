@@ -87,8 +87,11 @@ static void help_encodings(FILE *f) {
 
 static void help_tasks(FILE *f) {
     fprintf(f, "tasks (--task NAME):\n");
+    int width = 0; /* the longest name's, so that the summaries line up */
     for (const struct pelab_task_ops *const *t = pelab_task_all(); *t; t++)
-        fprintf(f, "  %-12s %s\n", (*t)->name, (*t)->summary);
+        width = (int)strlen((*t)->name) > width ? (int)strlen((*t)->name) : width;
+    for (const struct pelab_task_ops *const *t = pelab_task_all(); *t; t++)
+        fprintf(f, "  %-*s %s\n", width, (*t)->name, (*t)->summary);
 }
 
 static void help_presets(FILE *f) {
