@@ -6,10 +6,10 @@
  * Times, over N synthetic 28 × 28 images (the cpu image preset's side and 4 × 4 patches), the
  * plain preparation of an image (pelab_image_tokens: normalise, cut into patches) and the
  * augmented one (normalise, a RandomResizedCrop box at scale 0.08..1, the crop resized back to
- * 28 × 28, a mirror for half of them, cut into patches: src/data/tasks/image.c). Prints one JSON
- * line, {"images":N,"plain_us":...,"augmented_us":...,"extra_us":...}; a training step of
- * bench_train --config I takes 1e6 / images_per_s microseconds per image, against which extra_us
- * is the augmentation's share.
+ * 28 × 28, a mirror for half of them, cut into patches: pelab_image_tokens_crop, as the task).
+ * Prints one JSON line, {"images":N,"plain_us":...,"augmented_us":...,"extra_us":...}; a
+ * training step of bench_train --config I takes 1e6 / images_per_s microseconds per image,
+ * against which extra_us is the augmentation's share.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,12 +43,10 @@ int main(int argc, char **argv) {
     const double plain = (pelab_clock_s() - t0) / images * 1e6;
     t0 = pelab_clock_s();
     for (long n = 0; n < images; n++) {
-        pelab_real *x = scratch, *out = x + SIDE * SIDE, *crop = out + SIDE * SIDE;
-        pelab_image_normalize(x, pixels[n & 15], SIDE * SIDE, 0.286, 0.353);
         struct pelab_crop box;
         pelab_image_crop_box(&box, SIDE, SIDE, scale, ratio, uniform, &rng);
-        pelab_image_crop_resize(out, SIDE, x, SIDE, &box, uniform(&rng) < 0.5, crop);
-        pelab_image_patches(patches, pos, out, SIDE, SIDE, PATCH);
+        pelab_image_tokens_crop(patches, pos, pixels[n & 15], SIDE, SIDE, SIDE, PATCH, 0.286, 0.353, &box,
+                                uniform(&rng) < 0.5, scratch);
         sink += patches[n % (G * G * PATCH * PATCH)];
     }
     const double augmented = (pelab_clock_s() - t0) / images * 1e6;

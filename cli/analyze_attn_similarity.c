@@ -135,9 +135,7 @@ static int attend(struct member *x, struct inputs *in, int32_t **tokens0) {
         while (k > 1 && b.tokens[(size_t)r * in->T + k - 1] == x->run.task.pad) k--;
         in->len[r] = k;
     }
-    const int N = m->cfg.random_positions;
-    if (!rc && N) rc = pelab_random_positions(b.pos, b.tokens, in->B, in->T, x->run.task.pad, N,
-                                              PELAB_EVAL_POSITIONS_KEY, in->first);
+    if (!rc) rc = pelab_eval_positions(m, &x->run.task, &b, in->first);
     if (!rc) rc = pelab_check_positions(m, b.pos, in->B, in->T);
     pelab_model_set_attention(m, PELAB_ATTN_KERNEL_REF);
     if (!rc) rc = pelab_model_reserve(m, in->B, in->T);

@@ -112,10 +112,7 @@ static int probe_step(FILE *f, long step, struct pelab_run *run, struct pelab_ba
     int rc = acc ? PELAB_OK : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int k = 0; !rc && k < nb; k++) {
         run->task.ops->fill(&run->task, split, (uint64_t)k * b->B, b);
-        const int RP = m->cfg.random_positions; /* the positions the model reads, as evaluated */
-        if (RP && (rc = pelab_random_positions(b->pos, b->tokens, b->B, b->T, run->task.pad, RP,
-                                               PELAB_EVAL_POSITIONS_KEY, (uint64_t)k * b->B)))
-            break;
+        if ((rc = pelab_eval_positions(m, &run->task, b, (uint64_t)k * b->B))) break; /* as evaluated */
         const int T = b->T, V = m->cfg.vocab;
         pelab_model_forward(m, b->tokens, b->targets, b->pos, b->B, T);
         if (m->status) {

@@ -498,17 +498,18 @@ int pelab_cmd_compare(int argc, char **argv) {
     if (sweep->image && strcmp(resolutions, "auto") == 0)
         snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
     const int image_sweeps = sweep->image && strcmp(resolutions, "none") != 0;
-    sweep->sizes = tops && tops->sizes;
+    const int sized = tops && tops->sizes; /* an algorithmic task */
     if (!buckets[0])
         return pelab_fail(PELAB_ERR_USAGE, "--buckets: an empty list (give ranges of sizes like "
                           "1-20,21-40, auto or none)");
-    if (buckets_given && !sweep->sizes)
+    if (buckets_given && !sized)
         return pelab_fail(PELAB_ERR_USAGE, "--buckets: task %s has no instance sizes (the "
                           "algorithmic tasks only: 'pelab help tasks')", task);
-    if (sweep->sizes && lengths_given)
+    if (sized && lengths_given)
         return pelab_fail(PELAB_ERR_USAGE, "--lengths: task %s is swept over instance sizes: give "
                           "--buckets (e.g. 1-20,21-40)", task);
-    const int size_sweeps = sweep->sizes && strcmp(buckets, "none") != 0;
+    const int size_sweeps = sized && strcmp(buckets, "none") != 0;
+    sweep->sizes = size_sweeps; /* the runs' sizes are read only for a sweep of them */
     if (qa_sweeps) { /* the lengths' form now; the task and the positions at each after training */
         struct pelab_sweep_length l[PELAB_SWEEP_MAX];
         int nl;
@@ -548,7 +549,6 @@ int pelab_cmd_compare(int argc, char **argv) {
     if ((sweeps || qa_sweeps) && strcmp(lengths, "none") != 0) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", lengths);
     if (image_sweeps) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", resolutions);
     if (size_sweeps) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", buckets);
-    if (!size_sweeps) sweep->sizes = 0;
     if (jobs == 1) {
         static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
         int todo = 0, done = 0;

@@ -82,8 +82,7 @@ static int show(struct pelab_run *run, enum pelab_split split, uint64_t first, i
     int rc = pelab_batch_alloc_for(&b, t, count, T);
     if (rc) return rc;
     t->ops->fill(t, split, first, &b);
-    const int N = run->model.cfg.random_positions; /* as the evaluation reads these examples */
-    if (N && (rc = pelab_random_positions(b.pos, b.tokens, count, T, t->pad, N, PELAB_EVAL_POSITIONS_KEY, first))) {
+    if ((rc = pelab_eval_positions(&run->model, t, &b, first))) { /* as the evaluation reads them */
         pelab_batch_free(&b);
         return rc;
     }

@@ -104,5 +104,10 @@ void pelab_image_crop_resize(pelab_real *out, int side, const pelab_real *x, int
  * rows·cols + side² reals. */
 void pelab_image_tokens(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
                         int patch, double mean, double std, pelab_real *scratch);
+/* The same for the box of the image (pelab_image_crop_resize: resized to side × side, mirrored when
+ * flip): an augmented training image. scratch holds 2·rows·cols + side² reals. */
+void pelab_image_tokens_crop(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
+                             int patch, double mean, double std, const struct pelab_crop *box, int flip,
+                             pelab_real *scratch);
 
 #endif

@@ -231,6 +231,12 @@ int pelab_task_sides(struct pelab_task *t, struct pelab_model *m, const char *sp
 int pelab_evaluate_sides(struct pelab_model *m, struct pelab_task *t, enum pelab_split split,
                          const int *sides, int n, uint64_t count, int batch,
                          struct pelab_eval_result *r);
+/* The positions model m reads for the filled batch b, examples first .. first + b->B - 1 of task
+ * t: with --random-positions, each row's drawn as every evaluation draws them (from its example
+ * index, pelab/posenc.h), in place of b->pos; otherwise b's own, untouched. PELAB_ERR_USAGE for a
+ * row longer than N. Evaluation, sample and the analyses all read their batches through it. */
+int pelab_eval_positions(const struct pelab_model *m, const struct pelab_task *t, struct pelab_batch *b,
+                         uint64_t first);
 /* Whether model m takes positions pos (B,T): its encoding's prepare step refuses what it cannot
  * represent, naming the option that would allow it; with --random-positions N, T must be <= N.
  * PELAB_ERR_USAGE otherwise. */

@@ -136,6 +136,15 @@ void pelab_image_patches(pelab_real *out, int32_t *pos, const pelab_real *img, i
         }
 }
 
+void pelab_image_tokens_crop(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
+                             int patch, double mean, double std, const struct pelab_crop *box, int flip,
+                             pelab_real *scratch) {
+    pelab_real *x = scratch, *out = x + (size_t)rows * cols, *crop = out + (size_t)side * side;
+    pelab_image_normalize(x, pixels, (size_t)rows * cols, mean, std);
+    pelab_image_crop_resize(out, side, x, cols, box, flip, crop);
+    pelab_image_patches(patches, pos, out, side, side, patch);
+}
+
 void pelab_image_tokens(pelab_real *patches, int32_t *pos, const uint8_t *pixels, int rows, int cols, int side,
                         int patch, double mean, double std, pelab_real *scratch) {
     pelab_real *x = scratch, *resized = scratch + (size_t)rows * cols;

@@ -129,10 +129,7 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         int n = count - done < (uint64_t)batch ? (int)(count - done) : batch;
         b.B = n;
         source_fill(s, first + done, &b);
-        if (m->cfg.random_positions && /* drawn per example: alike in any batch, on any rank */
-            (rc = pelab_random_positions(b.pos, b.tokens, n, T, s->t->pad, m->cfg.random_positions,
-                                         PELAB_EVAL_POSITIONS_KEY, first + done)))
-            break;
+        if ((rc = pelab_eval_positions(m, s->t, &b, first + done))) break; /* alike in any batch, on any rank */
         /* forward only: memory for one layer, not the activations a backward pass would read */
         pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward_eval(m, b.tokens, b.targets, b.pos, n, T);
@@ -264,6 +261,13 @@ void pelab_sizes_json(struct pelab_sb *sb, const struct pelab_eval_result *r, in
         pelab_sb_printf(sb, "}");
     }
     pelab_sb_printf(sb, "]");
+}
+
+int pelab_eval_positions(const struct pelab_model *m, const struct pelab_task *t, struct pelab_batch *b,
+                         uint64_t first) {
+    const int N = m->cfg.random_positions;
+    return N ? pelab_random_positions(b->pos, b->tokens, b->B, b->T, t->pad, N, PELAB_EVAL_POSITIONS_KEY, first)
+             : PELAB_OK;
 }
 
 int pelab_check_positions(struct pelab_model *m, const int32_t *pos, int B, int T) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "pelab/freq.h"
 #include "pelab/status.h"
+#include "pelab/train.h"
 
 int pelab_freq_init(struct pelab_freq *f, const struct pelab_model *m) {
     memset(f, 0, sizeof *f);
@@ -88,10 +89,7 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
     for (int n = 0; n < batches && !rc; n++) {
         const uint64_t at = (first + (uint64_t)n * batch) % size;
         t->ops->fill(t, split, at, &b);
-        if (m->cfg.random_positions && /* the positions the model reads, as in an evaluation */
-            (rc = pelab_random_positions(b.pos, b.tokens, batch, T, t->pad, m->cfg.random_positions,
-                                         PELAB_EVAL_POSITIONS_KEY, at)))
-            break;
+        if ((rc = pelab_eval_positions(m, t, &b, at))) break; /* as in an evaluation */
         pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward(m, b.tokens, b.targets, b.pos, batch, T);
         if ((rc = m->status)) break;

@@ -203,13 +203,11 @@ static void augmented(struct image_state *s, const struct pelab_images *im, uint
     struct pelab_rng rng;
     pelab_rng_seed(&rng, pelab_hash64(AUG_SALT ^ pelab_hash64(s->data_seed ^ pelab_hash64(j))));
     const int rows = im->rows, cols = im->cols;
-    pelab_real *x = s->scratch, *out = x + (size_t)rows * cols, *crop = out + (size_t)s->side * s->side;
-    pelab_image_normalize(x, im->pixels + idx * (uint64_t)rows * cols, (size_t)rows * cols, im->mean, im->std);
     struct pelab_crop box = {0, 0, rows, cols};
     if (s->crop) pelab_image_crop_box(&box, rows, cols, s->scale, s->ratio, uniform, &rng);
     const int flip = s->flip && uniform(&rng) < 0.5;
-    pelab_image_crop_resize(out, s->side, x, cols, &box, flip, crop);
-    pelab_image_patches(s->patches, s->pos, out, s->side, s->side, s->patch);
+    pelab_image_tokens_crop(s->patches, s->pos, im->pixels + idx * (uint64_t)rows * cols, rows, cols, s->side,
+                            s->patch, im->mean, im->std, &box, flip, s->scratch);
 }
 
 static void image_fill(const struct pelab_task *t, enum pelab_split split, uint64_t first, struct pelab_batch *b) {
