@@ -14,6 +14,7 @@
 #   make tables     rewrites the README's recorded tables from results/ (scripts/tables.py)
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
+#   make seqpe-table4 [PROFILES="paper authors"]  records SeqPE's regulariser ablation (an hour each)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -250,6 +251,10 @@ lengthgen: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/lengthgen.sh $(TASKS)
 
+seqpe-table4: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/seqpe_table4.sh $(PROFILES)
+
 deps:
 	@bash .ci/deps
 
@@ -268,7 +273,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

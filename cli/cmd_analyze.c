@@ -5,7 +5,7 @@
  *          PoPE: δ per layer, head and frequency as the forward pass uses it (clamped to
  *          [−2π, 0]), columns layer,head,freq,theta,delta.
  *          PNG: one panel per layer, one line per head.
- *   freq   QK encodings with frequencies (rope, xpos, pope): per layer and frequency the mean
+ *   freq   QK encodings with frequencies (rope, xpos, pope, pope2d): per layer and frequency the mean
  *          magnitude of the query and key components over tokens and heads (pelab/freq.h),
  *          columns layer,freq,theta,query_norm,key_norm.
  *          PNG: two heatmaps (queries, keys), layers × frequencies, one colour scale.
@@ -81,11 +81,12 @@ void pelab_cmd_analyze_help(FILE *f) {
                "      uses it (clamped to [−2π, 0] unless --pope-delta-clamp off); columns\n"
                "      layer,head,freq,theta,delta.\n"
                "      PNG: one panel per layer, one line per head, against distance (δ: frequency).\n"
-               "freq  rope, xpos, pope: frequency usage, the mean magnitude of each frequency's query\n"
-               "      and key components over the real (non-padding) tokens of --batches batches and\n"
-               "      every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
+               "freq  rope, xpos, pope, pope2d: frequency usage, the mean magnitude of each frequency's\n"
+               "      query and key components over the real (non-padding) tokens of --batches\n"
+               "      batches and every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
                "      rope, xpos: d/2 frequencies, the norm of pair c in the run's layout (unchanged\n"
-               "      by the rotation; xpos before its decay). pope: d frequencies, μ_c = softplus(q_c).\n"
+               "      by the rotation; xpos before its decay). pope: d frequencies, μ_c = softplus(q_c);\n"
+               "      pope2d: the same, the row's d/2 frequencies then the column's.\n"
                "      PNG: heatmaps of queries and keys, layers × frequency index, one colour bar.\n"
                "Other encodings: a usage error. Extrapolation sweeps and other CSV tables are drawn\n"
                "with 'pelab plot lines'.\n");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pelab analyze freq: on tiny trained RoPE (both pair layouts), xPos and PoPE runs the CSV holds
+# pelab analyze freq: on tiny trained RoPE (both pair layouts), xPos, PoPE and 2-D PoPE runs the CSV holds
 # one row per layer and frequency (d/2 for the rotary encodings, d for PoPE) with the encoding's
 # θ_c and finite, non-negative mean magnitudes; more batches change the means, the same batches
 # give the same bytes on stdout and in a file. (tests/test_freq.c checks the values against the
@@ -58,9 +58,26 @@ cmp -s "$W/stdout.csv" "$W/rope.csv" || fail "stdout and --out differ for the sa
 check rope "$W/b1.csv" 4 2
 cmp -s "$W/b1.csv" "$W/rope.csv" && fail "other batches gave the same means"
 
+# pope2d on an image's grid: d components, the row's d/2 frequencies base^(−j/(d/2)), then the
+# column's the same
+"$P" train --task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 \
+    --eval-every 0 --pe pope2d --steps 3 --out "$W/pope2d" >/dev/null 2>"$W/err" || fail "train pope2d: $(tail -2 "$W/err")"
+"$P" analyze freq --model "$W/pope2d" --threads 1 --batches 1 --out "$W/pope2d.csv" 2>"$W/err" ||
+    fail "analyze freq pope2d: $(cat "$W/err")"
+/usr/bin/python3 - "$W/pope2d.csv" <<'PY' || fail "pope2d: bad frequency CSV"
+import csv, math, sys
+rows = list(csv.reader(open(sys.argv[1])))[1:]
+d, h = 8, 4
+assert [(int(r[0]), int(r[1])) for r in rows] == [(0, c) for c in range(d)], rows
+for r in rows:
+    c = int(r[1])
+    assert abs(float(r[2]) - 10000 ** (-(c % h) / h)) <= 1e-7 * float(r[2]), r
+    assert float(r[3]) > 0 and float(r[4]) > 0, r
+PY
+
 # errors: one line, exit 2 (usage) or 1 (runtime)
 train_tiny alibi 1 alibi
-expect 2 "encoding 'alibi' has no frequencies to analyse (those with: rope, pope, xpos)" -- analyze freq --model "$W/alibi"
+expect 2 "encoding 'alibi' has no frequencies to analyse (those with: rope, pope, xpos, pope2d)" -- analyze freq --model "$W/alibi"
 expect 1 "$W/none" -- analyze freq --model "$W/none"
 expect 2 "--max-distance is an option of analyze bias, not of analyze freq" -- analyze freq --model "$W/rope" --max-distance 3
 expect 2 "--batches is an option of analyze freq, not of analyze bias" -- analyze bias --model "$W/pope" --batches 3

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RoPE's length extension at evaluation: eval and sample of a rope run take --rope-scaling
-# pi|ntk|dynamic-ntk|yarn with --rope-scale and YaRN's options; each method at scale 1
+# pi|ntk|dynamic-ntk|yarn|llama3 with --rope-scale and YaRN's options; each method at scale 1
 # evaluates exactly as plain RoPE (a scale given with none, which would do nothing, is refused);
 # a method at scale 4 changes the result. The options are refused, with one line naming the option and exit 2, on runs of other
 # encodings (pope, nope), by training, and where a value makes no sense.
@@ -23,18 +23,27 @@ plain=$(loss)
 "$P" eval --model "$R" --rope-scaling none --rope-scale 4 >"$W/out" 2>"$W/err"
 [ $? -eq 2 ] && grep -q "^pelab: --rope-scale 4 does nothing without a length extension" "$W/err" ||
     fail "a scale with none is not refused: $(cat "$W/err")"
-for m in pi ntk dynamic-ntk yarn; do
+for m in pi ntk dynamic-ntk yarn llama3; do
     [ "$(loss --rope-scaling $m --rope-scale 1)" = "$plain" ] || fail "$m at scale 1 differs from plain RoPE"
 done
 # dynamic-ntk acts only beyond L_train: the evaluated length (the training context) is within it.
 [ "$(loss --rope-scaling dynamic-ntk --rope-scale 4)" = "$plain" ] || fail "dynamic-ntk acted within L_train"
 [ "$(loss --rope-scaling dynamic-ntk --rope-scale 4 --rope-original-len 20)" != "$plain" ] ||
     fail "dynamic-ntk beyond --rope-original-len changed nothing"
-for m in pi ntk yarn; do
+for m in pi ntk yarn llama3; do
     [ "$(loss --rope-scaling $m --rope-scale 4)" != "$plain" ] || fail "$m at scale 4 changed nothing"
 done
+[ "$(loss --rope-scaling llama3 --rope-scale 4 --llama3-high-freq-factor 2)" != \
+  "$(loss --rope-scaling llama3 --rope-scale 4)" ] || fail "Llama 3.1's options changed nothing"
 [ "$(loss --rope-scaling yarn --rope-scale 4 --yarn-beta-fast 16 --yarn-beta-slow 2 --rope-original-len 2048)" != \
   "$(loss --rope-scaling yarn --rope-scale 4)" ] || fail "YaRN's options changed nothing"
+# LongRoPE: factors of 1 at scale 1 are plain RoPE; others change the loss; the count must match
+echo '{"short_factor": [1, 1, 1, 1, 1, 1, 1, 1], "long_factor": [1, 1, 1, 1, 1, 1, 1, 1]}' >"$W/ones.json"
+echo '{"rope_scaling": {"short_factor": [1, 1, 2, 2, 4, 4, 8, 8], "long_factor": [1, 2, 4, 8, 16, 32, 64, 128]}}' >"$W/lr.json"
+[ "$(loss --rope-scaling longrope --longrope-factors "$W/ones.json")" = "$plain" ] ||
+    fail "longrope with factors of 1 at scale 1 differs from plain RoPE"
+[ "$(loss --rope-scaling longrope --rope-scale 4 --longrope-factors "$W/lr.json")" != "$plain" ] ||
+    fail "longrope's factors changed nothing"
 "$P" eval --model "$R" --rope-scaling yarn --rope-scale 4 >"$W/out" 2>"$W/err" ||
     fail "eval --rope-scaling yarn --rope-scale 4 exited $?: $(cat "$W/err")"
 grep -q "^test: accuracy" "$W/out" || fail "eval output: $(cat "$W/out")"
@@ -52,6 +61,9 @@ expect_usage() { # PATTERN -- ARGS...
     [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
         fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
 }
+echo '{"short_factor": [1, 1], "long_factor": [1, 1]}' >"$W/two.json"
+expect_usage '"short_factor" has 2 factors; this run rotates 8 pairs per head' -- \
+    eval --model "$R" --rope-scaling longrope --longrope-factors "$W/two.json"
 for pe in pope nope; do
     expect_usage "--rope-scaling applies to runs of --pe rope; $W/$pe was trained with --pe $pe" -- \
         eval --model "$W/$pe" --rope-scaling yarn --rope-scale 4
@@ -63,9 +75,10 @@ expect_usage "--rope-scale 0.5: --rope-scaling yarn extends the context s times"
     eval --model "$R" --rope-scaling yarn --rope-scale 0.5
 expect_usage "--yarn-beta-fast applies only with --rope-scaling yarn (not ntk)" -- \
     eval --model "$R" --rope-scaling ntk --rope-scale 2 --yarn-beta-fast 16
-expect_usage "--rope-original-len applies only with --rope-scaling dynamic-ntk or yarn" -- \
+expect_usage "--rope-original-len applies only with --rope-scaling dynamic-ntk, yarn, llama3 or longrope" -- \
     eval --model "$R" --rope-scaling pi --rope-scale 2 --rope-original-len 64
-expect_usage "--rope-scaling: 'longrope'" -- eval --model "$R" --rope-scaling longrope
+expect_usage "--rope-scaling: 'rope-2'" -- eval --model "$R" --rope-scaling rope-2
+expect_usage "--rope-scaling longrope needs --longrope-factors FILE" -- eval --model "$R" --rope-scaling longrope
 expect_usage "--rope-scale: -1 is out of range" -- eval --model "$R" --rope-scaling pi --rope-scale -1
 [ -e "$W/no" ] && fail "a refused run left $W/no behind"
 echo "ok"

@@ -55,6 +55,28 @@ same_weights "$W/full/model.safetensors" "$W/part/model.safetensors" || fail "we
 grep -q '"loss_delta"' "$W/beta/log.jsonl" && fail "--seqpe-alpha 0 still logs loss_delta"
 grep -q '"loss_ood"' "$W/beta/log.jsonl" || fail "--seqpe-alpha 0 lost loss_ood"
 
+# --seqpe-reg-profile authors: config.json records what the profile chose, one option given
+# otherwise stays as given, and a run resumes exactly (its shifted micro-batches are keyed too)
+AUTH="--pe seqpe --seqpe-mode attn-bias --seqpe-reg-profile authors --seqpe-ood-loss paper $REG"
+"$P" train $AUTH --steps 8 --out "$W/authors" >/dev/null 2>"$W/err" || fail "the authors' profile: $(tail -2 "$W/err")"
+"$P" train $AUTH --steps 4 --out "$W/authors-part" >/dev/null 2>"$W/err" || fail "$(tail -2 "$W/err")"
+"$P" train --resume "$W/authors-part" --steps 8 >/dev/null 2>"$W/err" || fail "resume the authors' profile: $(tail -2 "$W/err")"
+logged "$W/authors" >"$W/a"
+logged "$W/authors-part" >"$W/b"
+diff "$W/a" "$W/b" >/dev/null || fail "the authors' profile resumed logs differently: $(diff "$W/a" "$W/b" | head -4)"
+same_weights "$W/authors/model.safetensors" "$W/authors-part/model.safetensors" || fail "the authors' profile: weights differ after resume"
+[ "$(json_text "$W/authors/config.json" '[j["encoding"][k] for k in ("seqpe-ood-loss", "seqpe-ood-shifts", "seqpe-local-window", "seqpe-global-edits", "seqpe-global-frac", "seqpe-shift-unit", "seqpe-shift-pool", "seqpe-final-norm")]')" = \
+  "['paper', 'authors', 'anywhere', 'authors', 0.4, 'step', 320, 'on']" ] ||
+    fail "the authors' profile in config.json: $(grep -o '"seqpe-[a-z-]*": [^,]*' "$W/authors/config.json" | tr '\n' ' ')"
+# and on an image's grid and a QA task
+"$P" train --task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 \
+    --eval-every 0 --pe seqpe --seqpe-reg-profile authors --steps 3 --out "$W/authors-image" >/dev/null 2>"$W/err" ||
+    fail "the authors' profile on images: $(tail -2 "$W/err")"
+install_sotu "$W/data"
+"$P" train --task qa --tokenizer byte --data-dir "$W/data" --seq-len 160 --qa-val-size 16 --qa-test-size 16 \
+    --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --pe seqpe --seqpe-reg-profile authors \
+    --steps 3 --out "$W/authors-qa" >/dev/null 2>"$W/err" || fail "the authors' profile on qa: $(tail -2 "$W/err")"
+
 # analyze seqpe: the similarity matrix e_p·e_q, symmetric, norms on the diagonal, to a file or -.
 R="$W/input"
 "$P" analyze seqpe --model "$R" --from 3 --to 40 --step 4 --out "$W/sim.csv" 2>"$W/err" || fail "analyze seqpe: $(cat "$W/err")"
@@ -154,6 +176,11 @@ expect_usage "--seqpe-max-pos 2000 is beyond what --seqpe-digits 3 in base 10 ho
 expect_usage "--seqpe-max-pos 40 leaves no room to shift the training context" -- \
     train --pe seqpe --seqpe-max-pos 40 $TINY --out "$W/no"
 expect_usage "--seqpe-alpha: -1 is out of range" -- train --pe seqpe --seqpe-alpha -1 $TINY --out "$W/no"
+expect_usage "--seqpe-reg-profile: 'author' is not one of" -- train --pe seqpe --seqpe-reg-profile author $TINY --out "$W/no"
+expect_usage "--seqpe-global-frac -0.5: give a fraction in [0, 1], or -1" -- \
+    train --pe seqpe --seqpe-global-frac -0.5 $TINY --out "$W/no"
+expect_usage "--seqpe-max-pos 60 leaves no room to shift the training context (50) by at least 12" -- \
+    train --pe seqpe --seqpe-ood-shifts authors --seqpe-max-pos 60 $TINY --out "$W/no"
 expect_usage "position 1000 has more than 3 digits in base 10" -- \
     analyze seqpe --model "$W/attn-bias_--seqpe-digits_3" --from 992 --to 1010 --out "$W/no"
 "$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"

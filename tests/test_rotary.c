@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
+#include "lib/tmpdir.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 
@@ -129,6 +130,8 @@ static void expect_theta(const char *what, const double *got, const double *want
     printf("  %-34s θ' = %.6g %.6g %.6g %.6g, amplitude %.6g\n", what, got[0], got[1], got[2], got[3], amp[0]);
 }
 
+static void expect_usage(const char *const *kv, const char *option);
+
 static void check_frequencies(void) {
     double th[P], amp[P];
     /* d = 8, base 10000: θ_i = 10^(−i) */
@@ -175,6 +178,60 @@ static void check_frequencies(void) {
     const double res_theta[P] = {TWO_PI / 6, TWO_PI / 63, TWO_PI / 628, TWO_PI / 6283};
     probe(res, 32, NULL, th, amp);
     expect_theta("resonance", th, res_theta, amp, 1);
+
+    /* Llama 3.1, s 8, L_train 64, low 1, high 8: wavelengths 2π/θ = 6.28 (< 64/8: kept), 62.8
+     * (between 8 and 64: g = (64/62.83 − 1)/7 = 0.0026559, θ' = (1 − g)·0.1/8 + g·0.1), 628 and
+     * 6283 (> 64: θ/8) */
+    const char *llama3[] = {"rope-scaling", "llama3", "rope-scale", "8", "rope-original-len", "64",
+                            "llama3-high-freq-factor", "8", NULL};
+    const double llama3_theta[P] = {1, 0.012732395447351628, 0.00125, 0.000125};
+    probe(llama3, 32, NULL, th, amp);
+    expect_theta("llama3 s=8 L_train=64 high=8", th, llama3_theta, amp, 1);
+
+    /* partial RoPE, f = 0.5: r = 4, θ_c = 10000^(−2c/4) = 1, 0.01 for the first two pairs, the
+     * other two unrotated; with NTK s 4 the base over r: 10000·4^(4/2), θ_1 = 160000^(−1/2) */
+    const char *partial[] = {"rope-fraction", "0.5", NULL};
+    const double partial_theta[P] = {1, 0.01, 0, 0};
+    probe(partial, 32, NULL, th, amp);
+    expect_theta("partial f=0.5", th, partial_theta, amp, 1);
+    const char *partial_ntk[] = {"rope-fraction", "0.5", "rope-scaling", "ntk", "rope-scale", "4", NULL};
+    const double partial_ntk_theta[P] = {1, 0.0025, 0, 0};
+    probe(partial_ntk, 32, NULL, th, amp);
+    expect_theta("partial f=0.5, ntk s=4 over r", th, partial_ntk_theta, amp, 1);
+
+    /* p-RoPE, p = 0.5: the two fastest pairs turn at RoPE's θ, the two slowest not at all */
+    const char *prope[] = {"rope-p", "0.5", NULL};
+    const double prope_theta[P] = {1, 0.1, 0, 0};
+    probe(prope, 32, NULL, th, amp);
+    expect_theta("p-RoPE p=0.5", th, prope_theta, amp, 1);
+
+    /* LongRoPE, s 4, L_train 16, short factors 1 2 4 8 and long 1 10 100 1000 (under
+     * "rope_scaling", as a Phi-3 config.json has them): θ/λ for the set of the pass's length,
+     * amplitude √(1 + ln 4 / ln 16) = √1.5 */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/factors.json", tmpdir_create("pelab-longrope"));
+    FILE *f = fopen(path, "w");
+    PELAB_ASSERT(f);
+    fputs("{\"rope_scaling\": {\"short_factor\": [1, 2, 4, 8], \"long_factor\": [1, 10, 100, 1000]}}", f);
+    fclose(f);
+    const char *lr[] = {"rope-scaling", "longrope", "rope-scale", "4", "rope-original-len", "16",
+                        "longrope-factors", path, NULL};
+    const double lr_short[P] = {1, 0.05, 0.0025, 0.000125}, lr_long[P] = {1, 0.01, 0.0001, 0.000001};
+    probe(lr, 32, short_pass, th, amp);
+    expect_theta("longrope s=4 L=16 (short factors)", th, lr_short, amp, sqrt(1.5));
+    probe(lr, 32, long_pass, th, amp);
+    expect_theta("longrope s=4 L=64 (long factors)", th, lr_long, amp, sqrt(1.5));
+    f = fopen(path, "w");
+    fputs("{\"short_factor\": [1, 2, 4], \"long_factor\": [1, 10, 100, 1000]}", f);
+    fclose(f);
+    expect_usage(lr, "\"short_factor\" has 3 factors; this run rotates 4 pairs per head");
+    f = fopen(path, "w");
+    fputs("{\"short_factor\": [1, 2, 4, 8], \"long_factor\": [1, 10, -1, 1000]}", f);
+    fclose(f);
+    expect_usage(lr, "\"long_factor\"[2] is not a positive number");
+    remove(path);
+    expect_usage(lr, "--longrope-factors: ");
+    tmpdir_remove();
 }
 
 /* PI at position m is RoPE at m/s, bit for bit where m/s is a whole number. */
@@ -233,7 +290,15 @@ static void check_options(void) {
     expect_usage((const char *const[]){"rope-scaling", "pi", "rope-original-len", "64", NULL}, "--rope-original-len");
     expect_usage((const char *const[]){"rope-scaling", "yarn", "yarn-beta-fast", "1", "yarn-beta-slow", "2", NULL},
                  "--yarn-beta-fast");
-    expect_usage((const char *const[]){"rope-scaling", "longrope", NULL}, "--rope-scaling");
+    expect_usage((const char *const[]){"rope-scaling", "rope-2", NULL}, "--rope-scaling");
+    expect_usage((const char *const[]){"rope-scaling", "longrope", NULL}, "--rope-scaling longrope needs --longrope-factors");
+    expect_usage((const char *const[]){"rope-scaling", "yarn", "longrope-factors", "x.json", NULL},
+                 "--longrope-factors applies only with --rope-scaling longrope");
+    expect_usage((const char *const[]){"rope-fraction", "0.2", NULL}, "--rope-fraction 0.2 rotates no pair");
+    expect_usage((const char *const[]){"rope-scaling", "yarn", "llama3-low-freq-factor", "2", NULL},
+                 "--llama3-low-freq-factor applies only with --rope-scaling llama3");
+    expect_usage((const char *const[]){"rope-scaling", "llama3", "llama3-low-freq-factor", "4", NULL},
+                 "--llama3-high-freq-factor 4 must be above");
     static struct qk s;
     CHECK(setup(&s, "rope", (const char *const[]){"rope-scale", "0.5", NULL}, 32) == PELAB_OK,
           "a scale below 1 with none is ignored: %s", pelab_last_error());

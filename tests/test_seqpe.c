@@ -316,10 +316,11 @@ static void check_long_eval(const char *mode) {
 }
 
 /* --- the regularisers -------------------------------------------------------------------------- */
+static const struct pelab_seqpe_reg_style PAPER = {0.5, 0, 0, 0, 0};
 struct loss_ctx { double *E; int D, H, n, m, C; int32_t *row, *target; int ood; };
 static double loss_f(void *p) {
     struct loss_ctx *c = p;
-    return c->ood ? pelab_seqpe_ood_loss(c->E, c->D, c->H, c->row, c->n, c->m, NULL, 0)
+    return c->ood ? pelab_seqpe_ood_loss(c->E, c->D, c->H, c->row, c->n, c->m, 0, NULL, 0)
                   : pelab_seqpe_delta_loss(c->E, c->D, c->row, c->target, c->n, c->C, NULL, 0);
 }
 static void check_losses(void) {
@@ -342,7 +343,7 @@ static void check_losses(void) {
     struct loss_ctx o = {.D = 6, .H = 2, .n = 2, .m = 3, .row = orow, .ood = 1};
     o.E = vec(12 * 6, -1.5, 1.5);
     dE = vec(12 * 6, 0, 0);
-    l = pelab_seqpe_ood_loss(o.E, 6, 2, orow, 2, 3, dE, 1);
+    l = pelab_seqpe_ood_loss(o.E, 6, 2, orow, 2, 3, 0, dE, 1);
     CHECK(l > 0, "KL of different embeddings > 0 (%g)", l);
     double teach = 0;
     for (int i = 0; i < 6 * 6; i++) teach = fmax(teach, fabs(dE[i]));
@@ -353,7 +354,7 @@ static void check_losses(void) {
     for (int i = 0; i < 3; i++) memcpy(o.E + (6 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
     for (int i = 0; i < 3; i++) memcpy(o.E + (3 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
     for (int i = 0; i < 3; i++) memcpy(o.E + (9 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
-    CHECK(fabs(pelab_seqpe_ood_loss(o.E, 6, 2, orow, 2, 3, NULL, 0)) < 1e-15, "students = teachers: KL 0");
+    CHECK(fabs(pelab_seqpe_ood_loss(o.E, 6, 2, orow, 2, 3, 0, NULL, 0)) < 1e-15, "students = teachers: KL 0");
     free(o.E), free(dE);
 }
 
@@ -399,7 +400,7 @@ static int is_edit(int64_t p, int64_t q, int b) {
 static void check_draws(int dims, long max_pos, int L, int C, int m) {
     struct pelab_seqpe_reg r;
     const int pivots = 200, sets = 20, n = dims;
-    CHECK(pelab_seqpe_reg_init(&r, dims, 10, max_pos, L, pivots, C, sets, m) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(pelab_seqpe_reg_init(&r, dims, 10, 5, max_pos, L, pivots, C, sets, m, &PAPER) == PELAB_OK, "%s", pelab_last_error());
     pelab_seqpe_reg_draw(&r, 99);
     int local = 0, bad = 0, no_edit = 0, far = 0;
     long side = 1;
@@ -486,7 +487,7 @@ static double aux_f(void *p) {
         memcpy(c->E + (long)(nd + s * 2 * r->ood_m) * D, c->teachers + (long)s * r->ood_m * D,
                (size_t)r->ood_m * D * sizeof *c->E);
     return c->alpha * pelab_seqpe_delta_loss(c->E, D, c->row, r->target, r->pivots, r->cands, NULL, 0) +
-           c->beta * pelab_seqpe_ood_loss(c->E, D, c->pe.H, c->row + nd, r->sets, r->ood_m, NULL, 0);
+           c->beta * pelab_seqpe_ood_loss(c->E, D, c->pe.H, c->row + nd, r->sets, r->ood_m, 0, NULL, 0);
 }
 static void check_aux(const char *mode) {
     static struct aux_ctx c;
@@ -568,7 +569,7 @@ static double reg2_f(void *p) {
         memcpy(c->E + (long)(nd + s * 2 * r->ood_m) * D, c->teachers + (long)s * r->ood_m * D,
                (size_t)r->ood_m * D * sizeof *c->E);
     return 0.4 * pelab_seqpe_delta_loss(c->E, D, c->row, r->target, r->pivots, r->cands, NULL, 0) +
-           0.6 * pelab_seqpe_ood_loss(c->E, D, 2, c->row + nd, r->sets, r->ood_m, NULL, 0);
+           0.6 * pelab_seqpe_ood_loss(c->E, D, 2, c->row + nd, r->sets, r->ood_m, 0, NULL, 0);
 }
 static void check_reg_2d(void) {
     static struct reg2_ctx c;
@@ -583,7 +584,7 @@ static void check_reg_2d(void) {
         c.params.data[i] += 1.2 * ((double)(seed >> 11) * 0x1.0p-53 - 0.5);
     }
     /* coordinates below 20 (3 base-3 digits hold 27), training range 5 × 5 */
-    CHECK(pelab_seqpe_reg_init(&c.r, 2, 3, 20, 5, 3, 6, 2, 4) == PELAB_OK, "%s", pelab_last_error());
+    CHECK(pelab_seqpe_reg_init(&c.r, 2, 3, 3, 20, 5, 3, 6, 2, 4, &PAPER) == PELAB_OK, "%s", pelab_last_error());
     pelab_seqpe_reg_draw(&c.r, 11);
     const struct pelab_seqpe_reg *r = &c.r;
     const int D = 4, nd = r->pivots * (1 + r->cands), N = nd + r->sets * 2 * r->ood_m;
@@ -599,7 +600,7 @@ static void check_reg_2d(void) {
     pelab_seqpe_encoder_forward(&c.e, &c.a, c.list, N);
     double *dE = calloc((size_t)N * D, sizeof *dE);
     const double ld = pelab_seqpe_delta_loss(c.a.out, D, c.row, r->target, r->pivots, r->cands, dE, 0.4);
-    const double lo = pelab_seqpe_ood_loss(c.a.out, D, 2, c.row + nd, r->sets, r->ood_m, dE, 0.6);
+    const double lo = pelab_seqpe_ood_loss(c.a.out, D, 2, c.row + nd, r->sets, r->ood_m, 0, dE, 0.6);
     CHECK(ld > 0 && lo > 0, "2-D: L_delta %g, L_OOD %g", ld, lo);
     c.teachers = malloc((size_t)r->sets * r->ood_m * D * sizeof *c.teachers);
     for (int s = 0; s < r->sets; s++)

@@ -76,6 +76,16 @@ static const struct twin_case cases[] = {
     {"rope-yarn-half-resonance", {"pe", "rope", "rope-layout", "half", "rope-resonance", "on",
                                   "rope-scaling", "yarn", "rope-scale", "8", "rope-original-len",
                                   "512", NULL}},
+    /* partial RoPE and p-RoPE (r = 6 of d = 8, 2 of its 3 pairs turning) and Llama 3.1's
+     * scaling (every one of its three regimes at d = 8) */
+    {"rope-partial-p-half", {"pe", "rope", "rope-fraction", "0.75", "rope-p", "0.67", "rope-layout",
+                             "half", NULL}},
+    {"rope-llama3", {"pe", "rope", "rope-scaling", "llama3", "rope-scale", "8", "rope-original-len",
+                     "64", "llama3-high-freq-factor", "8", NULL}},
+    /* LongRoPE's factors (4 pairs) from a file read relative to the repository's root, where
+     * tests/ref/run.sh runs both sides; passes past L_train 30 take the long set */
+    {"rope-longrope", {"pe", "rope", "rope-scaling", "longrope", "rope-scale", "4", "rope-original-len",
+                       "30", "longrope-factors", "tests/ref/longrope-d8.json", NULL}},
     /* bias encodings; the t5 tables are small enough that distances < T reach the log buckets */
     {"alibi", {"pe", "alibi", NULL}},
     {"alibi-6-heads", {"pe", "alibi", "heads", "6", "d-model", "36", NULL}},
@@ -105,6 +115,11 @@ static const struct twin_case aux_cases[] = {
                                  "seqpe-alpha", "0.3", "seqpe-beta", "0.7", "seqpe-delta-batch", "3",
                                  "seqpe-candidates", "32", "seqpe-ood-batch", "2",
                                  "seqpe-max-pos", "300", NULL}},
+    /* the authors' profile: their candidate sets, shifts and symmetric L_OOD, the final norm on */
+    {"seqpe-reg-authors", {"pe", "seqpe", "seqpe-mode", "attn-bias", "seqpe-reg-profile", "authors",
+                           "seqpe-alpha", "0.3", "seqpe-beta", "2", "seqpe-delta-batch", "3",
+                           "seqpe-candidates", "8", "seqpe-ood-batch", "2", "seqpe-ood-positions", "4",
+                           "seqpe-max-pos", "300", NULL}},
 };
 
 int main(int argc, char **argv) {

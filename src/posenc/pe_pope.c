@@ -20,7 +20,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "kernels/cpu/vmath.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "posenc/pope_core.h"
@@ -135,13 +134,12 @@ static void pope_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq,
  * (a negative μ is the same complex number as |μ| at phase + π). */
 static int pope_freqs(const struct pelab_posenc *pe, double *theta) {
     const struct pope *p = pe->state;
-    for (int c = 0; theta && c < pe->d; c++) theta[c] = p->core.theta[c];
-    return pe->d;
+    return pelab_pope_core_freqs(&p->core, theta);
 }
 
 static void pope_freq_norms(const struct pelab_posenc *pe, double *out, const pelab_real *x) {
     const struct pope *p = pe->state;
-    for (int c = 0; c < pe->d; c++) out[c] = p->core.softplus ? (double)pelab_vsoftplus(x[c]) : fabs((double)x[c]);
+    pelab_pope_core_freq_norms(&p->core, out, x);
 }
 
 const struct pelab_posenc_ops pelab_pe_pope = {

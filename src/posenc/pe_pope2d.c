@@ -99,6 +99,17 @@ static void pope2d_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *d
                              pelab_params_grad(pe->params, p->first + layer), dq, dk, dqo, dko, q, k, ld, B, T);
 }
 
+/* Frequency usage: d components, the row's d/2 frequencies then the column's. */
+static int pope2d_freqs(const struct pelab_posenc *pe, double *theta) {
+    const struct pope2d *p = pe->state;
+    return pelab_pope_core_freqs(&p->core, theta);
+}
+
+static void pope2d_freq_norms(const struct pelab_posenc *pe, double *out, const pelab_real *x) {
+    const struct pope2d *p = pe->state;
+    pelab_pope_core_freq_norms(&p->core, out, x);
+}
+
 const struct pelab_posenc_ops pelab_pe_pope2d = {
     .name = "pope2d",
     .summary = "axial PoPE of (row, column): softplus magnitudes, the first d/2 phases turn with "
@@ -113,4 +124,6 @@ const struct pelab_posenc_ops pelab_pe_pope2d = {
     .prepare = pope2d_prepare,
     .qk_forward = pope2d_qk_forward,
     .qk_backward = pope2d_qk_backward,
+    .freqs = pope2d_freqs,
+    .freq_norms = pope2d_freq_norms,
 };

@@ -8,8 +8,10 @@
  *   backward (dx, dy) → (dx cos + dy sin, −dx sin + dy cos)    (the inverse rotation)
  *
  * Options of training: --rope-resonance rounds every wavelength to a whole number of positions
- * (Resonance RoPE). Options of evaluation (eval, sample): the length-extension methods pi, ntk,
- * dynamic-ntk and yarn; their formulas are in rope_scaling.c.
+ * (Resonance RoPE); --rope-fraction rotates only the first pairs (partial RoPE) and --rope-p only
+ * the fastest of those (p-RoPE), the others at θ = 0. Options of evaluation (eval, sample): the
+ * length-extension methods pi, ntk, dynamic-ntk, yarn, llama3 and longrope; their formulas are
+ * in rope_scaling.c.
  *
  * Site QK; no parameters. prepare() fills cos/sin of every (token, pair) once per forward pass;
  * angles are formed in double so that large positions keep their precision.
@@ -26,6 +28,12 @@ static const struct pelab_optdef rope_options[] = {
      "which dimensions pair up: (2c, 2c+1) or (c, c+d/2)"},
     {"rope-resonance", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "Resonance RoPE: θ_c → 2π/round(2π/θ_c), whole-number wavelengths (training and evaluation)"},
+    {"rope-fraction", PELAB_OPT_REAL, "1", 1e-9, 1, NULL,
+     "partial RoPE: rotate the first 2⌊f·d/2⌋ = r dimensions' pairs at θ_c = base^(−2c/r), the rest "
+     "unrotated (GPT-J's rotary_dim, GPT-NeoX's rotary_pct)"},
+    {"rope-p", PELAB_OPT_REAL, "1", 0, 1, NULL,
+     "p-RoPE: only the fastest fraction p of the rotated pairs turn, the slower ones unrotated "
+     "(0: NoPE, 1: RoPE)"},
     {0},
 };
 
@@ -44,6 +52,12 @@ static int rope_init(struct pelab_posenc *pe, const struct pelab_opts *opts, str
     r->rot.half = pelab_opt_choice(opts, rope_options, "rope-layout") == 1;
     r->freqs.base = pelab_opt_real(opts, rope_options, "rope-base");
     r->freqs.d = pe->d;
+    const double fraction = pelab_opt_real(opts, rope_options, "rope-fraction");
+    r->freqs.rot_d = 2 * (int)floor(fraction * (pe->d / 2) + 1e-9);
+    if (r->freqs.rot_d < 2)
+        return pelab_fail(PELAB_ERR_USAGE, "--rope-fraction %g rotates no pair of a head of %d "
+                          "dimensions (at least %g)", fraction, pe->d, 2.0 / pe->d);
+    r->freqs.kept = (int)floor(pelab_opt_real(opts, rope_options, "rope-p") * (r->freqs.rot_d / 2) + 1e-9);
     r->freqs.resonance = pelab_opt_switch(opts, rope_options, "rope-resonance");
     int rc = pelab_rope_freqs_read(&r->freqs, opts, pe->max_seq);
     if (rc) return rc;
@@ -57,25 +71,27 @@ static void rope_free(struct pelab_posenc *pe) {
     struct rope *r = pe->state;
     if (!r) return;
     free(r->theta);
+    pelab_rope_freqs_free(&r->freqs);
     pelab_rotary_free(&r->rot);
     free(r);
 }
 
-/* Dynamic NTK changes every frequency once the pass runs past L_train: keys rotated by earlier
- * passes would no longer be what one pass computes. */
+/* Dynamic NTK and LongRoPE change every frequency once the pass runs past L_train: keys rotated
+ * by earlier passes would no longer be what one pass computes. */
 static int rope_cache_check(const struct pelab_posenc *pe, long len) {
     const struct rope *r = pe->state;
     if (pelab_rope_freqs_dynamic(&r->freqs) && len > r->freqs.original_len)
-        return pelab_fail(PELAB_ERR_USAGE, "--rope-scaling dynamic-ntk rescales every key's "
-                          "frequencies once the context passes %d positions (%ld here): cached "
-                          "keys would be stale", r->freqs.original_len, len);
+        return pelab_fail(PELAB_ERR_USAGE, "--rope-scaling %s changes every key's frequencies once "
+                          "the context passes %d positions (%ld here): cached keys would be stale",
+                          r->freqs.method == PELAB_ROPE_LONGROPE ? "longrope" : "dynamic-ntk",
+                          r->freqs.original_len, len);
     return PELAB_OK;
 }
 
 static int rope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct rope *r = pe->state;
     const long ntok = (long)B * T;
-    if (pelab_rope_freqs_dynamic(&r->freqs)) { /* dynamic NTK: the base follows the length */
+    if (pelab_rope_freqs_dynamic(&r->freqs)) { /* the frequencies follow the pass's length */
         long L = 0;
         for (long i = 0; i < ntok; i++)
             if (pos[i] + 1L > L) L = pos[i] + 1L;
@@ -118,7 +134,9 @@ const struct pelab_posenc_ops pelab_pe_rope = {
     .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL,
                  {"rope-layout=half", "rope-resonance=on", "rope-scaling=pi rope-scale=4",
                   "rope-scaling=yarn rope-scale=4 rope-original-len=10",
-                  "rope-scaling=dynamic-ntk rope-scale=3", NULL}},
+                  "rope-scaling=dynamic-ntk rope-scale=3", "rope-fraction=0.5 rope-layout=half",
+                  "rope-p=0.5 rope-scaling=llama3 rope-scale=8 rope-original-len=64 "
+                  "llama3-high-freq-factor=8", NULL}},
     .options = rope_options,
     .eval_options = pelab_rope_scaling_options,
     .init = rope_init,

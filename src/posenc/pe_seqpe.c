@@ -65,8 +65,9 @@ static const struct pelab_optdef seqpe_options[] = {
     {"seqpe-layers", PELAB_OPT_INT, "2", 1, 64, NULL, "encoder blocks"},
     {"seqpe-width", PELAB_OPT_INT, "0", 0, 65536, NULL, "encoder width (0: d-model)"},
     {"seqpe-heads", PELAB_OPT_INT, "0", 0, 1024, NULL, "encoder attention heads (0: heads)"},
-    {"seqpe-final-norm", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
-     "RMSNorm on the encoder's [CLS] state before the output projection"},
+    {"seqpe-final-norm", PELAB_OPT_CHOICE, "auto", 0, 0, "auto|off|on",
+     "RMSNorm on the encoder's [CLS] state before the output projection (auto: off, on with the "
+     "authors' profile)"},
     {"seqpe-alpha", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
      "weight α of the distance-alignment loss L_delta (0: off)"},
     {"seqpe-beta", PELAB_OPT_REAL, "0.1", 0, 1e6, NULL,
@@ -83,6 +84,32 @@ static const struct pelab_optdef seqpe_options[] = {
      "L_OOD: teacher sets (each with its own shift) per micro-batch"},
     {"seqpe-ood-positions", PELAB_OPT_INT, "32", 2, 4096, NULL,
      "L_OOD: teacher positions m per set (at most the training context's positions)"},
+    /* the paper's regularisers or its authors' code's (docs/POSENC.md): the profile sets the
+     * options below whose value is auto, each of which is one difference */
+    {"seqpe-reg-profile", PELAB_OPT_CHOICE, "paper", 0, 0, "paper|authors",
+     "the regularisers and shifted starts as the paper describes them, or as its authors' code "
+     "runs them: the default of each option below"},
+    {"seqpe-ood-loss", PELAB_OPT_CHOICE, "auto", 0, 0, "auto|paper|authors",
+     "L_OOD: KL(P||S) averaged over rows (paper), or KL(P||S) + KL(S||P) averaged over all m x m "
+     "entries (authors': about m/2 times weaker)"},
+    {"seqpe-ood-shifts", PELAB_OPT_CHOICE, "auto", 0, 0, "auto|paper|authors",
+     "L_OOD's shift: from [0, Lmax - T) (paper), or [T/4, Lmax - T) (authors; images: a coordinate "
+     "at least the grid's extent)"},
+    {"seqpe-local-window", PELAB_OPT_CHOICE, "auto", 0, 0, "auto|pivot|anywhere",
+     "L_delta's local sets: a window that holds the pivot (paper), or one placed anywhere below "
+     "Lmax (authors)"},
+    {"seqpe-global-edits", PELAB_OPT_CHOICE, "auto", 0, 0, "auto|paper|authors",
+     "L_delta's global sets: |C|/8 single digit edits of the pivot (paper), or |C|/4 chains of 1-3 "
+     "edits kept only when farther than the nearest random candidate (authors)"},
+    {"seqpe-global-frac", PELAB_OPT_REAL, "-1", -1, 1, NULL,
+     "fraction of L_delta's candidate sets that are global (-1: 0.5, or 0.4 with the authors' "
+     "profile)"},
+    {"seqpe-shift-unit", PELAB_OPT_CHOICE, "auto", 0, 0, "auto|sequence|step",
+     "--seqpe-shift-prob draws per sequence (paper), or per micro-batch, which then shifts every "
+     "sequence and skips L_OOD (authors)"},
+    {"seqpe-shift-pool", PELAB_OPT_INT, "-1", -1, 1000000, NULL,
+     "shifted starts come from this many offsets fixed once (0: any offset; -1: 0, or 320 with "
+     "the authors' profile)"},
     {0},
 };
 
@@ -107,6 +134,12 @@ struct seqpe {
     int have_table;
     /* training only: shifted starts and the regularisers */
     double shift_prob, alpha, beta;
+    struct pelab_seqpe_reg_style style; /* the profile as resolved, with: */
+    int final_norm;               /* RMSNorm before W_out */
+    int shift_by_step;            /* shifted starts per micro-batch, which then has no L_OOD */
+    int pool_size;                /* 0: any offset; else the offsets in pool (pool_size, n) */
+    int32_t *pool;
+    int main_shifted;             /* whether train_positions shifted this micro-batch */
     struct pelab_seqpe_reg reg;   /* this micro-batch's draw */
     struct pelab_seqpe_acts reg_acts;
     int32_t *reg_all, *reg_uniq, *reg_row, *reg_scratch; /* (N,n), (N,n), (N,), (2N,) */
@@ -114,6 +147,51 @@ struct seqpe {
     pelab_real *reg_dout;         /* (N,D) the same times aux_backward's scale */
 };
 
+
+/* --seqpe-reg-profile and the options it sets: an option's auto takes the profile's value. */
+static int profile_init(struct seqpe *s, const struct pelab_opts *opts) {
+    const int authors = pelab_opt_choice(opts, seqpe_options, "seqpe-reg-profile") == 1;
+    /* a choice among auto|paper-like|authors-like: auto is the profile's */
+#define FOLLOW(name) (pelab_opt_choice(opts, seqpe_options, name) == 0 ? authors \
+                      : pelab_opt_choice(opts, seqpe_options, name) == 2)
+    s->style.symmetric_ood = FOLLOW("seqpe-ood-loss");
+    s->style.far_shifts = FOLLOW("seqpe-ood-shifts");
+    s->style.window_anywhere = FOLLOW("seqpe-local-window");
+    s->style.hard_edits = FOLLOW("seqpe-global-edits");
+    s->shift_by_step = FOLLOW("seqpe-shift-unit");
+    s->final_norm = FOLLOW("seqpe-final-norm");
+#undef FOLLOW
+    const double frac = pelab_opt_real(opts, seqpe_options, "seqpe-global-frac");
+    if (frac < 0 && frac != -1)
+        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-global-frac %g: give a fraction in [0, 1], or -1 "
+                          "for the profile's", frac);
+    s->style.global_frac = frac >= 0 ? frac : authors ? 0.4 : 0.5;
+    const long pool = pelab_opt_int(opts, seqpe_options, "seqpe-shift-pool");
+    s->pool_size = (int)(pool >= 0 ? pool : authors ? 320 : 0);
+    return PELAB_OK;
+}
+
+/* The fixed offsets of the shifted starts: pool_size distinct ones in [0, room)^n (all of them
+ * when there are no more), from a key of their own, the same for every run; the authors draw
+ * theirs with the run's seed. */
+static int pool_init(struct seqpe *s, int64_t room) {
+    const int n = s->enc.dims;
+    double all = pow((double)room, n);
+    if (s->pool_size > all) s->pool_size = (int)all;
+    if (!s->pool_size) return PELAB_OK;
+    s->pool = malloc((size_t)s->pool_size * n * sizeof *s->pool);
+    if (!s->pool) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for --seqpe-shift-pool");
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 0x5E9E90015EEDull);
+    for (int i = 0; i < s->pool_size;) {
+        int32_t *z = s->pool + (long)i * n;
+        for (int c = 0; c < n; c++) z[c] = (int32_t)pelab_rng_below(&rng, (uint64_t)room);
+        int seen = 0;
+        for (int j = 0; j < i && !seen; j++) seen = memcmp(s->pool + (long)j * n, z, (size_t)n * sizeof *z) == 0;
+        i += !seen;
+    }
+    return PELAB_OK;
+}
 
 /* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. extent:
  * the coordinates of the training context, 0 .. extent − 1 (T for sequences, G + 1 for a G × G
@@ -139,8 +217,9 @@ static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int
     long in_context = 1; /* the training range has no more positions: extent^n */
     for (int c = 0; c < s->enc.dims; c++) in_context *= extent;
     if (m > in_context) m = (int)in_context;
-    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, max_pos, extent, pivots, C,
-                                  sets, m);
+    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, s->enc.digits, max_pos, extent,
+                                  pivots, C, sets, m, &s->style);
+    if (!rc && s->shift_prob > 0) rc = pool_init(s, max_pos - extent);
     if (rc) return rc;
     const long N = (long)pivots * (1 + C) + (long)sets * 2 * m, n = s->enc.dims;
     s->reg_all = malloc((size_t)(N * n + 1) * sizeof *s->reg_all);
@@ -175,9 +254,9 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
     if (digits == 0) digits = dims == 1 ? 5 : 2;
     /* the coordinates of the training context: 0 .. extent − 1 */
     const int extent = dims == 1 ? pe->max_seq : pe->grid + 1;
-    const int final_norm = pelab_opt_switch(opts, seqpe_options, "seqpe-final-norm");
-    int rc = pelab_seqpe_encoder_init(&s->enc, params, "pe.seqpe", base, digits, dims, layers,
-                                      width, heads, final_norm, pe->D);
+    int rc = profile_init(s, opts);
+    if (!rc) rc = pelab_seqpe_encoder_init(&s->enc, params, "pe.seqpe", base, digits, dims, layers,
+                                           width, heads, s->final_norm, pe->D);
     if (rc) return rc;
     if (extent > s->enc.capacity) {
         if (dims == 1)
@@ -224,6 +303,7 @@ static void seqpe_free(struct pelab_posenc *pe) {
     free(s->dpqk);
     free(s->snap);
     pelab_seqpe_reg_free(&s->reg);
+    free(s->pool);
     pelab_seqpe_acts_free(&s->reg_acts);
     free(s->reg_all);
     free(s->reg_uniq);
@@ -461,17 +541,24 @@ static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, i
 
 /* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − L) (L
  * the training context's extent per coordinate); with n coordinates each moves by its own z_c,
- * drawn from a key of its own (coordinate 0 keeps the 1-D draw). */
+ * drawn from a key of its own (coordinate 0 keeps the 1-D draw). With --seqpe-shift-pool z is
+ * one of the pool's, drawn by the same key. With --seqpe-shift-unit step the micro-batch draws
+ * once (index B·2, past every sequence's) and then shifts every sequence. */
 static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key) {
-    const struct seqpe *s = pe->state;
+    struct seqpe *s = pe->state;
+    s->main_shifted = 0;
     if (s->shift_prob == 0) return;
     const int n = s->enc.dims;
     const int64_t room = s->reg.max_pos - s->reg.train_len;
+    if (s->shift_by_step && pelab_hash_uniform(key, 2 * (uint64_t)B) >= s->shift_prob) return;
+    s->main_shifted = s->shift_by_step;
     for (int b = 0; b < B; b++) {
-        if (pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
+        if (!s->shift_by_step && pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
+        const int32_t *pooled = s->pool_size
+            ? s->pool + (long)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * s->pool_size) * n : NULL;
         for (int c = 0; c < n; c++) {
             const uint64_t kc = c == 0 ? key : pelab_hash64(key + (uint64_t)c);
-            const int32_t z = (int32_t)(pelab_hash_uniform(kc, 2 * (uint64_t)b + 1) * (double)room);
+            const int32_t z = pooled ? pooled[c] : (int32_t)(pelab_hash_uniform(kc, 2 * (uint64_t)b + 1) * (double)room);
             for (int t = 0; t < T; t++) pos[((long)b * T + t) * n + c] += z;
         }
     }
@@ -480,7 +567,9 @@ static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, 
 static const char *const seqpe_aux_names[] = {"loss_delta", "loss_ood", NULL};
 
 /* One draw; its distinct positions through the encoder; α·L_δ + β·L_OOD and their gradient with
- * respect to the embeddings (reg_dE), which aux_backward takes through the encoder. */
+ * respect to the embeddings (reg_dE), which aux_backward takes through the encoder. A
+ * micro-batch that --seqpe-shift-unit step shifted has no L_OOD (the authors' teachers are the
+ * main pass's positions, then shifted): it adds 0, and logs 0. */
 static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *terms, double *total) {
     struct seqpe *s = pe->state;
     struct pelab_seqpe_reg *r = &s->reg;
@@ -488,9 +577,11 @@ static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *term
     terms[0] = terms[1] = NAN;
     *total = 0;
     s->reg_acts.U = 0;
-    if (!r->pivots && !r->sets) return PELAB_OK;
+    const int sets = s->main_shifted ? 0 : r->sets;
+    if (r->sets && !sets) terms[1] = 0;
+    if (!r->pivots && !sets) return PELAB_OK;
     pelab_seqpe_reg_draw(r, key);
-    const long nd = (long)r->pivots * (1 + r->cands), N = nd + (long)r->sets * 2 * r->ood_m;
+    const long nd = (long)r->pivots * (1 + r->cands), N = nd + (long)sets * 2 * r->ood_m;
     memcpy(s->reg_all, r->delta_pos, (size_t)(nd * n) * sizeof *s->reg_all);
     memcpy(s->reg_all + nd * n, r->ood_pos, (size_t)((N - nd) * n) * sizeof *s->reg_all);
     const int U = pelab_seqpe_unique(s->reg_uniq, s->reg_row, s->reg_all, (int)N, n, s->reg_scratch);
@@ -505,9 +596,9 @@ static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *term
                                           r->cands, s->reg_dE, s->alpha);
         *total += s->alpha * terms[0];
     }
-    if (r->sets) {
-        terms[1] = pelab_seqpe_ood_loss(s->reg_acts.out, D, pe->H, s->reg_row + nd, r->sets,
-                                        r->ood_m, s->reg_dE, s->beta);
+    if (sets) {
+        terms[1] = pelab_seqpe_ood_loss(s->reg_acts.out, D, pe->H, s->reg_row + nd, sets, r->ood_m,
+                                        s->style.symmetric_ood, s->reg_dE, s->beta);
         *total += s->beta * terms[1];
     }
     if ((isnan(terms[0]) || isnan(terms[1])) && *pelab_last_error()) return PELAB_ERR_RUNTIME;
@@ -532,8 +623,8 @@ const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *p
     return &s->reg;
 }
 
-/* Both sites listed; init keeps the one of the chosen mode in pe->sites. */
-/* The automatic options (0) as init resolved them: what the run records is what it ran. */
+/* The automatic options (0, auto, −1) as init resolved them: what the run records is what it
+ * ran. */
 static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts) {
     const struct seqpe *s = pe->state;
     const struct {
@@ -541,17 +632,36 @@ static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts)
         int64_t value; /* 0: not resolved here (L_max without the regularisers) */
     } chosen[] = {{"seqpe-digits", s->enc.digits}, {"seqpe-dims", s->enc.dims}, {"seqpe-width", s->enc.width},
                   {"seqpe-heads", s->enc.heads}, {"seqpe-max-pos", s->reg.max_pos}};
-    for (size_t i = 0; i < sizeof chosen / sizeof chosen[0]; i++) {
+    int rc = PELAB_OK;
+    for (size_t i = 0; i < sizeof chosen / sizeof chosen[0] && !rc; i++) {
         char v[32];
         snprintf(v, sizeof v, "%lld", (long long)chosen[i].value);
-        int rc = chosen[i].value > 0 && pelab_opt_int(opts, seqpe_options, chosen[i].name) == 0
-                     ? pelab_opts_set(opts, chosen[i].name, v)
-                     : PELAB_OK;
-        if (rc) return rc;
+        if (chosen[i].value > 0 && pelab_opt_int(opts, seqpe_options, chosen[i].name) == 0)
+            rc = pelab_opts_set(opts, chosen[i].name, v);
     }
-    return PELAB_OK;
+    const struct {
+        const char *name;
+        const char *value;
+    } styled[] = {{"seqpe-final-norm", s->final_norm ? "on" : "off"},
+                  {"seqpe-ood-loss", s->style.symmetric_ood ? "authors" : "paper"},
+                  {"seqpe-ood-shifts", s->style.far_shifts ? "authors" : "paper"},
+                  {"seqpe-local-window", s->style.window_anywhere ? "anywhere" : "pivot"},
+                  {"seqpe-global-edits", s->style.hard_edits ? "authors" : "paper"},
+                  {"seqpe-shift-unit", s->shift_by_step ? "step" : "sequence"}};
+    for (size_t i = 0; i < sizeof styled / sizeof styled[0] && !rc; i++)
+        if (pelab_opt_choice(opts, seqpe_options, styled[i].name) == 0)
+            rc = pelab_opts_set(opts, styled[i].name, styled[i].value);
+    char v[32];
+    snprintf(v, sizeof v, "%g", s->style.global_frac);
+    if (!rc && pelab_opt_real(opts, seqpe_options, "seqpe-global-frac") < 0)
+        rc = pelab_opts_set(opts, "seqpe-global-frac", v);
+    snprintf(v, sizeof v, "%d", s->pool_size);
+    if (!rc && pelab_opt_int(opts, seqpe_options, "seqpe-shift-pool") < 0)
+        rc = pelab_opts_set(opts, "seqpe-shift-pool", v);
+    return rc;
 }
 
+/* Both sites listed; init keeps the one of the chosen mode in pe->sites. */
 const struct pelab_posenc_ops pelab_pe_seqpe = {
     .name = "seqpe",
     .summary = "learned encoder of each position's digits, added at the input or to q and k (SeqPE, Li et al. 2025)",

@@ -213,3 +213,12 @@ void pelab_pope_core_backward(struct pelab_pope_core *c, int layer, const pelab_
         }
     }
 }
+
+int pelab_pope_core_freqs(const struct pelab_pope_core *c, double *theta) {
+    for (int j = 0; theta && j < c->d; j++) theta[j] = c->theta[j];
+    return c->d;
+}
+
+void pelab_pope_core_freq_norms(const struct pelab_pope_core *c, double *out, const pelab_real *x) {
+    for (int j = 0; j < c->d; j++) out[j] = c->softplus ? (double)pelab_vsoftplus(x[j]) : fabs((double)x[j]);
+}

@@ -47,4 +47,9 @@ void pelab_pope_core_backward(struct pelab_pope_core *c, int layer, const pelab_
                               pelab_real *dq, pelab_real *dk, const pelab_real *dqo, const pelab_real *dko,
                               const pelab_real *q, const pelab_real *k, int ld, int B, int T);
 
+/* Frequency usage (posenc.h's freqs and freq_norms) of either PoPE: theta (d,) = θ_c of each
+ * component (returns d; theta NULL: the count alone); out (d,) = μ_c of one head vector x (d,). */
+int pelab_pope_core_freqs(const struct pelab_pope_core *c, double *theta);
+void pelab_pope_core_freq_norms(const struct pelab_pope_core *c, double *out, const pelab_real *x);
+
 #endif

@@ -49,25 +49,35 @@ enum pelab_rope_method {
     PELAB_ROPE_PI,
     PELAB_ROPE_NTK,
     PELAB_ROPE_DYNAMIC_NTK,
-    PELAB_ROPE_YARN
+    PELAB_ROPE_YARN,
+    PELAB_ROPE_LLAMA3,
+    PELAB_ROPE_LONGROPE
 };
 
 struct pelab_rope_freqs {
     double base;                    /* the trained base */
     int d;                          /* head width; d/2 frequencies */
+    int rot_d;                      /* the width the frequencies spread over: d, or r with
+                                       partial RoPE (θ_i = base^(−2i/r), i < r/2) */
+    int kept;                       /* pairs that rotate, the first (fastest) ones: r/2, fewer
+                                       with p-RoPE; the others keep θ = 0 */
     int resonance;                  /* θ_i → 2π / round(2π / θ_i) */
     enum pelab_rope_method method;  /* length extension at evaluation */
     double scale;                   /* s (1 with NONE) */
     int original_len;               /* L_train */
     double beta_fast, beta_slow;    /* YaRN's ramp ends */
+    double low_factor, high_factor; /* Llama 3.1's wavelength bounds L_train/low, L_train/high */
+    double *short_factors;          /* LongRoPE's λ_i (rot_d/2,), for passes within L_train */
+    double *long_factors;           /* and beyond it; both NULL with another method */
 };
 
 /* RoPE's evaluation-time options: rope-scaling, rope-scale, rope-original-len, yarn-beta-fast,
- * yarn-beta-slow. */
+ * yarn-beta-slow, llama3-low-freq-factor, llama3-high-freq-factor, longrope-factors. */
 extern const struct pelab_optdef pelab_rope_scaling_options[];
 
 /* Whether --rope-scaling `method` reads the option `name`: rope-scale with any method but none,
- * rope-original-len with dynamic-ntk and yarn, yarn-beta-* with yarn; 1 for any other name. */
+ * rope-original-len with dynamic-ntk, yarn, llama3 and longrope, yarn-beta-* with yarn, llama3-*
+ * with llama3, longrope-* with longrope; 1 for any other name. */
 int pelab_rope_scaling_uses(const char *method, const char *name);
 
 /* PELAB_ERR_USAGE when opts set --rope-scale without a method (--rope-scaling absent or none),
@@ -75,20 +85,24 @@ int pelab_rope_scaling_uses(const char *method, const char *name);
  * options): a run recorded so before this check still opens. */
 int pelab_rope_scale_check(const struct pelab_opts *opts);
 
-/* Reads the length-extension options of `opts` into f (base, d, resonance set by the caller
- * before); max_seq is the training context, the default of --rope-original-len. PELAB_ERR_USAGE
+/* Reads the length-extension options of `opts` into f (base, d, rot_d, kept, resonance set by the
+ * caller before); max_seq is the training context, the default of --rope-original-len. PELAB_ERR_USAGE
  * naming the option for a setting that makes no sense (a scale below 1 with a method, a YaRN
  * option without yarn). */
 int pelab_rope_freqs_read(struct pelab_rope_freqs *f, const struct pelab_opts *opts, int max_seq);
+/* What pelab_rope_freqs_read allocated (LongRoPE's factors). */
+void pelab_rope_freqs_free(struct pelab_rope_freqs *f);
 
 /* θ'_i, i = 0..d/2−1, of a pass whose length (largest position + 1) is L: the base's (NTK's
- * base', dynamic NTK's for L > L_train), resonance's rounding, YaRN's blend. */
+ * base', dynamic NTK's for L > L_train) over rot_d, resonance's rounding, YaRN's or Llama 3.1's
+ * blend, then 0 from pair `kept` on. */
 void pelab_rope_frequencies(const struct pelab_rope_freqs *f, long L, double *theta);
-/* Whether the frequencies depend on the pass's length (dynamic NTK). */
+/* Whether the frequencies depend on the pass's length (dynamic NTK; LongRoPE's two sets). */
 int pelab_rope_freqs_dynamic(const struct pelab_rope_freqs *f);
 /* Positions are divided by this (PI: s; 1 otherwise). */
 double pelab_rope_pos_div(const struct pelab_rope_freqs *f);
-/* Amplitude of q and k, so logits scale by its square (YaRN: 0.1·ln s + 1; 1 otherwise). */
+/* Amplitude of q and k, so logits scale by its square (YaRN: 0.1·ln s + 1; LongRoPE:
+ * √(1 + ln s / ln L_train) for s > 1; 1 otherwise). */
 double pelab_rope_amplitude(const struct pelab_rope_freqs *f);
 
 #endif

@@ -128,20 +128,42 @@ int pelab_seqpe_unique(int32_t *uniq, int32_t *row, const int32_t *coords, int N
  * The losses take the embeddings E (U,D) and each position's row in E, in the same layout. */
 #define PELAB_SEQPE_DIMS_MAX 8
 
+/* Where the paper and its authors' code differ (--seqpe-reg-profile and one option per
+ * difference; docs/POSENC.md, "SeqPE's two regulariser profiles"). {0.5, 0, 0, 0, 0} is the
+ * paper's, as SPEC §2.3 has it; the authors' code does the other of each. */
+struct pelab_seqpe_reg_style {
+    double global_frac;  /* a candidate set is global with this probability (authors: 0.4) */
+    int window_anywhere; /* local sets from a window placed anywhere below Lmax, not around p */
+    int hard_edits;      /* global sets: ⌊|C|/4⌋ chains of 1–3 edits, each kept only when farther
+                            from p than the nearest random candidate; not |C|/8 single edits */
+    int far_shifts;      /* L_OOD's shift from [⌊L/4⌋, Lmax − L) (n = 1), or [0, Lmax − L)² with
+                            a coordinate ≥ L (n = 2); not [0, Lmax − L)^n */
+    int symmetric_ood;   /* L_OOD = Σ (KL(P‖S) + KL(S‖P)) / (sets·H·m·m); not Σ KL(P‖S) /
+                            (sets·H·m) */
+};
+
 struct pelab_seqpe_reg {
-    int dims, base;
+    int dims, base, digits;
     int64_t max_pos;      /* Lmax per coordinate */
     int train_len;        /* L per coordinate: the training context */
     int pivots, cands;    /* L_δ: pivots per step, |C| (pivots 0: no L_δ) */
     int sets, ood_m;      /* L_OOD: teacher sets per step, m (sets 0: no L_OOD) */
+    struct pelab_seqpe_reg_style style;
     int32_t *delta_pos, *target, *ood_pos;
+    /* how each pivot's set was made (for tests and the sampling statistics): local or global,
+     * and how many of its first candidates are its window's or its edits (the rest random) */
+    uint8_t *local;       /* (pivots,) */
+    int32_t *lead;        /* (pivots,) */
     int32_t *perm;        /* (L^n,) scratch */
+    int32_t *extra;       /* (2|C| + 1, n) scratch: the authors' sets before they merge */
 };
 
 /* PELAB_ERR_USAGE naming the option when the ranges cannot supply the draws (fewer than C + 1
- * positions below Lmax, no room for a shift, fewer than m training positions). */
-int pelab_seqpe_reg_init(struct pelab_seqpe_reg *r, int dims, int base, int64_t max_pos,
-                         int train_len, int pivots, int cands, int sets, int m);
+ * positions below Lmax, no room for a shift, fewer than m training positions). digits: k, which
+ * the authors' edits keep to. */
+int pelab_seqpe_reg_init(struct pelab_seqpe_reg *r, int dims, int base, int digits, int64_t max_pos,
+                         int train_len, int pivots, int cands, int sets, int m,
+                         const struct pelab_seqpe_reg_style *style);
 void pelab_seqpe_reg_free(struct pelab_seqpe_reg *r);
 void pelab_seqpe_reg_draw(struct pelab_seqpe_reg *r, uint64_t key);
 /* The index of the position in cand (C, n) nearest p in Euclidean distance, the first of ties. */
@@ -152,10 +174,11 @@ int pelab_seqpe_nearest(const int32_t *p, const int32_t *cand, int C, int n);
 double pelab_seqpe_delta_loss(const pelab_real *E, int D, const int32_t *row,
                               const int32_t *target, int pivots, int C, pelab_real *dE,
                               double scale);
-/* L_OOD of E (U,D) over H heads; row (sets, 2m). With dE: dE (U,D) += scale·∂L_OOD/∂E (students
- * only: the teachers' distribution is held constant). */
+/* L_OOD of E (U,D) over H heads; row (sets, 2m); symmetric: the authors' form (struct
+ * pelab_seqpe_reg_style). With dE: dE (U,D) += scale·∂L_OOD/∂E (students only: the teachers'
+ * distribution is held constant). */
 double pelab_seqpe_ood_loss(const pelab_real *E, int D, int H, const int32_t *row, int sets, int m,
-                            pelab_real *dE, double scale);
+                            int symmetric, pelab_real *dE, double scale);
 
 /* --- the encoding (pe_seqpe.c) ------------------------------------------------------------- */
 

@@ -127,9 +127,10 @@ int pelab_init_from_settings(struct pelab_opts *opts, char *dropped, size_t drop
             goto done;
         }
     }
-    /* yarn and dynamic-ntk measure from L_train: the source's context, not the new --seq-len */
+    /* yarn, dynamic-ntk and llama3 measure from L_train: the source's context, not the new
+     * --seq-len */
     const char *method = pelab_opts_get(opts, "rope-scaling");
-    if (method && (strcmp(method, "yarn") == 0 || strcmp(method, "dynamic-ntk") == 0) &&
+    if (method && pelab_rope_scaling_uses(method, "rope-original-len") &&
         !pelab_opts_get(opts, "rope-original-len")) {
         int len = 0;
         if ((rc = source_context(dir, &len))) goto done;

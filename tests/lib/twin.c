@@ -166,6 +166,11 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
         CHECK(0, "%s: pelab_model_init: %s", c->name, pelab_last_error());
         return 1;
     }
+    /* the saved config names what the encoding resolved (a profile's choices), as training's */
+    if (pelab_posenc_resolve(&m.pe, &m.opts) != PELAB_OK) {
+        CHECK(0, "%s: resolve: %s", c->name, pelab_last_error());
+        return 1;
+    }
     pelab_model_init_weights(&m, seed);
     m.training = 0;
 

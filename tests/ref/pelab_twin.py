@@ -86,11 +86,13 @@ DEFAULTS.update({
     "ape-max-len": 0, "ape-extend": "error", "sin-base": 10000.0,
     "xpos-base": 10000.0, "xpos-scale-base": 512.0, "xpos-gamma": 0.4,
     "rope-resonance": "off", "rope-scaling": "none", "rope-scale": 1.0, "rope-original-len": 0,
-    "yarn-beta-fast": 32.0, "yarn-beta-slow": 1.0,
+    "yarn-beta-fast": 32.0, "yarn-beta-slow": 1.0, "rope-fraction": 1.0, "rope-p": 1.0,
+    "llama3-low-freq-factor": 1.0, "llama3-high-freq-factor": 4.0, "longrope-factors": "",
 })
 _INTS += ("ape-max-len", "rope-original-len")
 _FLOATS += ("sin-base", "xpos-base", "xpos-scale-base", "xpos-gamma", "rope-scale", "yarn-beta-fast",
-            "yarn-beta-slow")
+            "yarn-beta-slow", "rope-fraction", "rope-p", "llama3-low-freq-factor",
+            "llama3-high-freq-factor")
 
 
 # the bias encodings' options
@@ -103,7 +105,7 @@ DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10
                  "seqpe-dims": 0, "seqpe-layers": 2, "seqpe-width": 0, "seqpe-heads": 0,
                  "seqpe-final-norm": "off"})
 _INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-width", "seqpe-heads")
-DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1})
+DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1, "seqpe-ood-loss": "paper"})
 _FLOATS += ("seqpe-alpha", "seqpe-beta")
 
 
@@ -153,32 +155,40 @@ class NoPE(nn.Module):
 class RoPE(nn.Module):
     """Rotate each pair c of q (and k) at position p by p * theta_c, theta_c = base^(-2c/d).
     Pairs are (x_2c, x_2c+1) in the `interleaved` layout, (x_c, x_c+d/2) in `half`.
-    Optional: resonance (theta -> 2pi / round(2pi / theta)) and a length-extension method, see
-    RoPEScaled below."""
+    Optional: resonance (theta -> 2pi / round(2pi / theta)), a length-extension method (see
+    RoPEScaled below), partial RoPE (`fraction`: only the first r/2 pairs, r = 2 floor(f d/2),
+    rotate, at theta_c = base^(-2c/r); the other dimensions pass through untouched) and p-RoPE
+    (`p`: of those, only the first floor(p r/2), the fastest, rotate)."""
 
-    def __init__(self, d, base, layout, resonance=False):
+    def __init__(self, d, base, layout, resonance=False, fraction=1.0, p=1.0):
         super().__init__()
         assert d % 2 == 0 and layout in ("interleaved", "half")
         self.d, self.base, self.resonance = d, base, resonance
-        self.theta = self.frequencies(base)                                   # (d/2,)
+        self.r = 2 * math.floor(fraction * (d // 2) + 1e-9)                   # rotary width
+        self.n_rot = math.floor(p * (self.r // 2) + 1e-9)                     # pairs that turn
+        self.theta = self.frequencies(base)                                   # (r/2,)
         self.layout = layout
 
     def frequencies(self, base):
-        theta = base ** (-2.0 * np.arange(self.d // 2, dtype=np.float64) / self.d)
+        theta = base ** (-2.0 * np.arange(self.r // 2, dtype=np.float64) / self.r)
         if self.resonance:
             theta = 2 * math.pi / np.round(2 * math.pi / theta)
         return theta
 
     def rotate(self, x, cos, sin):
+        """Pairs 0..n-1 rotated (n = cos.shape[-1]), every other dimension as it was."""
+        n, out = cos.shape[-1], x.clone()
         if self.layout == "interleaved":
-            x1, x2 = x[..., 0::2], x[..., 1::2]
-            return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+            x1, x2 = x[..., 0:2 * n:2], x[..., 1:2 * n:2]
+            out[..., 0:2 * n:2], out[..., 1:2 * n:2] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+            return out
         half = x.shape[-1] // 2
-        x1, x2 = x[..., :half], x[..., half:]
-        return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+        x1, x2 = x[..., :n], x[..., half:half + n]
+        out[..., :n], out[..., half:half + n] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
+        return out
 
     def forward(self, q, k, pos):
-        a = _angles(pos, self.theta, torch.float64)           # (B, 1, T, d/2)
+        a = _angles(pos, self.theta[:self.n_rot], torch.float64)  # (B, 1, T, n_rot)
         cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
         return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
 
@@ -195,12 +205,35 @@ class RoPEScaled(RoPE):
                    ramp_i = clamp((i - lo) / (hi - lo), 0, 1), keep = 1 - ramp,
                    theta'_i = theta_i / s * (1 - keep) + theta_i * keep; attention logits times
                    (0.1 ln s + 1)^2 (applied to the logits here, through logit_scale).
+      longrope:    theta_i / lambda_i, lambda the file's "short_factor" list for a pass with
+                   L <= L_train, its "long_factor" list beyond (both at the JSON's top level or
+                   under "rope_scaling"); logits times 1 + ln s / ln L_train when s > 1 (as
+                   Hugging Face's `longrope` for Phi-3).
+      llama3:      by wavelength w_i = 2 pi / theta_i: theta_i when w_i < L_train / high,
+                   theta_i / s when w_i > L_train / low, else (1 - g) theta_i / s + g theta_i with
+                   g = (L_train / w_i - low) / (high - low) (Llama 3.1's `apply_scaling`).
     Resonance rounds the frequencies the method starts from (after the base change, before the
-    blend). s = 1 with pi, ntk or yarn is plain RoPE."""
+    blend). s = 1 with pi, ntk, yarn or llama3 is plain RoPE. With partial RoPE every d here is
+    the rotary width r."""
 
-    def __init__(self, d, base, layout, resonance, method, s, original_len, beta_fast, beta_slow):
-        super().__init__(d, base, layout, resonance)
+    def __init__(self, d, base, layout, resonance, method, s, original_len, beta_fast, beta_slow,
+                 fraction=1.0, p=1.0, low=1.0, high=4.0, factors_path=""):
+        super().__init__(d, base, layout, resonance, fraction, p)
+        d = self.r
         self.method, self.s, self.L_train = method, s, original_len
+        if method == "llama3" and s != 1:
+            w = 2 * math.pi / self.theta
+            g = (original_len / w - low) / (high - low)
+            self.theta = np.where(w < original_len / high, self.theta,
+                                  np.where(w > original_len / low, self.theta / s,
+                                           (1 - g) * self.theta / s + g * self.theta))
+        if method == "longrope":
+            with open(factors_path) as f:
+                sets = json.load(f)
+            sets = sets.get("rope_scaling", sets)
+            self.factors = {k: np.array(sets[k + "_factor"], dtype=np.float64) for k in ("short", "long")}
+            if s > 1:
+                self.logit_scale = 1 + math.log(s) / math.log(original_len)
         if method == "ntk":
             self.theta = self.frequencies(base * s ** (d / (d - 2)))
         if method == "yarn" and s != 1:
@@ -215,16 +248,19 @@ class RoPEScaled(RoPE):
 
     def forward(self, q, k, pos):
         if self.method == "pi":
-            a = (pos.to(torch.float64) / self.s)[:, None, :, None] * torch.as_tensor(self.theta)
+            a = (pos.to(torch.float64) / self.s)[:, None, :, None] * torch.as_tensor(self.theta[:self.n_rot])
             cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
             return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
         if self.method == "dynamic-ntk":
             L = int(pos.max()) + 1
             if L > self.L_train:
-                base = self.base * (self.s * L / self.L_train - (self.s - 1)) ** (self.d / (self.d - 2))
+                base = self.base * (self.s * L / self.L_train - (self.s - 1)) ** (self.r / (self.r - 2))
                 self.theta = self.frequencies(base)
             else:
                 self.theta = self.frequencies(self.base)
+        if self.method == "longrope":
+            L = int(pos.max()) + 1
+            self.theta = self.frequencies(self.base) / self.factors["long" if L > self.L_train else "short"]
         return super().forward(q, k, pos)
 
 
@@ -286,8 +322,11 @@ def make_posenc(cfg):
             return RoPEScaled(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]),
                               cfg["rope-scaling"], cfg["rope-scale"],
                               cfg["rope-original-len"] or cfg["max-seq"], cfg["yarn-beta-fast"],
-                              cfg["yarn-beta-slow"])
-        return RoPE(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]))
+                              cfg["yarn-beta-slow"], cfg["rope-fraction"], cfg["rope-p"],
+                              cfg["llama3-low-freq-factor"], cfg["llama3-high-freq-factor"],
+                              cfg["longrope-factors"])
+        return RoPE(d, cfg["rope-base"], cfg["rope-layout"], on(cfg["rope-resonance"]),
+                    cfg["rope-fraction"], cfg["rope-p"])
     if pe == "xpos":
         return XPos(d, cfg["xpos-base"], cfg["xpos-scale-base"], cfg["xpos-gamma"])
     if pe in ("learned", "sinusoidal", "seqpe", "learned2d", "sinusoidal2d"):
@@ -619,7 +658,9 @@ def seqpe_regularisers(model, delta_pos, target, ood_pos):
     is only used to report a difference); L_delta = mean over pivots of cross-entropy of the logits
     e_p . e_c at the target. ood_pos (S, 2m, n): m teachers, then m students; with e split into H
     head chunks, L_OOD = mean over sets, heads, rows of KL(softmax(teacher sims) || softmax(student
-    sims)), the teachers detached."""
+    sims)), the teachers detached; with --seqpe-ood-loss authors, KL(P||S) + KL(S||P) through
+    F.kl_div's default reduction, the mean over every (set, head, i, j), as the SeqPE authors'
+    code computes it."""
     enc, H = model.pe.seqpe, model.cfg["heads"]
     P, C1, n = delta_pos.shape
     e = enc(delta_pos.reshape(-1, n)).view(P, C1, -1)                           # (P, 1+C, D)
@@ -633,7 +674,11 @@ def seqpe_regularisers(model, delta_pos, target, ood_pos):
     t, st = e[:, :, :m].detach(), e[:, :, m:]
     lp = (t @ t.transpose(-1, -2)).log_softmax(-1)
     ls = (st @ st.transpose(-1, -2)).log_softmax(-1)
-    l_ood = (lp.exp() * (lp - ls)).sum(-1).mean()
+    if model.cfg["seqpe-ood-loss"] == "authors":
+        l_ood = (F.kl_div(ls, lp, log_target=True, reduction="mean")
+                 + F.kl_div(lp, ls, log_target=True, reduction="mean"))
+    else:
+        l_ood = (lp.exp() * (lp - ls)).sum(-1).mean()
     return l_delta, l_ood, nearest
 
 

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's SeqPE regulariser ablation, the text half of the paper's Table IV, under both
+# regulariser profiles (make seqpe-table4 [PROFILES="paper authors"]; results/seqpe-table4-paper,
+# results/seqpe-table4-authors). The README's flat configuration (attn-bias, L_max 10T, half the
+# windows shifted) with α, β ∈ {0, 0.1}; the authors' profile also with β = 1.6, which gives its
+# L_OOD about the paper's strength (theirs divides by m·m where the paper's divides by m, and adds
+# the reverse KL: about m/2 = 16 times weaker at m = 32). Three seeds at the demo preset,
+# perplexity to 20T (past L_max), two runs at a time: about an hour a profile on two cores. Runs
+# live in $PELAB_SEQPE_RUNS (runs/seqpe-table4); finished ones are reused.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${PELAB_SEQPE_RUNS:-runs/seqpe-table4}
+S=seqpe:seqpe-mode=attn-bias:seqpe-max-pos=1280:seqpe-shift-prob=0.5
+for profile in ${*:-paper authors}; do
+    P=$S:seqpe-reg-profile=$profile
+    pes=$P,$P:seqpe-alpha=0,$P:seqpe-beta=0,$P:seqpe-alpha=0:seqpe-beta=0
+    [ "$profile" = authors ] && pes=$pes,$P:seqpe-alpha=0:seqpe-beta=1.6
+    bash scripts/record.sh "seqpe-table4-$profile" ./pelab compare --task text --preset demo --pe "$pes" \
+        --seeds 3 --jobs 2 --threads 1 --lengths 1x,2x,4x,8x,10x,16x,20x --out "$runs/$profile"
+done
