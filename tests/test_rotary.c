@@ -199,6 +199,15 @@ static void check_frequencies(void) {
     probe(partial_ntk, 32, NULL, th, amp);
     expect_theta("partial f=0.5, ntk s=4 over r", th, partial_ntk_theta, amp, 1);
 
+    /* a method's amplitude reaches the rotated pairs alone: YaRN's 0.1 ln 4 + 1 on the first two
+     * of partial RoPE's, 1 on the two it leaves as they are */
+    const char *partial_yarn[] = {"rope-fraction", "0.5", "rope-scaling", "yarn", "rope-scale", "4",
+                                  "rope-original-len", "2048", NULL};
+    probe(partial_yarn, 32, NULL, th, amp);
+    CHECK(fabs(amp[0] - 1.1386294361119891) < 1e-14 && fabs(amp[1] - 1.1386294361119891) < 1e-14 &&
+              amp[2] == 1 && amp[3] == 1 && th[2] == 0 && th[3] == 0,
+          "partial + yarn: amplitudes %.17g %.17g %.17g %.17g", amp[0], amp[1], amp[2], amp[3]);
+
     /* p-RoPE, p = 0.5: the two fastest pairs turn at RoPE's θ, the two slowest not at all */
     const char *prope[] = {"rope-p", "0.5", NULL};
     const double prope_theta[P] = {1, 0.1, 0, 0};

@@ -302,7 +302,7 @@ static void check_step_shifts(void) {
     pelab_rng_seed(&rng, 1);
     pe.ops->init_params(&pe, &rng);
     static int32_t offsets[STEPS * B];
-    int shifted = 0, partial = 0, n_off = 0, bad = 0, ood_ok = 1;
+    int shifted = 0, partial = 0, n_off = 0, bad = 0, ood_ok = 1, repeats = 0;
     for (int step = 0; step < STEPS; step++) {
         int32_t pos[B * T];
         for (int i = 0; i < B * T; i++) pos[i] = i % T;
@@ -314,6 +314,8 @@ static void check_step_shifts(void) {
             bad += pos[b * T] < 0 || pos[b * T] >= 990;
             if (pos[b * T]) offsets[n_off++] = pos[b * T];
         }
+        for (int b = 0; b < B; b++)
+            for (int c = 0; c < b; c++) repeats += pos[b * T] && pos[b * T] == pos[c * T];
         shifted += moved > 0;
         partial += moved > 0 && moved < B - 1; /* offset 0 is one of 990: at most one stays */
         if (step < 40) {
@@ -330,7 +332,8 @@ static void check_step_shifts(void) {
     }
     CHECK(bad == 0 && partial == 0 && shifted > STEPS / 4 && shifted < STEPS * 7 / 20,
           "30 %% of micro-batches shifted whole (%d of %d; %d partial, %d faults)", shifted, STEPS, partial, bad);
-    CHECK(distinct <= 320 && distinct > 250, "offsets from a pool of 320 (%d distinct of %d)", distinct, n_off);
+    CHECK(distinct <= 320 && distinct > 250 && repeats == 0, "offsets from a pool of 320 (%d distinct of %d), "
+          "consecutive entries: none twice in a micro-batch (%d)", distinct, n_off, repeats);
     CHECK(ood_ok, "a shifted micro-batch has no L_OOD (0), the others have it");
     CHECK(pelab_posenc_resolve(&pe, &o) == PELAB_OK, "resolve");
     const char *want[][2] = {{"seqpe-ood-loss", "authors"}, {"seqpe-ood-shifts", "authors"},

@@ -84,6 +84,9 @@ static const struct twin_case cases[] = {
                      "64", "llama3-high-freq-factor", "8", NULL}},
     /* LongRoPE's factors (4 pairs) from a file read relative to the repository's root, where
      * tests/ref/run.sh runs both sides; passes past L_train 30 take the long set */
+    /* YaRN's amplitude on the rotated pairs alone (r = 4 of d = 8) */
+    {"rope-partial-yarn", {"pe", "rope", "rope-fraction", "0.5", "rope-scaling", "yarn", "rope-scale", "4",
+                           "rope-original-len", "16", NULL}},
     {"rope-longrope", {"pe", "rope", "rope-scaling", "longrope", "rope-scale", "4", "rope-original-len",
                        "30", "longrope-factors", "tests/ref/longrope-d8.json", NULL}},
     /* bias encodings; the t5 tables are small enough that distances < T reach the log buckets */

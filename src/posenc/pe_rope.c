@@ -97,8 +97,8 @@ static int rope_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int 
             if (pos[i] + 1L > L) L = pos[i] + 1L;
         pelab_rope_frequencies(&r->freqs, L, r->theta);
     }
-    return pelab_rotary_tables(&r->rot, pos, ntok, r->theta, pe->d / 2,
-                               pelab_rope_pos_div(&r->freqs), pelab_rope_amplitude(&r->freqs));
+    return pelab_rotary_tables(&r->rot, pos, ntok, r->theta, pe->d / 2, pelab_rope_pos_div(&r->freqs),
+                               pelab_rope_amplitude(&r->freqs), r->freqs.kept);
 }
 
 static void rope_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,

@@ -172,24 +172,36 @@ static int profile_init(struct seqpe *s, const struct pelab_opts *opts) {
 }
 
 /* The fixed offsets of the shifted starts: pool_size distinct ones in [0, room)^n (all of them
- * when there are no more), from a key of their own, the same for every run; the authors draw
- * theirs with the run's seed. */
+ * when there are no more), from a key of their own, the same for every run (the authors draw
+ * theirs with the run's seed); kept distinct through an open-addressing set of pool indices. */
 static int pool_init(struct seqpe *s, int64_t room) {
     const int n = s->enc.dims;
-    double all = pow((double)room, n);
+    const double all = pow((double)room, n);
     if (s->pool_size > all) s->pool_size = (int)all;
     if (!s->pool_size) return PELAB_OK;
+    const long cap = 4L * s->pool_size;
+    int32_t *slot = malloc((size_t)cap * sizeof *slot);
     s->pool = malloc((size_t)s->pool_size * n * sizeof *s->pool);
-    if (!s->pool) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for --seqpe-shift-pool");
+    if (!slot || !s->pool) {
+        free(slot);
+        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for --seqpe-shift-pool");
+    }
+    for (long j = 0; j < cap; j++) slot[j] = -1;
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 0x5E9E90015EEDull);
     for (int i = 0; i < s->pool_size;) {
         int32_t *z = s->pool + (long)i * n;
-        for (int c = 0; c < n; c++) z[c] = (int32_t)pelab_rng_below(&rng, (uint64_t)room);
-        int seen = 0;
-        for (int j = 0; j < i && !seen; j++) seen = memcmp(s->pool + (long)j * n, z, (size_t)n * sizeof *z) == 0;
-        i += !seen;
+        uint64_t h = 0;
+        for (int c = 0; c < n; c++) {
+            z[c] = (int32_t)pelab_rng_below(&rng, (uint64_t)room);
+            h = pelab_hash64(h ^ (uint64_t)z[c]);
+        }
+        long j = (long)(h % (uint64_t)cap);
+        while (slot[j] >= 0 && memcmp(s->pool + (long)slot[j] * n, z, (size_t)n * sizeof *z) != 0)
+            j = (j + 1) % cap;
+        if (slot[j] < 0) slot[j] = i++;
     }
+    free(slot);
     return PELAB_OK;
 }
 
@@ -543,7 +555,9 @@ static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, i
  * the training context's extent per coordinate); with n coordinates each moves by its own z_c,
  * drawn from a key of its own (coordinate 0 keeps the 1-D draw). With --seqpe-shift-pool z is
  * one of the pool's, drawn by the same key. With --seqpe-shift-unit step the micro-batch draws
- * once (index B·2, past every sequence's) and then shifts every sequence. */
+ * once (index B·2, past every sequence's) and then shifts every sequence, by consecutive
+ * entries of the pool from a start drawn by the same key (distinct when B ≤ the pool; the
+ * authors' walk their shuffled pool in order across steps, each entry shared by two sequences). */
 static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key) {
     struct seqpe *s = pe->state;
     s->main_shifted = 0;
@@ -554,8 +568,10 @@ static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, 
     s->main_shifted = s->shift_by_step;
     for (int b = 0; b < B; b++) {
         if (!s->shift_by_step && pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
-        const int32_t *pooled = s->pool_size
-            ? s->pool + (long)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * s->pool_size) * n : NULL;
+        const long entry = s->shift_by_step
+            ? ((long)(pelab_hash_uniform(key, 2 * (uint64_t)B + 1) * s->pool_size) + b) % (s->pool_size ? s->pool_size : 1)
+            : (long)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * s->pool_size);
+        const int32_t *pooled = s->pool_size ? s->pool + entry * n : NULL;
         for (int c = 0; c < n; c++) {
             const uint64_t kc = c == 0 ? key : pelab_hash64(key + (uint64_t)c);
             const int32_t z = pooled ? pooled[c] : (int32_t)(pelab_hash_uniform(kc, 2 * (uint64_t)b + 1) * (double)room);

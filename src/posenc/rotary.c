@@ -42,16 +42,16 @@ int pelab_rotary_reserve(struct pelab_rotary *r, long ntok, int n, int separate_
 }
 
 int pelab_rotary_tables(struct pelab_rotary *r, const int32_t *pos, long ntok, const double *theta,
-                        int n, double pos_div, double amp) {
+                        int n, double pos_div, double amp, int n_amp) {
     if (pelab_rotary_reserve(r, ntok, n, 0)) return PELAB_ERR_RUNTIME;
     pelab_real *cs = r->cos_q, *sn = r->sin_q;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < ntok; i++) {
         double p = pos_div == 1 ? (double)pos[i] : (double)pos[i] / pos_div;
         for (int c = 0; c < n; c++) {
-            double a = p * theta[c];
-            cs[i * n + c] = (pelab_real)(amp * cos(a));
-            sn[i * n + c] = (pelab_real)(amp * sin(a));
+            const double a = p * theta[c], scale = c < n_amp ? amp : 1;
+            cs[i * n + c] = (pelab_real)(scale * cos(a));
+            sn[i * n + c] = (pelab_real)(scale * sin(a));
         }
     }
     return PELAB_OK;

@@ -26,10 +26,11 @@ struct pelab_rotary {
  * `separate_keys`. PELAB_ERR_RUNTIME when out of memory. */
 int pelab_rotary_reserve(struct pelab_rotary *r, long ntok, int n, int separate_keys);
 /* Query tables (and key tables, which alias them) for one pass: angle (pos[i] / pos_div)·θ_c,
- * formed in double so large positions keep their precision, times amplitude `amp`.
- * PELAB_ERR_RUNTIME when out of memory. */
+ * formed in double so large positions keep their precision, times amplitude `amp` on the first
+ * n_amp pairs (those that rotate; the others pass through as they are). PELAB_ERR_RUNTIME when
+ * out of memory. */
 int pelab_rotary_tables(struct pelab_rotary *r, const int32_t *pos, long ntok, const double *theta,
-                        int n, double pos_div, double amp);
+                        int n, double pos_div, double amp, int n_amp);
 void pelab_rotary_free(struct pelab_rotary *r);
 
 /* forward (inverse 0): q, k (B,T,H,d) rows ld apart → qo, ko (B,H,T,d) rotated.

@@ -273,9 +273,10 @@ static int64_t hard_negative(int64_t v, int base, int k, int64_t limit, struct p
 }
 
 /* A hard negative of p (n ≤ 2) into q; 0 when there is none. With two coordinates theirs edits
- * the number written as p_0's digits then p_1's (p_1's leading zeros kept, p_0's not) below
+ * the number written as p_0's digits then p_1's (so p_0 = 0 vanishes: (0, 5) is "5") below
  * Lmax², and cuts the result back at a place that leaves each side 1..k digits, a lone digit
- * first padded with a 0 on a side drawn at random. */
+ * first padded with a 0 on a side drawn at random. A side that a coordinate cannot hold gives
+ * none. */
 static int hard_negative_pos(const struct pelab_seqpe_reg *r, const int32_t *p, int32_t *q, struct pelab_rng *rng) {
     const int base = r->base, k = r->digits;
     if (r->dims == 1) {
@@ -284,11 +285,13 @@ static int hard_negative_pos(const struct pelab_seqpe_reg *r, const int32_t *p, 
         q[0] = (int32_t)v;
         return 1;
     }
-    struct digit_string a, b, x;
-    digits_of(&a, p[0], base);
+    struct digit_string b, x;
     digits_of(&b, p[1], base);
     int64_t joined = p[0];
-    for (int i = 0; i < b.len; i++) joined = joined * base + b.d[i];
+    for (int i = 0; i < b.len; i++) {
+        if (joined > (INT64_MAX - b.d[i]) / base) return 0;
+        joined = joined * base + b.d[i];
+    }
     const int64_t v = hard_negative(joined, base, k, r->max_pos * r->max_pos, rng);
     if (v < 0) return 0;
     digits_of(&x, v, base);
@@ -301,7 +304,9 @@ static int hard_negative_pos(const struct pelab_seqpe_reg *r, const int32_t *p, 
     left.len = cut;
     right.len = x.len - cut;
     memmove(right.d, x.d + cut, (size_t)right.len * sizeof *right.d);
-    q[0] = (int32_t)value_of(&left, base), q[1] = (int32_t)value_of(&right, base);
+    const int64_t v0 = value_of(&left, base), v1 = value_of(&right, base);
+    if (v0 >= INT32_MAX || v1 >= INT32_MAX) return 0;
+    q[0] = (int32_t)v0, q[1] = (int32_t)v1;
     return 1;
 }
 
@@ -345,8 +350,11 @@ static int draw_candidates_authors(const struct pelab_seqpe_reg *r, int32_t *row
         const int64_t side = side256 > side5c ? side256 : side5c;
         int64_t lo[PELAB_SEQPE_DIMS_MAX], width[PELAB_SEQPE_DIMS_MAX];
         double size = 1;
+        /* the start: below Lmax − side, except that theirs draws a sequence's below Lmax − 256
+         * whatever the side (and then cuts the window at Lmax) */
+        const int64_t room = r->max_pos - (n == 1 ? side256 : side);
         for (int c = 0; c < n; c++) {
-            lo[c] = r->max_pos > side ? (int64_t)((double)(r->max_pos - side) * pelab_rng_uniform(rng)) : 0;
+            lo[c] = room > 0 ? (int64_t)((double)room * pelab_rng_uniform(rng)) : 0;
             width[c] = (lo[c] + side < r->max_pos ? lo[c] + side : r->max_pos) - lo[c];
             size *= (double)width[c];
         }

@@ -187,9 +187,11 @@ class RoPE(nn.Module):
         out[..., :n], out[..., half:half + n] = x1 * cos - x2 * sin, x1 * sin + x2 * cos
         return out
 
+    amp = 1.0  # the length-extension methods' amplitude on the rotated pairs (RoPEScaled)
+
     def forward(self, q, k, pos):
         a = _angles(pos, self.theta[:self.n_rot], torch.float64)  # (B, 1, T, n_rot)
-        cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+        cos, sin = (self.amp * a.cos()).to(q.dtype), (self.amp * a.sin()).to(q.dtype)
         return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
 
 
@@ -204,11 +206,11 @@ class RoPEScaled(RoPE):
                    hi = min(d - 1, ceil(corr(beta_slow))) (hi = lo + 0.001 when equal),
                    ramp_i = clamp((i - lo) / (hi - lo), 0, 1), keep = 1 - ramp,
                    theta'_i = theta_i / s * (1 - keep) + theta_i * keep; attention logits times
-                   (0.1 ln s + 1)^2 (applied to the logits here, through logit_scale).
+                   (0.1 ln s + 1)^2, as an amplitude 0.1 ln s + 1 on the rotated pairs of q and k.
       longrope:    theta_i / lambda_i, lambda the file's "short_factor" list for a pass with
                    L <= L_train, its "long_factor" list beyond (both at the JSON's top level or
-                   under "rope_scaling"); logits times 1 + ln s / ln L_train when s > 1 (as
-                   Hugging Face's `longrope` for Phi-3).
+                   under "rope_scaling"); an amplitude sqrt(1 + ln s / ln L_train) on the rotated
+                   pairs of q and k when s > 1 (as Hugging Face's `longrope` for Phi-3).
       llama3:      by wavelength w_i = 2 pi / theta_i: theta_i when w_i < L_train / high,
                    theta_i / s when w_i > L_train / low, else (1 - g) theta_i / s + g theta_i with
                    g = (L_train / w_i - low) / (high - low) (Llama 3.1's `apply_scaling`).
@@ -233,7 +235,7 @@ class RoPEScaled(RoPE):
             sets = sets.get("rope_scaling", sets)
             self.factors = {k: np.array(sets[k + "_factor"], dtype=np.float64) for k in ("short", "long")}
             if s > 1:
-                self.logit_scale = 1 + math.log(s) / math.log(original_len)
+                self.amp = math.sqrt(1 + math.log(s) / math.log(original_len))
         if method == "ntk":
             self.theta = self.frequencies(base * s ** (d / (d - 2)))
         if method == "yarn" and s != 1:
@@ -244,12 +246,12 @@ class RoPEScaled(RoPE):
             ramp = np.clip((np.arange(d // 2) - lo) / (hi - lo), 0, 1)
             keep = 1 - ramp
             self.theta = self.theta / s * (1 - keep) + self.theta * keep
-            self.logit_scale = (0.1 * math.log(s) + 1) ** 2
+            self.amp = 0.1 * math.log(s) + 1
 
     def forward(self, q, k, pos):
         if self.method == "pi":
             a = (pos.to(torch.float64) / self.s)[:, None, :, None] * torch.as_tensor(self.theta[:self.n_rot])
-            cos, sin = a.cos().to(q.dtype), a.sin().to(q.dtype)
+            cos, sin = (self.amp * a.cos()).to(q.dtype), (self.amp * a.sin()).to(q.dtype)
             return self.rotate(q, cos, sin), self.rotate(k, cos, sin)
         if self.method == "dynamic-ntk":
             L = int(pos.max()) + 1
@@ -732,7 +734,6 @@ class Attention(nn.Module):
             else:                                              # attn-bias: q.k + pq.pk
                 q, k = torch.cat((q, pq), -1), torch.cat((k, pk), -1)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)                          # (B, H, T, T)
-        att = att * getattr(self.pope, "logit_scale", 1.0)                           # YaRN
         bias = getattr(self, self.bias_name)(pos) if self.bias_name else shared_bias
         if bias is not None:
             att = att + bias.to(att.dtype)
@@ -994,7 +995,7 @@ def self_test():
         scaled = RoPEScaled(d, 10000.0, "interleaved", False, method, 1.0, 64, 32.0, 1.0)
         err = max((a - b).abs().max().item() for a, b in zip(scaled(q, k, pos), rope(q, k, pos)))
         out.append(("rope %s at scale 1 is rope" % method,
-                    err + abs(getattr(scaled, "logit_scale", 1.0) - 1), 0.0))
+                    err + abs(getattr(scaled, "amp", 1.0) - 1), 0.0))
     # bias encodings: published ALiBi slopes; T5 buckets; alibi/t5 models shift invariant; FIRE
     # invariant only while every query stays below L (its normaliser is then the constant psi(L))
     published = {8: [2.0 ** -i for i in range(1, 9)], 16: [2.0 ** (-i / 2) for i in range(1, 17)],
