@@ -60,8 +60,10 @@ cmp -s "$W/b1.csv" "$W/rope.csv" && fail "other batches gave the same means"
 
 # pope2d on an image's grid: d components, the row's d/2 frequencies base^(−j/(d/2)), then the
 # column's the same
-"$P" train --task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 \
-    --eval-every 0 --pe pope2d --steps 3 --out "$W/pope2d" >/dev/null 2>"$W/err" || fail "train pope2d: $(tail -2 "$W/err")"
+install_images "$W/images"
+"$P" train --task image --data-dir "$W/images" --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 \
+    --batch 8 --threads 1 --eval-every 0 --pe pope2d --steps 3 --out "$W/pope2d" >/dev/null 2>"$W/err" ||
+    fail "train pope2d: $(tail -2 "$W/err")"
 "$P" analyze freq --model "$W/pope2d" --threads 1 --batches 1 --out "$W/pope2d.csv" 2>"$W/err" ||
     fail "analyze freq pope2d: $(cat "$W/err")"
 /usr/bin/python3 - "$W/pope2d.csv" <<'PY' || fail "pope2d: bad frequency CSV"

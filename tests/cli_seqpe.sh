@@ -69,8 +69,10 @@ same_weights "$W/authors/model.safetensors" "$W/authors-part/model.safetensors" 
   "['paper', 'authors', 'anywhere', 'authors', 0.4, 'step', 320, 'on']" ] ||
     fail "the authors' profile in config.json: $(grep -o '"seqpe-[a-z-]*": [^,]*' "$W/authors/config.json" | tr '\n' ' ')"
 # and on an image's grid and a QA task
-"$P" train --task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 \
-    --eval-every 0 --pe seqpe --seqpe-reg-profile authors --steps 3 --out "$W/authors-image" >/dev/null 2>"$W/err" ||
+install_images "$W/images"
+"$P" train --task image --data-dir "$W/images" --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 \
+    --batch 8 --threads 1 --eval-every 0 --pe seqpe --seqpe-reg-profile authors --steps 3 --out "$W/authors-image" \
+    >/dev/null 2>"$W/err" ||
     fail "the authors' profile on images: $(tail -2 "$W/err")"
 install_sotu "$W/data"
 "$P" train --task qa --tokenizer byte --data-dir "$W/data" --seq-len 160 --qa-val-size 16 --qa-test-size 16 \
