@@ -148,19 +148,22 @@ struct seqpe {
 };
 
 
+/* Whether a choice among auto|paper's|authors' (`name`) takes the authors' side: auto follows
+ * the profile. */
+static int authors_side(const struct pelab_opts *opts, const char *name, int authors) {
+    const int c = pelab_opt_choice(opts, seqpe_options, name);
+    return c == 0 ? authors : c == 2;
+}
+
 /* --seqpe-reg-profile and the options it sets: an option's auto takes the profile's value. */
 static int profile_init(struct seqpe *s, const struct pelab_opts *opts) {
     const int authors = pelab_opt_choice(opts, seqpe_options, "seqpe-reg-profile") == 1;
-    /* a choice among auto|paper-like|authors-like: auto is the profile's */
-#define FOLLOW(name) (pelab_opt_choice(opts, seqpe_options, name) == 0 ? authors \
-                      : pelab_opt_choice(opts, seqpe_options, name) == 2)
-    s->style.symmetric_ood = FOLLOW("seqpe-ood-loss");
-    s->style.far_shifts = FOLLOW("seqpe-ood-shifts");
-    s->style.window_anywhere = FOLLOW("seqpe-local-window");
-    s->style.hard_edits = FOLLOW("seqpe-global-edits");
-    s->shift_by_step = FOLLOW("seqpe-shift-unit");
-    s->final_norm = FOLLOW("seqpe-final-norm");
-#undef FOLLOW
+    s->style.symmetric_ood = authors_side(opts, "seqpe-ood-loss", authors);
+    s->style.far_shifts = authors_side(opts, "seqpe-ood-shifts", authors);
+    s->style.window_anywhere = authors_side(opts, "seqpe-local-window", authors);
+    s->style.hard_edits = authors_side(opts, "seqpe-global-edits", authors);
+    s->shift_by_step = authors_side(opts, "seqpe-shift-unit", authors);
+    s->final_norm = authors_side(opts, "seqpe-final-norm", authors);
     const double frac = pelab_opt_real(opts, seqpe_options, "seqpe-global-frac");
     if (frac < 0 && frac != -1)
         return pelab_fail(PELAB_ERR_USAGE, "--seqpe-global-frac %g: give a fraction in [0, 1], or -1 "
@@ -568,10 +571,12 @@ static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, 
     s->main_shifted = s->shift_by_step;
     for (int b = 0; b < B; b++) {
         if (!s->shift_by_step && pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
-        const long entry = s->shift_by_step
-            ? ((long)(pelab_hash_uniform(key, 2 * (uint64_t)B + 1) * s->pool_size) + b) % (s->pool_size ? s->pool_size : 1)
-            : (long)(pelab_hash_uniform(key, 2 * (uint64_t)b + 1) * s->pool_size);
-        const int32_t *pooled = s->pool_size ? s->pool + entry * n : NULL;
+        const int32_t *pooled = NULL;
+        if (s->pool_size) { /* a step's start once, then consecutive entries; a sequence's its own */
+            const uint64_t i = 2 * (uint64_t)(s->shift_by_step ? B : b) + 1;
+            const long start = (long)(pelab_hash_uniform(key, i) * s->pool_size);
+            pooled = s->pool + (s->shift_by_step ? (start + b) % s->pool_size : start) * n;
+        }
         for (int c = 0; c < n; c++) {
             const uint64_t kc = c == 0 ? key : pelab_hash64(key + (uint64_t)c);
             const int32_t z = pooled ? pooled[c] : (int32_t)(pelab_hash_uniform(kc, 2 * (uint64_t)b + 1) * (double)room);
