@@ -165,7 +165,7 @@ static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk
     const struct pelab_attn_call *s = &a->s;
     const int H = s->H, dq = s->dq, dv = s->dv, T = s->T, D = H * dv;
     struct pelab_attn_cache c;
-    CHECK(pelab_attn_cache_init(&c, LAYERS, H, dq, dv, T, chunk) == PELAB_OK, "cache init");
+    CHECK(pelab_attn_cache_init(&c, LAYERS, H, dq, dv, T, chunk, 0) == PELAB_OK, "cache init");
     double *out = vec((long)s->B * T * D, 0, 0), *q = vec((long)H * chunk * dq, 0, 0);
     double *k = vec((long)H * chunk * dq, 0, 0);
     for (int b = 0; b < s->B; b++) {

@@ -176,6 +176,8 @@ static void check_sites(const struct pe_case *v) {
     if (pe->sites & PELAB_SITE_BIAS)
         CHECK(o->bias_tile && (o->bias_tile_backward || pe->param_end == pe->param_first),
               "%s: acts at BIAS without bias_tile (or with parameters and no bias_tile_backward)", v->label);
+    if (pe->sites & PELAB_SITE_KEY)
+        CHECK(o->key_forward && o->key_backward, "%s: acts at KEY without key_forward and key_backward", v->label);
     CHECK((o->contract.promises & ~(unsigned)(PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL)) == 0,
           "%s: unknown promise bits %#x", v->label, o->contract.promises);
     pelab_model_free(&m);

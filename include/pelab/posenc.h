@@ -4,12 +4,17 @@
  *   EMBED  adds e(p) to the token embedding                    (learned, sinusoidal, seqpe input)
  *   QK     transforms each head's query and key before q·k      (rope, pope, xpos, seqpe attn-*)
  *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)
+ *   KEY    adds kb(h, s), which it computes from the layer's input, to every logit of key s (fox)
  * Positions are always an explicit int32 array of shape (B, T, n) — n = pe->pos_dims coordinates
  * per token: 1 for text, 2 (row, column) for image patches — so shifted or offset positions cost
  * nothing. Where a function below says pos (B,T), read (B,T,n); a 1-D encoding (the default,
  * ops->dims 0) only ever sees n = 1. A QK encoding may change the per-head query/key width (PoPE makes it 2d) while
  * values keep width d. A BIAS encoding is evaluated on tiles of (query positions × key
- * positions), so attention kernels never need a T×T buffer from it.
+ * positions), so attention kernels never need a T×T buffer from it. KEY is the site of an encoding that
+ * reads the tokens: its values come from the block's normed input x (what q, k, v are computed
+ * from), one per (token, head), and any bias a(t) + b(s) of such values is one, since a query's
+ * own term a(t) cancels in its softmax. The kernels add kb in pelab_real after the q·k product,
+ * so it keeps its precision under bf16.
  *
  * To add an encoding: write src/posenc/pe_<name>.c defining one `const struct pelab_posenc_ops`,
  * and list it in src/posenc/posenc.c. Its parameters are declared by name in the model's
@@ -29,7 +34,8 @@
 enum pelab_pe_site {
     PELAB_SITE_EMBED = 1 << 0,
     PELAB_SITE_QK = 1 << 1,
-    PELAB_SITE_BIAS = 1 << 2
+    PELAB_SITE_BIAS = 1 << 2,
+    PELAB_SITE_KEY = 1 << 3
 };
 
 struct pelab_posenc;
@@ -81,7 +87,7 @@ struct pelab_posenc_ops {
 
     /* Reads its options (already checked against `options`), validates them against the model
      * shape in `pe`, sets pe->qk_dim when it acts at QK, declares its parameters in `params`
-     * (with decay 0). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. pe->sites
+     * (with decay 0, but for a projection of the tokens such as FoX's gate: decayed as q, k are). Returns PELAB_OK or PELAB_ERR_USAGE naming the option at fault. pe->sites
      * starts as `sites`; an encoding whose options choose its site (SeqPE's --seqpe-mode) clears
      * the bits of the sites it does not use: callers dispatch on pe->sites, never on which
      * functions the table has. */
@@ -153,6 +159,16 @@ struct pelab_posenc_ops {
     void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
                                const pelab_real *dout, const int32_t *pos_q, int nq,
                                const int32_t *pos_k, int nk);
+
+    /* KEY, for one layer.  x (B,T,D): the block's normed input;  kb (B,H,T) assigned: the value added
+     * to every logit of key s of head h. prev (H,): in generation with a KV cache, the kb of the
+     * position just before the pass's first (NULL at a sequence's start or without a cache), from
+     * which an encoding whose kb is a running sum over tokens continues it.
+     * backward: dkb (B,H,T) the loss's gradient at kb;  dx (B,T,D) +=;  parameter grads +=. */
+    void (*key_forward)(struct pelab_posenc *pe, int layer, pelab_real *kb, const pelab_real *x,
+                        const pelab_real *prev, int B, int T);
+    void (*key_backward)(struct pelab_posenc *pe, int layer, pelab_real *dx, const pelab_real *dkb,
+                         const pelab_real *x, int B, int T);
 
     /* Optional, for the frequency-usage analysis (pelab/freq.h): QK encodings whose query/key
      * components turn at frequencies. freqs returns their number F and, when theta is not

@@ -27,6 +27,11 @@ struct pelab_attn_call {
     struct pelab_posenc *pe;
     int layer;
     const int32_t *pos; /* (B,T,n), n = pe->pos_dims coordinates per token */
+    /* KEY site: kb (B,H,T) added to every logit of key s of head h, or NULL; the backward assigns
+     * its gradient dkb (B,H,T), the column sums of dS, when dkb is not NULL. The cached kernel
+     * keeps the chunk's kb (H,T) in the cache beside its keys. */
+    const pelab_real *kb;
+    pelab_real *dkb;
     int bidirectional;  /* no causal mask: every query attends to every key of its sequence */
     /* attention-probability dropout (training only): p, mask key and site; row0 the batch row
      * of sequence 0 (a share of a batch: its first row's place in the whole batch) */
@@ -91,18 +96,19 @@ struct pelab_attn_cache {
     int cap, len, chunk;   /* positions it holds at most, holds now; new queries per call at most */
     int layers, H, dq, dv;
     pelab_real *k, *v;     /* (layers,H,cap,dq), (layers,H,cap,dv) */
+    pelab_real *kb;        /* (layers,cap,H) the KEY site's values of the cached keys, or NULL */
     int32_t *pos;          /* (cap,) the cached positions: a bias row's key positions */
     pelab_real *scores;    /* (H,chunk,cap) */
 };
-/* Room for cap positions of `layers` layers, chunks of at most `chunk` queries. PELAB_OK, or
- * PELAB_ERR_RUNTIME (message set; nothing held). */
+/* Room for cap positions of `layers` layers, chunks of at most `chunk` queries, and the KEY
+ * site's values when key_bias is set. PELAB_OK, or PELAB_ERR_RUNTIME (message set; nothing held). */
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
-                          int chunk);
+                          int chunk, int key_bias);
 void pelab_attn_cache_release(struct pelab_attn_cache *c);
 /* Causal attention of s->T ≤ c->chunk new queries of one sequence (s->B = 1, at positions
  * c->len .. c->len + s->T − 1, whose positions the caller has put in c->pos from c->len) to the
  * c->len cached keys and the new ones: layer s->layer's new keys k (H,T,dq) and values v
- * (T,H,dv, rows s->ldv apart) are stored at c->len (which the caller advances once every layer has
+ * (T,H,dv, rows s->ldv apart), and s->kb (H,T) when the cache keeps KEY values, are stored at c->len (which the caller advances once every layer has
  * run); q (H,T,dq); out (T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. */
 void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
                                const pelab_real *k, const pelab_real *v,

@@ -2,7 +2,8 @@
  * values of the t0 positions kept from earlier chunks and its own, per head h:
  *
  *   K[h, t0..t0+n) = k_h;  V[h, t0..t0+n) = v_h                          (H,cap,dq), (H,cap,dv)
- *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j])          j ≤ t0 + i
+ *   KB[h, t0..t0+n) = kb_h (the KEY site's values, when the cache keeps them)
+ *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j]) + KB[h,j]  j ≤ t0 + i
  *   out[i, h] = Σ_j softmax_j(S[i,:]) V[h,j]
  *
  * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
@@ -21,14 +22,15 @@
 #define GEMM_ROWS 16
 
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
-                          int chunk) {
+                          int chunk, int key_bias) {
     *c = (struct pelab_attn_cache){.cap = cap, .chunk = chunk, .layers = layers, .H = H, .dq = dq, .dv = dv};
     const long LH = (long)layers * H;
     c->k = malloc((size_t)(LH * cap * dq) * sizeof *c->k);
     c->v = malloc((size_t)(LH * cap * dv) * sizeof *c->v);
     c->pos = malloc((size_t)cap * sizeof *c->pos);
     c->scores = malloc((size_t)((long)H * chunk * cap) * sizeof *c->scores);
-    if (c->k && c->v && c->pos && c->scores) return PELAB_OK;
+    if (key_bias) c->kb = malloc((size_t)(LH * cap) * sizeof *c->kb);
+    if (c->k && c->v && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
     pelab_attn_cache_release(c);
     return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
 }
@@ -38,6 +40,7 @@ void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     free(c->v);
     free(c->pos);
     free(c->scores);
+    free(c->kb);
     *c = (struct pelab_attn_cache){0};
 }
 
@@ -45,7 +48,7 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
                                const pelab_real *k, const pelab_real *v,
                                const struct pelab_attn_call *s) {
     PELAB_ASSERT(s->B == 1 && s->T <= c->chunk && c->len + s->T <= c->cap && !s->bidirectional &&
-                 s->dropout == 0);
+                 s->dropout == 0 && !s->kb == !c->kb);
     const int H = s->H, dq = s->dq, dv = s->dv, n = s->T, t0 = c->len, nk = t0 + n, cap = c->cap;
     const int gemm = n >= GEMM_ROWS;
     pelab_real *K = c->k + (long)s->layer * H * cap * dq, *V = c->v + (long)s->layer * H * cap * dv;
@@ -54,6 +57,9 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
             memcpy(K + ((long)h * cap + t0 + i) * dq, k + ((long)h * n + i) * dq, (size_t)dq * sizeof *K);
             memcpy(V + ((long)h * cap + t0 + i) * dv, v + (long)i * s->ldv + (long)h * dv, (size_t)dv * sizeof *V);
         }
+    pelab_real *KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL; /* (cap,H) */
+    for (int h = 0; KB && h < H; h++)
+        for (int i = 0; i < n; i++) KB[(long)(t0 + i) * H + h] = s->kb[(long)h * n + i];
     struct pelab_posenc *pe = s->pe;
     const int has_bias = pe && (pe->sites & PELAB_SITE_BIAS);
 #pragma omp parallel for schedule(static)
@@ -74,6 +80,7 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
             const pelab_real *qi = q + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
             if (!gemm)
                 for (int j = 0; j <= t; j++) row[j] += s->scale * pelab_vdot(qi, Kh + (long)j * dq, dq);
+            for (int j = 0; KB && j <= t; j++) row[j] += KB[(long)j * H + h];
             pelab_real mx = -INFINITY;
             for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
             pelab_real sum = 0;

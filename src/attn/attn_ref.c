@@ -1,11 +1,12 @@
 /* Reference attention: scores, softmax (causal or not) and weighted values per (batch, head), with
  * the probabilities kept for the backward pass.
  *
- *   S[t,s] = scale · q[t]·k[s] + bias(t,s)      s ≤ t (causal) or every s (bidirectional)
+ *   S[t,s] = scale · q[t]·k[s] + bias(t,s) + kb[s]      s ≤ t (causal) or every s (bidirectional)
  *   P[t,:] = softmax(S[t, 0..t]) (causal), softmax(S[t, :]) (bidirectional);  out[t] = Σ_s drop(P[t,s]) v[s]
  * backward:
  *   dP[t,s] = drop'(dout[t]·v[s]);  dS = P ⊙ (dP − rowsum(P ⊙ dP))
  *   dq[t] = scale Σ_s dS[t,s] k[s];  dk[s] = scale Σ_t dS[t,s] q[t];  dv[s] = Σ_t drop(P[t,s]) dout[t]
+ *   dkb[s] = Σ_t dS[t,s]
  */
 #include <math.h>
 #include <string.h>
@@ -36,6 +37,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
             const long bh = (long)b * H + h;
             const pelab_real *qh = q + bh * T * dq, *kh = k + bh * T * dq;
             pelab_real *A = att + bh * T * T;
+            const pelab_real *kb = s->kb ? s->kb + bh * T : NULL;
             if (has_bias) {
                 const int32_t *pos = seq_pos(s, b);
                 s->pe->ops->bias_tile(s->pe, s->layer, h, A, pos, T, pos, T);
@@ -48,6 +50,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 const int e = key_end(s, t);
                 for (int j = 0; j < e; j++) {
                     row[j] += s->scale * pelab_vdot(qh + (long)t * dq, kh + (long)j * dq, dq);
+                    if (kb) row[j] += kb[j];
                     mx = row[j] > mx ? row[j] : mx;
                 }
                 pelab_real sum = 0;
@@ -82,6 +85,8 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
             pelab_real *dqh = dq + bh * T * dq_, *dkh = dk + bh * T * dq_, *dA = datt + bh * T * T;
             memset(dqh, 0, (size_t)T * dq_ * sizeof *dqh);
             memset(dkh, 0, (size_t)T * dq_ * sizeof *dkh);
+            pelab_real *dkbh = s->dkb ? s->dkb + bh * T : NULL;
+            if (dkbh) memset(dkbh, 0, (size_t)T * sizeof *dkbh);
             for (int j = 0; j < T; j++)
                 memset(dv + ((long)b * T + j) * s->ldv + (long)h * dv_, 0, (size_t)dv_ * sizeof *dv);
             for (int t = 0; t < T; t++) {
@@ -101,6 +106,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                 }
                 for (int j = 0; j < e; j++) drow[j] = row[j] * (drow[j] - rowdot);
                 for (int j = e; j < T; j++) drow[j] = 0;
+                for (int j = 0; s->dkb && j < e; j++) dkbh[j] += drow[j];
                 for (int j = 0; j < e; j++) {
                     pelab_real g = s->scale * drow[j];
                     const pelab_real *qt = qh + (long)t * dq_, *kj = kh + (long)j * dq_;

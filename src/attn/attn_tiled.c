@@ -5,20 +5,21 @@
  *
  * forward, over the key tiles J that hold visible entries of query tile I (causal: s ≤ t; every
  * tile when s->bidirectional):
- *   S = scale · Q_I K_J^T + bias(I, J)                                (nq, nk)
+ *   S = scale · Q_I K_J^T + bias(I, J) + kb_J                         (nq, nk)
  *   m' = max(m, rowmax S);  α = e^(m − m');  P̃ = e^(S − m')
  *   ℓ = α ℓ + rowsum P̃;  acc = α acc + (P̃ ⊙ keep) V_J;  m = m'
  *   out_I = acc / ℓ;  lse_I = m + ln ℓ              lse (B,H,T) is all the backward needs
  * backward, per (b, h), query tile I, key tile J, with P recomputed from the saved lse:
  *   P = e^(S − lse);  dP = keep ⊙ dO_I V_J^T;  dS = P ⊙ (dP − D),  D = rowsum(dO_I ⊙ O_I)
  *   dV_J += (P ⊙ keep)^T dO_I;  dQ_I += scale dS K_J;  dK_J += scale dS^T Q_I;  bias grads += dS
+ *   dkb_J += column sums of dS
  * D is the reference's rowsum(P ⊙ dP): O = Σ_s P_s keep_s V_s, so dO·O = Σ_s P_s (keep_s dO·V_s).
  *
  * Dropout drops exactly the reference's entries: an entry's mask bit is a hash of its index
  * ((b·H + h)·T + t)·T + s in the (B,H,T,T) array the reference holds — an index, never a buffer.
  *
  * Threads. The forward splits (b, h, query tile): rows are independent, so any schedule gives the
- * same bits. The backward splits (b, h): each owns its rows of dq, dk, dv, so nothing races. The
+ * same bits. The backward splits (b, h): each owns its rows of dq, dk, dv, dkb, so nothing races. The
  * BIAS encoding's parameter gradients are shared by every (b, h); each thread passes the
  * encoding's tile backward an array of its own, laid out as the encoding's gradient range
  * (posenc.h), and the arrays are summed in thread order at the end: the same bits for a given thread
@@ -309,8 +310,8 @@ static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct p
     for (int c = 0; c < n; c++) keep[c] = pelab_dropout_scale(s->dropout, s->key, s->site, idx + (uint64_t)c);
 }
 
-/* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
- * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
+/* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T + kb_J for query rows i0.. and key rows j0.. of
+ * (b, h); leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
 static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
                    const struct pelab_attn_call *s, int b, int h, int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
@@ -327,6 +328,13 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
         tile_transpose(w->kt, wide_of(nk), KJ, dq, nk, dq);
         tile_gemm(w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
                   i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
+    }
+    if (s->kb) { /* after the product, in pelab_real: bf16 rounds none of it */
+        const pelab_real *restrict kbJ = s->kb + bh * s->T + j0;
+        for (int r = 0; r < nq; r++) {
+            pelab_real *restrict row = w->S + (long)r * nk;
+            for (int c = 0; c < nk; c++) row[c] += kbJ[c];
+        }
     }
 }
 
@@ -494,6 +502,11 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         tile_gemm(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
         tile_gemm(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
     }
+    if (s->dkb) { /* column sums of dS, rows in order */
+        pelab_real *restrict dkbJ = s->dkb + bh * T + j0;
+        for (int r = 0; r < nq; r++)
+            for (int c = 0; c < nk; c++) dkbJ[c] += w->dP[(long)r * nk + c];
+    }
     if (bgrad) {
         s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,
                                        pos_at(s, b, j0), nk);
@@ -510,6 +523,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
     const long bh = (long)b * s->H + h;
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);
     memset(dk + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dk);
+    if (s->dkb) memset(s->dkb + bh * T, 0, (size_t)T * sizeof *s->dkb);
     for (int t = 0; t < T; t++)
         memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
     for (int i0 = 0; i0 < T; i0 += tile) {

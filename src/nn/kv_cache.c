@@ -53,7 +53,7 @@ int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int c
     chunk = chunk < 1 ? 1 : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
     c->m = m;
     rc = pelab_attn_cache_init(&c->kv, m->cfg.n_layers, (int)H, m->pe.qk_dim, m->cfg.d_model / (int)H,
-                               capacity, (int)chunk);
+                               capacity, (int)chunk, (m->pe.sites & PELAB_SITE_KEY) != 0);
     if (!rc && !(c->logits = malloc((size_t)m->cfg.vocab * sizeof *c->logits)))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", capacity);
     if (rc) {

@@ -107,6 +107,9 @@ DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10
 _INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-width", "seqpe-heads")
 DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1, "seqpe-ood-loss": "paper"})
 _FLOATS += ("seqpe-alpha", "seqpe-beta")
+# FoX
+DEFAULTS.update({"fox-gate": "data", "fox-bias-init": 0.0})
+_FLOATS += ("fox-bias-init",)
 
 
 # the image task's patch model (what the task feeds the model) and the 2-D encodings
@@ -317,7 +320,7 @@ class PoPE(nn.Module):
 def make_posenc(cfg):
     d = cfg["d-model"] // cfg["heads"]
     pe = cfg["pe"]
-    if pe == "nope" or pe in BIAS_ENCODINGS:
+    if pe in ("nope", "fox") or pe in BIAS_ENCODINGS:  # fox: the layer's attn.fox (ForgetGate)
         return NoPE()
     if pe == "rope":
         if cfg["rope-scaling"] != "none":
@@ -572,6 +575,26 @@ def bias_is_shared(cfg):
     return cfg["pe"] == "fire-shared" or (cfg["pe"] == "t5" and cfg["t5-table"] == "shared")
 
 
+class ForgetGate(nn.Module):
+    """FoX (Lin et al. 2025): f_t = sigmoid(w_h.x_t + b_h) per head (data), or sigmoid(b_h) (bias);
+    the logit of query t and key s gains D[t, s] = sum_{l=s+1..t} ln f_l, here as the whole
+    (T, T) matrix c_t - c_s of the cumulative sums c — its query term included, which pelab drops.
+    Parameters attn.fox.gate.weight (H, D), attn.fox.gate.bias (H,)."""
+
+    def __init__(self, D, heads, data):
+        super().__init__()
+        self.gate = nn.Linear(D, heads, bias=True)
+        if not data:
+            del self.gate.weight
+            self.gate.register_parameter("weight", None)
+        self.data = data
+
+    def forward(self, x):                              # x (B, T, D) -> D (B, H, T, T)
+        z = self.gate(x) if self.data else self.gate.bias.expand(x.shape[0], x.shape[1], -1)
+        c = F.logsigmoid(z).transpose(1, 2).cumsum(-1)  # (B, H, T)
+        return c.unsqueeze(-1) - c.unsqueeze(-2)
+
+
 # --- SeqPE -----------------------------------------------------------------------------------------
 
 class SeqPEEncoder(nn.Module):
@@ -710,6 +733,8 @@ class Attention(nn.Module):
             self.rope2d_mixed = RoPE2DMixed(self.H, self.d)
         if cfg["pe"] == "pope2d":                    # blocks.{l}.attn.pope2d.delta
             self.pope2d = PoPE2D(self.H, self.d, cfg["pope2d-base"])
+        if cfg["pe"] == "fox":                       # blocks.{l}.attn.fox.gate.*
+            self.fox = ForgetGate(D, self.H, cfg["fox-gate"] == "data")
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
@@ -737,6 +762,8 @@ class Attention(nn.Module):
         bias = getattr(self, self.bias_name)(pos) if self.bias_name else shared_bias
         if bias is not None:
             att = att + bias.to(att.dtype)
+        if hasattr(self, "fox"):
+            att = att + self.fox(x)
         att = att.masked_fill(mask, float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, D)
         return self.proj(y)
@@ -827,6 +854,8 @@ class Twin(nn.Module):
                     else:                            # nn.Linear's own init: +-1/sqrt(fan_in)
                         bound = 1 / math.sqrt(self.cfg["fire-width"] if ".layers.0." not in name else 1)
                         p.uniform_(-bound, bound, generator=g)
+                elif ".fox.gate.bias" in name:
+                    p.fill_(self.cfg["fox-bias-init"])
                 elif ".pope." in name:
                     if self.cfg["pope-delta-init"] == "uniform":
                         p.uniform_(-2 * math.pi, 0, generator=g)
