@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The absolute encodings, xPos and FoX train, evaluate and sample from the command line; their
+# The absolute encodings, xPos, FoX and CoPE train, evaluate and sample from the command line; their
 # options land in config.json; a learned run evaluates with --ape-extend interpolate (an
 # evaluation-time option) and refuses it at training; RoPE's resonance is a training option.
 set -u
@@ -8,7 +8,7 @@ TINY="--d-model 32 --heads 2 --layers 1 --batch 8 --threads 1 --indirect-val-siz
 
 for case in "learned" "sinusoidal" "xpos" "learned --ape-max-len 64" "sinusoidal --sin-base 500" \
             "xpos --xpos-scale-base 64" "rope --rope-resonance on" "rope --rope-fraction 0.5 --rope-p 0.5" \
-            "fox" "fox --fox-gate bias --fox-bias-init 2"; do
+            "fox" "fox --fox-gate bias --fox-bias-init 2" "cope" "cope --cope-max-pos 8 --cope-table shared"; do
     set -- $case
     pe=$1
     R="$W/$(tr ' ' '_' <<<"$case")"
@@ -23,7 +23,7 @@ enc = cfg["encoding"]
 want = {"learned": {"ape-max-len"}, "sinusoidal": {"sin-base"},
         "xpos": {"xpos-base", "xpos-scale-base", "xpos-gamma"},
         "rope": {"rope-base", "rope-layout", "rope-resonance", "rope-fraction", "rope-p"},
-        "fox": {"fox-gate", "fox-bias-init"}}[case[0]]
+        "fox": {"fox-gate", "fox-bias-init"}, "cope": {"cope-max-pos", "cope-table"}}[case[0]]
 assert cfg["model"]["pe"] == case[0] and set(enc) == want, (cfg["model"], enc)
 for k, v in zip(case[1::2], case[2::2]):
     assert str(enc[k[2:]]) == v or enc[k[2:]] == float(v), (k, v, enc)

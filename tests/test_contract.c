@@ -178,6 +178,9 @@ static void check_sites(const struct pe_case *v) {
               "%s: acts at BIAS without bias_tile (or with parameters and no bias_tile_backward)", v->label);
     if (pe->sites & PELAB_SITE_KEY)
         CHECK(o->key_forward && o->key_backward, "%s: acts at KEY without key_forward and key_backward", v->label);
+    if (pe->sites & PELAB_SITE_COUNT)
+        CHECK(o->count_forward && o->count_backward && pe->count_max >= 1,
+              "%s: acts at COUNT without count_forward and count_backward, or with no counted positions", v->label);
     CHECK((o->contract.promises & ~(unsigned)(PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL)) == 0,
           "%s: unknown promise bits %#x", v->label, o->contract.promises);
     pelab_model_free(&m);

@@ -5,6 +5,9 @@
  *   QK     transforms each head's query and key before q·k      (rope, pope, xpos, seqpe attn-*)
  *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)
  *   KEY    adds kb(h, s), which it computes from the layer's input, to every logit of key s (fox)
+ *   COUNT  counts positions by the content (cope): p(t, s) = Σ_{u=s..t} σ(S⁰[t, u]), S⁰ the logits
+ *          as the other terms make them, and adds z_t(p(t, s)): its logits of the counted
+ *          positions 0..P−1 from query t, linear between integers, p clamped at P − 1
  * Positions are always an explicit int32 array of shape (B, T, n) — n = pe->pos_dims coordinates
  * per token: 1 for text, 2 (row, column) for image patches — so shifted or offset positions cost
  * nothing. Where a function below says pos (B,T), read (B,T,n); a 1-D encoding (the default,
@@ -14,7 +17,9 @@
  * reads the tokens: its values come from the block's normed input x (what q, k, v are computed
  * from), one per (token, head), and any bias a(t) + b(s) of such values is one, since a query's
  * own term a(t) cancels in its softmax. The kernels add kb in pelab_real after the q·k product,
- * so it keeps its precision under bf16.
+ * so it keeps its precision under bf16. COUNT is the site of positions the content counts (CoPE):
+ * the kernels form the gates and their running sums over keys; the encoding gives, per query, the
+ * logits z_t of the P integer positions (pe->count_max), from the queries after QK.
  *
  * To add an encoding: write src/posenc/pe_<name>.c defining one `const struct pelab_posenc_ops`,
  * and list it in src/posenc/posenc.c. Its parameters are declared by name in the model's
@@ -35,7 +40,8 @@ enum pelab_pe_site {
     PELAB_SITE_EMBED = 1 << 0,
     PELAB_SITE_QK = 1 << 1,
     PELAB_SITE_BIAS = 1 << 2,
-    PELAB_SITE_KEY = 1 << 3
+    PELAB_SITE_KEY = 1 << 3,
+    PELAB_SITE_COUNT = 1 << 4
 };
 
 struct pelab_posenc;
@@ -170,6 +176,13 @@ struct pelab_posenc_ops {
     void (*key_backward)(struct pelab_posenc *pe, int layer, pelab_real *dx, const pelab_real *dkb,
                          const pelab_real *x, int B, int T);
 
+    /* COUNT, for one layer (init sets pe->count_max, P).  q (B,H,T,qk_dim): the queries after QK;
+     * z (B,H,T,P) assigned: z_t[n], query t's logit of counted position n.
+     * backward: dz (B,H,T,P) the loss's gradient at z;  dq (B,H,T,qk_dim) +=;  parameter grads +=. */
+    void (*count_forward)(struct pelab_posenc *pe, int layer, pelab_real *z, const pelab_real *q, int B, int T);
+    void (*count_backward)(struct pelab_posenc *pe, int layer, pelab_real *dq, const pelab_real *dz,
+                           const pelab_real *q, int B, int T);
+
     /* Optional, for the frequency-usage analysis (pelab/freq.h): QK encodings whose query/key
      * components turn at frequencies. freqs returns their number F and, when theta is not
      * NULL, writes θ_c (F,) in radians per position, as the last pass used them (the trained
@@ -203,6 +216,7 @@ struct pelab_posenc {
     int bidirectional; /* the model attends without the causal mask */
     int grid;      /* 2-D: side of the training grid */
     int qk_dim;    /* per-head query/key width after QK (d unless the encoding changes it) */
+    int count_max; /* COUNT: P, the counted positions 0..P−1 (p clamped at P − 1) */
     unsigned sites;/* PELAB_SITE_* bits it acts at: ops->sites, narrowed by init to its options' */
     struct pelab_params *params;
     /* Its parameters are params->list[param_first .. param_end), set by pelab_posenc_init: declared

@@ -32,6 +32,12 @@ struct pelab_attn_call {
      * keeps the chunk's kb (H,T) in the cache beside its keys. */
     const pelab_real *kb;
     pelab_real *dkb;
+    /* COUNT site (pe->sites has it): z (B,H,T,P) each query's logits of the counted positions
+     * 0..P−1, P = pe->count_max; the backward assigns dz (B,H,T,P). What the backward needs of the
+     * gates, saved by the forward: gates (B,H,T,T) σ(S⁰) (reference kernel), cnt (B,H,T) each
+     * row's gate total Σ_u σ(S⁰[t,u]) (tiled kernel). */
+    const pelab_real *z;
+    pelab_real *dz, *gates, *cnt;
     int bidirectional;  /* no causal mask: every query attends to every key of its sequence */
     /* attention-probability dropout (training only): p, mask key and site; row0 the batch row
      * of sequence 0 (a share of a batch: its first row's place in the whole batch) */

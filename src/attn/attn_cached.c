@@ -4,6 +4,7 @@
  *   K[h, t0..t0+n) = k_h;  V[h, t0..t0+n) = v_h                          (H,cap,dq), (H,cap,dv)
  *   KB[h, t0..t0+n) = kb_h (the KEY site's values, when the cache keeps them)
  *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j]) + KB[h,j]  j ≤ t0 + i
+ *   COUNT: S[i,j] += z_i(p), p counted from t0 + i back to j (attn/count.h)
  *   out[i, h] = Σ_j softmax_j(S[i,:]) V[h,j]
  *
  * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "attn/count.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/vmath.h"
 #include "pelab/status.h"
@@ -81,6 +83,7 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
             if (!gemm)
                 for (int j = 0; j <= t; j++) row[j] += s->scale * pelab_vdot(qi, Kh + (long)j * dq, dq);
             for (int j = 0; KB && j <= t; j++) row[j] += KB[(long)j * H + h];
+            if (s->z) pelab_count_row(row, NULL, t + 1, s->z + ((long)h * n + i) * pe->count_max, pe->count_max, 0);
             pelab_real mx = -INFINITY;
             for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
             pelab_real sum = 0;

@@ -1,16 +1,18 @@
 /* Reference attention: scores, softmax (causal or not) and weighted values per (batch, head), with
  * the probabilities kept for the backward pass.
  *
- *   S[t,s] = scale · q[t]·k[s] + bias(t,s) + kb[s]      s ≤ t (causal) or every s (bidirectional)
+ *   S⁰[t,s] = scale · q[t]·k[s] + bias(t,s) + kb[s]     s ≤ t (causal) or every s (bidirectional)
+ *   S = S⁰, or with the COUNT site S⁰ + z_t(p), the gates of p saved (attn/count.h)
  *   P[t,:] = softmax(S[t, 0..t]) (causal), softmax(S[t, :]) (bidirectional);  out[t] = Σ_s drop(P[t,s]) v[s]
  * backward:
  *   dP[t,s] = drop'(dout[t]·v[s]);  dS = P ⊙ (dP − rowsum(P ⊙ dP))
  *   dq[t] = scale Σ_s dS[t,s] k[s];  dk[s] = scale Σ_t dS[t,s] q[t];  dv[s] = Σ_t drop(P[t,s]) dout[t]
- *   dkb[s] = Σ_t dS[t,s]
+ *   dkb[s] = Σ_t dS[t,s]   (dS: the gradient at S⁰, which COUNT's backward forms from the one at S)
  */
 #include <math.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "attn/count.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
@@ -38,6 +40,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
             const pelab_real *qh = q + bh * T * dq, *kh = k + bh * T * dq;
             pelab_real *A = att + bh * T * T;
             const pelab_real *kb = s->kb ? s->kb + bh * T : NULL;
+            const int P = s->z ? s->pe->count_max : 0;
             if (has_bias) {
                 const int32_t *pos = seq_pos(s, b);
                 s->pe->ops->bias_tile(s->pe, s->layer, h, A, pos, T, pos, T);
@@ -51,8 +54,9 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 for (int j = 0; j < e; j++) {
                     row[j] += s->scale * pelab_vdot(qh + (long)t * dq, kh + (long)j * dq, dq);
                     if (kb) row[j] += kb[j];
-                    mx = row[j] > mx ? row[j] : mx;
                 }
+                if (P) pelab_count_row(row, s->gates + (bh * T + t) * T, e, s->z + (bh * T + t) * P, P, 0);
+                for (int j = 0; j < e; j++) mx = row[j] > mx ? row[j] : mx;
                 pelab_real sum = 0;
                 for (int j = 0; j < e; j++) {
                     row[j] = pelab_vexp(row[j] - mx);
@@ -87,6 +91,8 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
             memset(dkh, 0, (size_t)T * dq_ * sizeof *dkh);
             pelab_real *dkbh = s->dkb ? s->dkb + bh * T : NULL;
             if (dkbh) memset(dkbh, 0, (size_t)T * sizeof *dkbh);
+            const int P = s->z ? s->pe->count_max : 0;
+            if (P) memset(s->dz + bh * T * P, 0, (size_t)T * P * sizeof *s->dz);
             for (int j = 0; j < T; j++)
                 memset(dv + ((long)b * T + j) * s->ldv + (long)h * dv_, 0, (size_t)dv_ * sizeof *dv);
             for (int t = 0; t < T; t++) {
@@ -106,6 +112,9 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                 }
                 for (int j = 0; j < e; j++) drow[j] = row[j] * (drow[j] - rowdot);
                 for (int j = e; j < T; j++) drow[j] = 0;
+                if (P)
+                    pelab_count_row_backward(drow, s->gates + (bh * T + t) * T, e, s->z + (bh * T + t) * P, P,
+                                             s->dz + (bh * T + t) * P);
                 for (int j = 0; s->dkb && j < e; j++) dkbh[j] += drow[j];
                 for (int j = 0; j < e; j++) {
                     pelab_real g = s->scale * drow[j];

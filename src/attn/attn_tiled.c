@@ -6,6 +6,8 @@
  * forward, over the key tiles J that hold visible entries of query tile I (causal: s ≤ t; every
  * tile when s->bidirectional):
  *   S = scale · Q_I K_J^T + bias(I, J) + kb_J                         (nq, nk)
+ *   COUNT (attn/count.h): S += z(p), p the running sums of the gates σ(S) from the diagonal back,
+ *   the key tiles then visited from the diagonal down; each row's gate total saved in cnt
  *   m' = max(m, rowmax S);  α = e^(m − m');  P̃ = e^(S − m')
  *   ℓ = α ℓ + rowsum P̃;  acc = α acc + (P̃ ⊙ keep) V_J;  m = m'
  *   out_I = acc / ℓ;  lse_I = m + ln ℓ              lse (B,H,T) is all the backward needs
@@ -13,6 +15,8 @@
  *   P = e^(S − lse);  dP = keep ⊙ dO_I V_J^T;  dS = P ⊙ (dP − D),  D = rowsum(dO_I ⊙ O_I)
  *   dV_J += (P ⊙ keep)^T dO_I;  dQ_I += scale dS K_J;  dK_J += scale dS^T Q_I;  bias grads += dS
  *   dkb_J += column sums of dS
+ * COUNT, key tiles visited from 0 up: p_s = cnt − Σ_{u<s} g_u and dg_u = Σ_{s≤u} dp_s, both running
+ * sums in that order, turn dS into the gradient at the scores before the count (attn/count.h).
  * D is the reference's rowsum(P ⊙ dP): O = Σ_s P_s keep_s V_s, so dO·O = Σ_s P_s (keep_s dO·V_s).
  *
  * Dropout drops exactly the reference's entries: an entry's mask bit is a hash of its index
@@ -45,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
+#include "attn/count.h"
 #include "attn/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
@@ -201,6 +206,10 @@ struct work {
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
+    /* COUNT only (NULL otherwise): gate, p (tile, tile) backward: each entry's gate and count;
+     * run, drun (tile,) per row: the forward's count from the diagonal back, the backward's sums
+     * Σ_{u<s} g_u and Σ_{s≤u} dp_s */
+    pelab_real *gate, *p, *run, *drun;
     uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
     int bf16;         /* the products in bf16 (the calling thread's --precision) */
 };
@@ -214,12 +223,13 @@ static long pack_reals(int tile, int dq, int dv) {
     return (long)((pelab_tile_bf16_pack_size(w, w) * sizeof(uint16_t) + sizeof(pelab_real) - 1) / sizeof(pelab_real));
 }
 
-static long work_reals(int tile, int dq, int dv) {
-    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
+static long work_reals(int tile, int dq, int dv, int count) {
+    return (count ? 4L : 2L) * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + (count ? 5 : 3)) +
+           pack_reals(tile, dq, dv);
 }
 
 /* Lays w out over buf (work_reals of it). */
-static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv) {
+static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv, int count) {
     const long t2 = (long)tile * tile;
     w->S = buf;
     w->dP = w->S + t2;
@@ -229,7 +239,14 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
-    w->pack = (uint16_t *)(w->keep + tile);
+    w->gate = w->p = w->run = w->drun = NULL;
+    if (count) {
+        w->gate = w->keep + tile;
+        w->p = w->gate + t2;
+        w->run = w->p + t2;
+        w->drun = w->run + tile;
+    }
+    w->pack = (uint16_t *)(w->keep + tile + (count ? 2 * t2 + 2L * tile : 0));
 }
 
 /* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, then
@@ -238,6 +255,8 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static int has_bias(const struct pelab_attn_call *s) { return s->pe && (s->pe->sites & PELAB_SITE_BIAS); }
+
+static int has_count(const struct pelab_attn_call *s) { return s->pe && (s->pe->sites & PELAB_SITE_COUNT); }
 
 static int has_bias_grad(const struct pelab_attn_call *s) {
     return has_bias(s) && s->pe->ops->bias_tile_backward && pelab_posenc_grad_count(s->pe) > 0;
@@ -248,7 +267,7 @@ static size_t bias_bytes(const struct pelab_attn_call *s) {
 }
 
 static size_t thread_bytes(const struct pelab_attn_call *s) {
-    return bias_bytes(s) + align64((size_t)work_reals(tile_of(s), s->dq, s->dv) * sizeof(pelab_real));
+    return bias_bytes(s) + align64((size_t)work_reals(tile_of(s), s->dq, s->dv, has_count(s)) * sizeof(pelab_real));
 }
 
 int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_call *s) {
@@ -289,7 +308,7 @@ static unsigned char *thread_block(const struct pelab_attn_scratch *w, const str
 /* The tiles of a thread's block; bf16: whether the products are in bf16, the precision of the
  * thread that called the kernel (read outside the parallel region: it is per thread). */
 static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_call *s, int bf16) {
-    work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
+    work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv, has_count(s));
     w->bf16 = bf16;
 }
 
@@ -386,13 +405,17 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
                                                   const struct pelab_attn_call *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
+    const int P = w->run ? s->pe->count_max : 0, ntiles = (key_stop(s, i0) + tile - 1) / tile;
     for (int r = 0; r < nq; r++) w->m[r] = -INFINITY, w->l[r] = 0;
+    if (P) memset(w->run, 0, (size_t)nq * sizeof *w->run);
     memset(w->acc, 0, (size_t)nq * dv * sizeof *w->acc);
-    for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile) {
+    for (int jt = 0; jt < ntiles; jt++) {
+        const int j0 = (P ? ntiles - 1 - jt : jt) * tile; /* a count runs from the diagonal back */
         const int nk = key_count(s, i0, nq, j0);
         scores(w, q, k, s, b, h, i0, nq, j0, nk);
         for (int r = 0; r < nq; r++) {
             const int t = i0 + r, n = visible(s, t, j0, nk);
+            if (P) w->run[r] = pelab_count_row(w->S + (long)r * nk, NULL, n, s->z + (bh * T + t) * P, P, w->run[r]);
             keep_row(w->keep, n, s, b, h, t, j0);
             const pelab_real alpha = online_step(w->S + (long)r * nk, n, nk, &w->m[r], &w->l[r], w->keep);
             pelab_real *restrict a = w->acc + (long)r * dv;
@@ -413,6 +436,7 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
         const pelab_real inv = 1 / w->l[r], *a = w->acc + (long)r * dv;
         for (int c = 0; c < dv; c++) o[c] = a[c] * inv;
         lse[bh * T + t] = w->m[r] + (pelab_real)log((double)w->l[r]);
+        if (P) s->cnt[bh * T + t] = w->run[r];
     }
 }
 
@@ -468,6 +492,18 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     pelab_real *dQI = dq + (bh * T + i0) * dqw, *dKJ = dk + (bh * T + j0) * dqw;
 
     scores(w, q, k, s, b, h, i0, nq, j0, nk);
+    const int P = w->run ? s->pe->count_max : 0;
+    for (int r = 0; P && r < nq; r++) { /* the count left to right: p_s = cnt − Σ_{u<s} g_u */
+        const int t = i0 + r, n = visible(s, t, j0, nk);
+        const pelab_real *z = s->z + (bh * T + t) * P, total = s->cnt[bh * T + t];
+        pelab_real *row = w->S + (long)r * nk, *g = w->gate + (long)r * nk, *p = w->p + (long)r * nk, slope;
+        for (int c = 0; c < n; c++) {
+            g[c] = pelab_count_gate(row[c]);
+            p[c] = total - w->run[r];
+            w->run[r] += g[c];
+            row[c] += pelab_count_logit(z, P, p[c], &slope);
+        }
+    }
     /* dP (nq, nk) = dO_I · V_J^T */
     memset(w->dP, 0, (size_t)nq * nk * sizeof *w->dP);
     const int diag = i0 == j0 && !s->bidirectional;
@@ -490,6 +526,17 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
             ds[c] = pc * (w->keep[c] * ds[c] - D);
         }
         for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
+    }
+    for (int r = 0; P && r < nq; r++) { /* dS → the gradient at the scores before the count */
+        const int t = i0 + r, n = visible(s, t, j0, nk);
+        const pelab_real *z = s->z + (bh * T + t) * P, *g = w->gate + (long)r * nk, *p = w->p + (long)r * nk;
+        pelab_real *ds = w->dP + (long)r * nk, *dz = s->dz + (bh * T + t) * P, slope;
+        for (int c = 0; c < n; c++) {
+            pelab_count_logit(z, P, p[c], &slope);
+            pelab_count_logit_backward(dz, P, p[c], ds[c]);
+            w->drun[r] += ds[c] * slope; /* dg_c = Σ_{s≤c} dp_s */
+            ds[c] += w->drun[r] * g[c] * (1 - g[c]);
+        }
     }
     /* dV_J (nk, dv) += (P ⊙ keep)^T (nk, nq) · dO_I (nq, dv)
      * dQ_I (nq, dq) += scale · dS · K_J;  dK_J (nk, dq) += scale · dS^T · Q_I */
@@ -524,6 +571,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);
     memset(dk + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dk);
     if (s->dkb) memset(s->dkb + bh * T, 0, (size_t)T * sizeof *s->dkb);
+    if (w->run) memset(s->dz + bh * T * s->pe->count_max, 0, (size_t)T * s->pe->count_max * sizeof *s->dz);
     for (int t = 0; t < T; t++)
         memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
     for (int i0 = 0; i0 < T; i0 += tile) {
@@ -532,6 +580,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
             const long row = ((long)b * T + i0 + r) * s->ldo + (long)h * dvw;
             w->m[r] = lse[bh * T + i0 + r];
             w->l[r] = pelab_vdot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
+            if (w->run) w->run[r] = w->drun[r] = 0;
         }
         for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile)
             backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));

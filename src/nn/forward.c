@@ -30,7 +30,8 @@ struct pelab_layer_bufs pelab_layer_bufs(const struct pelab_model *m, const stru
         .x = b->x + k * BT * D, .out = b->x + (kept ? l + 1 : 0) * BT * D,
         .ln1 = b->ln1 + k * BT * D, .rstd1 = b->rstd1 + k * BT, .qkv = b->qkv + k * BT * 3 * D,
         .qo = b->qo + k * BHT * m->pe.qk_dim, .ko = b->ko + k * BHT * m->pe.qk_dim,
-        .kb = b->kb ? b->kb + k * BHT : NULL,
+        .kb = b->kb ? b->kb + k * BHT : NULL, .z = b->z ? b->z + k * BHT * m->pe.count_max : NULL,
+        .gates = b->gates ? b->gates + k * BHT * T : NULL, .cnt = b->cnt ? b->cnt + k * BHT : NULL,
         .att = b->att ? b->att + k * BHT * T : NULL, .lse = b->lse ? b->lse + k * BHT : NULL,
         .atty = b->atty + k * BT * D, .xmid = b->xmid + k * BT * D, .ln2 = b->ln2 + k * BT * D,
         .rstd2 = b->rstd2 + k * BT, .fch = b->fch + k * BT * MD, .fch_gelu = b->fch_gelu + k * BT * MD,
@@ -79,6 +80,7 @@ static int attention_forward(struct pelab_model *m, const struct pelab_fwd *f, i
                              const struct pelab_layer_bufs *b, const int32_t *pos, int B, int T) {
     struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, pos, f->p_drop, f->scratch);
     s.kb = b->kb;
+    s.z = b->z, s.gates = b->gates, s.cnt = b->cnt;
     const pelab_real *v = b->qkv + 2 * m->cfg.d_model;
     if (f->cache) {
         pelab_attn_cached_forward(f->cache, b->atty, b->qo, b->ko, v, &s);
@@ -108,7 +110,7 @@ static void mlp_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
     add(b->out + r0 * D, b->xmid + r0 * D, branch, (long)n * D);
 }
 
-/* Block l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos);  kb = PE_key(RMSNorm(x));
+/* Block l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos);  kb = PE_key(RMSNorm(x));  z = PE_count(q');
  *           xmid = x + drop(Attn(q', k', v)·Wo^T);  out = MLP(xmid), per chunk of f->rows. */
 static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
                          const struct pelab_layer_bufs *b, const int32_t *pos, int B, int T) {
@@ -122,6 +124,7 @@ static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l
         m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, f->cache && f->cache->len ?
                                f->cache->kb + ((long)l * f->cache->cap + f->cache->len - 1) * m->cfg.n_heads : NULL,
                                B, T);
+    if (b->z) m->pe.ops->count_forward(&m->pe, l, b->z, b->qo, B, T);
     int rc = attention_forward(m, f, l, b, pos, B, T);
     if (rc) return rc;
     pelab_matmul_forward(b->branch, b->atty, W(L->proj), (int)BT, D, D);

@@ -48,6 +48,7 @@ struct pelab_acts {
     pelab_real *dqkv;              /* (B,T,3D) */
     pelab_real *dqo, *dko;         /* (B,H,T,dq) */
     pelab_real *dkb;               /* (B,H,T) KEY site only */
+    pelab_real *dz;                /* (B,H,T,P) COUNT site only */
     pelab_real *datt;              /* (B,H,T,T) reference kernel only */
     pelab_real *dfch, *dfch_gelu;  /* (B,T,M·D) */
     struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
@@ -146,10 +147,11 @@ int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, in
 static void acts_free(struct pelab_acts *a) {
     if (!a) return;
     struct pelab_fwd_bufs *f = &a->fwd;
-    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->att, f->lse, f->atty,
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates, f->cnt,
+                          f->att, f->lse, f->atty,
                           f->xmid, f->ln2, f->rstd2, f->fch, f->fch_gelu, f->lnf, f->lnf_rstd,
                           f->logits, f->ce_stats, f->losses, a->dres, a->dbranch, a->dln,
-                          a->datty, a->dqkv, a->dqo, a->dko, a->dkb, a->datt, a->dfch, a->dfch_gelu};
+                          a->datty, a->dqkv, a->dqo, a->dko, a->dkb, a->dz, a->datt, a->dfch, a->dfch_gelu};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(a->tokens);
     free(a->targets);
@@ -195,6 +197,11 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(f->qo, N * BT * H * dq);
     ALLOC(f->ko, N * BT * H * dq);
     if (m->pe.sites & PELAB_SITE_KEY) ALLOC(f->kb, N * BT * H);
+    if (m->pe.sites & PELAB_SITE_COUNT) {
+        ALLOC(f->z, N * BT * H * m->pe.count_max);
+        if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(f->gates, N * B * H * T * T);
+        else ALLOC(f->cnt, N * BT * H);
+    }
     /* what attention saves: the (T,T) probabilities, or with the tiled kernel one number a row */
     if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(f->att, N * B * H * T * T);
     else ALLOC(f->lse, N * B * H * T);
@@ -222,6 +229,7 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->dqo, BT * H * dq);
     ALLOC(a->dko, BT * H * dq);
     if (m->pe.sites & PELAB_SITE_KEY) ALLOC(a->dkb, BT * H);
+    if (m->pe.sites & PELAB_SITE_COUNT) ALLOC(a->dz, BT * H * m->pe.count_max);
     if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(a->datt, (long)B * H * T * T);
     ALLOC(a->dfch, BT * MD);
     ALLOC(a->dfch_gelu, BT * MD);
@@ -382,7 +390,9 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, a->pos, p_drop, &a->attn);
         s.kb = b.kb;
         s.dkb = a->dkb;
+        s.z = b.z, s.gates = b.gates, s.cnt = b.cnt, s.dz = a->dz;
         attn_backward(m, &b, a->dqkv + 2 * D, &s);
+        if (b.z) m->pe.ops->count_backward(&m->pe, l, a->dqo, a->dz, b.qo, B, T);
         pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, b.qkv, b.qkv + D,
                                  3 * D, a->pos, B, T);
         pelab_matmul_backward_assign(a->dln, G(L->qkv), a->dqkv, b.ln1, W(L->qkv), (int)BT, D, 3 * D);

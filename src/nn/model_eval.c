@@ -48,7 +48,8 @@ void pelab_model_eval_release(struct pelab_model *m) {
     struct pelab_eval_acts *e = m->eval;
     if (!e) return;
     struct pelab_fwd_bufs *f = &e->fwd;
-    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->lse, f->att, f->atty,
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates, f->cnt,
+                          f->lse, f->att, f->atty,
                           f->fch, f->logits, f->losses, f->pred_prob};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
     free(f->pred);
@@ -79,6 +80,11 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(f->qo, BT * H * dq);
     ALLOC(f->ko, BT * H * dq);
     if (m->pe.sites & PELAB_SITE_KEY) ALLOC(f->kb, BT * H);
+    if (m->pe.sites & PELAB_SITE_COUNT) {
+        ALLOC(f->z, BT * H * m->pe.count_max);
+        if (ref) ALLOC(f->gates, BT * H * T);
+        else ALLOC(f->cnt, BT * H);
+    }
     if (ref) ALLOC(f->att, BT * H * T);
     else ALLOC(f->lse, BT * H);
     ALLOC(f->atty, BT * D);

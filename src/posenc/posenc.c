@@ -10,7 +10,7 @@
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
 extern const struct pelab_posenc_ops pelab_pe_alibi, pelab_pe_t5, pelab_pe_fire, pelab_pe_fire_shared;
-extern const struct pelab_posenc_ops pelab_pe_seqpe, pelab_pe_fox;
+extern const struct pelab_posenc_ops pelab_pe_seqpe, pelab_pe_fox, pelab_pe_cope;
 extern const struct pelab_posenc_ops pelab_pe_learned2d, pelab_pe_sinusoidal2d, pelab_pe_rope2d;
 extern const struct pelab_posenc_ops pelab_pe_rope2d_mixed, pelab_pe_pope2d;
 
@@ -27,6 +27,7 @@ static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_fire_shared,
     &pelab_pe_seqpe,
     &pelab_pe_fox,
+    &pelab_pe_cope,
     &pelab_pe_learned2d,
     &pelab_pe_sinusoidal2d,
     &pelab_pe_rope2d,

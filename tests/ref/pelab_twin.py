@@ -107,9 +107,10 @@ DEFAULTS.update({"seqpe-mode": "input", "seqpe-proj": "shared", "seqpe-base": 10
 _INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-width", "seqpe-heads")
 DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1, "seqpe-ood-loss": "paper"})
 _FLOATS += ("seqpe-alpha", "seqpe-beta")
-# FoX
-DEFAULTS.update({"fox-gate": "data", "fox-bias-init": 0.0})
+# FoX, CoPE
+DEFAULTS.update({"fox-gate": "data", "fox-bias-init": 0.0, "cope-max-pos": 0, "cope-table": "per-layer"})
 _FLOATS += ("fox-bias-init",)
+_INTS += ("cope-max-pos",)
 
 
 # the image task's patch model (what the task feeds the model) and the 2-D encodings
@@ -320,7 +321,7 @@ class PoPE(nn.Module):
 def make_posenc(cfg):
     d = cfg["d-model"] // cfg["heads"]
     pe = cfg["pe"]
-    if pe in ("nope", "fox") or pe in BIAS_ENCODINGS:  # fox: the layer's attn.fox (ForgetGate)
+    if pe in ("nope", "fox", "cope") or pe in BIAS_ENCODINGS:  # fox, cope: the layer's attn.fox, attn.cope
         return NoPE()
     if pe == "rope":
         if cfg["rope-scaling"] != "none":
@@ -595,6 +596,25 @@ class ForgetGate(nn.Module):
         return c.unsqueeze(-1) - c.unsqueeze(-2)
 
 
+class CoPE(nn.Module):
+    """Contextual positions (Golovneva et al. 2024, Sec. 3), as the paper writes them: gates
+    sigmoid of the masked logits, positions their reversed cumulative sums clamped at P - 1, the
+    logits q.e[p] at integer p gathered at ceil(p) and floor(p) and mixed by p - floor(p).
+    Parameter pos_emb (P, d), shared by the heads."""
+
+    def __init__(self, P, d):
+        super().__init__()
+        self.pos_emb = nn.Parameter(torch.zeros(P, d))
+
+    def forward(self, q, logits):                       # q (B, H, T, d), logits (B, H, T, T) masked
+        gates = torch.sigmoid(logits)                   # 0 where masked (-inf)
+        pos = gates.flip(-1).cumsum(-1).flip(-1).clamp(max=self.pos_emb.shape[0] - 1)
+        z = q @ self.pos_emb.t()                        # (B, H, T, P)
+        ceil, floor = pos.ceil().long(), pos.floor().long()
+        w = pos - floor
+        return z.gather(-1, ceil) * w + z.gather(-1, floor) * (1 - w)
+
+
 # --- SeqPE -----------------------------------------------------------------------------------------
 
 class SeqPEEncoder(nn.Module):
@@ -735,13 +755,15 @@ class Attention(nn.Module):
             self.pope2d = PoPE2D(self.H, self.d, cfg["pope2d-base"])
         if cfg["pe"] == "fox":                       # blocks.{l}.attn.fox.gate.*
             self.fox = ForgetGate(D, self.H, cfg["fox-gate"] == "data")
+        if cfg["pe"] == "cope" and cfg["cope-table"] == "per-layer":  # blocks.{l}.attn.cope.pos_emb
+            self.cope = CoPE(cfg["cope-max-pos"] or cfg["max-seq"], self.d)
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
             if bias is not None:
                 setattr(self, self.bias_name, bias)
 
-    def forward(self, x, pos, mask, shared_bias=None, seqpe=None):
+    def forward(self, x, pos, mask, shared_bias=None, seqpe=None, cope=None):
         B, T, D = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.H, self.d).permute(2, 0, 3, 1, 4)  # (B, H, T, d)
         q, k = self.pope(q, k, pos)                                                  # (B, H, T, dq)
@@ -764,7 +786,11 @@ class Attention(nn.Module):
             att = att + bias.to(att.dtype)
         if hasattr(self, "fox"):
             att = att + self.fox(x)
-        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        att = att.masked_fill(mask, float("-inf"))
+        cope = getattr(self, "cope", cope)
+        if cope is not None:
+            att = att + cope(q, att)
+        att = att.softmax(-1)
         y = (att @ v).transpose(1, 2).reshape(B, T, D)
         return self.proj(y)
 
@@ -789,8 +815,8 @@ class Block(nn.Module):
         self.mlp_norm = RMSNorm(D)
         self.mlp = MLP(cfg)
 
-    def forward(self, h, pos, mask, shared_bias=None, seqpe=None):
-        h = h + self.attn(self.attn_norm(h), pos, mask, shared_bias, seqpe)
+    def forward(self, h, pos, mask, shared_bias=None, seqpe=None, cope=None):
+        h = h + self.attn(self.attn_norm(h), pos, mask, shared_bias, seqpe, cope)
         return h + self.mlp(self.mlp_norm(h))
 
 
@@ -833,6 +859,9 @@ class Twin(nn.Module):
             self.shared_bias = bias
         else:
             self.shared_bias = None
+        if cfg["pe"] == "cope" and cfg["cope-table"] == "shared":   # pe.cope.pos_emb
+            self.pe = nn.Module()
+            self.pe.cope = CoPE(cfg["cope-max-pos"] or cfg["max-seq"], D // cfg["heads"])
         self.gpt2_init()
         self.to(dtype)
 
@@ -854,6 +883,8 @@ class Twin(nn.Module):
                     else:                            # nn.Linear's own init: +-1/sqrt(fan_in)
                         bound = 1 / math.sqrt(self.cfg["fire-width"] if ".layers.0." not in name else 1)
                         p.uniform_(-bound, bound, generator=g)
+                elif ".cope." in name:
+                    p.zero_()
                 elif ".fox.gate.bias" in name:
                     p.fill_(self.cfg["fox-bias-init"])
                 elif ".pope." in name:
@@ -892,8 +923,9 @@ class Twin(nn.Module):
                 h = h + e
             else:
                 seqpe = (sq.mode, e, sq.qk if sq.shared else None)
+        cope = self.pe.cope if hasattr(self, "pe") and hasattr(self.pe, "cope") else None
         for block in self.blocks:
-            h = block(h, pos, mask, shared_bias, seqpe)
+            h = block(h, pos, mask, shared_bias, seqpe, cope)
         h = self.final_norm(h)
         if self.patches:
             W = self.classifier.weight
@@ -927,7 +959,7 @@ def decays(name, p):
     positional encoding's parameters (named '.pope.' etc.)."""
     return (p.ndim >= 2 and ".pope." not in name and not name.startswith("pos_emb.")
             and not name.startswith("pos_emb2d.") and ".rope2d_mixed." not in name
-            and ".pope2d." not in name
+            and ".pope2d." not in name and ".cope." not in name
             and ".seqpe." not in name and not is_bias_param(name))
 
 

@@ -1,0 +1,80 @@
+/* The COUNT site's arithmetic (posenc.h: positions the content counts, CoPE), shared by the three
+ * attention kernels. For query t, with S⁰ its logits as the other terms make them:
+ *
+ *   g_u = σ(S⁰[t,u]);  p_s = Σ_{u=s..t} g_u  (visible keys u only);  S[t,s] = S⁰[t,s] + z_t(p_s)
+ *   z_t(p) = z[⌊p⌋] + (p − ⌊p⌋)·(z[⌊p⌋+1] − z[⌊p⌋])   for p < P − 1;  z[P − 1] beyond (clamped)
+ *
+ * backward, from dS[t,s] = ∂L/∂S[t,s]:
+ *   dz[⌊p_s⌋] += dS (1 − w), dz[⌊p_s⌋+1] += dS w  (w = p_s − ⌊p_s⌋; dz[P − 1] += dS when clamped)
+ *   dp_s = dS · ∂z_t/∂p (0 when clamped);  dg_u = Σ_{s≤u} dp_s  (p_s sums the gates from s on)
+ *   ∂L/∂S⁰[t,u] = dS[t,u] + dg_u · g_u (1 − g_u)
+ */
+#ifndef PELAB_ATTN_COUNT_H
+#define PELAB_ATTN_COUNT_H
+
+#include "kernels/cpu/vmath.h"
+#include "pelab/real.h"
+
+static inline pelab_real pelab_count_gate(pelab_real s) { return 1 / (1 + pelab_vexp(-s)); }
+
+/* z_t(p) for query t's logits z (P,), and *slope = ∂z_t/∂p. */
+static inline pelab_real pelab_count_logit(const pelab_real *z, int P, pelab_real p, pelab_real *slope) {
+    if (p >= P - 1) {
+        *slope = 0;
+        return z[P - 1];
+    }
+    const int lo = (int)p;
+    *slope = z[lo + 1] - z[lo];
+    return z[lo] + (p - (pelab_real)lo) * *slope;
+}
+
+/* dz (P,) += g · ∂z_t(p)/∂z */
+static inline void pelab_count_logit_backward(pelab_real *dz, int P, pelab_real p, pelab_real g) {
+    if (p >= P - 1) {
+        dz[P - 1] += g;
+        return;
+    }
+    const int lo = (int)p;
+    const pelab_real w = p - (pelab_real)lo;
+    dz[lo] += g * (1 - w);
+    dz[lo + 1] += g * w;
+}
+
+/* Keys 0..n−1 of one row, right to left, continuing a count p0 of the gates of the keys after
+ * them: row S⁰ → S, each gate into gate[] when not NULL. Returns the count at key 0. */
+static inline pelab_real pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z,
+                                         int P, pelab_real p0) {
+    pelab_real p = p0, slope;
+    for (int j = n - 1; j >= 0; j--) {
+        const pelab_real g = pelab_count_gate(row[j]);
+        if (gate) gate[j] = g;
+        p += g;
+        row[j] += pelab_count_logit(z, P, p, &slope);
+    }
+    return p;
+}
+
+/* The backward of a whole row's pelab_count_row (p0 = 0), given its gates: ds (n,) the gradient at
+ * S becomes the gradient at S⁰; dz (P,) +=. Two passes right to left: the first sums every dp_s
+ * (DP), the second takes dg_u = DP − Σ_{s>u} dp_s. */
+static inline void pelab_count_row_backward(pelab_real *ds, const pelab_real *gate, int n, const pelab_real *z,
+                                            int P, pelab_real *dz) {
+    pelab_real p = 0, DP = 0, slope;
+    for (int j = n - 1; j >= 0; j--) {
+        p += gate[j];
+        pelab_count_logit(z, P, p, &slope);
+        DP += ds[j] * slope;
+        pelab_count_logit_backward(dz, P, p, ds[j]);
+    }
+    pelab_real after = 0; /* Σ_{s>u} dp_s */
+    p = 0;
+    for (int u = n - 1; u >= 0; u--) {
+        p += gate[u];
+        pelab_count_logit(z, P, p, &slope);
+        const pelab_real dp = ds[u] * slope;
+        ds[u] += (DP - after) * gate[u] * (1 - gate[u]);
+        after += dp;
+    }
+}
+
+#endif
