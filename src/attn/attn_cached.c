@@ -88,7 +88,7 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
             for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
             pelab_real sum = 0;
             for (int j = 0; j <= t; j++) {
-                row[j] = pelab_vexp(row[j] - mx);
+                row[j] = pelab_vexp_prob(row[j] - mx);
                 sum += row[j];
             }
             for (int j = 0; j <= t; j++) row[j] /= sum;

@@ -59,7 +59,7 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 for (int j = 0; j < e; j++) mx = row[j] > mx ? row[j] : mx;
                 pelab_real sum = 0;
                 for (int j = 0; j < e; j++) {
-                    row[j] = pelab_vexp(row[j] - mx);
+                    row[j] = pelab_vexp_prob(row[j] - mx);
                     sum += row[j];
                 }
                 for (int j = 0; j < e; j++) row[j] /= sum;

@@ -385,7 +385,7 @@ static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n
     const pelab_real alpha = *m == -INFINITY ? 0 : pelab_vexp(*m - mx);
     /* the exponentials apart from the sum: that loop vectorises in the float build (vmath.h's
      * exp) without a pragma, which the double build's libm exp could not honour */
-    for (int c = 0; c < n; c++) sc[c] = pelab_vexp(sc[c] - mx);
+    for (int c = 0; c < n; c++) sc[c] = pelab_vexp_prob(sc[c] - mx);
     pelab_real sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int c = 0; c < n; c++) {
@@ -497,8 +497,9 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         const int t = i0 + r, n = visible(s, t, j0, nk);
         const pelab_real *z = s->z + (bh * T + t) * P, total = s->cnt[bh * T + t];
         pelab_real *row = w->S + (long)r * nk, *g = w->gate + (long)r * nk, *p = w->p + (long)r * nk, slope;
+#pragma omp simd
+        for (int c = 0; c < n; c++) g[c] = pelab_count_gate(row[c]);
         for (int c = 0; c < n; c++) {
-            g[c] = pelab_count_gate(row[c]);
             p[c] = total - w->run[r];
             w->run[r] += g[c];
             row[c] += pelab_count_logit(z, P, p[c], &slope);
@@ -521,7 +522,7 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         const pelab_real lse = w->m[r], D = w->l[r];
         keep_row(w->keep, n, s, b, h, t, j0);
         for (int c = 0; c < n; c++) { /* vectorises in the float build, as in online_step */
-            const pelab_real pc = pelab_vexp(p[c] - lse);
+            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
             p[c] = pc * w->keep[c];
             ds[c] = pc * (w->keep[c] * ds[c] - D);
         }

@@ -41,15 +41,21 @@ static inline void pelab_count_logit_backward(pelab_real *dz, int P, pelab_real 
 }
 
 /* Keys 0..n−1 of one row, right to left, continuing a count p0 of the gates of the keys after
- * them: row S⁰ → S, each gate into gate[] when not NULL. Returns the count at key 0. */
+ * them: row S⁰ → S, each gate into gate[] when not NULL. Returns the count at key 0. The gates of
+ * a chunk of keys are formed apart from the running sum, so that their exponentials vectorise. */
 static inline pelab_real pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z,
                                          int P, pelab_real p0) {
-    pelab_real p = p0, slope;
-    for (int j = n - 1; j >= 0; j--) {
-        const pelab_real g = pelab_count_gate(row[j]);
-        if (gate) gate[j] = g;
-        p += g;
-        row[j] += pelab_count_logit(z, P, p, &slope);
+    enum { CHUNK = 64 };
+    pelab_real g[CHUNK], p = p0, slope;
+    for (int end = n; end > 0; end -= CHUNK) {
+        const int start = end > CHUNK ? end - CHUNK : 0, m = end - start;
+#pragma omp simd
+        for (int i = 0; i < m; i++) g[i] = pelab_count_gate(row[start + i]);
+        for (int i = m - 1; i >= 0; i--) {
+            p += g[i];
+            row[start + i] += pelab_count_logit(z, P, p, &slope);
+        }
+        for (int i = 0; gate && i < m; i++) gate[start + i] = g[i];
     }
     return p;
 }
