@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${PELAB_LENGTHGEN_RUNS:-runs/lengthgen}
 tasks=${*:-copy reverse addition parity stack-manipulation duplicate-string sort sum poly lego binary-addition}
-pes=nope,learned,sinusoidal,rope,pope,alibi,t5,fire,xpos,seqpe
+pes=nope,learned,sinusoidal,rope,pope,alibi,t5,fire,xpos,seqpe,fox,cope
 for pe in learned sinusoidal rope pope alibi t5 fire xpos; do pes=$pes,$pe:random-positions=256; done
 for task in $tasks; do
     bash scripts/record.sh "lengthgen-$task" ./pelab compare --task "$task" --preset cpu --pe "$pes" \

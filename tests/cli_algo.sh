@@ -86,6 +86,8 @@ assert [(r["exact_match"], r["accuracy"]) for r in a] == [(r["exact_match"], r["
 assert all(abs(x["loss"] - y["loss"]) <= 1e-6 * y["loss"] for x, y in zip(a, b)), (a, b)
 PY
 expect 2 "--random-positions: --pe nope reads no positions" -- train --task copy --pe nope --random-positions 64 $TINY --out "$W/bad9"
+expect 2 "--random-positions: --pe fox reads no positions" -- train --task copy --pe fox --random-positions 64 $TINY --out "$W/bad9"
+expect 2 "--random-positions: --pe cope reads no positions" -- train --task copy --pe cope --random-positions 64 $TINY --out "$W/bad9"
 expect 2 "--random-positions with --pe seqpe is not supported" -- train --task copy --pe seqpe --random-positions 64 $TINY --out "$W/bad10"
 expect 2 "--random-positions 12 holds no 17 distinct positions" -- train --task copy --pe rope --random-positions 12 $TINY --algo-train-max 4 --out "$W/bad11"
 expect 2 "--random-positions 5 is below the training context of 9 positions" -- train --task copy --pe rope --random-positions 5 $TINY --algo-train-max 4 --out "$W/bad12"

@@ -124,7 +124,7 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
     const int context = c->random_positions ? c->random_positions : max_seq;
     rc = pelab_posenc_init_nd(&m->pe, c->pe, opts, p, D, c->n_heads, N, context, &c->positions);
     if (rc) return rc;
-    if (c->random_positions && !m->pe.sites)
+    if (c->random_positions && !(m->pe.sites & (PELAB_SITE_EMBED | PELAB_SITE_QK | PELAB_SITE_BIAS))) /* nope, fox, cope */
         return pelab_fail(PELAB_ERR_USAGE, "--random-positions: --pe %s reads no positions", c->pe);
     if (c->random_positions && m->pe.ops->train_positions)
         return pelab_fail(PELAB_ERR_USAGE, "--random-positions with --pe %s is not supported: its "
