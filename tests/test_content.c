@@ -42,45 +42,52 @@ static void check_counting(void) {
     printf("count: markers counted, clamped at P - 1, interpolated between integers\n");
 }
 
-/* f = Σ_s c_s · S_s over one row's keys: its gradient at S⁰ and at z by central differences. */
-static double row_objective(const double *s0, const double *z, int n, int P, const double *c) {
-    double row[16], f = 0;
-    memcpy(row, s0, (size_t)n * sizeof *row);
-    pelab_count_row(row, NULL, n, z, P, 0);
-    for (int s = 0; s < n; s++) f += c[s] * row[s];
+/* f = Σ_s c_s · S_s over one row's n keys, the count's forward of s0 with the logits z. */
+struct row_case {
+    double s0[12], z[16], c[12];
+    int n, P;
+};
+
+static double row_objective(const struct row_case *r) {
+    double row[12], f = 0;
+    memcpy(row, r->s0, (size_t)r->n * sizeof *row);
+    pelab_count_row(row, NULL, r->n, r->z, r->P, 0);
+    for (int s = 0; s < r->n; s++) f += r->c[s] * row[s];
     return f;
 }
 
+/* ∂f/∂v[i] by central differences, v one of r's arrays */
+static double central(struct row_case *r, double *v, int i) {
+    const double h = 1e-6, keep = v[i];
+    v[i] = keep + h;
+    const double up = row_objective(r);
+    v[i] = keep - h;
+    const double down = row_objective(r);
+    v[i] = keep;
+    return (up - down) / (2 * h);
+}
+
 static void check_count_gradient(int P) {
-    enum { N = 12 };
-    double s0[N], z[16], c[N], gate[N], ds[N], dz[16] = {0}, row[N];
+    struct row_case r = {.n = 12, .P = P};
+    double gate[12], ds[12], dz[16] = {0}, row[12];
     unsigned seed = 7;
-    for (int i = 0; i < N; i++) {
-        s0[i] = 3.0 * rand_r(&seed) / RAND_MAX - 1.5;
-        c[i] = 2.0 * rand_r(&seed) / RAND_MAX - 1;
+    for (int i = 0; i < r.n; i++) {
+        r.s0[i] = 3.0 * rand_r(&seed) / RAND_MAX - 1.5;
+        r.c[i] = 2.0 * rand_r(&seed) / RAND_MAX - 1;
     }
-    for (int n = 0; n < P; n++) z[n] = 2.0 * rand_r(&seed) / RAND_MAX - 1;
-    memcpy(row, s0, sizeof row);
-    pelab_count_row(row, gate, N, z, P, 0);
-    memcpy(ds, c, sizeof ds);
-    pelab_count_row_backward(ds, gate, N, z, P, dz);
-    const double h = 1e-6;
+    for (int n = 0; n < P; n++) r.z[n] = 2.0 * rand_r(&seed) / RAND_MAX - 1;
+    memcpy(row, r.s0, sizeof row);
+    pelab_count_row(row, gate, r.n, r.z, P, 0);
+    memcpy(ds, r.c, sizeof ds);
+    pelab_count_row_backward(ds, gate, r.n, r.z, P, dz);
     double worst = 0;
-    for (int i = 0; i < N; i++) {
-        double up[N], dn[N];
-        memcpy(up, s0, sizeof up);
-        memcpy(dn, s0, sizeof dn);
-        up[i] += h, dn[i] -= h;
-        const double fd = (row_objective(up, z, N, P, c) - row_objective(dn, z, N, P, c)) / (2 * h);
+    for (int i = 0; i < r.n; i++) {
+        const double fd = central(&r, r.s0, i);
         CHECK_CLOSE(ds[i], fd, 1e-8, 1e-6, "count backward: gradient at S0");
         worst = fmax(worst, fabs(ds[i] - fd));
     }
     for (int n = 0; n < P; n++) {
-        double zu[16], zd[16];
-        memcpy(zu, z, sizeof zu);
-        memcpy(zd, z, sizeof zd);
-        zu[n] += h, zd[n] -= h;
-        const double fd = (row_objective(s0, zu, N, P, c) - row_objective(s0, zd, N, P, c)) / (2 * h);
+        const double fd = central(&r, r.z, n);
         CHECK_CLOSE(dz[n], fd, 1e-8, 1e-6, "count backward: gradient at z");
         worst = fmax(worst, fabs(dz[n] - fd));
     }
