@@ -61,7 +61,7 @@ PY
 # every log line but speed and time, exactly
 
 # ---- the same global batch, one process or several ----
-for cfg in "rope" "pope --accum 2" "t5" "seqpe --seqpe-shift-prob 0.5"; do
+for cfg in "rope" "pope --accum 2" "t5" "seqpe --seqpe-shift-prob 0.5" "fox" "cope --accum 2"; do
     name=${cfg%% *}
     "$P" train $S --pe $cfg --out "$W/$name-1" >/dev/null 2>"$W/e" || fail "$cfg, one process: $(cat "$W/e")"
     mpi 2 train $S --pe $cfg --out "$W/$name-2" >"$W/o" 2>"$W/e" || fail "$cfg, 2 ranks: $(cat "$W/e")"
