@@ -77,6 +77,8 @@ static void help_encodings(FILE *f) {
         if ((*p)->sites & PELAB_SITE_EMBED) strcat(sites, "EMBED ");
         if ((*p)->sites & PELAB_SITE_QK) strcat(sites, "QK ");
         if ((*p)->sites & PELAB_SITE_BIAS) strcat(sites, "BIAS ");
+        if ((*p)->sites & PELAB_SITE_KEY) strcat(sites, "KEY ");
+        if ((*p)->sites & PELAB_SITE_COUNT) strcat(sites, "COUNT ");
         char dims[16] = ""; /* the positions it serves: 1-D (sequences), 2-D (images) */
         for (int n = 1; n <= 2; n++)
             if (pelab_posenc_serves(*p, n))

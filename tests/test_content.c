@@ -4,7 +4,8 @@
  *    of query t is at position (markers in s..t), its logit z[that count]; counts past P − 1 take
  *    z[P − 1]; a fractional count interpolates between the two integers around it;
  *  - the count's backward (two passes right to left) against central differences of the row's
- *    logits, for the scores and for z, clamped entries included;
+ *    logits, for the scores and for z, clamped entries included; a NaN logit gives NaNs, not an
+ *    index out of the table;
  *  - fox with --fox-gate bias is a learned ALiBi: kb_t − kb_s = (t − s)·ln(1 + e^(−b)), and with
  *    --fox-gate data, kb continues a running sum from `prev` exactly as one longer pass would. */
 #include <stdlib.h>
@@ -39,7 +40,13 @@ static void check_counting(void) {
     pelab_count_row(two, NULL, 2, z, 8, 0);
     CHECK_CLOSE(two[1], z[0] + 0.5 * (z[1] - z[0]), 1e-13, 0, "p = 1/2 halfway between z[0] and z[1]");
     CHECK_CLOSE(two[0] - 40, z[1] + 0.5 * (z[2] - z[1]), 1e-13, 0, "p = 3/2 halfway between z[1] and z[2]");
-    printf("count: markers counted, clamped at P - 1, interpolated between integers\n");
+    /* a NaN logit makes NaN counts, which take the clamped branch (never an index) and stay NaN */
+    double bad[3] = {0.5, NAN, 0.5}, gbad[3], dbad[3] = {1, 1, 1}, dzbad[8] = {0};
+    pelab_count_row(bad, gbad, 3, z, 8, 0);
+    pelab_count_row_backward(dbad, gbad, 3, z, 8, dzbad);
+    CHECK(isfinite(bad[2]) && isnan(bad[1]) && isnan(bad[0]), "a NaN logit: %g %g %g", bad[0], bad[1], bad[2]);
+    CHECK(isnan(dzbad[7]), "a NaN count's gradient reaches z[P - 1]");
+    printf("count: markers counted, clamped at P - 1, interpolated between integers; a NaN stays a NaN\n");
 }
 
 /* f = Σ_s c_s · S_s over one row's n keys, the count's forward of s0 with the logits z. */

@@ -1,6 +1,6 @@
 /* pelab/posenc.h — the positional-encoding interface.
  *
- * An encoding acts at one or more of three sites:
+ * An encoding acts at one or more of five sites:
  *   EMBED  adds e(p) to the token embedding                    (learned, sinusoidal, seqpe input)
  *   QK     transforms each head's query and key before q·k      (rope, pope, xpos, seqpe attn-*)
  *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)

@@ -23,7 +23,7 @@ struct pelab_attn_call {
     int dv;            /* value width per head, d */
     int ldv, ldo;      /* row strides of v (inside qkv: 3D) and of out (D) */
     pelab_real scale;  /* 1/sqrt(d) */
-    /* BIAS site: pe with ops->bias_tile, or NULL */
+    /* the encoding (its BIAS and COUNT sites act in the kernels), or NULL */
     struct pelab_posenc *pe;
     int layer;
     const int32_t *pos; /* (B,T,n), n = pe->pos_dims coordinates per token */
@@ -37,7 +37,8 @@ struct pelab_attn_call {
      * gates, saved by the forward: gates (B,H,T,T) σ(S⁰) (reference kernel), cnt (B,H,T) each
      * row's gate total Σ_u σ(S⁰[t,u]) (tiled kernel). */
     const pelab_real *z;
-    pelab_real *dz, *gates, *cnt;
+    pelab_real *dz, *gates;
+    double *cnt;
     int bidirectional;  /* no causal mask: every query attends to every key of its sequence */
     /* attention-probability dropout (training only): p, mask key and site; row0 the batch row
      * of sequence 0 (a share of a batch: its first row's place in the whole batch) */

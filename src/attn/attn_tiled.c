@@ -206,10 +206,11 @@ struct work {
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
-    /* COUNT only (NULL otherwise): gate, p (tile, tile) backward: each entry's gate and count;
-     * run, drun (tile,) per row: the forward's count from the diagonal back, the backward's sums
-     * Σ_{u<s} g_u and Σ_{s≤u} dp_s */
-    pelab_real *gate, *p, *run, *drun;
+    /* COUNT only (NULL otherwise), the counts in double (attn/count.h): gate, p (tile, tile)
+     * backward: each entry's gate and count; run, drun (tile,) per row: the forward's count from
+     * the diagonal back, the backward's sums Σ_{u<s} g_u and Σ_{s≤u} dp_s */
+    pelab_real *gate;
+    double *p, *run, *drun;
     uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
     int bf16;         /* the products in bf16 (the calling thread's --precision) */
 };
@@ -223,15 +224,28 @@ static long pack_reals(int tile, int dq, int dv) {
     return (long)((pelab_tile_bf16_pack_size(w, w) * sizeof(uint16_t) + sizeof(pelab_real) - 1) / sizeof(pelab_real));
 }
 
+/* Reals that hold the count's doubles, p (tile, tile), run and drun (tile,) (first in the block,
+ * so aligned). */
+static long run_reals(int tile, int count) {
+    const size_t doubles = (size_t)tile * tile + 2 * (size_t)tile;
+    return count ? (long)((doubles * sizeof(double) + sizeof(pelab_real) - 1) / sizeof(pelab_real)) : 0;
+}
+
 static long work_reals(int tile, int dq, int dv, int count) {
-    return (count ? 4L : 2L) * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + (count ? 5 : 3)) +
-           pack_reals(tile, dq, dv);
+    return run_reals(tile, count) + (count ? 3L : 2L) * tile * tile + (long)wide_of(tile) * (dq + dv) +
+           (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
 }
 
 /* Lays w out over buf (work_reals of it). */
 static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv, int count) {
     const long t2 = (long)tile * tile;
-    w->S = buf;
+    w->p = w->run = w->drun = NULL;
+    if (count) {
+        w->p = (double *)buf;
+        w->run = w->p + t2;
+        w->drun = w->run + tile;
+    }
+    w->S = buf + run_reals(tile, count);
     w->dP = w->S + t2;
     w->kt = w->dP + t2;
     w->vt = w->kt + (long)dq * wide_of(tile);
@@ -239,14 +253,8 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
-    w->gate = w->p = w->run = w->drun = NULL;
-    if (count) {
-        w->gate = w->keep + tile;
-        w->p = w->gate + t2;
-        w->run = w->p + t2;
-        w->drun = w->run + tile;
-    }
-    w->pack = (uint16_t *)(w->keep + tile + (count ? 2 * t2 + 2L * tile : 0));
+    w->gate = count ? w->keep + tile : NULL;
+    w->pack = (uint16_t *)(w->keep + tile + (count ? t2 : 0));
 }
 
 /* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, then
@@ -495,8 +503,10 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     const int P = w->run ? s->pe->count_max : 0;
     for (int r = 0; P && r < nq; r++) { /* the count left to right: p_s = cnt − Σ_{u<s} g_u */
         const int t = i0 + r, n = visible(s, t, j0, nk);
-        const pelab_real *z = s->z + (bh * T + t) * P, total = s->cnt[bh * T + t];
-        pelab_real *row = w->S + (long)r * nk, *g = w->gate + (long)r * nk, *p = w->p + (long)r * nk, slope;
+        const pelab_real *z = s->z + (bh * T + t) * P;
+        const double total = s->cnt[bh * T + t];
+        pelab_real *row = w->S + (long)r * nk, *g = w->gate + (long)r * nk, slope;
+        double *p = w->p + (long)r * nk;
 #pragma omp simd
         for (int c = 0; c < n; c++) g[c] = pelab_count_gate(row[c]);
         for (int c = 0; c < n; c++) {
@@ -530,13 +540,14 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     }
     for (int r = 0; P && r < nq; r++) { /* dS → the gradient at the scores before the count */
         const int t = i0 + r, n = visible(s, t, j0, nk);
-        const pelab_real *z = s->z + (bh * T + t) * P, *g = w->gate + (long)r * nk, *p = w->p + (long)r * nk;
+        const pelab_real *z = s->z + (bh * T + t) * P, *g = w->gate + (long)r * nk;
+        const double *p = w->p + (long)r * nk;
         pelab_real *ds = w->dP + (long)r * nk, *dz = s->dz + (bh * T + t) * P, slope;
         for (int c = 0; c < n; c++) {
             pelab_count_logit(z, P, p[c], &slope);
             pelab_count_logit_backward(dz, P, p[c], ds[c]);
-            w->drun[r] += ds[c] * slope; /* dg_c = Σ_{s≤c} dp_s */
-            ds[c] += w->drun[r] * g[c] * (1 - g[c]);
+            w->drun[r] += (double)ds[c] * slope; /* dg_c = Σ_{s≤c} dp_s */
+            ds[c] += (pelab_real)w->drun[r] * g[c] * (1 - g[c]);
         }
     }
     /* dV_J (nk, dv) += (P ⊙ keep)^T (nk, nq) · dO_I (nq, dv)

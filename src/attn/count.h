@@ -17,36 +17,40 @@
 
 static inline pelab_real pelab_count_gate(pelab_real s) { return 1 / (1 + pelab_vexp(-s)); }
 
-/* z_t(p) for query t's logits z (P,), and *slope = ∂z_t/∂p. */
-static inline pelab_real pelab_count_logit(const pelab_real *z, int P, pelab_real p, pelab_real *slope) {
-    if (p >= P - 1) {
+/* z_t(p) for query t's logits z (P,), and *slope = ∂z_t/∂p. A NaN count takes the clamped branch
+ * and stays a NaN (never an index). */
+static inline pelab_real pelab_count_logit(const pelab_real *z, int P, double p, pelab_real *slope) {
+    if (!(p < P - 1)) {
         *slope = 0;
-        return z[P - 1];
+        return p == p ? z[P - 1] : (pelab_real)p;
     }
     const int lo = (int)p;
     *slope = z[lo + 1] - z[lo];
-    return z[lo] + (p - (pelab_real)lo) * *slope;
+    return z[lo] + (pelab_real)(p - lo) * *slope;
 }
 
 /* dz (P,) += g · ∂z_t(p)/∂z */
-static inline void pelab_count_logit_backward(pelab_real *dz, int P, pelab_real p, pelab_real g) {
-    if (p >= P - 1) {
-        dz[P - 1] += g;
+static inline void pelab_count_logit_backward(pelab_real *dz, int P, double p, pelab_real g) {
+    if (!(p < P - 1)) {
+        dz[P - 1] += p == p ? g : (pelab_real)p;
         return;
     }
     const int lo = (int)p;
-    const pelab_real w = p - (pelab_real)lo;
+    const pelab_real w = (pelab_real)(p - lo);
     dz[lo] += g * (1 - w);
     dz[lo + 1] += g * w;
 }
 
 /* Keys 0..n−1 of one row, right to left, continuing a count p0 of the gates of the keys after
- * them: row S⁰ → S, each gate into gate[] when not NULL. Returns the count at key 0. The gates of
- * a chunk of keys are formed apart from the running sum, so that their exponentials vectorise. */
-static inline pelab_real pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z,
-                                         int P, pelab_real p0) {
+ * them: row S⁰ → S, each gate into gate[] when not NULL. Returns the count at key 0. The count is
+ * summed in double, so that a key near the query and one thousands of keys back both get theirs
+ * to float's precision; the gates of a chunk of keys are formed apart from it, so that their
+ * exponentials vectorise. */
+static inline double pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z, int P,
+                                     double p0) {
     enum { CHUNK = 64 };
-    pelab_real g[CHUNK], p = p0, slope;
+    pelab_real g[CHUNK], slope;
+    double p = p0;
     for (int end = n; end > 0; end -= CHUNK) {
         const int start = end > CHUNK ? end - CHUNK : 0, m = end - start;
 #pragma omp simd
@@ -65,20 +69,21 @@ static inline pelab_real pelab_count_row(pelab_real *row, pelab_real *gate, int 
  * (DP), the second takes dg_u = DP − Σ_{s>u} dp_s. */
 static inline void pelab_count_row_backward(pelab_real *ds, const pelab_real *gate, int n, const pelab_real *z,
                                             int P, pelab_real *dz) {
-    pelab_real p = 0, DP = 0, slope;
+    double p = 0, DP = 0;
+    pelab_real slope;
     for (int j = n - 1; j >= 0; j--) {
         p += gate[j];
         pelab_count_logit(z, P, p, &slope);
-        DP += ds[j] * slope;
+        DP += (double)ds[j] * slope;
         pelab_count_logit_backward(dz, P, p, ds[j]);
     }
-    pelab_real after = 0; /* Σ_{s>u} dp_s */
+    double after = 0; /* Σ_{s>u} dp_s */
     p = 0;
     for (int u = n - 1; u >= 0; u--) {
         p += gate[u];
         pelab_count_logit(z, P, p, &slope);
-        const pelab_real dp = ds[u] * slope;
-        ds[u] += (DP - after) * gate[u] * (1 - gate[u]);
+        const double dp = (double)ds[u] * slope;
+        ds[u] += (pelab_real)(DP - after) * gate[u] * (1 - gate[u]);
         after += dp;
     }
 }

@@ -25,12 +25,13 @@ enum pelab_fwd_mode {
  *   x, ln1, atty, xmid, ln2, lnf (B,T,D); rstd1, rstd2, lnf_rstd, losses (B,T); qkv (B,T,3D);
  *   qo, ko (B,H,T,qk_dim); kb (B,H,T) an encoding's KEY values, NULL without that site;
  *   z (B,H,T,P) its COUNT logits and what the attention keeps of the count, gates (B,H,T,T)
- *   (reference kernel) or cnt (B,H,T) (tiled), NULL without that site; att (B,H,T,T) (reference kernel) or lse (B,H,T) (tiled kernel);
+ *   (reference kernel) or cnt (B,H,T), in double (tiled), NULL without that site; att (B,H,T,T) (reference kernel) or lse (B,H,T) (tiled kernel);
  *   fch, fch_gelu (B,T,M·D) kept, (rows, M·D) otherwise; logits (B,T,V) kept, (rows, V) in
  *   EVAL; ce_stats (B,T,2) TRAIN only; pred, pred_prob (B,T) EVAL only;
  *   branch (B,T,D), never kept: a branch's output before it joins the residual stream. */
 struct pelab_fwd_bufs {
-    pelab_real *x, *ln1, *rstd1, *qkv, *qo, *ko, *kb, *z, *gates, *cnt, *att, *lse, *atty;
+    pelab_real *x, *ln1, *rstd1, *qkv, *qo, *ko, *kb, *z, *gates, *att, *lse, *atty;
+    double *cnt;
     pelab_real *xmid, *ln2, *rstd2, *fch, *fch_gelu, *branch;
     pelab_real *lnf, *lnf_rstd, *logits, *ce_stats, *losses;
     int32_t *pred;
@@ -56,7 +57,8 @@ struct pelab_fwd {
 /* Layer l's slice of each buffer: slice l of the kept arrays (TRAIN), or the one slice; out is
  * where the block writes x_{l+1} (slice l + 1 of x, or x itself, updated in place). */
 struct pelab_layer_bufs {
-    pelab_real *x, *out, *ln1, *rstd1, *qkv, *qo, *ko, *kb, *z, *gates, *cnt, *att, *lse, *atty;
+    pelab_real *x, *out, *ln1, *rstd1, *qkv, *qo, *ko, *kb, *z, *gates, *att, *lse, *atty;
+    double *cnt;
     pelab_real *xmid, *ln2, *rstd2, *fch, *fch_gelu, *branch;
 };
 struct pelab_layer_bufs pelab_layer_bufs(const struct pelab_model *m, const struct pelab_fwd_bufs *b,

@@ -5,7 +5,9 @@
  *   x = E[tok] (+ e(pos))                                                    (n,D)
  *   layer l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos)               (n,3D), (H,n,dq)
  *             K_l[h, t0..t0+n) = k'_h;  V_l[h, t0..t0+n) = v_h               (H,cap,dq), (H,cap,d)
- *             atty = softmax(scale · q'·K_l^T + bias(pos, P)) V_l  (causal);  x += atty·Wo^T
+ *             KB_l[t0..t0+n) = kb (KEY site, continuing from KB_l[t0 − 1])   (cap,H)
+ *             atty = softmax(scale · q'·K_l^T + bias(pos, P) + KB_l (+ the count's z)) V_l  (causal)
+ *             x += atty·Wo^T
  *             x += GELU(RMSNorm(x)·W1^T)·W2^T
  *   logits = RMSNorm(x)·E^T          (every new row, or only the last)
  *

@@ -147,12 +147,13 @@ int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, in
 static void acts_free(struct pelab_acts *a) {
     if (!a) return;
     struct pelab_fwd_bufs *f = &a->fwd;
-    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates, f->cnt,
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates,
                           f->att, f->lse, f->atty,
                           f->xmid, f->ln2, f->rstd2, f->fch, f->fch_gelu, f->lnf, f->lnf_rstd,
                           f->logits, f->ce_stats, f->losses, a->dres, a->dbranch, a->dln,
                           a->datty, a->dqkv, a->dqo, a->dko, a->dkb, a->dz, a->datt, a->dfch, a->dfch_gelu};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(f->cnt);
     free(a->tokens);
     free(a->targets);
     free(a->pos);
@@ -174,6 +175,7 @@ void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel ker
     if (m->cfg.attention == (int)kernel) return;
     acts_free(m->acts); /* the kernels save different things for the backward pass */
     m->acts = NULL;
+    pelab_model_eval_release(m); /* and for an evaluation's own (lse or att, cnt or gates) */
     m->B = m->T = 0;
     m->cfg.attention = (int)kernel;
 }
@@ -433,6 +435,7 @@ struct act_view {
 
 /* The first non-finite element of v: 1 and its description in buf, or 0. */
 static int scan_view(const struct act_view *v, char *buf, size_t size) {
+    if (!v->p) return 0; /* a site the encoding does not act at */
     long n = 1;
     for (int i = 0; i < v->nd; i++) n *= v->dims[i];
     for (long k = 0; k < n; k++) {
@@ -474,6 +477,8 @@ int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t si
             VIEW3(l, "attn.qkv output", b.qkv, 3 * D, "(B,T,3D)"),
             VIEW4(l, "queries after the encoding", b.qo, T, dq, "(B,H,T,dq)"),
             VIEW4(l, "keys after the encoding", b.ko, T, dq, "(B,H,T,dq)"),
+            VIEW4(l, "the encoding's key values (KEY site)", b.kb, T, 1, "(B,H,T,1)"),
+            VIEW4(l, "the encoding's logits of counted positions (COUNT site)", b.z, T, m->pe.count_max, "(B,H,T,P)"),
             /* the reference kernel keeps the probabilities, the tiled one each row's log-sum-exp */
             b.att ? (struct act_view)VIEW4(l, "attention probabilities", b.att, T, T, "(B,H,T,T)")
                   : (struct act_view)VIEW4(l, "attention log-sum-exp", b.lse, T, 1, "(B,H,T,1)"),

@@ -7,7 +7,8 @@
  * and the (B,T,V) logits. Here the layers share one set of buffers, overwritten layer after
  * layer, and the position-wise parts (the MLP, the final norm, the output layer and the loss)
  * run over chunks of `rows` positions, so what grows with B·T is
- *   x (D), ln (D), qkv (3D), qo and ko (H·qk_dim each), kb (H, KEY site only), atty (D)   per position
+ *   x (D), ln (D), qkv (3D), qo and ko (H·qk_dim each), atty (D)     per position
+ *   kb (H) at the KEY site; z (H·P) and cnt (H) at the COUNT site
  * plus the attention's log-sum-exps, and the chunks are (rows, M·D) and (rows, V).
  * tests/test_model_eval.c holds its losses equal to the training forward's (every encoding, both
  * attention kernels, several chunk lengths).
@@ -48,10 +49,11 @@ void pelab_model_eval_release(struct pelab_model *m) {
     struct pelab_eval_acts *e = m->eval;
     if (!e) return;
     struct pelab_fwd_bufs *f = &e->fwd;
-    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates, f->cnt,
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates,
                           f->lse, f->att, f->atty,
                           f->fch, f->logits, f->losses, f->pred_prob};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    free(f->cnt);
     free(f->pred);
     free(e->targets);
     pelab_attn_scratch_free(&e->attn);

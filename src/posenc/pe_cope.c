@@ -14,6 +14,8 @@
  * its masked attention logits. e is one table per layer shared by the heads (the paper's), or one
  * for every layer (--cope-table shared); zero at initialisation as in the paper's code, so the
  * model starts as NoPE. Positions are never read: the same at every offset, causal only.
+ * P (--cope-max-pos, 64) bounds z, (B,H,T,P) reals per layer kept for the backward: with P as large
+ * as the context it would be the T×T of the reference kernel again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,8 +24,8 @@
 #include "pelab/status.h"
 
 static const struct pelab_optdef cope_options[] = {
-    {"cope-max-pos", PELAB_OPT_INT, "0", 0, 65536, NULL,
-     "counted positions P (0: the training context, which bounds every count in training)"},
+    {"cope-max-pos", PELAB_OPT_INT, "64", 1, 65536, NULL,
+     "counted positions P: counts from P - 1 on share the last logit"},
     {"cope-table", PELAB_OPT_CHOICE, "per-layer", 0, 0, "per-layer|shared",
      "one table e of position vectors per layer, or one for all layers"},
     {0},
@@ -37,9 +39,7 @@ static int cope_init(struct pelab_posenc *pe, const struct pelab_opts *opts, str
     struct cope *c = calloc(1, sizeof *c);
     if (!c) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     pe->state = c;
-    const int P = (int)pelab_opt_int(opts, cope_options, "cope-max-pos");
-    pe->count_max = P ? P : pe->max_seq;
-    if (pe->count_max < 1) return pelab_fail(PELAB_ERR_USAGE, "--cope-max-pos must be at least 1");
+    pe->count_max = (int)pelab_opt_int(opts, cope_options, "cope-max-pos");
     const int shared = pelab_opt_choice(opts, cope_options, "cope-table") == 1;
     c->table = malloc((size_t)pe->n_layers * sizeof *c->table);
     if (!c->table) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -86,12 +86,6 @@ static void cope_count_backward(struct pelab_posenc *pe, int layer, pelab_real *
                           pelab_params_data(pe->params, c->table[layer]), B * pe->H * T, pe->d, pe->count_max);
 }
 
-static int cope_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts) {
-    char v[16];
-    snprintf(v, sizeof v, "%d", pe->count_max);
-    return pelab_opts_set(opts, "cope-max-pos", v);
-}
-
 const struct pelab_posenc_ops pelab_pe_cope = {
     .name = "cope",
     .summary = "positions counted by gates σ(q·k), logits q·e[p] interpolated (Golovneva et al. 2024)",
@@ -103,5 +97,4 @@ const struct pelab_posenc_ops pelab_pe_cope = {
     .init_params = cope_init_params,
     .count_forward = cope_count_forward,
     .count_backward = cope_count_backward,
-    .resolve = cope_resolve,
 };

@@ -108,7 +108,7 @@ _INTS += ("seqpe-base", "seqpe-digits", "seqpe-dims", "seqpe-layers", "seqpe-wid
 DEFAULTS.update({"seqpe-alpha": 0.1, "seqpe-beta": 0.1, "seqpe-ood-loss": "paper"})
 _FLOATS += ("seqpe-alpha", "seqpe-beta")
 # FoX, CoPE
-DEFAULTS.update({"fox-gate": "data", "fox-bias-init": 0.0, "cope-max-pos": 0, "cope-table": "per-layer"})
+DEFAULTS.update({"fox-gate": "data", "fox-bias-init": 0.0, "cope-max-pos": 64, "cope-table": "per-layer"})
 _FLOATS += ("fox-bias-init",)
 _INTS += ("cope-max-pos",)
 
@@ -756,7 +756,7 @@ class Attention(nn.Module):
         if cfg["pe"] == "fox":                       # blocks.{l}.attn.fox.gate.*
             self.fox = ForgetGate(D, self.H, cfg["fox-gate"] == "data")
         if cfg["pe"] == "cope" and cfg["cope-table"] == "per-layer":  # blocks.{l}.attn.cope.pos_emb
-            self.cope = CoPE(cfg["cope-max-pos"] or cfg["max-seq"], self.d)
+            self.cope = CoPE(cfg["cope-max-pos"], self.d)
         self.bias_name = None                        # a per-layer bias encoding: attn.<name>.*
         if not bias_is_shared(cfg):
             self.bias_name, bias = make_bias(cfg)
@@ -861,7 +861,7 @@ class Twin(nn.Module):
             self.shared_bias = None
         if cfg["pe"] == "cope" and cfg["cope-table"] == "shared":   # pe.cope.pos_emb
             self.pe = nn.Module()
-            self.pe.cope = CoPE(cfg["cope-max-pos"] or cfg["max-seq"], D // cfg["heads"])
+            self.pe.cope = CoPE(cfg["cope-max-pos"], D // cfg["heads"])
         self.gpt2_init()
         self.to(dtype)
 
