@@ -79,8 +79,7 @@ static void add(pelab_real *y, const pelab_real *a, const pelab_real *b, long n)
 static int attention_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
                              const struct pelab_layer_bufs *b, const int32_t *pos, int B, int T) {
     struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, pos, f->p_drop, f->scratch);
-    s.kb = b->kb;
-    s.z = b->z, s.gates = b->gates, s.cnt = b->cnt;
+    pelab_attn_call_sites(&s, b);
     const pelab_real *v = b->qkv + 2 * m->cfg.d_model;
     if (f->cache) {
         pelab_attn_cached_forward(f->cache, b->atty, b->qo, b->ko, v, &s);
@@ -110,6 +109,13 @@ static void mlp_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
     add(b->out + r0 * D, b->xmid + r0 * D, branch, (long)n * D);
 }
 
+/* The KEY values (H,) of layer l at the KV cache's last position, from which a generated sequence's
+ * continue; NULL at a sequence's start or without a cache. The cache keeps them (layers,cap,H). */
+static const pelab_real *cached_key_values(const struct pelab_fwd *f, int l) {
+    const struct pelab_attn_cache *c = f->cache;
+    return c && c->len ? c->kb + ((long)l * c->cap + c->len - 1) * c->H : NULL;
+}
+
 /* Block l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos);  kb = PE_key(RMSNorm(x));  z = PE_count(q');
  *           xmid = x + drop(Attn(q', k', v)·Wo^T);  out = MLP(xmid), per chunk of f->rows. */
 static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
@@ -120,10 +126,7 @@ static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l
     pelab_rmsnorm_forward(b->ln1, b->rstd1, b->x, W(L->ln1), (int)BT, D);
     pelab_matmul_forward(b->qkv, b->ln1, W(L->qkv), (int)BT, D, 3 * D);
     pelab_posenc_qk_forward(&m->pe, l, b->qo, b->ko, b->qkv, b->qkv + D, 3 * D, pos, B, T);
-    if (b->kb) /* a cached sequence continues from its last position's values, (layers,cap,H) */
-        m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, f->cache && f->cache->len ?
-                               f->cache->kb + ((long)l * f->cache->cap + f->cache->len - 1) * m->cfg.n_heads : NULL,
-                               B, T);
+    if (b->kb) m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, cached_key_values(f, l), B, T);
     if (b->z) m->pe.ops->count_forward(&m->pe, l, b->z, b->qo, B, T);
     int rc = attention_forward(m, f, l, b, pos, B, T);
     if (rc) return rc;

@@ -70,6 +70,12 @@ struct pelab_attn_call pelab_attn_call_for(struct pelab_model *m, int l, int B, 
                                            const int32_t *pos, double p_drop,
                                            struct pelab_attn_scratch *scratch);
 
+/* The layer's KEY and COUNT buffers (b's kb, z, gates, cnt) into s: what the kernels read of those
+ * sites (NULL where the encoding does not act). */
+static inline void pelab_attn_call_sites(struct pelab_attn_call *s, const struct pelab_layer_bufs *b) {
+    s->kb = b->kb, s->z = b->z, s->gates = b->gates, s->cnt = b->cnt;
+}
+
 /* Dropout sites, one per (layer, place): masks differ between places and layers. */
 enum { PELAB_DROP_ATTN_PROBS, PELAB_DROP_ATTN_OUT, PELAB_DROP_MLP_OUT, PELAB_DROP_PLACES };
 static inline uint64_t pelab_dropout_site(int layer, int place) {

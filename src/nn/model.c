@@ -390,9 +390,8 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
         pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_ATTN_OUT), drop0);
         pelab_matmul_backward_assign(a->datty, G(L->proj), a->dbranch, b.atty, W(L->proj), (int)BT, D, D);
         struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, a->pos, p_drop, &a->attn);
-        s.kb = b.kb;
-        s.dkb = a->dkb;
-        s.z = b.z, s.gates = b.gates, s.cnt = b.cnt, s.dz = a->dz;
+        pelab_attn_call_sites(&s, &b);
+        s.dkb = a->dkb, s.dz = a->dz;
         attn_backward(m, &b, a->dqkv + 2 * D, &s);
         if (b.z) m->pe.ops->count_backward(&m->pe, l, a->dqo, a->dz, b.qo, B, T);
         pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, b.qkv, b.qkv + D,
