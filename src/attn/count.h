@@ -49,15 +49,19 @@ static inline void pelab_count_logit_backward(pelab_real *dz, int P, double p, p
 static inline double pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z, int P,
                                      double p0) {
     enum { CHUNK = 64 };
-    pelab_real g[CHUNK], slope;
-    double p = p0;
+    pelab_real g[CHUNK];
+    double pc[CHUNK], p = p0;
     for (int end = n; end > 0; end -= CHUNK) {
         const int start = end > CHUNK ? end - CHUNK : 0, m = end - start;
 #pragma omp simd
         for (int i = 0; i < m; i++) g[i] = pelab_count_gate(row[start + i]);
-        for (int i = m - 1; i >= 0; i--) {
-            p += g[i];
-            row[start + i] += pelab_count_logit(z, P, p, &slope);
+        for (int i = m - 1; i >= 0; i--) pc[i] = p += g[i]; /* the scan, alone serial */
+        /* z_t(p) without a branch: p clamped to P − 1 (a NaN too, which p − p, 0 otherwise, keeps) */
+#pragma omp simd
+        for (int i = 0; i < m; i++) {
+            const double q = pc[i] < P - 1 ? pc[i] : P - 1;
+            const int lo = (int)q, hi = lo + 1 < P ? lo + 1 : lo;
+            row[start + i] += z[lo] + (pelab_real)(q - lo) * (z[hi] - z[lo]) + (pelab_real)(pc[i] - pc[i]);
         }
         for (int i = 0; gate && i < m; i++) gate[start + i] = g[i];
     }
