@@ -17,28 +17,23 @@
 
 static inline pelab_real pelab_count_gate(pelab_real s) { return 1 / (1 + pelab_vexp(-s)); }
 
-/* z_t(p) for query t's logits z (P,), and *slope = ∂z_t/∂p. A NaN count takes the clamped branch
- * and stays a NaN (never an index). */
+/* z_t(p) for query t's logits z (P,), and *slope = ∂z_t/∂p, without a branch: p clamped to P − 1
+ * (where lo = hi and the slope is 0); a NaN count takes the clamp too, and p − p (0 otherwise)
+ * keeps it a NaN, never an index. */
 static inline pelab_real pelab_count_logit(const pelab_real *z, int P, double p, pelab_real *slope) {
-    if (!(p < P - 1)) {
-        *slope = 0;
-        return p == p ? z[P - 1] : (pelab_real)p;
-    }
-    const int lo = (int)p;
-    *slope = z[lo + 1] - z[lo];
-    return z[lo] + (pelab_real)(p - lo) * *slope;
+    const double q = p < P - 1 ? p : P - 1;
+    const int lo = (int)q, hi = lo + 1 < P ? lo + 1 : lo;
+    *slope = z[hi] - z[lo];
+    return z[lo] + (pelab_real)(q - lo) * *slope + (pelab_real)(p - p);
 }
 
-/* dz (P,) += g · ∂z_t(p)/∂z */
+/* dz (P,) += g · ∂z_t(p)/∂z, the same clamp */
 static inline void pelab_count_logit_backward(pelab_real *dz, int P, double p, pelab_real g) {
-    if (!(p < P - 1)) {
-        dz[P - 1] += p == p ? g : (pelab_real)p;
-        return;
-    }
-    const int lo = (int)p;
-    const pelab_real w = (pelab_real)(p - lo);
-    dz[lo] += g * (1 - w);
-    dz[lo + 1] += g * w;
+    const double q = p < P - 1 ? p : P - 1;
+    const int lo = (int)q, hi = lo + 1 < P ? lo + 1 : lo;
+    const pelab_real w = (pelab_real)(q - lo);
+    dz[lo] += g * (1 - w) + (pelab_real)(p - p);
+    dz[hi] += g * w;
 }
 
 /* Keys 0..n−1 of one row, right to left, continuing a count p0 of the gates of the keys after
@@ -56,12 +51,10 @@ static inline double pelab_count_row(pelab_real *row, pelab_real *gate, int n, c
 #pragma omp simd
         for (int i = 0; i < m; i++) g[i] = pelab_count_gate(row[start + i]);
         for (int i = m - 1; i >= 0; i--) pc[i] = p += g[i]; /* the scan, alone serial */
-        /* z_t(p) without a branch: p clamped to P − 1 (a NaN too, which p − p, 0 otherwise, keeps) */
 #pragma omp simd
         for (int i = 0; i < m; i++) {
-            const double q = pc[i] < P - 1 ? pc[i] : P - 1;
-            const int lo = (int)q, hi = lo + 1 < P ? lo + 1 : lo;
-            row[start + i] += z[lo] + (pelab_real)(q - lo) * (z[hi] - z[lo]) + (pelab_real)(pc[i] - pc[i]);
+            pelab_real slope;
+            row[start + i] += pelab_count_logit(z, P, pc[i], &slope);
         }
         for (int i = 0; gate && i < m; i++) gate[start + i] = g[i];
     }
