@@ -39,7 +39,8 @@ IMAGE = {"I": (16, 7)}  # patch width, grid side
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", required=True, choices=sorted(CONFIGS))
-    ap.add_argument("--pe", required=True, choices=["nope", "rope", "pope"])
+    ap.add_argument("--pe", required=True, choices=["nope", "rope", "pope", "fox", "cope"],
+                    help="configuration I (images) takes rope or pope, in their 2-D forms")
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default per configuration)")
     ap.add_argument("--warmup", type=int, default=-1, help="untimed steps first")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
