@@ -115,7 +115,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                 if (P)
                     pelab_count_row_backward(drow, s->gates + (bh * T + t) * T, e, s->z + (bh * T + t) * P, P,
                                              s->dz + (bh * T + t) * P);
-                for (int j = 0; s->dkb && j < e; j++) dkbh[j] += drow[j];
+                for (int j = 0; dkbh && j < e; j++) dkbh[j] += drow[j];
                 for (int j = 0; j < e; j++) {
                     pelab_real g = s->scale * drow[j];
                     const pelab_real *qt = qh + (long)t * dq_, *kj = kh + (long)j * dq_;

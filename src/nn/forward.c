@@ -109,8 +109,8 @@ static void mlp_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
     add(b->out + r0 * D, b->xmid + r0 * D, branch, (long)n * D);
 }
 
-/* The KEY values (H,) of layer l at the KV cache's last position, from which a generated sequence's
- * continue; NULL at a sequence's start or without a cache. The cache keeps them (layers,cap,H). */
+/* The KEY values (H,) of layer l at the KV cache's last position, which a generated sequence's new
+ * ones continue; NULL at a sequence's start or without a cache. The cache keeps them (layers,cap,H). */
 static const pelab_real *cached_key_values(const struct pelab_fwd *f, int l) {
     const struct pelab_attn_cache *c = f->cache;
     return c && c->len ? c->kb + ((long)l * c->cap + c->len - 1) * c->H : NULL;
