@@ -1,19 +1,23 @@
 /* bench_generate — greedy generation throughput at a long context, with and without the KV cache
  * (float build).
  *
- *   build/bench/bench_generate --context N [--cache on|off] [--tokens G] [--pe NAME] [--threads N]
+ *   build/bench/bench_generate --context N [--config C|D] [--cache on|off] [--tokens G] [--pe NAME]
+ *                              [--weights fp32|bf16] [--threads N]
  *
- * Configuration C of the benchmarks (V 8192, D 384, 6 layers, 6 heads, random weights), one
+ * Configuration C or D of the benchmarks (C: V 8192, D 384, 6 layers, 6 heads; D: GPT-2 small's
+ * shape, V 50257, D 768, 12 layers, 12 heads; random weights), one
  * sequence: a prompt of N − G random tokens, then G tokens generated greedily, so the last one
  * sees a context of N tokens. With the cache the prompt is appended in one pass (prefill, timed
  * apart) and each new token is one more step; without it each new token is the evaluation-only
  * forward over the whole context so far (the cheapest recomputation: no training activations,
  * logits in chunks), its argmax the token. Prints one JSON line:
- *   {"context":...,"pe":"rope","cache":"on","tokens":G,"tokens_per_s":...,"prefill_s":...,
+ *   {"context":...,"config":"C","pe":"rope","cache":"on","tokens":G,"tokens_per_s":...,"prefill_s":...,
  *    "peak_rss_mib":...,"threads":...,"bytes_per_token":...,"last":TOKEN}
  * bytes_per_token (with the cache): what one decoded token must read at least, every weight once
  * and the cached keys and values of the context, averaged over the timed tokens; memory
- * bandwidth over it bounds the tokens/s (bench/generate.sh, with bench_stream's rate).
+ * bandwidth over it bounds the tokens/s (bench/generate.sh, with bench_stream's rate). With
+ * --weights bf16 the weight matrices are read in bf16 (pelab_model_use_bf16_weights): two bytes
+ * each in bytes_per_token.
  * "last" is the final token: with the same --tokens the two modes pick the same tokens (greedy,
  * the same weights), unless two logits tie within rounding.
  */
@@ -30,15 +34,23 @@
 #include "pelab/status.h"
 #include "pelab/threads.h"
 
-enum { V = 8192 };
+/* the model's shape: configurations C and D of bench_train */
+static const struct {
+    const char *name, *d_model, *heads, *layers;
+    int vocab;
+} configs[] = {{"C", "384", "6", "6", 8192}, {"D", "768", "12", "12", 50257}};
+static int V;
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: bench_generate --context N [--cache on|off] [--tokens G] [--pe NAME] [--threads N]\n"
+            "usage: bench_generate --context N [--config C|D] [--cache on|off] [--tokens G] [--pe NAME]\n"
+            "                      [--weights fp32|bf16] [--threads N]\n"
             "  --context  tokens the last generated one sees (prompt N - G, then G generated)\n"
+            "  --config   C (default: V 8192 D 384 N 6 H 6) or D (V 50257 D 768 N 12 H 12)\n"
             "  --cache    on: KV cache (default); off: recompute the context for every token\n"
             "  --tokens   tokens generated and timed (default 16)\n"
             "  --pe       positional encoding (default rope)\n"
+            "  --weights  fp32 (default), or bf16: the weight matrices read in bf16\n"
             "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n");
     return 2;
 }
@@ -52,26 +64,33 @@ static int argmax(const pelab_real *row) {
 
 int main(int argc, char **argv) {
     pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
-    const char *pe = "rope", *cache = "on";
+    const char *pe = "rope", *cache = "on", *weights = "fp32", *config = "C";
     int N = 0, G = 16, threads = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         if (strcmp(a, "--context") == 0) N = atoi(v);
+        else if (strcmp(a, "--config") == 0) config = v;
         else if (strcmp(a, "--cache") == 0) cache = v;
         else if (strcmp(a, "--tokens") == 0) G = atoi(v);
         else if (strcmp(a, "--pe") == 0) pe = v;
+        else if (strcmp(a, "--weights") == 0) weights = v;
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
         else return usage();
     }
     const int cached = strcmp(cache, "on") == 0;
-    if (G < 1 || N <= G || (!cached && strcmp(cache, "off"))) return usage();
+    const int bf16 = strcmp(weights, "bf16") == 0;
+    int cf = 0;
+    while (cf < 2 && strcmp(config, configs[cf].name)) cf++;
+    if (G < 1 || N <= G || (!cached && strcmp(cache, "off")) || (!bf16 && strcmp(weights, "fp32")) || cf == 2)
+        return usage();
+    V = configs[cf].vocab;
     pelab_threads_set(threads);
 
     struct pelab_opts opts = {0};
-    pelab_opts_set(&opts, "d-model", "384");
-    pelab_opts_set(&opts, "heads", "6");
-    pelab_opts_set(&opts, "layers", "6");
+    pelab_opts_set(&opts, "d-model", configs[cf].d_model);
+    pelab_opts_set(&opts, "heads", configs[cf].heads);
+    pelab_opts_set(&opts, "layers", configs[cf].layers);
     pelab_opts_set(&opts, "pe", pe);
     struct pelab_model m;
     memset(&m, 0, sizeof m);
@@ -83,6 +102,17 @@ int main(int argc, char **argv) {
     }
     pelab_model_init_weights(&m, 1);
     m.training = 0;
+    if (bf16 && pelab_model_use_bf16_weights(&m) != PELAB_OK) {
+        fprintf(stderr, "bench_generate: %s\n", pelab_last_error());
+        return 1;
+    }
+    /* the elements read as matrices: the embedding (the tied head) and each block's four */
+    double matrix = (double)m.params.list[m.wte].size;
+    for (int l = 0; l < m.cfg.n_layers; l++) {
+        const struct pelab_layer_params *L = &m.layer[l];
+        matrix += (double)(m.params.list[L->qkv].size + m.params.list[L->proj].size +
+                           m.params.list[L->fc].size + m.params.list[L->fcproj].size);
+    }
 
     int32_t *tokens = malloc((size_t)N * sizeof *tokens), *pos = malloc((size_t)N * sizeof *pos);
     if (!tokens || !pos) {
@@ -116,16 +146,17 @@ int main(int argc, char **argv) {
     double per = (pelab_clock_s() - t0) / G;
     /* weights, and per layer the keys (H·qk_dim) and values (D) of the mean context P + G/2 */
     const double kv_row = (double)m.cfg.n_layers * (m.cfg.n_heads * m.pe.qk_dim + m.cfg.d_model);
-    const double bytes = sizeof(pelab_real) * ((double)m.params.total + (cached ? kv_row * (P + G / 2.0) : 0));
+    const double bytes = sizeof(pelab_real) * ((double)m.params.total + (cached ? kv_row * (P + G / 2.0) : 0)) -
+                         (bf16 ? (sizeof(pelab_real) - 2) * matrix : 0);
     if (rc) {
         fprintf(stderr, "bench_generate: %s\n", pelab_last_error());
         return 1;
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"context\":%d,\"pe\":\"%s\",\"cache\":\"%s\",\"tokens\":%d,\"tokens_per_s\":%.2f,"
+    printf("{\"context\":%d,\"config\":\"%s\",\"pe\":\"%s\",\"cache\":\"%s\",\"weights\":\"%s\",\"tokens\":%d,\"tokens_per_s\":%.2f,"
            "\"prefill_s\":%.3f,\"peak_rss_mib\":%.1f,\"threads\":%d,\"bytes_per_token\":%.0f,\"last\":%d}\n",
-           N, pe, cache, G, 1 / per, prefill, ru.ru_maxrss / 1024.0, pelab_threads_get(), bytes,
+           N, config, pe, cache, weights, G, 1 / per, prefill, ru.ru_maxrss / 1024.0, pelab_threads_get(), bytes,
            tokens[N - 1]);
     pelab_kv_cache_free(c);
     free(tokens);

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Greedy generation tokens/s at long contexts with the KV cache and recomputing the whole context
-# for every token (build/bench/bench_generate, configuration C, rope), one run each, printed as a
-# table with the speedup and written to bench/last_generate.json. Run by `make bench` after the
+# for every token (build/bench/bench_generate, configurations C and D, rope), and with the cache reading
+# bf16 weights, one run each, printed as a table with the speedups and each cached rate as a
+# fraction of its memory-bandwidth bound, and written to bench/last_generate.json. Run by `make bench` after the
 # training table, or alone (after `make bench` has built bench_generate).
 #
-#   BENCH_GENERATE="1024 8192"  contexts ("none": skip)
+#   BENCH_GENERATE="C:1024 C:8192 D:1024"  configuration:context rows ("none": skip)
 #   BENCH_GEN_TOKENS="16 3"     tokens generated (and timed) with the cache and without
 #   BENCH_THREADS=N             threads (default: all cores)
 set -u
 cd "$(dirname "$0")/.."
-contexts=${BENCH_GENERATE:-1024 8192}
-[ "$contexts" = none ] && exit 0
+rows=${BENCH_GENERATE:-C:1024 C:8192 D:1024}
+[ "$rows" = none ] && exit 0
 threads=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}
 gen_bin=build/bench/bench_generate
 if [ ! -x "$gen_bin" ]; then
@@ -26,31 +27,46 @@ bw=null
 [ -x build/bench/bench_stream ] && bw=$(build/bench/bench_stream --threads "$threads" | field read_gbs)
 bw=${bw:-null}
 echo
-echo "generation (configuration C, rope, greedy, $threads threads): tokens/s at a context of N tokens;" \
-     "memory read at $bw GB/s (bench_stream)"
+echo "generation (rope, greedy, $threads threads): tokens/s at a context of N tokens;" \
+     "memory read at $bw GB/s (bench_stream); bound: that rate over the bytes a token reads"
+# "bound fraction" of a rate at bytes per token, or "null null"
+of_bound() {
+    if [ "$bw" != null ] && [ "$2" != null ] && [ "$1" != null ]; then
+        awk -v a="$1" -v g="$bw" -v b="$2" 'BEGIN { u = g * 1e9 / b; printf "%.1f %.2f\n", u, a / u }'
+    else
+        echo "null null"
+    fi
+}
 grows=()
 gjson="["
-for n in $contexts; do
-    on=$("$gen_bin" --context "$n" --cache on --tokens "$gen_on" --threads "$threads") || {
-        echo "bench: bench_generate failed at context $n with the cache" >&2; status=1; }
-    off=$("$gen_bin" --context "$n" --cache off --tokens "$gen_off" --threads "$threads") || {
-        echo "bench: bench_generate failed at context $n without the cache" >&2; status=1; }
+for row in $rows; do
+    cfg=${row%%:*} n=${row#*:}
+    gen() { "$gen_bin" --config "$cfg" --context "$n" --threads "$threads" "$@"; }
+    on=$(gen --cache on --tokens "$gen_on") || {
+        echo "bench: bench_generate failed at $cfg:$n with the cache" >&2; status=1; }
+    off=$(gen --cache off --tokens "$gen_off") || {
+        echo "bench: bench_generate failed at $cfg:$n without the cache" >&2; status=1; }
+    half=$(gen --cache on --weights bf16 --tokens "$gen_on") || {
+        echo "bench: bench_generate failed at $cfg:$n with bf16 weights" >&2; status=1; }
     a=$(printf '%s\n' "$on" | field tokens_per_s); b=$(printf '%s\n' "$off" | field tokens_per_s)
     pre=$(printf '%s\n' "$on" | field prefill_s)
     bytes=$(printf '%s\n' "$on" | field bytes_per_token)
-    a=${a:-null} b=${b:-null} pre=${pre:-null} bytes=${bytes:-null} ratio=null bound=null frac=null
+    h=$(printf '%s\n' "$half" | field tokens_per_s); hbytes=$(printf '%s\n' "$half" | field bytes_per_token)
+    a=${a:-null} b=${b:-null} pre=${pre:-null} bytes=${bytes:-null} h=${h:-null} hbytes=${hbytes:-null}
+    ratio=null hratio=null
     [ "$a" != null ] && [ "$b" != null ] && ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a / b }')
-    if [ "$bw" != null ] && [ "$bytes" != null ] && [ "$a" != null ]; then
-        bound=$(awk -v g="$bw" -v b="$bytes" 'BEGIN { printf "%.1f", g * 1e9 / b }')
-        frac=$(awk -v a="$a" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')
-    fi
-    grows+=("$(printf '%-8s %14s %14s %8s %10s %10s %8s' "$n" "$a" "$b" "$ratio" "$pre" "$bound" "$frac")")
+    [ "$a" != null ] && [ "$h" != null ] && hratio=$(awk -v a="$h" -v b="$a" 'BEGIN { printf "%.2f", a / b }')
+    read -r bound frac < <(of_bound "$a" "$bytes")
+    read -r hbound hfrac < <(of_bound "$h" "$hbytes")
+    grows+=("$(printf '%-8s %12s %11s %8s %10s %8s %8s %12s %8s %8s %9s' "$row" "$a" "$b" "$ratio" "$pre" "$bound" \
+               "$frac" "$h" "$hbound" "$hfrac" "$hratio")")
     [ "$gjson" != "[" ] && gjson+=","
-    gjson+=$(printf '\n  {"context": %s, "cache_tokens_per_s": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "bytes_per_token": %s, "read_gbs": %s, "bound_tokens_per_s": %s, "of_bound": %s, "threads": %s}' \
-             "$n" "$a" "$b" "$ratio" "$pre" "$bytes" "$bw" "$bound" "$frac" "$threads")
+    gjson+=$(printf '\n  {"config": "%s", "context": %s, "cache_tokens_per_s": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "bytes_per_token": %s, "read_gbs": %s, "bound_tokens_per_s": %s, "of_bound": %s, "bf16_tokens_per_s": %s, "bf16_bytes_per_token": %s, "bf16_bound_tokens_per_s": %s, "bf16_of_bound": %s, "bf16_speedup": %s, "threads": %s}' \
+             "$cfg" "$n" "$a" "$b" "$ratio" "$pre" "$bytes" "$bw" "$bound" "$frac" "$h" "$hbytes" "$hbound" "$hfrac" "$hratio" "$threads")
 done
 gjson+=$'\n]\n'
-printf '%-8s %14s %14s %8s %10s %10s %8s\n' context "cache tok/s" "recompute" speedup "prefill s" "bound" "of bound"
+printf '%-8s %12s %11s %8s %10s %8s %8s %12s %8s %8s %9s\n' "config:N" "cache tok/s" recompute speedup "prefill s" \
+       bound "of bound" "bf16 tok/s" bound "of bound" "bf16/fp32"
 printf '%s\n' "${grows[@]}"
 tmp=$(mktemp bench/last_generate.json.XXXXXX) && printf '%s' "$gjson" >"$tmp" &&
     mv "$tmp" bench/last_generate.json && echo "wrote bench/last_generate.json"

@@ -12,7 +12,7 @@
 #   BENCH_PES="rope pope"     encodings to run
 #   BENCH_REPS=3              repetitions of each measurement
 #   BENCH_THREADS=N           threads for both (default: all cores)
-#   BENCH_GENERATE="1024 8192"  contexts of the generation benchmark ("none": skip it)
+#   BENCH_GENERATE="C:1024 C:8192 D:1024"  configuration:context rows of the generation benchmark ("none": skip it)
 #   BENCH_GEN_TOKENS="16 3"   tokens generated (and timed) with the cache and without
 #                             (bench/generate.sh runs that part alone)
 set -u

@@ -39,13 +39,16 @@ static const struct pelab_optdef sample_options[] = {
     {"cache", PELAB_OPT_SWITCH, "on", 0, 0, NULL,
      "text, dna, music: generate with a KV cache (each token attends to kept keys and values); "
      "off: recompute the whole context for every token (the same tokens, slower)"},
+    {"weights", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
+     "text, dna, music: the weight matrices generation reads; bf16 rounds them to bf16 and reads "
+     "half the bytes per token (float32 activations and sums, on any CPU)"},
     PELAB_OPT_ROW_EDITED,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
 /* The options that only generation reads. */
 static const char *const generation_options[] = {"prompt", "tokens", "temperature", "seed",
-                                                 "context", "cache"};
+                                                 "context", "cache", "weights"};
 
 void pelab_cmd_sample_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
@@ -277,7 +280,9 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
     if (!cx.pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int p = 0; p < cx.W; p++) cx.pos[p] = p;
     int rc = PELAB_OK;
-    if (pelab_opt_switch(opts, sample_options, "cache")) {
+    if (strcmp(pelab_opt_str(opts, sample_options, "weights"), "bf16") == 0)
+        rc = pelab_model_use_bf16_weights(&run->model);
+    if (!rc && pelab_opt_switch(opts, sample_options, "cache")) {
         rc = pelab_kv_cache_new(&cx.cache, &run->model, cx.W);
         if (rc == PELAB_ERR_USAGE) { /* this encoding's setting cannot be cached */
             fprintf(stderr, "notice: generating without the KV cache (every token recomputes the "

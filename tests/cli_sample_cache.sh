@@ -4,7 +4,8 @@
 # sampled, with the context sliding (--context shorter than what is generated) and not. An
 # encoding setting that cannot be cached (dynamic NTK past L_train) falls back to recomputation
 # with one notice line and the same output; a learned table asked for a context past its end is
-# one usage error either way.
+# one usage error either way. With --weights bf16 the cached continuation (bf16 copies of the
+# matrices) is again the recomputed one (float32 products of the same rounded values).
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D="$W/data"
@@ -27,6 +28,19 @@ $(diff "$W/on" "$W/off" | head -8)"
         [ "$(grep -c '^--- model (30 tokens)' "$W/on")" -eq 2 ] || fail "--pe $pe $args: output $(cat "$W/on")"
     done
 done
+
+# bf16 weights: the same continuation with the cache as recomputing; a bad value is one usage error
+for pe in rope fox alibi; do
+    for cache in on off; do
+        "$P" sample --model "$W/$pe" --count 2 --prompt 6 --tokens 30 --threads 1 --temperature 0 \
+            --weights bf16 --cache $cache >"$W/bf16-$cache" 2>"$W/err" || fail "sample --pe $pe --weights bf16 --cache $cache: $(cat "$W/err")"
+        [ -s "$W/err" ] && fail "sample --weights bf16 wrote to stderr: $(cat "$W/err")"
+    done
+    cmp -s "$W/bf16-on" "$W/bf16-off" || fail "--pe $pe --weights bf16: the cache changes the continuation:
+$(diff "$W/bf16-on" "$W/bf16-off" | head -8)"
+done
+"$P" sample --model "$W/rope" --count 1 --prompt 6 --tokens 5 --weights fp16 >/dev/null 2>"$W/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "weights" "$W/err" || fail "--weights fp16: exit $rc, $(cat "$W/err")"
 
 # dynamic NTK past L_train: recomputed, one notice, the same tokens
 R="$W/rope"

@@ -1,7 +1,7 @@
 /* The vectorised kernels against plain references written here in double precision, at every
  * SIMD level this CPU runs (simd.h: portable, AVX2, AVX-512): RMSNorm, GELU and cross-entropy
  * forward and backward, the cross-entropy's evaluation variant, PoPE's and RoPE's transforms and
- * their gradients, AdamW, and the tiled attention kernel (forward and backward) against the
+ * their gradients, AdamW, the product with bf16 weights, and the tiled attention kernel (forward and backward) against the
  * reference one. Odd sizes, so vector remainders run too. Built twice: in double
  * (build/tests/test_kernels, tolerance 1e-12) and in float, what users run
  * (build/tests/test_kernels_f32, tolerance about 100 float ulps, the error of vmath.h's exp and
@@ -11,6 +11,8 @@
 #include <string.h>
 #include "lib/check.h"
 #include "attn/attention.h"
+#include "kernels/cpu/bf16.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/simd.h"
 #include "nn/layers.h"
 #include "pelab/optim.h"
@@ -335,6 +337,29 @@ static void check_adamw(void) {
     pelab_params_free(&p);
 }
 
+/* --- products with bf16 weights ------------------------------------------------------------------ */
+/* out = x · w^T with w in bf16, against the sums in double of the widened weights: a row count of
+ * 1 (a decoding step) and 3, output counts that leave remainders of the four-row blocks and of the
+ * threads' 16-output shares, and a width that leaves a vector remainder. */
+static void check_matmul_bf16w(void) {
+    static const int shapes[][3] = {{1, 29, 37}, {3, 29, 37}, {1, 67, 130}, {2, 5, 3}};
+    for (int s = 0; s < 4; s++) {
+        const int n = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        pelab_real *x = rvec((long)n * C, -2, 2), *wf = rvec((long)OC * C, -1, 1);
+        pelab_real *out = malloc((size_t)n * OC * sizeof *out);
+        uint16_t *w = malloc((size_t)OC * C * sizeof *w);
+        double *want = dvec((long)n * OC);
+        for (long i = 0; i < (long)OC * C; i++) w[i] = pelab_to_bf16((float)wf[i]);
+        for (int r = 0; r < n; r++)
+            for (int o = 0; o < OC; o++)
+                for (int k = 0; k < C; k++)
+                    want[(long)r * OC + o] += (double)x[(long)r * C + k] * (double)pelab_from_bf16(w[(long)o * C + k]);
+        pelab_matmul_bf16w_forward(out, x, w, n, C, OC);
+        compare("bf16-weight product", out, want, (long)n * OC);
+        free(x), free(wf), free(out), free(w), free(want);
+    }
+}
+
 int main(void) {
     int levels = 0;
     for (int l = 0; l < PELAB_SIMD_LEVELS; l++) {
@@ -353,6 +378,7 @@ int main(void) {
         check_rope(0);
         check_rope(1);
         check_adamw();
+        check_matmul_bf16w();
         check_attention(); /* the tiled kernel's tile loops at this level */
         printf("  %-8s %s\n", level_name, check_failures == before ? "all kernels agree" : "FAILED");
         levels++;

@@ -3,8 +3,10 @@
  * pieces, or a longer one (attention as matrix products), then one token at a time gives every position's logits of the full pass (to 1e-12 in
  * the double build, 2e-5 of the logits' scale in float; built both ways), from shifted
  * positions too; greedy generation picks the same tokens as recomputing the context for every
- * token. Refusals: a learned table past its end (the cache keeps its length), dynamic NTK past
- * L_train and the interpolated learned table (pelab_kv_cache_check), a full cache. */
+ * token. With bf16 weights (pelab_model_use_bf16_weights) the cache's logits equal the full pass of
+ * the model whose matrices this test rounds itself, and short steps read only the bf16 copies. Refusals:
+ * a learned table past its end (the cache keeps its length), dynamic NTK past L_train and the
+ * interpolated learned table (pelab_kv_cache_check), a full cache. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,89 @@ static void check_logits(const struct pe_case *c, int shift) {
             printf("  %-12s %-28s shift %d  max |logit| %.3g  |Δ| %.2g\n", pe, extra, shift, scale, worst);
     }
     pelab_model_free(&m);
+}
+
+/* x rounded to bf16's 8 significant bits, ties to even (rint's default mode), by arithmetic */
+static double bf16_round(double x) {
+    int e;
+    const double f = frexp(x, &e); /* x = f · 2^e, 0.5 ≤ |f| < 1 */
+    return ldexp(rint(ldexp(f, 8)), e - 8);
+}
+
+static double max_diff(const pelab_real *a, const pelab_real *b, long n) {
+    double worst = 0;
+    for (long i = 0; i < n; i++) {
+        const double d = fabs((double)a[i] - (double)b[i]);
+        if (d != d) return INFINITY; /* a NaN on either side */
+        worst = fmax(worst, d);
+    }
+    return worst;
+}
+
+/* Generation with bf16 weights: a short prompt and each token read the bf16 copies, a long prompt
+ * the float32 product of the rounded values; both give the full pass of the same model with its
+ * matrices rounded here, which differs from the unrounded model's by far more than the tolerance. */
+static void check_bf16_weights(const struct pe_case *c) {
+    const char *pe = c->ops->name, *extra = c->settings;
+    struct pelab_model m, r;
+    if (!make_model(&m, c->opts) || !make_model(&r, c->opts)) {
+        CHECK(0, "%s %s: %s", pe, extra, pelab_last_error());
+        return;
+    }
+    int32_t tok[L], pos[L];
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 7);
+    for (int i = 0; i < L; i++) tok[i] = (int32_t)pelab_rng_below(&rng, V), pos[i] = i;
+    static pelab_real plain[L * V], full[L * V], got[L * V];
+    pelab_model_forward(&r, tok, NULL, pos, 1, L);
+    memcpy(plain, pelab_model_logits(&r), sizeof plain);
+    for (int l = -1; l < r.cfg.n_layers; l++) { /* the embedding and head, then each block's */
+        const int head[4] = {r.wte, r.lm_head, -1, -1}, *mats = head;
+        const int block[4] = {l >= 0 ? r.layer[l].qkv : 0, l >= 0 ? r.layer[l].proj : 0,
+                              l >= 0 ? r.layer[l].fc : 0, l >= 0 ? r.layer[l].fcproj : 0};
+        if (l >= 0) mats = block;
+        for (int i = 0; i < 4; i++) {
+            if (mats[i] < 0) continue;
+            pelab_real *x = pelab_params_data(&r.params, mats[i]);
+            for (size_t j = 0; j < r.params.list[mats[i]].size; j++) x[j] = (pelab_real)bf16_round((double)x[j]);
+        }
+    }
+    pelab_model_forward(&r, tok, NULL, pos, 1, L);
+    memcpy(full, pelab_model_logits(&r), sizeof full);
+    double scale = 0;
+    for (int i = 0; i < L * V; i++) scale = fmax(scale, fabs((double)full[i]));
+    const double tol = TOL * fmax(1, scale);
+    const double rounding = max_diff(plain, full, L * V);
+    CHECK(rounding > 100 * tol, "%s %s: rounding the matrices moved the logits by only %.3g", pe, extra, rounding);
+    int rc = pelab_model_use_bf16_weights(&m);
+    CHECK(rc == PELAB_OK, "%s %s: %s", pe, extra, pelab_last_error());
+    static const int whole[] = {PROMPT, 0}, longer[] = {20, 2, 0};
+    const int *ways[] = {whole, longer};
+    for (int w = 0; w < 2 && !rc; w++) {
+        rc = cached_logits(&m, tok, pos, ways[w], got);
+        CHECK(rc == PELAB_OK, "%s %s: cached with bf16 weights: %s", pe, extra, pelab_last_error());
+        const double worst = max_diff(got, full, L * V);
+        CHECK(worst <= tol, "%s %s: bf16-weight logits differ from the rounded model's by %.3g (tolerance %.3g)",
+              pe, extra, worst, tol);
+        if (w == 0) printf("  %-12s %-28s bf16 weights: |Δ| %.2g (rounding moved them %.2g)\n", pe, extra, worst, rounding);
+    }
+    /* decoding reads the copies alone: with the blocks' (and an untied head's) float32 values gone
+     * (the embedding's stay: a token's row is read from them), a short
+     * prompt and every token after it give the same logits */
+    for (int l = -1; l < m.cfg.n_layers && !rc; l++) {
+        const int mats[4] = {l < 0 ? m.lm_head : m.layer[l].qkv, l < 0 ? -1 : m.layer[l].proj,
+                             l < 0 ? -1 : m.layer[l].fc, l < 0 ? -1 : m.layer[l].fcproj};
+        for (int i = 0; i < 4; i++)
+            for (size_t j = 0; mats[i] >= 0 && j < m.params.list[mats[i]].size; j++)
+                pelab_params_data(&m.params, mats[i])[j] = (pelab_real)NAN;
+    }
+    if (!rc) {
+        rc = cached_logits(&m, tok, pos, whole, got);
+        CHECK(rc == PELAB_OK && max_diff(got, full, L * V) <= tol,
+              "%s %s: decoding with bf16 weights read the float32 matrices", pe, extra);
+    }
+    pelab_model_free(&m);
+    pelab_model_free(&r);
 }
 
 static int argmax(const pelab_real *row) {
@@ -178,6 +263,7 @@ int main(void) {
         check_logits(&cases[i], 0);
         check_logits(&cases[i], 5);
         check_greedy(&cases[i]);
+        check_bf16_weights(&cases[i]);
     }
     check_refusals();
     return check_report("test_kv_cache");

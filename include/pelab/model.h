@@ -59,6 +59,7 @@ struct pelab_layer_params { /* indices into the parameter table */
 };
 
 struct pelab_acts; /* activations, private to the model */
+struct pelab_bf16_weights; /* generation's bf16 weights (pelab_model_use_bf16_weights) */
 struct pelab_eval_acts; /* the evaluation-only forward's buffers, private too */
 
 struct pelab_model {
@@ -73,6 +74,7 @@ struct pelab_model {
 
     struct pelab_acts *acts;
     struct pelab_eval_acts *eval;     /* of pelab_model_forward_eval, allocated by it */
+    struct pelab_bf16_weights *bf16w; /* NULL, or generation reads its weight matrices in bf16 */
     int B, T;                         /* shape the activations were reserved for */
     int cur_B, cur_T;                 /* shape of the last forward */
 
@@ -108,6 +110,16 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out);
 /* GPT-2 initialisation: N(0, 0.02), residual projections N(0, 0.02/sqrt(2N)), gains 1, and each
  * encoding's own. */
 void pelab_model_init_weights(struct pelab_model *m, uint64_t seed);
+
+/* For generation: rounds every weight matrix (the token embedding, each block's attention and MLP
+ * matrices, the output head) to bf16 in place, and keeps a bf16 copy of them that generation's
+ * short steps (fewer than 16 new tokens: decoding) read — half the bytes a token reads — with
+ * float32 activations and sums on any CPU; longer appends (a prompt) take the float32 products
+ * on the same rounded values. Gains, biases and the encodings' parameters stay as they are. The
+ * model then computes as one whose matrices are bf16, in every pass; it is meant to generate, not
+ * to train (pelab_model_backward asserts: an update would leave the copy stale). PELAB_ERR_RUNTIME
+ * when out of memory (nothing changed). */
+int pelab_model_use_bf16_weights(struct pelab_model *m);
 
 /* Switches the attention kernel (the function is the same; what is saved differs): long
  * evaluations take the tiled one, whose memory is linear in T. Frees the activations. */

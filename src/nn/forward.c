@@ -50,6 +50,18 @@ struct pelab_attn_call pelab_attn_call_for(struct pelab_model *m, int l, int B, 
         .row0 = m->dropout_row0, .scratch = scratch};
 }
 
+/* Generation's steps of fewer rows than this (decoding) read the bf16 weights when the model
+ * keeps them; a prompt's rows take the float32 product on the same rounded values, faster there. */
+enum { BF16W_ROWS = 16 };
+
+/* out (n,OC) = in (n,C) · W_i^T, W_i (OC,C) parameter i. */
+static void linear(struct pelab_model *m, const struct pelab_fwd *f, pelab_real *out, const pelab_real *in,
+                   int i, int n, int C, int OC) {
+    const uint16_t *h = f->mode == PELAB_FWD_GENERATE && n < BF16W_ROWS ? pelab_bf16_weights_of(m, i) : NULL;
+    if (h) pelab_matmul_bf16w_forward(out, in, h, n, C, OC);
+    else pelab_matmul_forward(out, in, W(i), n, C, OC);
+}
+
 /* x (B,T,D): the token embedding E[tok], or the patch model's class token and patch embedding. */
 static void input_forward(struct pelab_model *m, pelab_real *x, const int32_t *tokens,
                           const pelab_real *inputs, int B, int T) {
@@ -101,9 +113,9 @@ static void mlp_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
     const int D = m->cfg.d_model, MD = m->cfg.mlp_mult * D;
     pelab_real *ln2 = b->ln2 + r0 * D, *branch = b->branch + r0 * D;
     pelab_rmsnorm_forward(ln2, b->rstd2 + r0, b->xmid + r0 * D, W(L->ln2), n, D);
-    pelab_matmul_forward(b->fch, ln2, W(L->fc), n, D, MD);
+    linear(m, f, b->fch, ln2, L->fc, n, D, MD);
     pelab_gelu_forward(b->fch_gelu, b->fch, (long)n * MD);
-    pelab_matmul_forward(branch, b->fch_gelu, W(L->fcproj), n, MD, D);
+    linear(m, f, branch, b->fch_gelu, L->fcproj, n, MD, D);
     pelab_dropout(branch, (long)n * D, f->p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_MLP_OUT),
                   pelab_residual_mask_start(m, T) + (uint64_t)r0 * (uint64_t)D);
     add(b->out + r0 * D, b->xmid + r0 * D, branch, (long)n * D);
@@ -124,13 +136,13 @@ static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l
     const int D = m->cfg.d_model;
     const long BT = (long)B * T;
     pelab_rmsnorm_forward(b->ln1, b->rstd1, b->x, W(L->ln1), (int)BT, D);
-    pelab_matmul_forward(b->qkv, b->ln1, W(L->qkv), (int)BT, D, 3 * D);
+    linear(m, f, b->qkv, b->ln1, L->qkv, (int)BT, D, 3 * D);
     pelab_posenc_qk_forward(&m->pe, l, b->qo, b->ko, b->qkv, b->qkv + D, 3 * D, pos, B, T);
     if (b->kb) m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, cached_key_values(f, l), B, T);
     if (b->z) m->pe.ops->count_forward(&m->pe, l, b->z, b->qo, B, T);
     int rc = attention_forward(m, f, l, b, pos, B, T);
     if (rc) return rc;
-    pelab_matmul_forward(b->branch, b->atty, W(L->proj), (int)BT, D, D);
+    linear(m, f, b->branch, b->atty, L->proj, (int)BT, D, D);
     pelab_dropout(b->branch, BT * D, f->p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_ATTN_OUT),
                   pelab_residual_mask_start(m, T));
     add(b->xmid, b->x, b->branch, BT * D);
@@ -144,11 +156,12 @@ static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l
 static pelab_real head_forward(struct pelab_model *m, const struct pelab_fwd *f, const pelab_real *xN, long BT) {
     const int D = m->cfg.d_model, V = m->cfg.vocab;
     const struct pelab_fwd_bufs *b = &f->buf;
-    const pelab_real *wout = W(m->lm_head >= 0 ? m->lm_head : m->wte);
+    const int head = m->lm_head >= 0 ? m->lm_head : m->wte;
+    const pelab_real *wout = W(head);
     if (f->mode == PELAB_FWD_GENERATE) {
         const long r0 = f->logits_from, n = BT - r0;
         pelab_rmsnorm_forward(b->lnf + r0 * D, b->lnf_rstd + r0, xN + r0 * D, W(m->lnf), (int)n, D);
-        pelab_matmul_forward(f->logits_out, b->lnf + r0 * D, wout, (int)n, D, V);
+        linear(m, f, f->logits_out, b->lnf + r0 * D, head, (int)n, D, V);
         return 0;
     }
     for (long r0 = 0; r0 < BT; r0 += f->rows) {

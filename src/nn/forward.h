@@ -101,6 +101,11 @@ int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache 
                                  const int32_t *tokens, const int32_t *pos, int n, int logits_from,
                                  pelab_real *logits);
 
+/* Parameter `param`'s bf16 copy when the model generates with bf16 weights
+ * (pelab_model_use_bf16_weights) and it is one of the matrices; NULL otherwise. */
+const uint16_t *pelab_bf16_weights_of(const struct pelab_model *m, int param);
+void pelab_bf16_weights_free(struct pelab_bf16_weights *w);
+
 /* Positions per chunk of the position-wise part (MLP, output layer, loss) of
  * pelab_model_forward_eval; 0 restores the default (about 4M reals of hidden or logits). Tests set
  * a small one so that tiny models run over several chunks. */

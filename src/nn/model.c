@@ -17,6 +17,7 @@
 #include "pelab/status.h"
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
+#include "nn/forward.h"
 #include "nn/layers.h"
 #include "nn/forward.h"
 
@@ -165,6 +166,7 @@ static void acts_free(struct pelab_acts *a) {
 void pelab_model_free(struct pelab_model *m) {
     acts_free(m->acts);
     pelab_model_eval_release(m);
+    pelab_bf16_weights_free(m->bf16w);
     pelab_posenc_free(&m->pe);
     pelab_params_free(&m->params);
     free(m->layer);
@@ -356,6 +358,7 @@ int pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int3
 }
 
 void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
+    PELAB_ASSERT(!m->bf16w); /* a model that generates with bf16 weights: an update would leave its copy stale */
     struct pelab_acts *a = m->acts;
     const int B = m->cur_B, T = m->cur_T;
     const int N = m->cfg.n_layers, D = m->cfg.d_model, V = m->cfg.vocab, MD = m->cfg.mlp_mult * D;

@@ -26,10 +26,12 @@
  * nq + nk, as for any contiguous or shifted positions) and looked up; rows with t ≥ L, and ranges
  * too wide to tabulate, evaluate f per entry. The table lives on the stack up to FIRE_TAB_STACK
  * distances (any tile of the tiled kernel), so a training step allocates nothing; the reference
- * kernel's whole-sequence tiles past that length allocate it. Nothing outlives a call, so
- * bias_tile is safe to
- * call from parallel threads; bias_tile_backward accumulates into the gradient array it is given,
- * which attention kernels keep private to a thread or use serially (posenc.h).
+ * kernel's whole-sequence tiles past that length allocate it. The MLP runs on FIRE_LANES inputs
+ * at once (a table's distances, a row's keys, the backward's pending entries): its W² multiply–adds
+ * per input dominate a short sequence's step, and lane-wise they vectorise without horizontal sums.
+ * Nothing outlives a call, so bias_tile is safe to call from parallel threads; bias_tile_backward
+ * accumulates into the gradient array it is given, which attention kernels keep private to a
+ * thread or use serially (posenc.h).
  *
  * backward, for one input u with upstream g (the sum of dout over the entries that share u):
  *   the MLP's parameter grads += as for any MLP (only output row h receives gradient);
@@ -43,10 +45,12 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 
 #define FIRE_DEPTH_MAX 8
-#define FIRE_WIDTH_MAX 256 /* hidden activations of one input live on the stack */
+#define FIRE_WIDTH_MAX 256 /* the hidden activations of FIRE_LANES inputs live on the stack: at most
+                            * 8 · 256 · 16 values, 128 KiB in float */
 #define FIRE_EPS 1e-6
 
 static const struct pelab_optdef fire_options[] = {
@@ -181,39 +185,86 @@ static inline double input_of(const struct view *v, double n, double m) {
 
 static inline pelab_real relu(pelab_real x) { return x > 0 ? x : 0; }
 
-/* f(u)_h; a (depth, W) keeps the hidden activations after ReLU for a backward (a > 0 exactly
- * where the pre-activation is, so they double as the ReLU masks). */
-static pelab_real mlp_forward(const struct view *v, int h, pelab_real u, pelab_real *a) {
-    const int W = v->W, D = v->depth;
-    if (D == 0) return v->w[0][h] * u;
-    for (int o = 0; o < W; o++) a[o] = relu(v->w[0][o] * u + v->b[0][o]);
-    for (int l = 1; l < D; l++) {
-        const pelab_real *in = a + (long)(l - 1) * W;
-        pelab_real *out = a + (long)l * W;
-        for (int o = 0; o < W; o++) out[o] = relu(pelab_vdot(v->w[l] + (long)o * W, in, W) + v->b[l][o]);
+/* Inputs the MLP evaluates together, one per lane: every hidden activation is stored (W, LANES),
+ * so each layer is a loop over inputs of a weight broadcast — vectorised, with no horizontal sums. */
+#define FIRE_LANES 16
+#define FIRE_ROWS 4 /* outputs of a layer summed together */
+
+/* acc[r][k] = Σ_i w[r·W + i] · in[i][k] for the R rows of w, summed in order of i. */
+static PELAB_ALWAYS_INLINE void layer_rows(const pelab_real *w, int W, const pelab_real *in,
+                                           pelab_real acc[][FIRE_LANES], const int R) {
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < FIRE_LANES; k++) acc[r][k] = 0;
+    for (int i = 0; i < W; i++) {
+        const pelab_real *x = in + (long)i * FIRE_LANES;
+        for (int r = 0; r < R; r++) {
+            const pelab_real wi = w[(long)r * W + i];
+#pragma omp simd
+            for (int k = 0; k < FIRE_LANES; k++) acc[r][k] += wi * x[k];
+        }
     }
-    return pelab_vdot(v->w[D] + (long)h * W, a + (long)(D - 1) * W, W);
 }
 
-/* Parameter grads += for upstream g at input u (a from mlp_forward); returns ∂/∂u.
+/* f(u_k)_h for the LANES inputs u (a lane not in use holds any finite value). act (depth, W, LANES)
+ * keeps the hidden activations after ReLU for a backward (a > 0 exactly where the pre-activation
+ * is, so they double as the ReLU masks).
+ *   a_0 = relu(w_0 u + b_0),   a_l = relu(W_l a_{l−1} + b_l),   f = W_D[h] · a_{D−1} */
+static PELAB_ALWAYS_INLINE void mlp_forward_body(const struct view *v, int h, const pelab_real *u,
+                                                pelab_real *f, pelab_real *act) {
+    const int W = v->W, D = v->depth;
+    if (D == 0) {
+        for (int k = 0; k < FIRE_LANES; k++) f[k] = v->w[0][h] * u[k];
+        return;
+    }
+    for (int o = 0; o < W; o++) {
+        const pelab_real w = v->w[0][o], b = v->b[0][o];
+#pragma omp simd
+        for (int k = 0; k < FIRE_LANES; k++) act[o * FIRE_LANES + k] = relu(w * u[k] + b);
+    }
+    for (int l = 1; l <= D; l++) {
+        const pelab_real *in = act + (long)(l - 1) * W * FIRE_LANES;
+        pelab_real *out = act + (long)l * W * FIRE_LANES;
+        const int first = l == D ? h : 0, last = l == D ? h + 1 : W; /* the output layer: row h */
+        /* FIRE_ROWS outputs at a time: independent sums hide the adds' latency, and each input
+         * vector is loaded once for all of them; then one at a time */
+        for (int o = first; o < last;) {
+            const int R = last - o >= FIRE_ROWS ? FIRE_ROWS : 1;
+            pelab_real acc[FIRE_ROWS][FIRE_LANES];
+            if (R == FIRE_ROWS) layer_rows(v->w[l] + (long)o * W, W, in, acc, FIRE_ROWS);
+            else layer_rows(v->w[l] + (long)o * W, W, in, acc, 1);
+            for (int r = 0; r < R; r++, o++)
+                for (int k = 0; k < FIRE_LANES; k++) {
+                    if (l == D) f[k] = acc[r][k];
+                    else out[(long)o * FIRE_LANES + k] = relu(acc[r][k] + v->b[l][o]);
+                }
+        }
+    }
+}
+
+/* compiled for AVX-512, AVX2 and the portable target (kernels/cpu/simd.h); the sums run in the
+ * same order at every level */
+PELAB_SIMD_KERNEL(mlp_forward, (const struct view *v, int h, const pelab_real *u, pelab_real *f, pelab_real *act),
+                  (v, h, u, f, act))
+#define mlp_forward pelab_simd_fn(mlp_forward)
+
+/* Parameter grads += for upstream g at input u, lane k of act (from mlp_forward); returns ∂/∂u.
  * dz (2, W) scratch. */
-static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *a,
+static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *act, int k,
                                pelab_real g, pelab_real *dz) {
     const int W = v->W, D = v->depth;
     if (D == 0) {
         v->dw[0][h] += g * u;
         return g * v->w[0][h];
     }
+#define A(l, i) act[((long)(l) * W + (i)) * FIRE_LANES + k]
     pelab_real *cur = dz, *next = dz + W;
-    const pelab_real *last = a + (long)(D - 1) * W, *row = v->w[D] + (long)h * W;
+    const pelab_real *row = v->w[D] + (long)h * W;
     pelab_real *drow = v->dw[D] + (long)h * W;
-#pragma omp simd
     for (int i = 0; i < W; i++) {
-        drow[i] += g * last[i];
-        cur[i] = last[i] > 0 ? g * row[i] : 0;
+        drow[i] += g * A(D - 1, i);
+        cur[i] = A(D - 1, i) > 0 ? g * row[i] : 0;
     }
     for (int l = D - 1; l >= 1; l--) { /* cur = ∂/∂z_l; layer l maps a_{l−1} to z_l */
-        const pelab_real *in = a + (long)(l - 1) * W;
         for (int i = 0; i < W; i++) next[i] = 0;
         for (int o = 0; o < W; o++) {
             const pelab_real c = cur[o];
@@ -221,16 +272,16 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
             const pelab_real *wr = v->w[l] + (long)o * W;
             pelab_real *dwr = v->dw[l] + (long)o * W;
             v->db[l][o] += c;
-#pragma omp simd
             for (int i = 0; i < W; i++) {
-                dwr[i] += c * in[i];
+                dwr[i] += c * A(l - 1, i);
                 next[i] += wr[i] * c;
             }
         }
-        for (int i = 0; i < W; i++) next[i] = in[i] > 0 ? next[i] : 0;
+        for (int i = 0; i < W; i++) next[i] = A(l - 1, i) > 0 ? next[i] : 0;
         pelab_real *t = cur;
         cur = next, next = t;
     }
+#undef A
     pelab_real du = 0;
     for (int o = 0; o < W; o++) {
         v->db[0][o] += cur[o];
@@ -240,17 +291,38 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
     return du;
 }
 
-/* One input's whole backward: MLP grads, then u's dependence on c (and on ℓ when m = L) into
- * v->dc, v->dell. act (depth, W), dz (2, W) scratch. */
-static void input_backward(struct view *v, int h, double n, double m, int m_is_L, pelab_real g,
-                           pelab_real *act, pelab_real *dz) {
-    const double A = psi(v->c, n), P = psi(v->c, m) + FIRE_EPS, u = A / P;
-    mlp_forward(v, h, (pelab_real)u, act);
-    const double du = mlp_backward(v, h, (pelab_real)u, act, g, dz);
+/* Inputs waiting for their backward: distance n, normaliser position m (m = L or not), upstream g. */
+struct pending {
+    double n[FIRE_LANES], m[FIRE_LANES];
+    pelab_real g[FIRE_LANES];
+    int m_is_L[FIRE_LANES], count;
+};
+
+/* The pending inputs' whole backward, in the order they came: MLP grads, then u's dependence on c
+ * (and on ℓ when m = L) into v->dc, v->dell. act (depth, W, LANES), dz (2, W) scratch. */
+static void flush_backward(struct view *v, int h, struct pending *p, pelab_real *act, pelab_real *dz) {
+    pelab_real u[FIRE_LANES] = {0}, f[FIRE_LANES];
+    double A[FIRE_LANES], P[FIRE_LANES];
+    for (int k = 0; k < p->count; k++) {
+        A[k] = psi(v->c, p->n[k]), P[k] = psi(v->c, p->m[k]) + FIRE_EPS;
+        u[k] = (pelab_real)(A[k] / P[k]);
+    }
+    mlp_forward(v, h, u, f, act);
     const double ac = fabs(v->c), sc = (v->c > 0) - (v->c < 0);
-    const double dP = -A / (P * P); /* ∂u/∂ψ(m) */
-    v->dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P + dP * sc * fabs(m) / (ac * fabs(m) + 1));
-    if (m_is_L) v->dell += du * dP * ac * ((m > 0) - (m < 0)) / (ac * fabs(m) + 1) * v->dL_dell;
+    for (int k = 0; k < p->count; k++) {
+        const double n = p->n[k], m = p->m[k];
+        const double du = mlp_backward(v, h, u[k], act, k, p->g[k], dz);
+        const double dP = -A[k] / (P[k] * P[k]); /* ∂u/∂ψ(m) */
+        v->dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P[k] + dP * sc * fabs(m) / (ac * fabs(m) + 1));
+        if (p->m_is_L[k]) v->dell += du * dP * ac * ((m > 0) - (m < 0)) / (ac * fabs(m) + 1) * v->dL_dell;
+    }
+    p->count = 0;
+}
+
+static void push_backward(struct view *v, int h, struct pending *p, double n, double m, int m_is_L,
+                          pelab_real g, pelab_real *act, pelab_real *dz) {
+    p->n[p->count] = n, p->m[p->count] = m, p->g[p->count] = g, p->m_is_L[p->count] = m_is_L;
+    if (++p->count == FIRE_LANES) flush_backward(v, h, p, act, dz);
 }
 
 /* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough to tabulate
@@ -279,19 +351,31 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
                            const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
     struct view v;
     load_view(pe, layer, NULL, &v);
-    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], stack_tab[FIRE_TAB_STACK];
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX * FIRE_LANES], stack_tab[FIRE_TAB_STACK];
+    pelab_real u[FIRE_LANES] = {0}, f[FIRE_LANES];
     int64_t lo, R;
     distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
     /* without a table (none fits in memory): per entry */
     pelab_real *tab = !R ? NULL : R <= FIRE_TAB_STACK ? stack_tab : malloc((size_t)R * sizeof *tab);
-    for (int64_t n = 0; tab && n < R; n++) tab[n] = mlp_forward(&v, h, (pelab_real)input_of(&v, (double)(lo + n), v.L), act);
+    for (int64_t n0 = 0; tab && n0 < R; n0 += FIRE_LANES) {
+        const int K = R - n0 < FIRE_LANES ? (int)(R - n0) : FIRE_LANES;
+        for (int k = 0; k < K; k++) u[k] = (pelab_real)input_of(&v, (double)(lo + n0 + k), v.L);
+        mlp_forward(&v, h, u, f, act);
+        for (int k = 0; k < K; k++) tab[n0 + k] = f[k];
+    }
     for (int i = 0; i < nq; i++) {
         const int is_short = pos_q[i] < v.L;
         const double m = is_short ? v.L : pos_q[i];
         pelab_real *row = out + (long)i * nk;
-        for (int j = 0; j < nk; j++) {
-            int64_t n = dist(pos_q[i], pos_k[j]);
-            row[j] = is_short && tab ? tab[n - lo] : mlp_forward(&v, h, (pelab_real)input_of(&v, (double)n, m), act);
+        if (is_short && tab) {
+            for (int j = 0; j < nk; j++) row[j] = tab[dist(pos_q[i], pos_k[j]) - lo];
+            continue;
+        }
+        for (int j0 = 0; j0 < nk; j0 += FIRE_LANES) {
+            const int K = nk - j0 < FIRE_LANES ? nk - j0 : FIRE_LANES;
+            for (int k = 0; k < K; k++) u[k] = (pelab_real)input_of(&v, (double)dist(pos_q[i], pos_k[j0 + k]), m);
+            mlp_forward(&v, h, u, f, act);
+            for (int k = 0; k < K; k++) row[j0 + k] = f[k];
         }
     }
     if (tab != stack_tab) free(tab);
@@ -304,7 +388,8 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
     const struct fire_net *net = &f->net[f->shared ? 0 : layer];
     struct view v;
     load_view(pe, layer, grad, &v);
-    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX], dz[2 * FIRE_WIDTH_MAX], stack_g[FIRE_TAB_STACK];
+    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX * FIRE_LANES], dz[2 * FIRE_WIDTH_MAX], stack_g[FIRE_TAB_STACK];
+    struct pending p = {.count = 0};
     int64_t lo, R;
     distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
     /* summed dout per distance */
@@ -318,11 +403,12 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
             int64_t n = dist(pos_q[i], pos_k[j]);
             pelab_real d = dout[(long)i * nk + j];
             if (is_short && g) g[n - lo] += d;
-            else if (d != 0) input_backward(&v, h, (double)n, m, is_short, d, act, dz);
+            else if (d != 0) push_backward(&v, h, &p, (double)n, m, is_short, d, act, dz);
         }
     }
     for (int64_t n = 0; g && n < R; n++)
-        if (g[n] != 0) input_backward(&v, h, (double)(lo + n), v.L, 1, g[n], act, dz);
+        if (g[n] != 0) push_backward(&v, h, &p, (double)(lo + n), v.L, 1, g[n], act, dz);
+    if (p.count) flush_backward(&v, h, &p, act, dz);
     if (g != stack_g) free(g);
     pelab_posenc_grad(pe, grad, net->c)[0] += (pelab_real)v.dc;
     pelab_posenc_grad(pe, grad, net->ell)[0] += (pelab_real)v.dell;

@@ -26,11 +26,14 @@ static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real 
 /* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
  * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
  * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
- * computes, and on 2 cores that made 2 threads slower than 1. */
+ * computes, and on 2 cores that made 2 threads slower than 1. A product of a few rows (generation:
+ * one token, times every weight matrix) is split by C's columns instead, a multiple of 64, so each
+ * thread reads its own part of B: there the cost is B's bytes, and one core alone cannot read
+ * them at the memory's full rate. */
 static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                       const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                       pelab_real *C, int ldc) {
-    enum { ROWS = 16 };
+    enum { ROWS = 16, COLS = 64 };
 #ifdef _OPENMP
     if (M >= 2 * ROWS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
 #pragma omp parallel
@@ -42,6 +45,19 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
             if (hi > lo)
                 blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha, trans_a ? A + lo : A + lo * lda,
                           lda, B, ldb, beta, C + lo * ldc, ldc);
+        }
+        return;
+    }
+    if (N >= 2 * COLS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
+#pragma omp parallel
+        {
+            long lo, hi;
+            pelab_thread_slice((N + COLS - 1) / COLS, &lo, &hi);
+            lo *= COLS, hi = hi * COLS < N ? hi * COLS : N;
+            /* columns lo.. of op(B): columns of B, or its rows when transposed */
+            if (hi > lo)
+                blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda, trans_b ? B + lo * ldb : B + lo,
+                          ldb, beta, C + lo, ldc);
         }
         return;
     }

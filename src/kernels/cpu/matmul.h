@@ -4,6 +4,7 @@
 #ifndef PELAB_KERNELS_MATMUL_H
 #define PELAB_KERNELS_MATMUL_H
 
+#include <stdint.h>
 #include "pelab/real.h"
 
 /* C (M,N) = alpha · op(A) · op(B) + beta · C, row-major; op(X) = X or X^T per trans flag.
@@ -30,6 +31,9 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
 /* out (N,OC) = inp (N,C) · w^T, with w (OC,C) as a PyTorch Linear weight. */
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
                           int C, int OC);
+/* out (N,OC) = inp (N,C) · w^T with w (OC,C) in bf16 (matmul_bf16w.c): generation's products,
+ * reading half the bytes; float32 activations and sums, on any CPU. */
+void pelab_matmul_bf16w_forward(pelab_real *out, const pelab_real *inp, const uint16_t *w, int N, int C, int OC);
 /* dinp (N,C) += dout (N,OC) · w;  dw (OC,C) += dout^T · inp. */
 void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
                            const pelab_real *inp, const pelab_real *w, int N, int C, int OC);
