@@ -15,8 +15,7 @@ sgemm=build/bench/bench_sgemm train=build/bench/bench_train
 [ -x "$sgemm" ] && [ -x "$train" ] || { echo "bench: $sgemm or $train is missing; run 'make bench'" >&2; exit 1; }
 ./pelab --version | grep -q "^matrix products: OpenBLAS" || { echo "bench: pelab was built without OpenBLAS" >&2; exit 1; }
 best=$(env -u OPENBLAS_CORETYPE bash scripts/blas-core.sh ./pelab)
-field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
-median() { sort -g | awk '{ x[NR] = $1 } END { print (NR % 2) ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
+. bench/lib.sh
 
 echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $threads cores;" \
      "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes');" \

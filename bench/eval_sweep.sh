@@ -30,7 +30,7 @@ twin_ts=${EVAL_TWIN_TS:-}
 threads=${EVAL_THREADS:-$(nproc 2>/dev/null || echo 1)}
 cap_gib=${EVAL_MEM_GIB:-16}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
-field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p"; }
+. bench/lib.sh
 echo "| T | kernel | tokens/s | forward (s) | peak RSS (MiB) |"
 echo "|---|---|---|---|---|"
 for T in $ts; do

@@ -7,6 +7,8 @@
 #
 #   BENCH_GENERATE="C:1024 C:8192 D:1024"  configuration:context rows ("none": skip)
 #   BENCH_GEN_TOKENS="16 3"     tokens generated (and timed) with the cache and without
+#   BENCH_REPS=3                runs of each cached rate and of the bandwidth, back to back
+#                               (float32, bf16, float32, ...): medians; recomputing runs once
 #   BENCH_THREADS=N             threads (default: all cores)
 set -u
 cd "$(dirname "$0")/.."
@@ -19,15 +21,17 @@ if [ ! -x "$gen_bin" ]; then
     exit 1
 fi
 read -r gen_on gen_off <<<"${BENCH_GEN_TOKENS:-16 3}"
-field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
+reps=${BENCH_REPS:-3}
+. bench/lib.sh
 status=0
 # the bound of decoding with the cache: memory bandwidth (a read pass, bench_stream) over the bytes
 # a token must read (every weight and the cached keys and values)
 bw=null
-[ -x build/bench/bench_stream ] && bw=$(build/bench/bench_stream --threads "$threads" | field read_gbs)
+[ -x build/bench/bench_stream ] &&
+    bw=$(for r in $(seq "$reps"); do build/bench/bench_stream --threads "$threads"; done | fields read_gbs | median)
 bw=${bw:-null}
 echo
-echo "generation (rope, greedy, $threads threads): tokens/s at a context of N tokens;" \
+echo "generation (rope, greedy, $threads threads, medians of $reps): tokens/s at a context of N tokens;" \
      "memory read at $bw GB/s (bench_stream); bound: that rate over the bytes a token reads"
 # "bound fraction" of a rate at bytes per token, or "null null"
 of_bound() {
@@ -42,16 +46,19 @@ gjson="["
 for row in $rows; do
     cfg=${row%%:*} n=${row#*:}
     gen() { "$gen_bin" --config "$cfg" --context "$n" --threads "$threads" "$@"; }
-    on=$(gen --cache on --tokens "$gen_on") || {
-        echo "bench: bench_generate failed at $cfg:$n with the cache" >&2; status=1; }
+    on="" half=""
+    for r in $(seq "$reps"); do
+        on+=$(gen --cache on --tokens "$gen_on")$'\n' || {
+            echo "bench: bench_generate failed at $cfg:$n with the cache" >&2; status=1; }
+        half+=$(gen --cache on --weights bf16 --tokens "$gen_on")$'\n' || {
+            echo "bench: bench_generate failed at $cfg:$n with bf16 weights" >&2; status=1; }
+    done
     off=$(gen --cache off --tokens "$gen_off") || {
         echo "bench: bench_generate failed at $cfg:$n without the cache" >&2; status=1; }
-    half=$(gen --cache on --weights bf16 --tokens "$gen_on") || {
-        echo "bench: bench_generate failed at $cfg:$n with bf16 weights" >&2; status=1; }
-    a=$(printf '%s\n' "$on" | field tokens_per_s); b=$(printf '%s\n' "$off" | field tokens_per_s)
-    pre=$(printf '%s\n' "$on" | field prefill_s)
-    bytes=$(printf '%s\n' "$on" | field bytes_per_token)
-    h=$(printf '%s\n' "$half" | field tokens_per_s); hbytes=$(printf '%s\n' "$half" | field bytes_per_token)
+    a=$(printf '%s' "$on" | fields tokens_per_s | median); b=$(printf '%s\n' "$off" | field tokens_per_s)
+    pre=$(printf '%s' "$on" | fields prefill_s | median)
+    bytes=$(printf '%s' "$on" | field bytes_per_token)
+    h=$(printf '%s' "$half" | fields tokens_per_s | median); hbytes=$(printf '%s' "$half" | field bytes_per_token)
     a=${a:-null} b=${b:-null} pre=${pre:-null} bytes=${bytes:-null} h=${h:-null} hbytes=${hbytes:-null}
     ratio=null hratio=null
     [ "$a" != null ] && [ "$b" != null ] && ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a / b }')

@@ -36,9 +36,7 @@ if ! "$py" -c 'import torch' >/dev/null 2>&1; then
     echo "notice: python3-torch is not installed (run 'make deps'); bf16 without the autocast twin"
 fi
 
-field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
-median() { sort -g | awk '{ x[NR] = $1 } END { if (NR == 0) print "null";
-    else if (NR % 2) print x[(NR + 1) / 2]; else printf "%.1f\n", (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
+. bench/lib.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null") print "null"; else printf "%.2f", a / b }'; }
 
 echo "precision: $threads threads; products: medians of 5 passes; training: medians of $reps runs"

@@ -35,12 +35,8 @@ if ! "$py" -c 'import torch' >/dev/null 2>&1; then
     echo "notice: python3-torch is not installed (run 'make deps'); reporting pelab alone, without the PyTorch twin"
 fi
 
-# field $1 of one JSON line, or nothing
-field() { sed -n "s/.*\"$1\":\([0-9.eE+-]*\).*/\1/p" | tail -n 1; }
+. bench/lib.sh
 tps() { field tokens_per_s; }
-# median of numbers on stdin, or "null" when there are none
-median() { sort -g | awk '{ x[NR] = $1 } END { if (NR == 0) print "null";
-    else if (NR % 2) print x[(NR + 1) / 2]; else printf "%.1f\n", (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
 
 # pelab and the twin on the same OpenBLAS kernels, the ones pelab chooses for this CPU, so that the
 # ratios compare code, not CPU detection (src/kernels/cpu/blas_kernels.h)
