@@ -18,6 +18,7 @@
 #include "attn/attention.h"
 #include "attn/count.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 #include "pelab/status.h"
 
@@ -45,6 +46,48 @@ void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     free(c->kb);
     *c = (struct pelab_attn_cache){0};
 }
+
+/* What each query row of a chunk reads (pelab_attn_cached_forward). */
+struct cached_rows {
+    const struct pelab_attn_call *s;
+    pelab_real *scores;               /* (H,n,t0 + n) */
+    const pelab_real *q, *K, *V, *KB; /* this layer's: q (H,n,dq), K (H,cap,dq), V (H,cap,dv), KB (cap,H) */
+    pelab_real *out;
+    int t0, cap;                      /* positions cached before the chunk; the cache's capacity */
+    int gemm; /* S and P·V are matrix products: the row only adds KB, counts and normalises */
+};
+
+/* Row i of head h (hi = h·n + i): the scores of keys 0..t (t = t0 + i), their softmax and, one
+ * row at a time, Σ_j P_j V_j. Compiled per SIMD level: at a long context the dot product per
+ * key and the sum over keys are most of a generated token's attention. */
+static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, int hi) {
+    const struct pelab_attn_call *s = r->s;
+    const int n = s->T, h = hi / n, i = hi % n, t = r->t0 + i, nk = r->t0 + n, H = s->H;
+    const int dq = s->dq, dv = s->dv, cap = r->cap, P = s->pe ? s->pe->count_max : 0;
+    pelab_real *row = r->scores + (long)hi * nk;
+    const pelab_real *qi = r->q + (long)hi * dq, *Kh = r->K + (long)h * cap * dq;
+    if (!r->gemm)
+        for (int j = 0; j <= t; j++) row[j] += s->scale * pelab_vdot(qi, Kh + (long)j * dq, dq);
+    for (int j = 0; r->KB && j <= t; j++) row[j] += r->KB[(long)j * H + h];
+    if (s->z) pelab_count_row(row, NULL, t + 1, s->z + (long)hi * P, P, 0);
+    pelab_real mx = -INFINITY;
+    for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
+    pelab_real sum = 0;
+    for (int j = 0; j <= t; j++) {
+        row[j] = pelab_vexp_prob(row[j] - mx);
+        sum += row[j];
+    }
+    for (int j = 0; j <= t; j++) row[j] /= sum;
+    for (int j = t + 1; j < nk; j++) row[j] = 0;
+    if (r->gemm) return;
+    pelab_real *o = r->out + (long)i * s->ldo + (long)h * dv;
+    const pelab_real *Vh = r->V + (long)h * cap * dv;
+    memset(o, 0, (size_t)dv * sizeof *o);
+    for (int j = 0; j <= t; j++)
+        for (int e = 0; e < dv; e++) o[e] += row[j] * Vh[(long)j * dv + e];
+}
+
+PELAB_SIMD_KERNEL(cached_rows, (const struct cached_rows *r, int hi), (r, hi))
 
 void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
                                const pelab_real *k, const pelab_real *v,
@@ -74,32 +117,11 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
         for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
             pelab_gemm(0, 1, n, nk, dq, s->scale, q + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
                        has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int h = 0; h < H; h++)
-        for (int i = 0; i < n; i++) {
-            const int t = t0 + i; /* keys 0..t */
-            pelab_real *row = c->scores + ((long)h * n + i) * nk;
-            const pelab_real *qi = q + ((long)h * n + i) * dq, *Kh = K + (long)h * cap * dq;
-            if (!gemm)
-                for (int j = 0; j <= t; j++) row[j] += s->scale * pelab_vdot(qi, Kh + (long)j * dq, dq);
-            for (int j = 0; KB && j <= t; j++) row[j] += KB[(long)j * H + h];
-            if (s->z) pelab_count_row(row, NULL, t + 1, s->z + ((long)h * n + i) * pe->count_max, pe->count_max, 0);
-            pelab_real mx = -INFINITY;
-            for (int j = 0; j <= t; j++) mx = row[j] > mx ? row[j] : mx;
-            pelab_real sum = 0;
-            for (int j = 0; j <= t; j++) {
-                row[j] = pelab_vexp_prob(row[j] - mx);
-                sum += row[j];
-            }
-            for (int j = 0; j <= t; j++) row[j] /= sum;
-            for (int j = t + 1; j < nk; j++) row[j] = 0;
-            if (gemm) continue;
-            pelab_real *o = out + (long)i * s->ldo + (long)h * dv;
-            const pelab_real *Vh = V + (long)h * cap * dv;
-            memset(o, 0, (size_t)dv * sizeof *o);
-            for (int j = 0; j <= t; j++)
-                for (int e = 0; e < dv; e++) o[e] += row[j] * Vh[(long)j * dv + e];
-        }
+    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .KB = KB, .out = out,
+                                  .t0 = t0, .cap = cap, .gemm = gemm};
+    void (*const rows)(const struct cached_rows *, int) = pelab_simd_fn(cached_rows);
+#pragma omp parallel for schedule(static)
+    for (int hi = 0; hi < H * n; hi++) rows(&r, hi);
     if (gemm)
         for (int h = 0; h < H; h++) /* out[:, h] (n,dv), rows ldo apart = (n,nk)·(nk,dv) */
             pelab_gemm(0, 0, n, dv, nk, 1, c->scores + (long)h * n * nk, nk, V + (long)h * cap * dv, dv,
