@@ -1,12 +1,14 @@
 /* The vectorised kernels against plain references written here in double precision, at every
  * SIMD level this CPU runs (simd.h: portable, AVX2, AVX-512): RMSNorm, GELU and cross-entropy
  * forward and backward, the cross-entropy's evaluation variant, PoPE's and RoPE's transforms and
- * their gradients, AdamW, the product with bf16 weights, and the tiled attention kernel (forward and backward) against the
+ * their gradients, AdamW, the product with bf16 weights, float products of few rows (one token's,
+ * split across threads by columns), and the tiled attention kernel (forward and backward) against the
  * reference one. Odd sizes, so vector remainders run too. Built twice: in double
  * (build/tests/test_kernels, tolerance 1e-12) and in float, what users run
  * (build/tests/test_kernels_f32, tolerance about 100 float ulps, the error of vmath.h's exp and
  * log1p and of float sums). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -18,6 +20,7 @@
 #include "pelab/optim.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
 
 #ifdef PELAB_DOUBLE
 #define RTOL 1e-12
@@ -360,6 +363,40 @@ static void check_matmul_bf16w(void) {
     }
 }
 
+/* --- products of few rows ------------------------------------------------------------------------ */
+/* C = alpha·op(A)·op(B) + beta·C for M = 1 (a matrix–vector product per thread) and M = 3 (a gemm
+ * per thread), every transposition, strides wider than the matrices, on 2 threads (each takes a
+ * share of C's columns), against sums in double. */
+static void check_gemm_few_rows(void) {
+    const int saved = pelab_threads_get();
+    pelab_threads_set(2);
+    enum { N = 150, K = 37, PAD = 3 };
+    for (int M = 1; M <= 3; M += 2)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                const int lda = (ta ? M : K) + PAD, ldb = (tb ? K : N) + PAD, ldc = N + PAD;
+                pelab_real *A = rvec((long)(ta ? K : M) * lda, -1, 1), *B = rvec((long)(tb ? N : K) * ldb, -1, 1);
+                pelab_real *C = rvec((long)M * ldc, -1, 1);
+                double *want = dvec((long)M * ldc);
+                const double alpha = 0.75, beta = -0.5;
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < ldc; j++) {
+                        double sum = 0;
+                        for (int k = 0; j < N && k < K; k++)
+                            sum += (double)(ta ? A[(long)k * lda + i] : A[(long)i * lda + k]) *
+                                   (double)(tb ? B[(long)j * ldb + k] : B[(long)k * ldb + j]);
+                        /* the padding past column N stays as it was */
+                        want[(long)i * ldc + j] = j < N ? alpha * sum + beta * (double)C[(long)i * ldc + j] : (double)C[(long)i * ldc + j];
+                    }
+                pelab_gemm(ta, tb, M, N, K, (pelab_real)alpha, A, lda, B, ldb, (pelab_real)beta, C, ldc);
+                char what[64];
+                snprintf(what, sizeof what, "gemm M %d trans %d%d", M, ta, tb);
+                compare(what, C, want, (long)M * ldc);
+                free(A), free(B), free(C), free(want);
+            }
+    pelab_threads_set(saved);
+}
+
 int main(void) {
     int levels = 0;
     for (int l = 0; l < PELAB_SIMD_LEVELS; l++) {
@@ -384,5 +421,7 @@ int main(void) {
         levels++;
     }
     CHECK(levels > 0, "no SIMD level ran");
+    level_name = "blas";
+    check_gemm_few_rows();
     return check_report(sizeof(pelab_real) == 8 ? "test_kernels" : "test_kernels_f32");
 }

@@ -23,6 +23,20 @@ static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real 
 #endif
 }
 
+/* C (1,N) = alpha · op(A) (1,K) · op(B) + beta · C as a matrix–vector product: a one-row product
+ * reads B once, where a gemm would first copy it into its packed panels. */
+static void blas_gemv(int trans_a, int trans_b, int N, int K, pelab_real alpha, const pelab_real *A,
+                      int lda, const pelab_real *B, int ldb, pelab_real beta, pelab_real *C) {
+    /* op(B)^T · a: B stored (N,K) when transposed (rows of B), (K,N) otherwise; a's elements
+     * are lda apart when A is transposed (a column of A) */
+    const int rows = trans_b ? N : K, cols = trans_b ? K : N, inc = trans_a ? lda : 1;
+#ifdef PELAB_DOUBLE
+    cblas_dgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, rows, cols, alpha, B, ldb, A, inc, beta, C, 1);
+#else
+    cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, rows, cols, alpha, B, ldb, A, inc, beta, C, 1);
+#endif
+}
+
 /* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
  * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
  * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
@@ -55,9 +69,9 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
             pelab_thread_slice((N + COLS - 1) / COLS, &lo, &hi);
             lo *= COLS, hi = hi * COLS < N ? hi * COLS : N;
             /* columns lo.. of op(B): columns of B, or its rows when transposed */
-            if (hi > lo)
-                blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda, trans_b ? B + lo * ldb : B + lo,
-                          ldb, beta, C + lo, ldc);
+            const pelab_real *Bs = trans_b ? B + lo * ldb : B + lo;
+            if (hi > lo && M == 1) blas_gemv(trans_a, trans_b, (int)(hi - lo), K, alpha, A, lda, Bs, ldb, beta, C + lo);
+            else if (hi > lo) blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda, Bs, ldb, beta, C + lo, ldc);
         }
         return;
     }
