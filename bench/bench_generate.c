@@ -1,7 +1,7 @@
 /* bench_generate — greedy generation throughput at a long context, with and without the KV cache
  * (float build).
  *
- *   build/bench/bench_generate --context N [--config C|D] [--cache on|off] [--tokens G] [--pe NAME]
+ *   build/bench/bench_generate --context N [--config C|D] [--cache on|off|bf16] [--tokens G] [--pe NAME]
  *                              [--weights fp32|bf16] [--threads N]
  *
  * Configuration C or D of the benchmarks (C: V 8192, D 384, 6 layers, 6 heads; D: GPT-2 small's
@@ -16,8 +16,9 @@
  * bytes_per_token (with the cache): what one decoded token must read at least, every weight once
  * and the cached keys and values of the context, averaged over the timed tokens; memory
  * bandwidth over it bounds the tokens/s (bench/generate.sh, with bench_stream's rate). With
- * --weights bf16 the weight matrices are read in bf16 (pelab_model_use_bf16_weights): two bytes
- * each in bytes_per_token.
+ * --weights bf16 the weight matrices are read in bf16 (pelab_model_use_bf16_weights), and with
+ * --cache bf16 the cached keys and values (pelab_kv_cache_new_bf16): two bytes each in
+ * bytes_per_token.
  * "last" is the final token: with the same --tokens the two modes pick the same tokens (greedy,
  * the same weights), unless two logits tie within rounding.
  */
@@ -43,11 +44,12 @@ static int V;
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: bench_generate --context N [--config C|D] [--cache on|off] [--tokens G] [--pe NAME]\n"
+            "usage: bench_generate --context N [--config C|D] [--cache on|off|bf16] [--tokens G] [--pe NAME]\n"
             "                      [--weights fp32|bf16] [--threads N]\n"
             "  --context  tokens the last generated one sees (prompt N - G, then G generated)\n"
             "  --config   C (default: V 8192 D 384 N 6 H 6) or D (V 50257 D 768 N 12 H 12)\n"
-            "  --cache    on: KV cache (default); off: recompute the context for every token\n"
+            "  --cache    on: KV cache (default); bf16: its keys and values in bf16; off: recompute the\n"
+            "             context for every token\n"
             "  --tokens   tokens generated and timed (default 16)\n"
             "  --pe       positional encoding (default rope)\n"
             "  --weights  fp32 (default), or bf16: the weight matrices read in bf16\n"
@@ -78,7 +80,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
         else return usage();
     }
-    const int cached = strcmp(cache, "on") == 0;
+    const int kv16 = strcmp(cache, "bf16") == 0, cached = kv16 || strcmp(cache, "on") == 0;
     const int bf16 = strcmp(weights, "bf16") == 0;
     int cf = 0;
     while (cf < 2 && strcmp(config, configs[cf].name)) cf++;
@@ -96,7 +98,7 @@ int main(int argc, char **argv) {
     memset(&m, 0, sizeof m);
     struct pelab_kv_cache *c = NULL;
     if (pelab_model_init(&m, &opts, V, N) != PELAB_OK ||
-        (cached && pelab_kv_cache_new(&c, &m, N) != PELAB_OK)) {
+        (cached && (kv16 ? pelab_kv_cache_new_bf16(&c, &m, N) : pelab_kv_cache_new(&c, &m, N)) != PELAB_OK)) {
         fprintf(stderr, "bench_generate: context %d: %s\n", N, pelab_last_error());
         return 1;
     }
@@ -146,8 +148,8 @@ int main(int argc, char **argv) {
     double per = (pelab_clock_s() - t0) / G;
     /* weights, and per layer the keys (H·qk_dim) and values (D) of the mean context P + G/2 */
     const double kv_row = (double)m.cfg.n_layers * (m.cfg.n_heads * m.pe.qk_dim + m.cfg.d_model);
-    const double bytes = sizeof(pelab_real) * ((double)m.params.total + (cached ? kv_row * (P + G / 2.0) : 0)) -
-                         (bf16 ? (sizeof(pelab_real) - 2) * matrix : 0);
+    const double weight_bytes = sizeof(pelab_real) * (double)m.params.total - (bf16 ? (sizeof(pelab_real) - 2) * matrix : 0);
+    const double bytes = weight_bytes + (cached ? (kv16 ? 2 : sizeof(pelab_real)) * kv_row * (P + G / 2.0) : 0);
     if (rc) {
         fprintf(stderr, "bench_generate: %s\n", pelab_last_error());
         return 1;

@@ -44,6 +44,7 @@ of_bound() {
 grows=()
 gjson="["
 for row in $rows; do
+    [[ $row == *:* ]] || row=C:$row # a bare context: configuration C
     cfg=${row%%:*} n=${row#*:}
     gen() { "$gen_bin" --config "$cfg" --context "$n" --threads "$threads" "$@"; }
     on="" half=""

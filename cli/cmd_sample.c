@@ -36,12 +36,13 @@ static const struct pelab_optdef sample_options[] = {
     {"context", PELAB_OPT_INT, "0", 0, 1048576, NULL,
      "text, dna, music: the model sees at most the last N tokens, at positions 0..N-1 (0: the "
      "run's training length)"},
-    {"cache", PELAB_OPT_SWITCH, "on", 0, 0, NULL,
+    {"cache", PELAB_OPT_CHOICE, "on", 0, 0, "on|off|bf16",
      "text, dna, music: generate with a KV cache (each token attends to kept keys and values); "
+     "bf16: the cache keeps them in bf16 (half the bytes; logits to bf16's rounding of k and v); "
      "off: recompute the whole context for every token (the same tokens, slower)"},
     {"weights", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
-     "text, dna, music: the weight matrices generation reads; bf16 rounds them to bf16 and reads "
-     "half the bytes per token (float32 activations and sums, on any CPU)"},
+     "text, dna, music: the weight matrices generation reads; bf16 rounds them to bf16 and, with "
+     "the cache, reads half their bytes per token (float32 activations and sums, on any CPU)"},
     PELAB_OPT_ROW_EDITED,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
@@ -282,8 +283,10 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
     int rc = PELAB_OK;
     if (strcmp(pelab_opt_str(opts, sample_options, "weights"), "bf16") == 0)
         rc = pelab_model_use_bf16_weights(&run->model);
-    if (!rc && pelab_opt_switch(opts, sample_options, "cache")) {
-        rc = pelab_kv_cache_new(&cx.cache, &run->model, cx.W);
+    const char *cache = pelab_opt_str(opts, sample_options, "cache");
+    if (!rc && strcmp(cache, "off") != 0) {
+        rc = strcmp(cache, "bf16") == 0 ? pelab_kv_cache_new_bf16(&cx.cache, &run->model, cx.W)
+                                        : pelab_kv_cache_new(&cx.cache, &run->model, cx.W);
         if (rc == PELAB_ERR_USAGE) { /* this encoding's setting cannot be cached */
             fprintf(stderr, "notice: generating without the KV cache (every token recomputes the "
                     "context): %s\n", pelab_last_error());

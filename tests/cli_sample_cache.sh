@@ -5,7 +5,8 @@
 # encoding setting that cannot be cached (dynamic NTK past L_train) falls back to recomputation
 # with one notice line and the same output; a learned table asked for a context past its end is
 # one usage error either way. With --weights bf16 the cached continuation (bf16 copies of the
-# matrices) is again the recomputed one (float32 products of the same rounded values).
+# matrices) is again the recomputed one (float32 products of the same rounded values); --cache
+# bf16 generates.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D="$W/data"
@@ -39,8 +40,17 @@ for pe in rope fox alibi; do
     cmp -s "$W/bf16-on" "$W/bf16-off" || fail "--pe $pe --weights bf16: the cache changes the continuation:
 $(diff "$W/bf16-on" "$W/bf16-off" | head -8)"
 done
-"$P" sample --model "$W/rope" --count 1 --prompt 6 --tokens 5 --weights fp16 >/dev/null 2>"$W/err"; rc=$?
-[ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "weights" "$W/err" || fail "--weights fp16: exit $rc, $(cat "$W/err")"
+for bad in "--weights fp16" "--cache fp16"; do
+    "$P" sample --model "$W/rope" --count 1 --prompt 6 --tokens 5 $bad >/dev/null 2>"$W/err"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q -- "${bad%% *}" "$W/err" || fail "$bad: exit $rc, $(cat "$W/err")"
+done
+# a bf16 cache (its arithmetic is test_attn's): generates, silently, with and without bf16 weights
+for w in fp32 bf16; do
+    "$P" sample --model "$W/fox" --count 2 --prompt 6 --tokens 30 --threads 1 --cache bf16 --weights $w >"$W/o" 2>"$W/err" ||
+        fail "sample --cache bf16 --weights $w: $(cat "$W/err")"
+    [ -s "$W/err" ] && fail "--cache bf16 wrote to stderr: $(cat "$W/err")"
+    [ "$(grep -c '^--- model (30 tokens)' "$W/o")" -eq 2 ] || fail "--cache bf16 --weights $w: output $(cat "$W/o")"
+done
 
 # dynamic NTK past L_train: recomputed, one notice, the same tokens
 R="$W/rope"

@@ -28,6 +28,7 @@
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "attn/attention.h"
+#include "kernels/cpu/bf16.h"
 
 #define LAYERS 2
 #define LAYER 1 /* the layer the kernels run as: per-layer parameters must pick theirs */
@@ -159,13 +160,14 @@ static void run_kernel(struct result *r, struct attn_setup *a, int tiled) { run_
 
 #define EQ_TOL 1e-12
 
-/* The cached kernel on a's batch, one sequence at a time in chunks of `chunk` new queries:
- * max relative difference of its outputs from ref_out (B,T,D). */
-static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk) {
+/* The cached kernel on a's batch, one sequence at a time in chunks of `chunk` new queries, its
+ * keys and values in bf16 when bf16 is set: max relative difference of its outputs from ref_out
+ * (B,T,D). */
+static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk, int bf16) {
     const struct pelab_attn_call *s = &a->s;
     const int H = s->H, dq = s->dq, dv = s->dv, T = s->T, D = H * dv;
     struct pelab_attn_cache c;
-    CHECK(pelab_attn_cache_init(&c, LAYERS, H, dq, dv, T, chunk, 0) == PELAB_OK, "cache init");
+    CHECK(pelab_attn_cache_init(&c, LAYERS, H, dq, dv, T, chunk, 0, bf16) == PELAB_OK, "cache init");
     double *out = vec((long)s->B * T * D, 0, 0), *q = vec((long)H * chunk * dq, 0, 0);
     double *k = vec((long)H * chunk * dq, 0, 0);
     for (int b = 0; b < s->B; b++) {
@@ -221,11 +223,33 @@ static void check_against_ref(const struct attn_case *c) {
     }
     if (!c->bidirectional && c->dropout == 0) /* generation's kernel: causal, no dropout */
         for (int chunk = 1; chunk <= 20; chunk += chunk < 5 ? 4 : 15) {
-            double d = cached_diff(&a, ref.out, chunk);
+            double d = cached_diff(&a, ref.out, chunk, 0);
             CHECK(d <= EQ_TOL, "%s: the cached kernel in chunks of %d differs from the reference by %.3g",
                   label, chunk, d);
             worst = fmax(worst, d);
         }
+    if (!c->bidirectional && c->dropout == 0) { /* a bf16 cache: the reference on rounded k and v */
+        const long nk = BT * c->H * s->dq;
+        double *ko = malloc((size_t)nk * sizeof *ko), *qkv = malloc((size_t)BT * 3 * D * sizeof *qkv);
+        memcpy(ko, a.ko, (size_t)nk * sizeof *ko);
+        memcpy(qkv, a.qkv, (size_t)BT * 3 * D * sizeof *qkv);
+        for (long i = 0; i < nk; i++) a.ko[i] = pelab_from_bf16(pelab_to_bf16((float)a.ko[i]));
+        for (long r = 0; r < BT; r++)
+            for (long e = 2 * D; e < 3 * D; e++) a.qkv[r * 3 * D + e] = pelab_from_bf16(pelab_to_bf16((float)a.qkv[r * 3 * D + e]));
+        struct result rounded;
+        run_kernel(&rounded, &a, 0);
+        const double moved = rel_diff(rounded.out, ref.out, BT * D);
+        CHECK(c->T == 1 || moved > 1e-5, "%s: rounding k and v to bf16 moved the output by only %.3g", label, moved);
+        for (int chunk = 1; chunk <= 20; chunk += 19) {
+            const double d = cached_diff(&a, rounded.out, chunk, 1);
+            CHECK(d <= EQ_TOL, "%s: the bf16 cache in chunks of %d differs from the reference on rounded k, v by %.3g",
+                  label, chunk, d);
+        }
+        memcpy(a.ko, ko, (size_t)nk * sizeof *ko);
+        memcpy(a.qkv, qkv, (size_t)BT * 3 * D * sizeof *qkv);
+        free(ko), free(qkv);
+        result_free(&rounded);
+    }
     /* the parameter gradients must not be trivially zero where the encoding has parameters (at
      * T = 1 they are: a softmax over one key has zero gradient) */
     int first = a.pe.param_first;

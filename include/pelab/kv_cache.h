@@ -29,6 +29,10 @@ int pelab_kv_cache_check(const struct pelab_model *m, long len);
  * N·H·capacity·(qk_dim + d) reals, plus scratch. PELAB_ERR_USAGE when pelab_kv_cache_check
  * refuses the capacity, PELAB_ERR_RUNTIME when out of memory. */
 int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int capacity);
+/* The same with the keys and values kept in bf16 (rounded to nearest even; scores, softmax and
+ * sums stay float32): half the memory, and half the bytes a generated token reads from the
+ * cache, for logits that differ from a float32 cache's by the rounding of k and v. */
+int pelab_kv_cache_new_bf16(struct pelab_kv_cache **out, struct pelab_model *m, int capacity);
 void pelab_kv_cache_free(struct pelab_kv_cache *c);
 /* Forgets the sequence (length 0); the buffers stay. */
 void pelab_kv_cache_clear(struct pelab_kv_cache *c);

@@ -111,8 +111,10 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out);
  * encoding's own. */
 void pelab_model_init_weights(struct pelab_model *m, uint64_t seed);
 
-/* For generation: rounds every weight matrix (the token embedding, each block's attention and MLP
- * matrices, the output head) to bf16 in place, and keeps a bf16 copy of them that generation's
+/* For generation: rounds the weight matrices of a model of tokens (the token embedding, each
+ * block's attention and MLP matrices, the output head; patch models do not generate) to bf16 in
+ * place, once its weights are final (a later load would leave the copy stale), and keeps a bf16
+ * copy of them that generation's
  * short steps (fewer than 16 new tokens: decoding) read — half the bytes a token reads — with
  * float32 activations and sums on any CPU; longer appends (a prompt) take the float32 products
  * on the same rounded values. Gains, biases and the encodings' parameters stay as they are. The

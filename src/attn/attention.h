@@ -102,21 +102,25 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
 struct pelab_attn_cache {
     int cap, len, chunk;   /* positions it holds at most, holds now; new queries per call at most */
     int layers, H, dq, dv;
-    pelab_real *k, *v;     /* (layers,H,cap,dq), (layers,H,cap,dv) */
+    pelab_real *k, *v;     /* (layers,H,cap,dq), (layers,H,cap,dv); NULL when kept in bf16: */
+    uint16_t *k16, *v16;   /* the same in bf16 (rounded to nearest even), or NULL */
     pelab_real *kb;        /* (layers,cap,H) the KEY site's values of the cached keys, or NULL */
     int32_t *pos;          /* (cap,) the cached positions: a bias row's key positions */
     pelab_real *scores;    /* (H,chunk,cap) */
 };
 /* Room for cap positions of `layers` layers, chunks of at most `chunk` queries, and the KEY
- * site's values when key_bias is set. PELAB_OK, or PELAB_ERR_RUNTIME (message set; nothing held). */
+ * site's values when key_bias is set; keys and values in bf16 when bf16 is set (half the bytes a
+ * generated token reads from the cache; scores and sums stay float32). PELAB_OK, or
+ * PELAB_ERR_RUNTIME (message set; nothing held). */
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
-                          int chunk, int key_bias);
+                          int chunk, int key_bias, int bf16);
 void pelab_attn_cache_release(struct pelab_attn_cache *c);
 /* Causal attention of s->T ≤ c->chunk new queries of one sequence (s->B = 1, at positions
  * c->len .. c->len + s->T − 1, whose positions the caller has put in c->pos from c->len) to the
  * c->len cached keys and the new ones: layer s->layer's new keys k (H,T,dq) and values v
- * (T,H,dv, rows s->ldv apart), and s->kb (H,T) when the cache keeps KEY values, are stored at c->len (which the caller advances once every layer has
- * run); q (H,T,dq); out (T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. */
+ * (T,H,dv, rows s->ldv apart), and s->kb (H,T) when the cache keeps KEY values, are stored at
+ * c->len (which the caller advances once every layer has run), rounded to bf16 in a bf16 cache;
+ * q (H,T,dq); out (T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. */
 void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
                                const pelab_real *k, const pelab_real *v,
                                const struct pelab_attn_call *s);

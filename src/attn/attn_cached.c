@@ -2,6 +2,7 @@
  * values of the t0 positions kept from earlier chunks and its own, per head h:
  *
  *   K[h, t0..t0+n) = k_h;  V[h, t0..t0+n) = v_h                          (H,cap,dq), (H,cap,dv)
+ *   (or bf16(k_h), bf16(v_h) in a bf16 cache, widened to float32 as they are read)
  *   KB[h, t0..t0+n) = kb_h (the KEY site's values, when the cache keeps them)
  *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j]) + KB[h,j]  j ≤ t0 + i
  *   COUNT: S[i,j] += z_i(p), p counted from t0 + i back to j (attn/count.h)
@@ -9,7 +10,7 @@
  *
  * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
  * generated token) as dot products, which read the cache once instead of packing it for a
- * product of one row. The function is the reference kernel's on the whole sequence (the order of
+ * product of one row; a bf16 cache always takes the dot products. The function is the reference kernel's on the whole sequence (the order of
  * the sums aside): tests/test_attn.c holds the two together, chunk by chunk.
  */
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include "attn/attention.h"
 #include "attn/count.h"
+#include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
@@ -25,15 +27,20 @@
 #define GEMM_ROWS 16
 
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
-                          int chunk, int key_bias) {
+                          int chunk, int key_bias, int bf16) {
     *c = (struct pelab_attn_cache){.cap = cap, .chunk = chunk, .layers = layers, .H = H, .dq = dq, .dv = dv};
     const long LH = (long)layers * H;
-    c->k = malloc((size_t)(LH * cap * dq) * sizeof *c->k);
-    c->v = malloc((size_t)(LH * cap * dv) * sizeof *c->v);
+    if (bf16) {
+        c->k16 = malloc((size_t)(LH * cap * dq) * sizeof *c->k16);
+        c->v16 = malloc((size_t)(LH * cap * dv) * sizeof *c->v16);
+    } else {
+        c->k = malloc((size_t)(LH * cap * dq) * sizeof *c->k);
+        c->v = malloc((size_t)(LH * cap * dv) * sizeof *c->v);
+    }
     c->pos = malloc((size_t)cap * sizeof *c->pos);
     c->scores = malloc((size_t)((long)H * chunk * cap) * sizeof *c->scores);
     if (key_bias) c->kb = malloc((size_t)(LH * cap) * sizeof *c->kb);
-    if (c->k && c->v && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
+    if ((bf16 ? c->k16 && c->v16 : c->k && c->v) && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
     pelab_attn_cache_release(c);
     return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
 }
@@ -41,6 +48,8 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
 void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     free(c->k);
     free(c->v);
+    free(c->k16);
+    free(c->v16);
     free(c->pos);
     free(c->scores);
     free(c->kb);
@@ -52,6 +61,7 @@ struct cached_rows {
     const struct pelab_attn_call *s;
     pelab_real *scores;               /* (H,n,t0 + n) */
     const pelab_real *q, *K, *V, *KB; /* this layer's: q (H,n,dq), K (H,cap,dq), V (H,cap,dv), KB (cap,H) */
+    const uint16_t *K16, *V16;        /* K and V of a bf16 cache (K, V NULL) */
     pelab_real *out;
     int t0, cap;                      /* positions cached before the chunk; the cache's capacity */
     int gemm; /* S and P·V are matrix products: the row only adds KB, counts and normalises */
@@ -65,9 +75,20 @@ static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, in
     const int n = s->T, h = hi / n, i = hi % n, t = r->t0 + i, nk = r->t0 + n, H = s->H;
     const int dq = s->dq, dv = s->dv, cap = r->cap, P = s->pe ? s->pe->count_max : 0;
     pelab_real *row = r->scores + (long)hi * nk;
-    const pelab_real *qi = r->q + (long)hi * dq, *Kh = r->K + (long)h * cap * dq;
-    if (!r->gemm)
+    const pelab_real *qi = r->q + (long)hi * dq;
+    if (r->K16) {
+        const uint16_t *Kh = r->K16 + (long)h * cap * dq;
+        for (int j = 0; j <= t; j++) {
+            const uint16_t *kj = Kh + (long)j * dq;
+            pelab_real dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int e = 0; e < dq; e++) dot += qi[e] * pelab_from_bf16(kj[e]);
+            row[j] += s->scale * dot;
+        }
+    } else if (!r->gemm) {
+        const pelab_real *Kh = r->K + (long)h * cap * dq;
         for (int j = 0; j <= t; j++) row[j] += s->scale * pelab_vdot(qi, Kh + (long)j * dq, dq);
+    }
     for (int j = 0; r->KB && j <= t; j++) row[j] += r->KB[(long)j * H + h];
     if (s->z) pelab_count_row(row, NULL, t + 1, s->z + (long)hi * P, P, 0);
     pelab_real mx = -INFINITY;
@@ -81,10 +102,16 @@ static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, in
     for (int j = t + 1; j < nk; j++) row[j] = 0;
     if (r->gemm) return;
     pelab_real *o = r->out + (long)i * s->ldo + (long)h * dv;
-    const pelab_real *Vh = r->V + (long)h * cap * dv;
     memset(o, 0, (size_t)dv * sizeof *o);
-    for (int j = 0; j <= t; j++)
-        for (int e = 0; e < dv; e++) o[e] += row[j] * Vh[(long)j * dv + e];
+    if (r->V16) {
+        const uint16_t *Vh = r->V16 + (long)h * cap * dv;
+        for (int j = 0; j <= t; j++)
+            for (int e = 0; e < dv; e++) o[e] += row[j] * pelab_from_bf16(Vh[(long)j * dv + e]);
+    } else {
+        const pelab_real *Vh = r->V + (long)h * cap * dv;
+        for (int j = 0; j <= t; j++)
+            for (int e = 0; e < dv; e++) o[e] += row[j] * Vh[(long)j * dv + e];
+    }
 }
 
 PELAB_SIMD_KERNEL(cached_rows, (const struct cached_rows *r, int hi), (r, hi))
@@ -95,12 +122,21 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
     PELAB_ASSERT(s->B == 1 && s->T <= c->chunk && c->len + s->T <= c->cap && !s->bidirectional &&
                  s->dropout == 0 && !s->kb == !c->kb);
     const int H = s->H, dq = s->dq, dv = s->dv, n = s->T, t0 = c->len, nk = t0 + n, cap = c->cap;
-    const int gemm = n >= GEMM_ROWS;
-    pelab_real *K = c->k + (long)s->layer * H * cap * dq, *V = c->v + (long)s->layer * H * cap * dv;
+    const int bf16 = c->k16 != NULL, gemm = n >= GEMM_ROWS && !bf16;
+    const long kl = (long)s->layer * H * cap * dq, vl = (long)s->layer * H * cap * dv; /* this layer's */
+    pelab_real *K = bf16 ? NULL : c->k + kl, *V = bf16 ? NULL : c->v + vl;
+    uint16_t *K16 = bf16 ? c->k16 + kl : NULL, *V16 = bf16 ? c->v16 + vl : NULL;
     for (int h = 0; h < H; h++) /* the chunk's keys and values join the cache */
         for (int i = 0; i < n; i++) {
-            memcpy(K + ((long)h * cap + t0 + i) * dq, k + ((long)h * n + i) * dq, (size_t)dq * sizeof *K);
-            memcpy(V + ((long)h * cap + t0 + i) * dv, v + (long)i * s->ldv + (long)h * dv, (size_t)dv * sizeof *V);
+            const long kto = ((long)h * cap + t0 + i) * dq, vto = ((long)h * cap + t0 + i) * dv;
+            const pelab_real *kf = k + ((long)h * n + i) * dq, *vf = v + (long)i * s->ldv + (long)h * dv;
+            if (bf16) {
+                for (int e = 0; e < dq; e++) K16[kto + e] = pelab_to_bf16((float)kf[e]);
+                for (int e = 0; e < dv; e++) V16[vto + e] = pelab_to_bf16((float)vf[e]);
+            } else {
+                memcpy(K + kto, kf, (size_t)dq * sizeof *K);
+                memcpy(V + vto, vf, (size_t)dv * sizeof *V);
+            }
         }
     pelab_real *KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL; /* (cap,H) */
     for (int h = 0; KB && h < H; h++)
@@ -117,7 +153,8 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
         for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
             pelab_gemm(0, 1, n, nk, dq, s->scale, q + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
                        has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
-    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .KB = KB, .out = out,
+    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .K16 = K16, .V16 = V16,
+                                  .KB = KB, .out = out,
                                   .t0 = t0, .cap = cap, .gemm = gemm};
     void (*const rows)(const struct cached_rows *, int) = pelab_simd_fn(cached_rows);
 #pragma omp parallel for schedule(static)

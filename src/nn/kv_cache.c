@@ -42,7 +42,7 @@ void pelab_kv_cache_free(struct pelab_kv_cache *c) {
     free(c);
 }
 
-int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int capacity) {
+static int cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int capacity, int bf16) {
     *out = NULL;
     if (capacity < 1)
         return pelab_fail(PELAB_ERR_USAGE, "a KV cache needs room for a position (capacity %d)", capacity);
@@ -55,7 +55,7 @@ int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int c
     chunk = chunk < 1 ? 1 : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
     c->m = m;
     rc = pelab_attn_cache_init(&c->kv, m->cfg.n_layers, (int)H, m->pe.qk_dim, m->cfg.d_model / (int)H,
-                               capacity, (int)chunk, (m->pe.sites & PELAB_SITE_KEY) != 0);
+                               capacity, (int)chunk, (m->pe.sites & PELAB_SITE_KEY) != 0, bf16);
     if (!rc && !(c->logits = malloc((size_t)m->cfg.vocab * sizeof *c->logits)))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", capacity);
     if (rc) {
@@ -64,6 +64,14 @@ int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int c
     }
     *out = c;
     return PELAB_OK;
+}
+
+int pelab_kv_cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int capacity) {
+    return cache_new(out, m, capacity, 0);
+}
+
+int pelab_kv_cache_new_bf16(struct pelab_kv_cache **out, struct pelab_model *m, int capacity) {
+    return cache_new(out, m, capacity, 1);
 }
 
 void pelab_kv_cache_clear(struct pelab_kv_cache *c) { c->kv.len = 0; }

@@ -49,8 +49,7 @@
 #include "kernels/cpu/vmath.h"
 
 #define FIRE_DEPTH_MAX 8
-#define FIRE_WIDTH_MAX 256 /* the hidden activations of FIRE_LANES inputs live on the stack: at most
-                            * 8 · 256 · 16 values, 128 KiB in float */
+#define FIRE_WIDTH_MAX 256
 #define FIRE_EPS 1e-6
 
 static const struct pelab_optdef fire_options[] = {
@@ -188,6 +187,9 @@ static inline pelab_real relu(pelab_real x) { return x > 0 ? x : 0; }
 /* Inputs the MLP evaluates together, one per lane: every hidden activation is stored (W, LANES),
  * so each layer is a loop over inputs of a weight broadcast — vectorised, with no horizontal sums. */
 #define FIRE_LANES 16
+/* The hidden activations of FIRE_LANES inputs (depth, W, LANES), on the stack, sized to the model:
+ * 4 KiB at the default depth 2, width 32 in float (at least one depth's worth, so never empty). */
+#define FIRE_ACT(v) ((v).depth > 0 ? (v).depth * (v).W * FIRE_LANES : (v).W * FIRE_LANES)
 #define FIRE_ROWS 4 /* outputs of a layer summed together */
 
 /* acc[r][k] = Σ_i w[r·W + i] · in[i][k] for the R rows of w, summed in order of i. */
@@ -247,24 +249,25 @@ PELAB_SIMD_KERNEL(mlp_forward, (const struct view *v, int h, const pelab_real *u
                   (v, h, u, f, act))
 #define mlp_forward pelab_simd_fn(mlp_forward)
 
-/* Parameter grads += for upstream g at input u, lane k of act (from mlp_forward); returns ∂/∂u.
- * dz (2, W) scratch. */
-static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *act, int k,
+/* Parameter grads += for upstream g at input u, whose hidden activations a (depth, W) one lane
+ * of mlp_forward's holds; returns ∂/∂u. dz (2, W) scratch. */
+static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const pelab_real *a,
                                pelab_real g, pelab_real *dz) {
     const int W = v->W, D = v->depth;
     if (D == 0) {
         v->dw[0][h] += g * u;
         return g * v->w[0][h];
     }
-#define A(l, i) act[((long)(l) * W + (i)) * FIRE_LANES + k]
     pelab_real *cur = dz, *next = dz + W;
-    const pelab_real *row = v->w[D] + (long)h * W;
+    const pelab_real *last = a + (long)(D - 1) * W, *row = v->w[D] + (long)h * W;
     pelab_real *drow = v->dw[D] + (long)h * W;
+#pragma omp simd
     for (int i = 0; i < W; i++) {
-        drow[i] += g * A(D - 1, i);
-        cur[i] = A(D - 1, i) > 0 ? g * row[i] : 0;
+        drow[i] += g * last[i];
+        cur[i] = last[i] > 0 ? g * row[i] : 0;
     }
     for (int l = D - 1; l >= 1; l--) { /* cur = ∂/∂z_l; layer l maps a_{l−1} to z_l */
+        const pelab_real *in = a + (long)(l - 1) * W;
         for (int i = 0; i < W; i++) next[i] = 0;
         for (int o = 0; o < W; o++) {
             const pelab_real c = cur[o];
@@ -272,16 +275,16 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
             const pelab_real *wr = v->w[l] + (long)o * W;
             pelab_real *dwr = v->dw[l] + (long)o * W;
             v->db[l][o] += c;
+#pragma omp simd
             for (int i = 0; i < W; i++) {
-                dwr[i] += c * A(l - 1, i);
+                dwr[i] += c * in[i];
                 next[i] += wr[i] * c;
             }
         }
-        for (int i = 0; i < W; i++) next[i] = A(l - 1, i) > 0 ? next[i] : 0;
+        for (int i = 0; i < W; i++) next[i] = in[i] > 0 ? next[i] : 0;
         pelab_real *t = cur;
         cur = next, next = t;
     }
-#undef A
     pelab_real du = 0;
     for (int o = 0; o < W; o++) {
         v->db[0][o] += cur[o];
@@ -299,8 +302,10 @@ struct pending {
 };
 
 /* The pending inputs' whole backward, in the order they came: MLP grads, then u's dependence on c
- * (and on ℓ when m = L) into v->dc, v->dell. act (depth, W, LANES), dz (2, W) scratch. */
-static void flush_backward(struct view *v, int h, struct pending *p, pelab_real *act, pelab_real *dz) {
+ * (and on ℓ when m = L) into v->dc, v->dell. act (depth, W, LANES), lane (depth, W), dz (2, W)
+ * scratch. */
+static void flush_backward(struct view *v, int h, struct pending *p, pelab_real *act, pelab_real *lane,
+                           pelab_real *dz) {
     pelab_real u[FIRE_LANES] = {0}, f[FIRE_LANES];
     double A[FIRE_LANES], P[FIRE_LANES];
     for (int k = 0; k < p->count; k++) {
@@ -311,7 +316,8 @@ static void flush_backward(struct view *v, int h, struct pending *p, pelab_real 
     const double ac = fabs(v->c), sc = (v->c > 0) - (v->c < 0);
     for (int k = 0; k < p->count; k++) {
         const double n = p->n[k], m = p->m[k];
-        const double du = mlp_backward(v, h, u[k], act, k, p->g[k], dz);
+        for (long e = 0; e < (long)v->depth * v->W; e++) lane[e] = act[e * FIRE_LANES + k]; /* contiguous */
+        const double du = mlp_backward(v, h, u[k], lane, p->g[k], dz);
         const double dP = -A[k] / (P[k] * P[k]); /* ∂u/∂ψ(m) */
         v->dc += du * (sc * fabs(n) / (ac * fabs(n) + 1) / P[k] + dP * sc * fabs(m) / (ac * fabs(m) + 1));
         if (p->m_is_L[k]) v->dell += du * dP * ac * ((m > 0) - (m < 0)) / (ac * fabs(m) + 1) * v->dL_dell;
@@ -320,9 +326,9 @@ static void flush_backward(struct view *v, int h, struct pending *p, pelab_real 
 }
 
 static void push_backward(struct view *v, int h, struct pending *p, double n, double m, int m_is_L,
-                          pelab_real g, pelab_real *act, pelab_real *dz) {
+                          pelab_real g, pelab_real *act, pelab_real *lane, pelab_real *dz) {
     p->n[p->count] = n, p->m[p->count] = m, p->g[p->count] = g, p->m_is_L[p->count] = m_is_L;
-    if (++p->count == FIRE_LANES) flush_backward(v, h, p, act, dz);
+    if (++p->count == FIRE_LANES) flush_backward(v, h, p, act, lane, dz);
 }
 
 /* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough to tabulate
@@ -351,7 +357,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
                            const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
     struct view v;
     load_view(pe, layer, NULL, &v);
-    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX * FIRE_LANES], stack_tab[FIRE_TAB_STACK];
+    pelab_real act[FIRE_ACT(v)], stack_tab[FIRE_TAB_STACK];
     pelab_real u[FIRE_LANES] = {0}, f[FIRE_LANES];
     int64_t lo, R;
     distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
@@ -388,7 +394,7 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
     const struct fire_net *net = &f->net[f->shared ? 0 : layer];
     struct view v;
     load_view(pe, layer, grad, &v);
-    pelab_real act[FIRE_DEPTH_MAX * FIRE_WIDTH_MAX * FIRE_LANES], dz[2 * FIRE_WIDTH_MAX], stack_g[FIRE_TAB_STACK];
+    pelab_real act[FIRE_ACT(v)], lane[FIRE_ACT(v) / FIRE_LANES], dz[2 * v.W], stack_g[FIRE_TAB_STACK];
     struct pending p = {.count = 0};
     int64_t lo, R;
     distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
@@ -403,12 +409,12 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
             int64_t n = dist(pos_q[i], pos_k[j]);
             pelab_real d = dout[(long)i * nk + j];
             if (is_short && g) g[n - lo] += d;
-            else if (d != 0) push_backward(&v, h, &p, (double)n, m, is_short, d, act, dz);
+            else if (d != 0) push_backward(&v, h, &p, (double)n, m, is_short, d, act, lane, dz);
         }
     }
     for (int64_t n = 0; g && n < R; n++)
-        if (g[n] != 0) push_backward(&v, h, &p, (double)(lo + n), v.L, 1, g[n], act, dz);
-    if (p.count) flush_backward(&v, h, &p, act, dz);
+        if (g[n] != 0) push_backward(&v, h, &p, (double)(lo + n), v.L, 1, g[n], act, lane, dz);
+    if (p.count) flush_backward(&v, h, &p, act, lane, dz);
     if (g != stack_g) free(g);
     pelab_posenc_grad(pe, grad, net->c)[0] += (pelab_real)v.dc;
     pelab_posenc_grad(pe, grad, net->ell)[0] += (pelab_real)v.dell;

@@ -76,7 +76,8 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
         return;
     }
 #endif
-    blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (M == 1) blas_gemv(trans_a, trans_b, N, K, alpha, A, lda, B, ldb, beta, C); /* as each share would */
+    else blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else
