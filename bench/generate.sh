@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Greedy generation tokens/s at long contexts with the KV cache and recomputing the whole context
-# for every token (build/bench/bench_generate, configurations C and D, rope), and with the cache reading
-# bf16 weights, one run each, printed as a table with the speedups and each cached rate as a
-# fraction of its memory-bandwidth bound, and written to bench/last_generate.json. Run by `make bench` after the
+# for every token (build/bench/bench_generate, configurations C and D, rope), and with the cache
+# reading bf16 weights, and bf16 weights and a bf16 cache, printed as a table with the speedups and
+# each cached rate as a fraction of its memory-bandwidth bound, and written to
+# bench/last_generate.json. Run by `make bench` after the
 # training table, or alone (after `make bench` has built bench_generate).
 #
 #   BENCH_GENERATE="C:1024 C:8192 D:1024"  configuration:context rows ("none": skip)
 #   BENCH_GEN_TOKENS="16 3"     tokens generated (and timed) with the cache and without
 #   BENCH_REPS=3                runs of each cached rate and of the bandwidth, back to back
-#                               (float32, bf16, float32, ...): medians; recomputing runs once
+#                               (float32, bf16 weights, bf16 weights and cache, float32, ...):
+#                               medians; recomputing runs once
 #   BENCH_THREADS=N             threads (default: all cores)
 set -u
 cd "$(dirname "$0")/.."
@@ -43,38 +45,50 @@ of_bound() {
 }
 grows=()
 gjson="["
+# the three cached settings, run back to back within each repetition
+variants=("--cache on" "--cache on --weights bf16" "--cache bf16 --weights bf16")
 for row in $rows; do
     [[ $row == *:* ]] || row=C:$row # a bare context: configuration C
     cfg=${row%%:*} n=${row#*:}
     gen() { "$gen_bin" --config "$cfg" --context "$n" --threads "$threads" "$@"; }
-    on="" half=""
+    runs=("" "" "")
     for r in $(seq "$reps"); do
-        on+=$(gen --cache on --tokens "$gen_on")$'\n' || {
-            echo "bench: bench_generate failed at $cfg:$n with the cache" >&2; status=1; }
-        half+=$(gen --cache on --weights bf16 --tokens "$gen_on")$'\n' || {
-            echo "bench: bench_generate failed at $cfg:$n with bf16 weights" >&2; status=1; }
+        for v in 0 1 2; do
+            runs[v]+=$(gen ${variants[v]} --tokens "$gen_on")$'\n' || {
+                echo "bench: bench_generate failed at $cfg:$n with ${variants[v]}" >&2; status=1; }
+        done
     done
     off=$(gen --cache off --tokens "$gen_off") || {
         echo "bench: bench_generate failed at $cfg:$n without the cache" >&2; status=1; }
-    a=$(printf '%s' "$on" | fields tokens_per_s | median); b=$(printf '%s\n' "$off" | field tokens_per_s)
-    pre=$(printf '%s' "$on" | fields prefill_s | median)
-    bytes=$(printf '%s' "$on" | field bytes_per_token)
-    h=$(printf '%s' "$half" | fields tokens_per_s | median); hbytes=$(printf '%s' "$half" | field bytes_per_token)
-    a=${a:-null} b=${b:-null} pre=${pre:-null} bytes=${bytes:-null} h=${h:-null} hbytes=${hbytes:-null}
-    ratio=null hratio=null
+    b=$(printf '%s\n' "$off" | field tokens_per_s); b=${b:-null}
+    pre=$(printf '%s' "${runs[0]}" | fields prefill_s | median)
+    cols=() js=""
+    for v in 0 1 2; do # tokens/s, its bound and the fraction, and against float32's tokens/s
+        t=$(printf '%s' "${runs[v]}" | fields tokens_per_s | median); t=${t:-null}
+        bytes=$(printf '%s' "${runs[v]}" | field bytes_per_token); bytes=${bytes:-null}
+        read -r bound frac < <(of_bound "$t" "$bytes")
+        [ "$v" = 0 ] && a=$t
+        x=null
+        [ "$a" != null ] && [ "$t" != null ] && x=$(awk -v t="$t" -v a="$a" 'BEGIN { printf "%.2f", t / a }')
+        cols+=("$t" "$bound" "$frac")
+        [ "$v" != 0 ] && cols+=("$x")
+        js+=$(printf ', "%s": {"tokens_per_s": %s, "bytes_per_token": %s, "bound_tokens_per_s": %s, "of_bound": %s, "of_fp32": %s}' \
+              "$(echo "${variants[v]}" | sed 's/--cache on/fp32/; s/--cache bf16 --weights bf16/bf16_weights_cache/; s/fp32 --weights bf16/bf16_weights/')" \
+              "$t" "$bytes" "$bound" "$frac" "$x")
+    done
+    ratio=null
     [ "$a" != null ] && [ "$b" != null ] && ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a / b }')
-    [ "$a" != null ] && [ "$h" != null ] && hratio=$(awk -v a="$h" -v b="$a" 'BEGIN { printf "%.2f", a / b }')
-    read -r bound frac < <(of_bound "$a" "$bytes")
-    read -r hbound hfrac < <(of_bound "$h" "$hbytes")
-    grows+=("$(printf '%-8s %12s %11s %8s %10s %8s %8s %12s %8s %8s %9s' "$row" "$a" "$b" "$ratio" "$pre" "$bound" \
-               "$frac" "$h" "$hbound" "$hfrac" "$hratio")")
+    grows+=("$(printf '%-8s %9s %7s %5s %9s %7s %8s %9s %7s %5s %6s %9s %7s %5s %6s' "$row" "${cols[0]}" "${cols[1]}" \
+               "${cols[2]}" "$b" "$ratio" "$pre" "${cols[@]:3}")")
     [ "$gjson" != "[" ] && gjson+=","
-    gjson+=$(printf '\n  {"config": "%s", "context": %s, "cache_tokens_per_s": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "bytes_per_token": %s, "read_gbs": %s, "bound_tokens_per_s": %s, "of_bound": %s, "bf16_tokens_per_s": %s, "bf16_bytes_per_token": %s, "bf16_bound_tokens_per_s": %s, "bf16_of_bound": %s, "bf16_speedup": %s, "threads": %s}' \
-             "$cfg" "$n" "$a" "$b" "$ratio" "$pre" "$bytes" "$bw" "$bound" "$frac" "$h" "$hbytes" "$hbound" "$hfrac" "$hratio" "$threads")
+    gjson+=$(printf '\n  {"config": "%s", "context": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "read_gbs": %s, "threads": %s%s}' \
+             "$cfg" "$n" "$b" "$ratio" "$pre" "$bw" "$threads" "$js")
 done
 gjson+=$'\n]\n'
-printf '%-8s %12s %11s %8s %10s %8s %8s %12s %8s %8s %9s\n' "config:N" "cache tok/s" recompute speedup "prefill s" \
-       bound "of bound" "bf16 tok/s" bound "of bound" "bf16/fp32"
+echo "(fp32: float32 weights and cache; bf16 w: bf16 weights; bf16 w+kv: bf16 weights and cache; bound: at the read rate;"
+echo " ×: tokens/s against fp32's)"
+printf '%-8s %9s %7s %5s %9s %7s %8s %9s %7s %5s %6s %9s %7s %5s %6s\n' "config:N" "fp32" bound frac recompute speedup \
+       "prefill" "bf16 w" bound frac "×" "w+kv" bound frac "×"
 printf '%s\n' "${grows[@]}"
 tmp=$(mktemp bench/last_generate.json.XXXXXX) && printf '%s' "$gjson" >"$tmp" &&
     mv "$tmp" bench/last_generate.json && echo "wrote bench/last_generate.json"
