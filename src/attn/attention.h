@@ -104,6 +104,8 @@ struct pelab_attn_cache {
     int layers, H, dq, dv;
     pelab_real *k, *v;     /* (layers,H,cap,dq), (layers,H,cap,dv); NULL when kept in bf16: */
     uint16_t *k16, *v16;   /* the same in bf16 (rounded to nearest even), or NULL */
+    pelab_real *wide_k, *wide_v; /* (H,cap,dq), (H,cap,dv): one layer's k16, v16 widened, for the
+                            * matrix products of a chunk of many queries; NULL without bf16 */
     pelab_real *kb;        /* (layers,cap,H) the KEY site's values of the cached keys, or NULL */
     int32_t *pos;          /* (cap,) the cached positions: a bias row's key positions */
     pelab_real *scores;    /* (H,chunk,cap) */

@@ -10,7 +10,8 @@
  *
  * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
  * generated token) as dot products, which read the cache once instead of packing it for a
- * product of one row; a bf16 cache always takes the dot products. The function is the reference kernel's on the whole sequence (the order of
+ * product of one row; a bf16 cache's dot products widen each key and value as they read it, and
+ * its matrix products read them widened once per chunk into one layer's float32 scratch. The function is the reference kernel's on the whole sequence (the order of
  * the sums aside): tests/test_attn.c holds the two together, chunk by chunk.
  */
 #include <math.h>
@@ -33,6 +34,8 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
     if (bf16) {
         c->k16 = malloc((size_t)(LH * cap * dq) * sizeof *c->k16);
         c->v16 = malloc((size_t)(LH * cap * dv) * sizeof *c->v16);
+        c->wide_k = malloc((size_t)((long)H * cap * dq) * sizeof *c->wide_k);
+        c->wide_v = malloc((size_t)((long)H * cap * dv) * sizeof *c->wide_v);
     } else {
         c->k = malloc((size_t)(LH * cap * dq) * sizeof *c->k);
         c->v = malloc((size_t)(LH * cap * dv) * sizeof *c->v);
@@ -40,7 +43,7 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
     c->pos = malloc((size_t)cap * sizeof *c->pos);
     c->scores = malloc((size_t)((long)H * chunk * cap) * sizeof *c->scores);
     if (key_bias) c->kb = malloc((size_t)(LH * cap) * sizeof *c->kb);
-    if ((bf16 ? c->k16 && c->v16 : c->k && c->v) && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
+    if ((bf16 ? c->k16 && c->v16 && c->wide_k && c->wide_v : c->k && c->v) && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
     pelab_attn_cache_release(c);
     return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
 }
@@ -50,6 +53,8 @@ void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     free(c->v);
     free(c->k16);
     free(c->v16);
+    free(c->wide_k);
+    free(c->wide_v);
     free(c->pos);
     free(c->scores);
     free(c->kb);
@@ -122,9 +127,10 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
     PELAB_ASSERT(s->B == 1 && s->T <= c->chunk && c->len + s->T <= c->cap && !s->bidirectional &&
                  s->dropout == 0 && !s->kb == !c->kb);
     const int H = s->H, dq = s->dq, dv = s->dv, n = s->T, t0 = c->len, nk = t0 + n, cap = c->cap;
-    const int bf16 = c->k16 != NULL, gemm = n >= GEMM_ROWS && !bf16;
+    const int bf16 = c->k16 != NULL, gemm = n >= GEMM_ROWS;
     const long kl = (long)s->layer * H * cap * dq, vl = (long)s->layer * H * cap * dv; /* this layer's */
-    pelab_real *K = bf16 ? NULL : c->k + kl, *V = bf16 ? NULL : c->v + vl;
+    /* a bf16 cache's chunk of many queries reads its keys and values widened (wide_k, wide_v) */
+    pelab_real *K = bf16 ? c->wide_k : c->k + kl, *V = bf16 ? c->wide_v : c->v + vl;
     uint16_t *K16 = bf16 ? c->k16 + kl : NULL, *V16 = bf16 ? c->v16 + vl : NULL;
     for (int h = 0; h < H; h++) /* the chunk's keys and values join the cache */
         for (int i = 0; i < n; i++) {
@@ -138,6 +144,10 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
                 memcpy(V + vto, vf, (size_t)dv * sizeof *V);
             }
         }
+    for (long h = 0; bf16 && gemm && h < H; h++) { /* the exact float32 values of every cached one */
+        for (long e = 0; e < (long)nk * dq; e++) K[h * cap * dq + e] = pelab_from_bf16(K16[h * cap * dq + e]);
+        for (long e = 0; e < (long)nk * dv; e++) V[h * cap * dv + e] = pelab_from_bf16(V16[h * cap * dv + e]);
+    }
     pelab_real *KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL; /* (cap,H) */
     for (int h = 0; KB && h < H; h++)
         for (int i = 0; i < n; i++) KB[(long)(t0 + i) * H + h] = s->kb[(long)h * n + i];
@@ -153,9 +163,9 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
         for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
             pelab_gemm(0, 1, n, nk, dq, s->scale, q + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
                        has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
-    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .K16 = K16, .V16 = V16,
-                                  .KB = KB, .out = out,
-                                  .t0 = t0, .cap = cap, .gemm = gemm};
+    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .K16 = gemm ? NULL : K16,
+                                  .V16 = gemm ? NULL : V16, .KB = KB, .out = out, .t0 = t0, .cap = cap,
+                                  .gemm = gemm};
     void (*const rows)(const struct cached_rows *, int) = pelab_simd_fn(cached_rows);
 #pragma omp parallel for schedule(static)
     for (int hi = 0; hi < H * n; hi++) rows(&r, hi);
