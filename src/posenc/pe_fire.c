@@ -247,7 +247,6 @@ static PELAB_ALWAYS_INLINE void mlp_forward_body(const struct view *v, int h, co
  * same order at every level */
 PELAB_SIMD_KERNEL(mlp_forward, (const struct view *v, int h, const pelab_real *u, pelab_real *f, pelab_real *act),
                   (v, h, u, f, act))
-#define mlp_forward pelab_simd_fn(mlp_forward)
 
 /* Parameter grads += for upstream g at input u, whose hidden activations a (depth, W) one lane
  * of mlp_forward's holds; returns ∂/∂u. dz (2, W) scratch. */
@@ -312,7 +311,7 @@ static void flush_backward(struct view *v, int h, struct pending *p, pelab_real 
         A[k] = psi(v->c, p->n[k]), P[k] = psi(v->c, p->m[k]) + FIRE_EPS;
         u[k] = (pelab_real)(A[k] / P[k]);
     }
-    mlp_forward(v, h, u, f, act);
+    pelab_simd_fn(mlp_forward)(v, h, u, f, act);
     const double ac = fabs(v->c), sc = (v->c > 0) - (v->c < 0);
     for (int k = 0; k < p->count; k++) {
         const double n = p->n[k], m = p->m[k];
@@ -366,7 +365,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
     for (int64_t n0 = 0; tab && n0 < R; n0 += FIRE_LANES) {
         const int K = R - n0 < FIRE_LANES ? (int)(R - n0) : FIRE_LANES;
         for (int k = 0; k < K; k++) u[k] = (pelab_real)input_of(&v, (double)(lo + n0 + k), v.L);
-        mlp_forward(&v, h, u, f, act);
+        pelab_simd_fn(mlp_forward)(&v, h, u, f, act);
         for (int k = 0; k < K; k++) tab[n0 + k] = f[k];
     }
     for (int i = 0; i < nq; i++) {
@@ -380,7 +379,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
         for (int j0 = 0; j0 < nk; j0 += FIRE_LANES) {
             const int K = nk - j0 < FIRE_LANES ? nk - j0 : FIRE_LANES;
             for (int k = 0; k < K; k++) u[k] = (pelab_real)input_of(&v, (double)dist(pos_q[i], pos_k[j0 + k]), m);
-            mlp_forward(&v, h, u, f, act);
+            pelab_simd_fn(mlp_forward)(&v, h, u, f, act);
             for (int k = 0; k < K; k++) row[j0 + k] = f[k];
         }
     }
