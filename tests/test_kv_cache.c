@@ -123,6 +123,13 @@ static double max_diff(const pelab_real *a, const pelab_real *b, long n) {
     return worst;
 }
 
+/* The weight matrices of layer l (−1: the embedding and an untied head; −1 for none), mats (4,). */
+static void matrices_of(const struct pelab_model *m, int l, int *mats) {
+    const int outer[4] = {m->wte, m->lm_head, -1, -1};
+    for (int i = 0; l < 0 && i < 4; i++) mats[i] = outer[i];
+    if (l >= 0) mats[0] = m->layer[l].qkv, mats[1] = m->layer[l].proj, mats[2] = m->layer[l].fc, mats[3] = m->layer[l].fcproj;
+}
+
 /* Generation with bf16 weights, tied head and untied: a short prompt and each token read the bf16
  * copies, a long prompt the float32 product of the rounded values; both give the full pass of the
  * same model with its matrices rounded here, which differs from the unrounded model's by far more
@@ -147,10 +154,8 @@ static void check_bf16_weights(const struct pe_case *c, int tied) {
     pelab_model_forward(&r, tok, NULL, pos, 1, L);
     memcpy(plain, pelab_model_logits(&r), sizeof plain);
     for (int l = -1; l < r.cfg.n_layers; l++) { /* the embedding and head, then each block's */
-        const int outer[4] = {r.wte, r.lm_head, -1, -1}, *mats = outer;
-        const int block[4] = {l >= 0 ? r.layer[l].qkv : 0, l >= 0 ? r.layer[l].proj : 0,
-                              l >= 0 ? r.layer[l].fc : 0, l >= 0 ? r.layer[l].fcproj : 0};
-        if (l >= 0) mats = block;
+        int mats[4];
+        matrices_of(&r, l, mats);
         for (int i = 0; i < 4; i++) {
             if (mats[i] < 0) continue;
             pelab_real *x = pelab_params_data(&r.params, mats[i]);
@@ -179,8 +184,9 @@ static void check_bf16_weights(const struct pe_case *c, int tied) {
             printf("  %-12s %-28s bf16 weights: |Δ| %.2g (rounding moved them %.2g)\n", pe, extra, worst, rounding);
     }
     for (int l = -1; l < m.cfg.n_layers && !rc; l++) {
-        const int mats[4] = {l < 0 ? m.lm_head : m.layer[l].qkv, l < 0 ? -1 : m.layer[l].proj,
-                             l < 0 ? -1 : m.layer[l].fc, l < 0 ? -1 : m.layer[l].fcproj};
+        int mats[4];
+        matrices_of(&m, l, mats);
+        mats[0] = l < 0 ? -1 : mats[0]; /* the embedding's rows are read: only two, below */
         for (int i = 0; i < 4; i++)
             for (size_t j = 0; mats[i] >= 0 && j < m.params.list[mats[i]].size; j++)
                 pelab_params_data(&m.params, mats[i])[j] = (pelab_real)NAN;

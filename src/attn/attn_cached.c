@@ -11,8 +11,9 @@
  * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
  * generated token) as dot products, which read the cache once instead of packing it for a
  * product of one row; a bf16 cache's dot products widen each key and value as they read it, and
- * its matrix products read them widened once per chunk into one layer's float32 scratch. The function is the reference kernel's on the whole sequence (the order of
- * the sums aside): tests/test_attn.c holds the two together, chunk by chunk.
+ * its matrix products read them widened once per chunk into one layer's float32 scratch. The
+ * function is the reference kernel's on the whole sequence (the order of the sums aside):
+ * tests/test_attn.c holds the two together, chunk by chunk.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -43,7 +44,8 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
     c->pos = malloc((size_t)cap * sizeof *c->pos);
     c->scores = malloc((size_t)((long)H * chunk * cap) * sizeof *c->scores);
     if (key_bias) c->kb = malloc((size_t)(LH * cap) * sizeof *c->kb);
-    if ((bf16 ? c->k16 && c->v16 && c->wide_k && c->wide_v : c->k && c->v) && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
+    const int kv = bf16 ? c->k16 && c->v16 && c->wide_k && c->wide_v : c->k && c->v;
+    if (kv && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
     pelab_attn_cache_release(c);
     return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
 }
@@ -66,7 +68,7 @@ struct cached_rows {
     const struct pelab_attn_call *s;
     pelab_real *scores;               /* (H,n,t0 + n) */
     const pelab_real *q, *K, *V, *KB; /* this layer's: q (H,n,dq), K (H,cap,dq), V (H,cap,dv), KB (cap,H) */
-    const uint16_t *K16, *V16;        /* K and V of a bf16 cache (K, V NULL) */
+    const uint16_t *K16, *V16;        /* a bf16 cache's K and V (K, V then its widened scratch) */
     pelab_real *out;
     int t0, cap;                      /* positions cached before the chunk; the cache's capacity */
     int gemm; /* S and P·V are matrix products: the row only adds KB, counts and normalises */
@@ -81,7 +83,7 @@ static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, in
     const int dq = s->dq, dv = s->dv, cap = r->cap, P = s->pe ? s->pe->count_max : 0;
     pelab_real *row = r->scores + (long)hi * nk;
     const pelab_real *qi = r->q + (long)hi * dq;
-    if (r->K16) {
+    if (!r->gemm && r->K16) {
         const uint16_t *Kh = r->K16 + (long)h * cap * dq;
         for (int j = 0; j <= t; j++) {
             const uint16_t *kj = Kh + (long)j * dq;
@@ -163,9 +165,8 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, cons
         for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
             pelab_gemm(0, 1, n, nk, dq, s->scale, q + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
                        has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
-    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .K16 = gemm ? NULL : K16,
-                                  .V16 = gemm ? NULL : V16, .KB = KB, .out = out, .t0 = t0, .cap = cap,
-                                  .gemm = gemm};
+    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .K16 = K16, .V16 = V16,
+                                  .KB = KB, .out = out, .t0 = t0, .cap = cap, .gemm = gemm};
     void (*const rows)(const struct cached_rows *, int) = pelab_simd_fn(cached_rows);
 #pragma omp parallel for schedule(static)
     for (int hi = 0; hi < H * n; hi++) rows(&r, hi);

@@ -11,18 +11,6 @@
 #ifdef PELAB_BLAS
 #include <cblas.h>
 
-static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                      pelab_real *C, int ldc) {
-#ifdef PELAB_DOUBLE
-    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#else
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-#endif
-}
-
 /* C (1,N) = alpha · op(A) (1,K) · op(B) + beta · C as a matrix–vector product: a one-row product
  * reads B once, where a gemm would first copy it into its packed panels. */
 static void blas_gemv(int trans_a, int trans_b, int N, int K, pelab_real alpha, const pelab_real *A,
@@ -34,6 +22,23 @@ static void blas_gemv(int trans_a, int trans_b, int N, int K, pelab_real alpha, 
     cblas_dgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, rows, cols, alpha, B, ldb, A, inc, beta, C, 1);
 #else
     cblas_sgemv(CblasRowMajor, trans_b ? CblasNoTrans : CblasTrans, rows, cols, alpha, B, ldb, A, inc, beta, C, 1);
+#endif
+}
+
+/* One row (M = 1) by blas_gemv, whatever the caller's split: its bits do not depend on it. */
+static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                      pelab_real *C, int ldc) {
+    if (M == 1) {
+        blas_gemv(trans_a, trans_b, N, K, alpha, A, lda, B, ldb, beta, C);
+        return;
+    }
+#ifdef PELAB_DOUBLE
+    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 
@@ -69,15 +74,14 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
             pelab_thread_slice((N + COLS - 1) / COLS, &lo, &hi);
             lo *= COLS, hi = hi * COLS < N ? hi * COLS : N;
             /* columns lo.. of op(B): columns of B, or its rows when transposed */
-            const pelab_real *Bs = trans_b ? B + lo * ldb : B + lo;
-            if (hi > lo && M == 1) blas_gemv(trans_a, trans_b, (int)(hi - lo), K, alpha, A, lda, Bs, ldb, beta, C + lo);
-            else if (hi > lo) blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda, Bs, ldb, beta, C + lo, ldc);
+            if (hi > lo)
+                blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda, trans_b ? B + lo * ldb : B + lo,
+                          ldb, beta, C + lo, ldc);
         }
         return;
     }
 #endif
-    if (M == 1) blas_gemv(trans_a, trans_b, N, K, alpha, A, lda, B, ldb, beta, C); /* as each share would */
-    else blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else
