@@ -2,7 +2,7 @@
  * (float build).
  *
  *   build/bench/bench_generate --context N [--config C|D] [--cache on|off|bf16] [--tokens G] [--pe NAME]
- *                              [--weights fp32|bf16] [--threads N]
+ *                              [--weights fp32|bf16] [--batch B] [--threads N]
  *
  * Configuration C or D of the benchmarks (C: V 8192, D 384, 6 layers, 6 heads; D: GPT-2 small's
  * shape, V 50257, D 768, 12 layers, 12 heads; random weights), one
@@ -19,8 +19,11 @@
  * --weights bf16 the weight matrices are read in bf16 (pelab_model_use_bf16_weights), and with
  * --cache bf16 the cached keys and values (pelab_kv_cache_new_bf16): two bytes each in
  * bytes_per_token.
- * "last" is the final token: with the same --tokens the two modes pick the same tokens (greedy,
- * the same weights), unless two logits tie within rounding.
+ * With --batch B (the cache on) B sequences, each its own random prompt, are prefilled one by one
+ * and then step together (pelab_kv_batch_step: one pass over the weights for the B new tokens);
+ * tokens_per_s counts all B·G tokens, and bytes_per_token shares the weights among the B.
+ * "last" is the final token (of the first sequence): with the same --tokens the two modes pick
+ * the same tokens (greedy, the same weights), unless two logits tie within rounding.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -53,6 +56,7 @@ static int usage(void) {
             "  --tokens   tokens generated and timed (default 16)\n"
             "  --pe       positional encoding (default rope)\n"
             "  --weights  fp32 (default), or bf16: the weight matrices read in bf16\n"
+            "  --batch    sequences decoded together (default 1; with the cache)\n"
             "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n");
     return 2;
 }
@@ -67,7 +71,7 @@ static int argmax(const pelab_real *row) {
 int main(int argc, char **argv) {
     pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
     const char *pe = "rope", *cache = "on", *weights = "fp32", *config = "C";
-    int N = 0, G = 16, threads = 0;
+    int N = 0, G = 16, threads = 0, B = 1;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
@@ -78,13 +82,15 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--pe") == 0) pe = v;
         else if (strcmp(a, "--weights") == 0) weights = v;
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
+        else if (strcmp(a, "--batch") == 0) B = atoi(v);
         else return usage();
     }
     const int kv16 = strcmp(cache, "bf16") == 0, cached = kv16 || strcmp(cache, "on") == 0;
     const int bf16 = strcmp(weights, "bf16") == 0;
     int cf = 0;
     while (cf < 2 && strcmp(config, configs[cf].name)) cf++;
-    if (G < 1 || N <= G || (!cached && strcmp(cache, "off")) || (!bf16 && strcmp(weights, "fp32")) || cf == 2)
+    if (G < 1 || N <= G || (!cached && strcmp(cache, "off")) || (!bf16 && strcmp(weights, "fp32")) || cf == 2 ||
+        B < 1 || (B > 1 && !cached))
         return usage();
     V = configs[cf].vocab;
     pelab_threads_set(threads);
@@ -96,9 +102,9 @@ int main(int argc, char **argv) {
     pelab_opts_set(&opts, "pe", pe);
     struct pelab_model m;
     memset(&m, 0, sizeof m);
-    struct pelab_kv_cache *c = NULL;
+    struct pelab_kv_batch *batch = NULL;
     if (pelab_model_init(&m, &opts, V, N) != PELAB_OK ||
-        (cached && (kv16 ? pelab_kv_cache_new_bf16(&c, &m, N) : pelab_kv_cache_new(&c, &m, N)) != PELAB_OK)) {
+        (cached && pelab_kv_batch_new(&batch, &m, B, N, kv16) != PELAB_OK)) {
         fprintf(stderr, "bench_generate: context %d: %s\n", N, pelab_last_error());
         return 1;
     }
@@ -116,27 +122,31 @@ int main(int argc, char **argv) {
                            m.params.list[L->fc].size + m.params.list[L->fcproj].size);
     }
 
-    int32_t *tokens = malloc((size_t)N * sizeof *tokens), *pos = malloc((size_t)N * sizeof *pos);
-    if (!tokens || !pos) {
+    /* (B,N) sequences, positions (N,), a step's tokens and positions (B,) */
+    int32_t *tokens = malloc((size_t)B * N * sizeof *tokens), *pos = malloc((size_t)N * sizeof *pos);
+    int32_t *step = malloc((size_t)B * sizeof *step), *step_pos = malloc((size_t)B * sizeof *step_pos);
+    if (!tokens || !pos || !step || !step_pos) {
         fprintf(stderr, "bench_generate: out of memory\n");
         return 1;
     }
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 42);
-    for (int t = 0; t < N; t++) {
-        tokens[t] = (int32_t)pelab_rng_below(&rng, V);
-        pos[t] = t;
-    }
+    for (long t = 0; t < (long)B * N; t++) tokens[t] = (int32_t)pelab_rng_below(&rng, V);
+    for (int t = 0; t < N; t++) pos[t] = t;
     const int P = N - G;
     double prefill = 0, t0 = pelab_clock_s();
     int rc = PELAB_OK;
     if (cached) {
-        rc = pelab_kv_cache_append(c, tokens, pos, P, NULL);
-        prefill = pelab_clock_s() - t0;
+        for (int b = 0; b < B && !rc; b++)
+            rc = pelab_kv_cache_append(pelab_kv_batch_sequence(batch, b), tokens + (long)b * N, pos, P, NULL);
+        prefill = (pelab_clock_s() - t0) / B;
         t0 = pelab_clock_s();
         for (int n = P; n < N && !rc; n++) {
-            tokens[n] = argmax(pelab_kv_cache_logits(c));
-            if (n + 1 < N) rc = pelab_kv_cache_append(c, tokens + n, pos + n, 1, NULL);
+            for (int b = 0; b < B; b++) {
+                step[b] = tokens[(long)b * N + n] = argmax(pelab_kv_cache_logits(pelab_kv_batch_sequence(batch, b)));
+                step_pos[b] = n;
+            }
+            if (n + 1 < N) rc = pelab_kv_batch_step(batch, step, step_pos);
         }
     } else {
         for (int n = P; n < N && !rc; n++) {
@@ -145,24 +155,27 @@ int main(int argc, char **argv) {
             if (!rc) tokens[n] = pelab_model_eval_pred(&m)[n - 1];
         }
     }
-    double per = (pelab_clock_s() - t0) / G;
+    double per = (pelab_clock_s() - t0) / ((double)G * B);
     /* weights, and per layer the keys (H·qk_dim) and values (D) of the mean context P + G/2 */
     const double kv_row = (double)m.cfg.n_layers * (m.cfg.n_heads * m.pe.qk_dim + m.cfg.d_model);
     const double weight_bytes = sizeof(pelab_real) * (double)m.params.total - (bf16 ? (sizeof(pelab_real) - 2) * matrix : 0);
-    const double bytes = weight_bytes + (cached ? (kv16 ? 2 : sizeof(pelab_real)) * kv_row * (P + G / 2.0) : 0);
+    const double bytes = weight_bytes / B + (cached ? (kv16 ? 2 : sizeof(pelab_real)) * kv_row * (P + G / 2.0) : 0);
     if (rc) {
         fprintf(stderr, "bench_generate: %s\n", pelab_last_error());
         return 1;
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"context\":%d,\"config\":\"%s\",\"pe\":\"%s\",\"cache\":\"%s\",\"weights\":\"%s\",\"tokens\":%d,\"tokens_per_s\":%.2f,"
-           "\"prefill_s\":%.3f,\"peak_rss_mib\":%.1f,\"threads\":%d,\"bytes_per_token\":%.0f,\"last\":%d}\n",
-           N, config, pe, cache, weights, G, 1 / per, prefill, ru.ru_maxrss / 1024.0, pelab_threads_get(), bytes,
+    printf("{\"context\":%d,\"config\":\"%s\",\"pe\":\"%s\",\"cache\":\"%s\",\"weights\":\"%s\",\"batch\":%d,\"tokens\":%d,"
+           "\"tokens_per_s\":%.2f,\"prefill_s\":%.3f,\"peak_rss_mib\":%.1f,\"threads\":%d,\"bytes_per_token\":%.0f,"
+           "\"last\":%d}\n",
+           N, config, pe, cache, weights, B, G, 1 / per, prefill, ru.ru_maxrss / 1024.0, pelab_threads_get(), bytes,
            tokens[N - 1]);
-    pelab_kv_cache_free(c);
+    pelab_kv_batch_free(batch);
     free(tokens);
     free(pos);
+    free(step);
+    free(step_pos);
     pelab_model_free(&m);
     return 0;
 }

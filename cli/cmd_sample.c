@@ -65,7 +65,8 @@ void pelab_cmd_sample_help(FILE *f) {
                "prompt, continuation and the document's own continuation as text. Generation\n"
                "keeps a KV cache: each new token attends to the keys and values kept from the\n"
                "tokens before it; once the context is full and slides, each token recomputes\n"
-               "the window. An encoding setting that rescales every position with the context's\n"
+               "the window. Up to 8 samples decode together: each step reads the weights once for\n"
+               "all of them, and gives each the tokens it would have alone. An encoding setting that rescales every position with the context's\n"
                "length (dynamic NTK past T, --ape-extend interpolate) cannot be cached: then\n"
                "every token recomputes the context, with one notice. The task and encoding\n"
                "groups below are evaluation-time options, as in 'pelab help eval'.\n");
@@ -209,57 +210,101 @@ static int next_logits(struct pelab_run *run, struct context *cx, const int32_t 
     return rc;
 }
 
-/* Sample i: the prompt from window first+i of the split, `tokens` generated. */
-static int generate_one(struct pelab_run *run, struct context *cx, enum pelab_split split,
-                        uint64_t index, int prompt, int tokens, double temperature, uint64_t seed,
-                        int i) {
-    const struct pelab_task *t = &run->task;
-    int T = t->seq_len, V = run->model.cfg.vocab, rc;
+/* One generated sample: the prompt from a window of the split and what follows it. */
+struct sample {
+    uint64_t index;         /* the window's */
+    int32_t *window, *seq;  /* (have,) the window's tokens; (P + tokens,) prompt, then generated */
+    size_t have, P, n;      /* the window's length, the prompt's, the sequence's so far */
+    struct context cx;
+    struct pelab_rng rng;   /* seeded hash(seed, i) for sample i */
+};
+
+/* Sample i's prompt: the first `prompt` tokens of window `index` (at most its inputs). */
+static int sample_open(struct sample *sm, const struct pelab_task *t, enum pelab_split split,
+                       uint64_t index, int prompt, int tokens, uint64_t seed, int i) {
+    const int T = t->seq_len;
     struct pelab_batch b;
-    if ((rc = pelab_batch_alloc(&b, 1, T))) return rc;
+    int rc = pelab_batch_alloc(&b, 1, T);
+    if (rc) return rc;
     t->ops->fill_windows(t, split, T, 0, index, &b);
     /* The window's tokens: the inputs up to the last scored position, then its target. */
     int last = 0;
     for (int p = 0; p < T; p++)
         if (b.targets[p] >= 0) last = p;
     /* the prompt is at most the window's inputs; `tokens` follow it, however long it is */
-    const size_t have = (size_t)last + 2, P = (size_t)prompt < have - 1 ? (size_t)prompt : have - 1;
-    const size_t cap = P + (size_t)tokens;
-    size_t n = P;
-    int32_t *window = malloc(have * sizeof *window), *seq = malloc(cap * sizeof *seq);
-    if (!window || !seq) {
+    sm->index = index;
+    sm->have = (size_t)last + 2;
+    sm->P = sm->n = (size_t)prompt < sm->have - 1 ? (size_t)prompt : sm->have - 1;
+    sm->window = malloc(sm->have * sizeof *sm->window);
+    sm->seq = malloc((sm->P + (size_t)tokens) * sizeof *sm->seq);
+    if (sm->window && sm->seq) {
+        memcpy(sm->window, b.tokens, (sm->have - 1) * sizeof *sm->window);
+        sm->window[sm->have - 1] = b.targets[last];
+        memcpy(sm->seq, sm->window, sm->P * sizeof *sm->seq);
+        pelab_rng_seed(&sm->rng, pelab_hash64(seed ^ pelab_hash64((uint64_t)i)));
+    } else {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-        goto done;
     }
-    memcpy(window, b.tokens, (have - 1) * sizeof *window);
-    window[have - 1] = b.targets[last];
-    memcpy(seq, window, P * sizeof *seq);
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, pelab_hash64(seed ^ pelab_hash64((uint64_t)i)));
-    run->model.training = 0;
-    if (cx->cache) pelab_kv_cache_clear(cx->cache);
-    cx->start = P > (size_t)cx->W ? P - (size_t)cx->W : 0;
-    while (n < cap) {
-        const pelab_real *logits;
-        if ((rc = next_logits(run, cx, seq, n, &logits))) goto done;
-        for (int v = 0; v < V; v++)
-            if (!isfinite((double)logits[v])) {
-                rc = not_finite("window", index, (int)n, (double)logits[v]);
-                goto done;
-            }
-        seq[n++] = pick(logits, V, t->pad, temperature, &rng);
-    }
-    printf("%s window %" PRIu64 " (temperature %g, seed %" PRIu64 ")\n",
-           pelab_split_name(split), index, temperature, seed);
-    if (!rc) rc = print_text(t, "prompt", seq, P);
-    if (!rc) rc = print_text(t, "model", seq + P, n - P);
-    size_t truth = have - P < (size_t)tokens ? have - P : (size_t)tokens;
-    if (!rc && truth) rc = print_text(t, "document", window + P, truth);
-    putchar('\n');
-done:
-    free(window);
-    free(seq);
     pelab_batch_free(&b);
+    return rc;
+}
+
+static int sample_print(const struct pelab_task *t, const struct sample *sm, enum pelab_split split,
+                        int tokens, double temperature, uint64_t seed) {
+    printf("%s window %" PRIu64 " (temperature %g, seed %" PRIu64 ")\n",
+           pelab_split_name(split), sm->index, temperature, seed);
+    int rc = print_text(t, "prompt", sm->seq, sm->P);
+    if (!rc) rc = print_text(t, "model", sm->seq + sm->P, sm->n - sm->P);
+    size_t truth = sm->have - sm->P < (size_t)tokens ? sm->have - sm->P : (size_t)tokens;
+    if (!rc && truth) rc = print_text(t, "document", sm->window + sm->P, truth);
+    putchar('\n');
+    return rc;
+}
+
+/* Samples decoded together: with the cache, one pass over the weights per step serves them all
+ * (the bytes of the weights, generation's cost, shared); a group's caches live at once. */
+enum { GROUP = 8 };
+
+/* `tokens` new tokens for each of the k samples, in step: each step draws every sample's next
+ * token from its logits, then forms the next logits — by the batch's one pass for every sample
+ * whose window has room for the token, alone (the window slides and is recomputed) for the
+ * others, and alone for each without a cache. */
+static int decode(struct pelab_run *run, struct pelab_kv_batch *batch, struct sample *sm, int k,
+                  int tokens, double temperature) {
+    const struct pelab_task *t = &run->task;
+    const int V = run->model.cfg.vocab;
+    int32_t step[GROUP], pos[GROUP];
+    int rc = PELAB_OK;
+    run->model.training = 0;
+    for (int i = 0; i < GROUP; i++) step[i] = -1; /* the first logits: each prompt alone */
+    for (int i = 0; i < k; i++) {
+        struct context *cx = &sm[i].cx;
+        if (cx->cache) pelab_kv_cache_clear(cx->cache);
+        cx->start = sm[i].P > (size_t)cx->W ? sm[i].P - (size_t)cx->W : 0;
+    }
+    for (int g = 0; g < tokens && !rc; g++) {
+        if (g > 0 && batch) {
+            for (int i = 0; i < k; i++) {
+                const struct sample *s = &sm[i];
+                const int slides = s->n - s->cx.start > (size_t)s->cx.W;
+                step[i] = slides ? -1 : s->seq[s->n - 1];
+                pos[i] = slides ? 0 : s->cx.pos[s->n - 1 - s->cx.start];
+            }
+            if ((rc = pelab_kv_batch_step(batch, step, pos))) break;
+        }
+        for (int i = 0; i < k && !rc; i++) {
+            struct sample *s = &sm[i];
+            const pelab_real *logits;
+            if (batch && step[i] >= 0) logits = pelab_kv_cache_logits(s->cx.cache);
+            else if ((rc = next_logits(run, &s->cx, s->seq, s->n, &logits))) break;
+            for (int v = 0; v < V; v++)
+                if (!isfinite((double)logits[v])) {
+                    rc = not_finite("window", s->index, (int)s->n, (double)logits[v]);
+                    break;
+                }
+            if (!rc) s->seq[s->n++] = pick(logits, V, t->pad, temperature, &s->rng);
+        }
+    }
     return rc;
 }
 
@@ -273,31 +318,45 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
         return pelab_fail(PELAB_ERR_USAGE, "generation is not supported for a model trained with "
                           "--random-positions (its positions depend on the whole sequence); 'pelab "
                           "sample' without --prompt shows its predictions on the split");
-    struct context cx = {(int)pelab_opt_int(opts, sample_options, "context"), NULL, 0, NULL};
-    if (!cx.W) cx.W = run->task.seq_len;
+    int W = (int)pelab_opt_int(opts, sample_options, "context");
+    if (!W) W = run->task.seq_len;
     /* the context never holds more than the prompt and what is generated */
-    if ((long)cx.W > (long)prompt + tokens) cx.W = prompt + tokens;
-    cx.pos = malloc((size_t)cx.W * sizeof *cx.pos);
-    if (!cx.pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    for (int p = 0; p < cx.W; p++) cx.pos[p] = p;
+    if ((long)W > (long)prompt + tokens) W = prompt + tokens;
+    int32_t *pos = malloc((size_t)W * sizeof *pos);
+    if (!pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    for (int p = 0; p < W; p++) pos[p] = p;
+    const int group = count < GROUP ? count : GROUP;
     int rc = PELAB_OK;
     if (strcmp(pelab_opt_str(opts, sample_options, "weights"), "bf16") == 0)
         rc = pelab_model_use_bf16_weights(&run->model);
     const char *cache = pelab_opt_str(opts, sample_options, "cache");
+    struct pelab_kv_batch *batch = NULL;
     if (!rc && strcmp(cache, "off") != 0) {
-        rc = strcmp(cache, "bf16") == 0 ? pelab_kv_cache_new_bf16(&cx.cache, &run->model, cx.W)
-                                        : pelab_kv_cache_new(&cx.cache, &run->model, cx.W);
+        rc = pelab_kv_batch_new(&batch, &run->model, group, W, strcmp(cache, "bf16") == 0);
         if (rc == PELAB_ERR_USAGE) { /* this encoding's setting cannot be cached */
             fprintf(stderr, "notice: generating without the KV cache (every token recomputes the "
                     "context): %s\n", pelab_last_error());
             rc = PELAB_OK;
         }
     }
-    if (!rc && !cx.cache) rc = pelab_model_reserve(&run->model, 1, cx.W);
-    for (int i = 0; i < count && !rc; i++)
-        rc = generate_one(run, &cx, split, first + (uint64_t)i, prompt, tokens, temperature, seed, i);
-    pelab_kv_cache_free(cx.cache);
-    free(cx.pos);
+    if (!rc && !batch) rc = pelab_model_reserve(&run->model, 1, W);
+    struct sample sm[GROUP];
+    for (int i0 = 0; i0 < count && !rc; i0 += group) { /* samples i0 .. i0 + k − 1 */
+        const int k = count - i0 < group ? count - i0 : group;
+        memset(sm, 0, sizeof sm);
+        for (int i = 0; i < k && !rc; i++) {
+            rc = sample_open(&sm[i], &run->task, split, first + (uint64_t)(i0 + i), prompt, tokens, seed, i0 + i);
+            sm[i].cx = (struct context){W, batch ? pelab_kv_batch_sequence(batch, i) : NULL, 0, pos};
+        }
+        if (!rc) rc = decode(run, batch, sm, k, tokens, temperature);
+        for (int i = 0; i < k && !rc; i++) rc = sample_print(&run->task, &sm[i], split, tokens, temperature, seed);
+        for (int i = 0; i < k; i++) {
+            free(sm[i].window);
+            free(sm[i].seq);
+        }
+    }
+    pelab_kv_batch_free(batch);
+    free(pos);
     return rc;
 }
 

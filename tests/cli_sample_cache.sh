@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pelab sample generates with a KV cache: for every encoding, the continuation printed with the
 # cache is the one recomputing the context for every token gives (--cache off), greedy and
-# sampled, with the context sliding (--context shorter than what is generated) and not. An
+# sampled, with the context sliding (--context shorter than what is generated) and not, the
+# samples decoded together in batches (one pass over the weights per step) as one alone. An
 # encoding setting that cannot be cached (dynamic NTK past L_train) falls back to recomputation
 # with one notice line and the same output; a learned table asked for a context past its end is
 # one usage error either way. With --weights bf16 the cached continuation (bf16 copies of the
@@ -28,6 +29,15 @@ for pe in $encodings; do
 $(diff "$W/on" "$W/off" | head -8)"
         [ "$(grep -c '^--- model (30 tokens)' "$W/on")" -eq 2 ] || fail "--pe $pe $args: output $(cat "$W/on")"
     done
+done
+
+# more samples than decode in one batch (8): every group's continuations are the recomputed ones
+for pe in rope fox; do
+    "$P" sample --model "$W/$pe" --count 11 --prompt 6 --tokens 12 --threads 1 --temperature 1 >"$W/on" 2>"$W/err" ||
+        fail "sample --count 11: $(cat "$W/err")"
+    "$P" sample --model "$W/$pe" --count 11 --prompt 6 --tokens 12 --threads 1 --temperature 1 --cache off >"$W/off" 2>&1
+    cmp -s "$W/on" "$W/off" && [ "$(grep -c '^--- model (12 tokens)' "$W/on")" -eq 11 ] ||
+        fail "--pe $pe --count 11: $(diff "$W/on" "$W/off" | head -8)"
 done
 
 # bf16 weights: the same continuation with the cache as recomputing; a bad value is one usage error

@@ -5,7 +5,8 @@
  * positions too; greedy generation picks the same tokens as recomputing the context for every
  * token. With bf16 weights (pelab_model_use_bf16_weights) the cache's logits equal the full pass of
  * the model whose matrices this test rounds itself, and short steps read only the bf16 copies; a
- * bf16 cache is used and its logits finite. Refusals:
+ * bf16 cache is used and its logits finite. A batch of sequences stepped together gives each
+ * the logits of its cache stepped alone. Refusals:
  * a learned table past its end (the cache keeps its length), dynamic NTK past L_train and the
  * interpolated learned table (pelab_kv_cache_check), a full cache. */
 #include <math.h>
@@ -244,6 +245,80 @@ static void check_greedy(const struct pe_case *cs) {
     pelab_model_free(&m);
 }
 
+/* A batch of three sequences (prompts of different lengths, sequence 1 sitting out step 2) stepped
+ * together gives each sequence the logits of its own cache stepped alone, to rounding; a bf16
+ * batch those of a bf16 cache. A full cache refuses the step, which changes no sequence. */
+static void check_batch(const struct pe_case *cs, int bf16) {
+    const char *pe = cs->ops->name, *extra = cs->settings;
+    enum { S = 3, STEPS = 8, CAP = 9 + STEPS };
+    static const int prompt[S] = {7, 4, 9};
+    struct pelab_model m;
+    if (!make_model(&m, cs->opts)) {
+        CHECK(0, "%s %s: %s", pe, extra, pelab_last_error());
+        return;
+    }
+    int32_t tok[S][CAP], pos[CAP];
+    static pelab_real alone[S][CAP][V];
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 7);
+    for (int p = 0; p < CAP; p++) pos[p] = p;
+    int rc = PELAB_OK;
+    for (int i = 0; i < S && !rc; i++) { /* each sequence alone: every position's logits */
+        for (int p = 0; p < CAP; p++) tok[i][p] = (int32_t)pelab_rng_below(&rng, V);
+        struct pelab_kv_cache *c;
+        rc = bf16 ? pelab_kv_cache_new_bf16(&c, &m, CAP) : pelab_kv_cache_new(&c, &m, CAP);
+        for (int p = 0; p < CAP && !rc; p++) {
+            rc = pelab_kv_cache_append(c, tok[i] + p, pos + p, 1, NULL);
+            if (!rc) memcpy(alone[i][p], pelab_kv_cache_logits(c), sizeof alone[i][p]);
+        }
+        pelab_kv_cache_free(c);
+    }
+    struct pelab_kv_batch *b = NULL;
+    if (!rc) rc = pelab_kv_batch_new(&b, &m, S, CAP, bf16);
+    int at[S];
+    for (int i = 0; i < S && !rc; i++) {
+        at[i] = prompt[i];
+        rc = pelab_kv_cache_append(pelab_kv_batch_sequence(b, i), tok[i], pos, prompt[i], NULL);
+    }
+    double worst = 0, scale = 0;
+    for (int step = 0; step < STEPS && !rc; step++) {
+        int32_t t[S], p[S];
+        for (int i = 0; i < S; i++) {
+            const int sits = i == 1 && step == 2;
+            t[i] = sits ? -1 : tok[i][at[i]];
+            p[i] = at[i];
+        }
+        rc = pelab_kv_batch_step(b, t, p);
+        for (int i = 0; i < S && !rc; i++) {
+            if (t[i] < 0) continue;
+            const pelab_real *got = pelab_kv_cache_logits(pelab_kv_batch_sequence(b, i));
+            for (int v = 0; v < V; v++) {
+                const double d = fabs((double)got[v] - (double)alone[i][at[i]][v]);
+                worst = d <= worst ? worst : d; /* a NaN is the worst */
+                scale = fmax(scale, fabs((double)alone[i][at[i]][v]));
+            }
+            at[i]++;
+        }
+    }
+    CHECK(rc == PELAB_OK, "%s %s: batch: %s", pe, extra, pelab_last_error());
+    CHECK(at[0] == 7 + STEPS && at[1] == 4 + STEPS - 1 && at[2] == 9 + STEPS &&
+              pelab_kv_cache_length(pelab_kv_batch_sequence(b, 1)) == at[1],
+          "%s %s: the batch stepped its sequences to %d, %d, %d", pe, extra, at[0], at[1], at[2]);
+    CHECK(worst <= TOL * fmax(1, scale), "%s %s%s: a batch's logits differ from each sequence's alone "
+          "by %.3g (max |logit| %.3g)", pe, extra, bf16 ? " bf16" : "", worst, scale);
+    /* sequence 2 is full: the step is refused and no sequence moves */
+    if (!rc) {
+        const int32_t t[S] = {1, 1, 1}, p[S] = {at[0], at[1], at[2]};
+        CHECK(pelab_kv_batch_step(b, t, p) == PELAB_ERR_USAGE && strstr(pelab_last_error(), "sequence 2"),
+              "%s: a full sequence in the batch: %s", pe, pelab_last_error());
+        for (int i = 0; i < S; i++)
+            CHECK(pelab_kv_cache_length(pelab_kv_batch_sequence(b, i)) == at[i],
+                  "%s: a refused step moved sequence %d", pe, i);
+    }
+    pelab_kv_batch_free(b);
+    pelab_model_free(&m);
+}
+
 static void check_refusals(void) {
     struct pelab_model m;
     struct pelab_kv_cache *c;
@@ -289,6 +364,8 @@ int main(void) {
         check_logits(&cases[i], 5, 0);
         check_logits(&cases[i], 0, 1);
         check_greedy(&cases[i]);
+        check_batch(&cases[i], 0);
+        check_batch(&cases[i], 1);
         check_bf16_weights(&cases[i], 1);
         check_bf16_weights(&cases[i], 0);
     }

@@ -49,4 +49,22 @@ int pelab_kv_cache_append(struct pelab_kv_cache *c, const int32_t *tokens, const
 /* The last appended token's logits (V,). */
 const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c);
 
+/* `count` sequences of model m generated together: each its own cache of `capacity` positions
+ * (bf16 keys and values when bf16 is set), stepped one token each through one pass over the
+ * weights, so that the weights' bytes, the bound of decoding, are read once for all of them.
+ * PELAB_ERR_USAGE as pelab_kv_cache_new, PELAB_ERR_RUNTIME when out of memory. */
+struct pelab_kv_batch;
+int pelab_kv_batch_new(struct pelab_kv_batch **out, struct pelab_model *m, int count, int capacity,
+                       int bf16);
+void pelab_kv_batch_free(struct pelab_kv_batch *b);
+/* Sequence i's cache (0 ≤ i < count), owned by the batch: append its prompt, clear it, read its
+ * length and logits as any cache's. */
+struct pelab_kv_cache *pelab_kv_batch_sequence(struct pelab_kv_batch *b, int i);
+/* Appends tokens[i] at position pos[i] to sequence i, for every i with tokens[i] >= 0 (the others
+ * sit the step out, unchanged), in one pass: each sequence's logits (pelab_kv_cache_logits) are
+ * then those of pelab_kv_cache_append with its token alone, to rounding (the products sum rows
+ * together). PELAB_ERR_USAGE when a sequence's cache is full or the encoding refuses a position
+ * (every cache then unchanged). */
+int pelab_kv_batch_step(struct pelab_kv_batch *b, const int32_t *tokens, const int32_t *pos);
+
 #endif

@@ -167,9 +167,9 @@ struct pelab_posenc_ops {
                                const int32_t *pos_k, int nk);
 
     /* KEY, for one layer.  x (B,T,D): the block's normed input;  kb (B,H,T) assigned: the value added
-     * to every logit of key s of head h. prev (H,): in generation with a KV cache, the kb of the
-     * position just before the pass's first (NULL at a sequence's start or without a cache), from
-     * which an encoding whose kb is a running sum over tokens continues it.
+     * to every logit of key s of head h. prev (B,H): in generation with a KV cache, each sequence's
+     * kb at the position just before the pass's first (0 at a sequence's start; prev NULL without a
+     * cache), from which an encoding whose kb is a running sum over tokens continues it.
      * backward: dkb (B,H,T) the loss's gradient at kb;  dx (B,T,D) +=;  parameter grads +=. */
     void (*key_forward)(struct pelab_posenc *pe, int layer, pelab_real *kb, const pelab_real *x,
                         const pelab_real *prev, int B, int T);

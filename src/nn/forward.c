@@ -92,9 +92,19 @@ static int attention_forward(struct pelab_model *m, const struct pelab_fwd *f, i
                              const struct pelab_layer_bufs *b, const int32_t *pos, int B, int T) {
     struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, pos, f->p_drop, f->scratch);
     pelab_attn_call_sites(&s, b);
-    const pelab_real *v = b->qkv + 2 * m->cfg.d_model;
-    if (f->cache) {
-        pelab_attn_cached_forward(f->cache, b->atty, b->qo, b->ko, v, &s);
+    const int D = m->cfg.d_model;
+    const pelab_real *v = b->qkv + 2 * D;
+    if (f->caches) {
+        for (int i = 0; i < B; i++) { /* sequence i's T rows against its own cache */
+            const long HT = (long)s.H * T, dq = s.dq;
+            struct pelab_attn_call si = s;
+            si.B = 1;
+            si.pos = pos + (long)i * T * m->pe.pos_dims;
+            si.kb = s.kb ? s.kb + i * HT : NULL;
+            si.z = s.z ? s.z + i * HT * m->pe.count_max : NULL;
+            pelab_attn_cached_forward(f->caches[i], b->atty + (long)i * T * D, b->qo + i * HT * dq,
+                                      b->ko + i * HT * dq, v + (long)i * T * 3 * D, &si);
+        }
         return PELAB_OK;
     }
     if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
@@ -121,11 +131,17 @@ static void mlp_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
     add(b->out + r0 * D, b->xmid + r0 * D, branch, (long)n * D);
 }
 
-/* The KEY values (H,) of layer l at the KV cache's last position, which a generated sequence's new
- * ones continue; NULL at a sequence's start or without a cache. The cache keeps them (layers,cap,H). */
-static const pelab_real *cached_key_values(const struct pelab_fwd *f, int l) {
-    const struct pelab_attn_cache *c = f->cache;
-    return c && c->len ? c->kb + ((long)l * c->cap + c->len - 1) * c->H : NULL;
+/* The KEY values (B,H) of layer l at each KV cache's last position (0 at a sequence's start),
+ * which a generated sequence's new ones continue, gathered into f->key_prev; NULL without a
+ * cache. Each cache keeps them (layers,cap,H). */
+static const pelab_real *cached_key_values(const struct pelab_fwd *f, int l, int B) {
+    for (int i = 0; f->caches && i < B; i++) {
+        const struct pelab_attn_cache *c = f->caches[i];
+        pelab_real *prev = f->key_prev + (long)i * c->H;
+        if (c->len) memcpy(prev, c->kb + ((long)l * c->cap + c->len - 1) * c->H, (size_t)c->H * sizeof *prev);
+        else memset(prev, 0, (size_t)c->H * sizeof *prev);
+    }
+    return f->caches ? f->key_prev : NULL;
 }
 
 /* Block l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos);  kb = PE_key(RMSNorm(x));  z = PE_count(q');
@@ -138,7 +154,7 @@ static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l
     pelab_rmsnorm_forward(b->ln1, b->rstd1, b->x, W(L->ln1), (int)BT, D);
     linear(m, f, b->qkv, b->ln1, L->qkv, (int)BT, D, 3 * D);
     pelab_posenc_qk_forward(&m->pe, l, b->qo, b->ko, b->qkv, b->qkv + D, 3 * D, pos, B, T);
-    if (b->kb) m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, cached_key_values(f, l), B, T);
+    if (b->kb) m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, cached_key_values(f, l, B), B, T);
     if (b->z) m->pe.ops->count_forward(&m->pe, l, b->z, b->qo, B, T);
     int rc = attention_forward(m, f, l, b, pos, B, T);
     if (rc) return rc;

@@ -49,7 +49,9 @@ struct pelab_fwd {
     int has_targets;           /* the caller gave targets: the loss is 0, not -1, when none is >= 0 */
     const pelab_real *inputs;  /* patch model: (B,T,input_dim) */
     struct pelab_attn_scratch *scratch;  /* the tiled kernel's per-thread tiles */
-    struct pelab_attn_cache *cache;      /* GENERATE: the earlier positions' keys and values */
+    struct pelab_attn_cache *const *caches; /* GENERATE: (B,) each sequence's earlier keys and values */
+    pelab_real *key_prev;      /* GENERATE with a KEY site: (B,H) scratch, what each sequence's
+                                  KEY values continue from */
     pelab_real *logits_out;    /* GENERATE: rows logits_from .. B·T − 1 of the logits, (B·T − logits_from, V) */
     long logits_from;
 };
@@ -94,12 +96,14 @@ static inline uint64_t pelab_residual_mask_start(const struct pelab_model *m, in
 int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, const int32_t *tokens,
                              const int32_t *pos, int B, int T);
 
-/* Generation (nn/kv_cache.c): n tokens of one sequence at positions pos through the layers,
- * attending to the cache's keys and the new ones; the logits of rows logits_from .. n − 1 into
- * logits. On the evaluation buffers (model_eval.c). PELAB_OK or the status. */
-int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *cache,
-                                 const int32_t *tokens, const int32_t *pos, int n, int logits_from,
-                                 pelab_real *logits);
+/* Generation (nn/kv_cache.c): T tokens of each of B sequences (tokens, pos (B,T)) through the
+ * layers, sequence b attending to caches[b]'s keys and its new ones (key_prev: (B,H) scratch
+ * when the encoding has a KEY site); the logits of rows logits_from .. B·T − 1 into logits. One
+ * pass over the weights for all B. On the evaluation buffers (model_eval.c). PELAB_OK or the
+ * status. */
+int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *const *caches,
+                                 pelab_real *key_prev, const int32_t *tokens, const int32_t *pos,
+                                 int B, int T, int logits_from, pelab_real *logits);
 
 /* Parameter `param`'s bf16 copy when the model generates with bf16 weights
  * (pelab_model_use_bf16_weights) and it is one of the matrices; NULL otherwise. */

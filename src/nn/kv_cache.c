@@ -13,6 +13,10 @@
  *
  * P (cap,) are the cached tokens' positions, the keys of the bias rows. What differs from a full
  * pass is only the order of the attention's sums, so logits agree to rounding.
+ *
+ * A batch (pelab_kv_batch) steps several sequences' caches at once: one new token of each, the
+ * rows of one pass whose products read every weight once for all of them (the bytes a decoded
+ * token costs, shared), each row attending to its own cache.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,16 @@ struct pelab_kv_cache {
     struct pelab_model *m;
     struct pelab_attn_cache kv; /* every layer's keys and values, the positions, the scores */
     pelab_real *logits;         /* (V,) the last token's */
+    pelab_real *key_prev;       /* (H,) scratch of an encoding with a KEY site, else NULL */
+};
+
+/* Sequences of one model stepped together (pelab_kv_batch_step), and the step's gathered rows. */
+struct pelab_kv_batch {
+    int count;
+    struct pelab_kv_cache **seq;      /* (count,) */
+    struct pelab_attn_cache **active; /* (count,) the caches of the sequences a step takes */
+    int32_t *tokens, *pos;            /* (count,) a step's tokens and positions, gathered */
+    pelab_real *key_prev, *logits;    /* (count,H) scratch of a KEY site, or NULL; (count,V) */
 };
 
 int pelab_kv_cache_check(const struct pelab_model *m, long len) {
@@ -39,6 +53,7 @@ void pelab_kv_cache_free(struct pelab_kv_cache *c) {
     if (!c) return;
     pelab_attn_cache_release(&c->kv);
     free(c->logits);
+    free(c->key_prev);
     free(c);
 }
 
@@ -51,12 +66,14 @@ static int cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int cap
     struct pelab_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     const long H = m->cfg.n_heads;
+    const int key = (m->pe.sites & PELAB_SITE_KEY) != 0;
     long chunk = SCORES_MAX / (H * capacity);
     chunk = chunk < 1 ? 1 : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
     c->m = m;
     rc = pelab_attn_cache_init(&c->kv, m->cfg.n_layers, (int)H, m->pe.qk_dim, m->cfg.d_model / (int)H,
-                               capacity, (int)chunk, (m->pe.sites & PELAB_SITE_KEY) != 0, bf16);
-    if (!rc && !(c->logits = malloc((size_t)m->cfg.vocab * sizeof *c->logits)))
+                               capacity, (int)chunk, key, bf16);
+    if (!rc && (!(c->logits = malloc((size_t)m->cfg.vocab * sizeof *c->logits)) ||
+                (key && !(c->key_prev = malloc((size_t)H * sizeof *c->key_prev)))))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", capacity);
     if (rc) {
         pelab_kv_cache_free(c);
@@ -80,20 +97,28 @@ int pelab_kv_cache_length(const struct pelab_kv_cache *c) { return c->kv.len; }
 
 const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c) { return c->logits; }
 
+/* The forward pass of generation (pelab_model_forward_generate) on caches of `cap` positions: an
+ * encoding that centres positions per pass measures them from the cache's middle. */
+static int generate(struct pelab_model *m, struct pelab_attn_cache *const *caches, pelab_real *key_prev,
+                    const int32_t *tokens, const int32_t *pos, int B, int T, int logits_from,
+                    pelab_real *logits) {
+    struct pelab_posenc *pe = &m->pe;
+    pe->has_cache_ref = 1;
+    pe->cache_ref = (caches[0]->cap - 1) / 2;
+    int rc = pelab_model_forward_generate(m, caches, key_prev, tokens, pos, B, T, logits_from, logits);
+    pe->has_cache_ref = 0;
+    return rc;
+}
+
 /* One chunk of n ≤ chunk tokens through the model's layers; the logits of its rows into logits
  * (n,V) when not NULL, and the last row's into c->logits. */
 static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const int32_t *pos, int n,
                         pelab_real *logits) {
-    struct pelab_model *m = c->m;
-    struct pelab_posenc *pe = &m->pe;
-    const long V = m->cfg.vocab;
+    const long V = c->m->cfg.vocab;
     memcpy(c->kv.pos + c->kv.len, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
-    /* an encoding that centres positions per pass measures them from the cache's middle */
-    pe->has_cache_ref = 1;
-    pe->cache_ref = (c->kv.cap - 1) / 2;
-    int rc = pelab_model_forward_generate(m, &c->kv, tokens, pos, n, logits ? 0 : n - 1,
-                                          logits ? logits : c->logits);
-    pe->has_cache_ref = 0;
+    struct pelab_attn_cache *kv = &c->kv;
+    int rc = generate(c->m, &kv, c->key_prev, tokens, pos, 1, n, logits ? 0 : n - 1,
+                      logits ? logits : c->logits);
     if (rc) return rc;
     if (logits) memcpy(c->logits, logits + (n - 1) * V, (size_t)V * sizeof *logits);
     c->kv.len += n;
@@ -115,6 +140,77 @@ int pelab_kv_cache_append(struct pelab_kv_cache *c, const int32_t *tokens, const
             c->kv.len = len0; /* what the refused pass wrote past len0 is forgotten */
             return rc;
         }
+    }
+    return PELAB_OK;
+}
+
+void pelab_kv_batch_free(struct pelab_kv_batch *b) {
+    if (!b) return;
+    for (int i = 0; b->seq && i < b->count; i++) pelab_kv_cache_free(b->seq[i]);
+    free(b->seq);
+    free(b->active);
+    free(b->tokens);
+    free(b->pos);
+    free(b->key_prev);
+    free(b->logits);
+    free(b);
+}
+
+int pelab_kv_batch_new(struct pelab_kv_batch **out, struct pelab_model *m, int count, int capacity,
+                       int bf16) {
+    *out = NULL;
+    if (count < 1) return pelab_fail(PELAB_ERR_USAGE, "a batch of KV caches needs a sequence (count %d)", count);
+    struct pelab_kv_batch *b = calloc(1, sizeof *b);
+    if (!b) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    const size_t n = (size_t)count, H = (size_t)m->cfg.n_heads, V = (size_t)m->cfg.vocab;
+    b->count = count;
+    const int key = (m->pe.sites & PELAB_SITE_KEY) != 0;
+    b->seq = calloc(n, sizeof *b->seq);
+    b->active = malloc(n * sizeof *b->active);
+    b->tokens = malloc(n * sizeof *b->tokens);
+    b->pos = malloc(n * sizeof *b->pos);
+    b->logits = malloc(n * V * sizeof *b->logits);
+    if (key) b->key_prev = malloc(n * H * sizeof *b->key_prev);
+    int rc = b->seq && b->active && b->tokens && b->pos && b->logits && (b->key_prev || !key)
+                 ? PELAB_OK
+                 : pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a batch of %d KV caches", count);
+    for (int i = 0; i < count && !rc; i++) rc = cache_new(&b->seq[i], m, capacity, bf16);
+    if (rc) {
+        pelab_kv_batch_free(b);
+        return rc;
+    }
+    *out = b;
+    return PELAB_OK;
+}
+
+struct pelab_kv_cache *pelab_kv_batch_sequence(struct pelab_kv_batch *b, int i) {
+    PELAB_ASSERT(i >= 0 && i < b->count);
+    return b->seq[i];
+}
+
+int pelab_kv_batch_step(struct pelab_kv_batch *b, const int32_t *tokens, const int32_t *pos) {
+    int k = 0; /* the sequences that take a token, in order */
+    for (int i = 0; i < b->count; i++) {
+        if (tokens[i] < 0) continue;
+        struct pelab_kv_cache *c = b->seq[i];
+        if (c->kv.len == c->kv.cap)
+            return pelab_fail(PELAB_ERR_USAGE, "sequence %d of the batch: its KV cache holds %d "
+                              "positions, all cached", i, c->kv.cap);
+        c->kv.pos[c->kv.len] = pos[i];
+        b->active[k] = &c->kv;
+        b->tokens[k] = tokens[i];
+        b->pos[k++] = pos[i];
+    }
+    if (!k) return PELAB_OK;
+    struct pelab_model *m = b->seq[0]->m;
+    const size_t V = (size_t)m->cfg.vocab;
+    int rc = generate(m, b->active, b->key_prev, b->tokens, b->pos, k, 1, 0, b->logits);
+    if (rc) return rc; /* what the refused pass wrote past each length is forgotten */
+    for (int i = 0, j = 0; i < b->count; i++) {
+        if (tokens[i] < 0) continue;
+        struct pelab_kv_cache *c = b->seq[i];
+        memcpy(c->logits, b->logits + j++ * V, V * sizeof *c->logits);
+        c->kv.len++;
     }
     return PELAB_OK;
 }

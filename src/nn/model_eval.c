@@ -130,15 +130,15 @@ int pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const
     return pelab_model_forward_pass(m, &f, tokens, pos, B, T);
 }
 
-int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *cache,
-                                 const int32_t *tokens, const int32_t *pos, int n, int logits_from,
-                                 pelab_real *logits) {
+int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *const *caches,
+                                 pelab_real *key_prev, const int32_t *tokens, const int32_t *pos,
+                                 int B, int T, int logits_from, pelab_real *logits) {
     m->n_targets = 0;
-    if ((m->status = eval_reserve(m, 1, n))) return m->status;
+    if ((m->status = eval_reserve(m, B, T))) return m->status;
     const struct pelab_fwd f = {
-        .mode = PELAB_FWD_GENERATE, .buf = m->eval->fwd, .rows = chunk_rows(m, n), .cache = cache,
-        .logits_out = logits, .logits_from = logits_from};
-    return pelab_model_forward_pass(m, &f, tokens, pos, 1, n);
+        .mode = PELAB_FWD_GENERATE, .buf = m->eval->fwd, .rows = chunk_rows(m, (long)B * T),
+        .caches = caches, .key_prev = key_prev, .logits_out = logits, .logits_from = logits_from};
+    return pelab_model_forward_pass(m, &f, tokens, pos, B, T);
 }
 
 const pelab_real *pelab_model_eval_losses(const struct pelab_model *m) {

@@ -93,14 +93,14 @@ static double gate_logit(const struct fox *f, const struct pelab_posenc *pe, int
 
 static double log_sigmoid(double z) { return z >= 0 ? -log1p(exp(-z)) : z - log1p(exp(z)); }
 
-/* kb (B,H,T) = −c: c_t = c_prev + Σ_{l≤t} ln f_l, c_prev = −prev[h] (0 at a sequence's start) */
+/* kb (B,H,T) = −c: c_t = c_prev + Σ_{l≤t} ln f_l, c_prev = −prev[b,h] (0 without a cache) */
 static void fox_key_forward(struct pelab_posenc *pe, int layer, pelab_real *kb, const pelab_real *x,
                             const pelab_real *prev, int B, int T) {
     const struct fox *f = pe->state;
     const int H = pe->H, D = pe->D;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            double c = prev ? -(double)prev[h] : 0;
+            double c = prev ? -(double)prev[(long)b * H + h] : 0;
             pelab_real *k = kb + ((long)b * H + h) * T;
             for (int t = 0; t < T; t++) {
                 c += log_sigmoid(gate_logit(f, pe, layer, h, x + ((long)b * T + t) * D));
