@@ -1,6 +1,7 @@
 /* Long-context QA at several lengths (pelab/qa_sweep.h): per length, task qa rebuilt at that
  * --seq-len, the teacher-forced evaluation of the answer span (pelab_evaluate), then a greedy
- * generation per question with the KV cache, matched against the answer's text. */
+ * generation per question with the KV cache (GROUP questions decoding together), matched
+ * against the answer's text. */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -65,40 +66,64 @@ int pelab_qa_match(const char *g, size_t gn, const char *answer, size_t an, cons
     return 1;
 }
 
-/* What one length's generations share: the cache (or, when the encoding's setting cannot be
- * cached, the sequence recomputed per token) and the buffers. */
+/* Questions answered together, at most: with the cache, one pass over the weights per generated
+ * token serves them all (generation's cost is the weights' bytes); their caches live at once, in
+ * CACHES_MAX bytes or, when one cache is larger, one at a time. */
+enum { GROUP = 8 };
+#define CACHES_MAX (1L << 30)
+
+/* What one length's generations share: the caches (or, when the encoding's setting cannot be
+ * cached, the sequences recomputed per token) and the buffers. */
 struct gen {
     struct pelab_model *m;
-    struct pelab_kv_cache *cache; /* NULL: recompute */
-    int32_t *seq, *pos;           /* (cap,) the prompt and what is generated; 0..cap-1 */
+    struct pelab_kv_batch *batch; /* `group` sequences' caches; NULL: recompute */
+    int group;
+    int32_t *seq, *pos;           /* (GROUP,cap) the prompts and what is generated; (cap,) 0..cap-1 */
     int cap;
 };
 
-/* The greedy continuation of seq[0..a) by at most `count` tokens into seq[a..), stopping early
- * at the padding id; returns the tokens generated in *made. */
-static int generate(struct gen *g, int a, int count, int32_t pad, int *made) {
+/* The greedy continuations of k ≤ GROUP prompts, seq_i[0..a_i) (seq_i = g->seq + i·cap), by at
+ * most want_i tokens each into seq_i[a_i..), each stopping early at the padding id; made_i the
+ * tokens generated. With the cache the k decode in step, each step one pass for all; without,
+ * each recomputes its context per token. */
+static int generate(struct gen *g, int k, const int *a, const int *want, int32_t pad, int *made) {
     struct pelab_model *m = g->m;
     const int V = m->cfg.vocab;
-    *made = 0;
-    if (g->cache) pelab_kv_cache_clear(g->cache);
-    int n = a, have = 0, rc;
-    while (*made < count) {
-        int32_t next;
-        if (g->cache) {
-            if ((rc = pelab_kv_cache_append(g->cache, g->seq + have, g->pos + have, n - have, NULL)))
-                return rc;
-            have = n;
-            next = pelab_argmax(pelab_kv_cache_logits(g->cache), V);
-        } else {
-            pelab_model_forward_eval(m, g->seq, NULL, g->pos, 1, n);
-            if ((rc = m->status)) return rc;
-            next = pelab_model_eval_pred(m)[n - 1];
+    int32_t step[GROUP], pos[GROUP];
+    int n[GROUP], done[GROUP], rc = PELAB_OK, left = k;
+    for (int i = 0; i < GROUP; i++) step[i] = -1; /* sequences past k take no step */
+    for (int i = 0; i < k && !rc; i++) {
+        made[i] = done[i] = 0;
+        n[i] = a[i];
+        if (g->batch) {
+            struct pelab_kv_cache *c = pelab_kv_batch_sequence(g->batch, i);
+            pelab_kv_cache_clear(c);
+            rc = pelab_kv_cache_append(c, g->seq + (long)i * g->cap, g->pos, a[i], NULL);
         }
-        if (next == pad) break;
-        g->seq[n++] = next;
-        (*made)++;
     }
-    return PELAB_OK;
+    while (left && !rc) {
+        for (int i = 0; i < k && !rc; i++) {
+            int32_t *seq = g->seq + (long)i * g->cap, next;
+            step[i] = -1;
+            if (done[i]) continue;
+            if (g->batch) {
+                next = pelab_argmax(pelab_kv_cache_logits(pelab_kv_batch_sequence(g->batch, i)), V);
+            } else {
+                pelab_model_forward_eval(m, seq, NULL, g->pos, 1, n[i]);
+                if ((rc = m->status)) break;
+                next = pelab_model_eval_pred(m)[n[i] - 1];
+            }
+            if (next != pad) seq[n[i]++] = next, made[i]++;
+            if (next == pad || made[i] == want[i]) {
+                done[i] = 1;
+                left--;
+            } else {
+                step[i] = next, pos[i] = n[i] - 1; /* the next step appends it */
+            }
+        }
+        if (!rc && left && g->batch) rc = pelab_kv_batch_step(g->batch, step, pos);
+    }
+    return rc;
 }
 
 /* Generation EM of examples [0, count) of t at length L (this rank's share); adds to *exact,
@@ -116,51 +141,63 @@ static int generate_all(struct pelab_model *m, const struct pelab_task *t, enum 
     const int G = gen_tokens;
     const int limit = accepts(m, L + G) == PELAB_OK ? L + G : L;
     pelab_clear_error();
-    struct gen g = {m, NULL, NULL, NULL, limit};
+    /* a cache's keys and values: layers · H · positions · (qk_dim + d) reals */
+    const long cache_bytes = (long)m->cfg.n_layers * m->cfg.n_heads * limit *
+                             (m->pe.qk_dim + m->cfg.d_model / m->cfg.n_heads) * (long)sizeof(pelab_real);
+    const long fit = CACHES_MAX / cache_bytes;
+    struct gen g = {m, NULL, fit < 1 ? 1 : fit < GROUP ? (int)fit : GROUP, NULL, NULL, limit};
     struct pelab_batch b = {0};
     struct pelab_bytes text = {0}, truth = {0};
-    int rc = pelab_kv_cache_new(&g.cache, m, limit);
+    int rc = pelab_kv_batch_new(&g.batch, m, g.group, limit, 0);
     *cached = rc == PELAB_OK;
     if (rc == PELAB_ERR_USAGE) { /* this encoding's setting cannot be cached: recompute */
         pelab_clear_error();
         rc = PELAB_OK;
     }
-    if (!rc && (!(g.seq = malloc((size_t)limit * sizeof *g.seq)) ||
+    if (!rc && (!(g.seq = malloc((size_t)GROUP * limit * sizeof *g.seq)) ||
                 !(g.pos = malloc((size_t)limit * sizeof *g.pos))))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    if (!rc) rc = pelab_batch_alloc(&b, 1, L);
+    if (!rc) rc = pelab_batch_alloc(&b, GROUP, L);
     if (rc) goto done;
     for (int p = 0; p < limit; p++) g.pos[p] = p;
     uint64_t s0, s1;
     pelab_dist_share(count, &s0, &s1);
-    for (uint64_t i = s0; i < s1 && !rc; i++) {
-        t->ops->fill(t, split, i, &b);
-        int p0 = -1, p1 = -1; /* the first and last scored positions: the answer's */
-        for (int p = 0; p < L; p++)
-            if (b.targets[p] >= 0) {
-                if (p0 < 0) p0 = p;
-                p1 = p;
-            }
-        PELAB_ASSERT(p0 >= 0);
-        const int a = p0 + 1, k = p1 - p0 + 1; /* prompt tokens 0..p0; answer targets p0..p1 */
-        const int want = k > G ? k : G;
-        const int count_gen = want < limit - a + 1 ? want : limit - a + 1; /* >= k: p1+1 <= L */
-        memcpy(g.seq, b.tokens, (size_t)a * sizeof *g.seq);
-        int made;
-        if ((rc = generate(&g, a, count_gen, t->pad, &made))) break;
-        *generated += (uint64_t)made;
-        int same = made >= k; /* the first k generated tokens are the answer's */
-        for (int j = 0; same && j < k; j++) same = g.seq[a + j] == b.targets[p0 + j];
-        *tokens_right += (uint64_t)same;
-        text.len = truth.len = 0;
-        if ((rc = pelab_qa_decode(t, g.seq + a, (size_t)made, &text)) ||
-            (rc = pelab_qa_decode(t, b.targets + p0, (size_t)k, &truth)))
-            break;
-        *exact += (uint64_t)pelab_qa_match(text.data ? text.data : "", text.len,
-                                           truth.data ? truth.data : "", truth.len, chars);
+    for (uint64_t i0 = s0; i0 < s1 && !rc; i0 += (uint64_t)g.group) { /* examples i0 .. i0 + k − 1 */
+        const int k = s1 - i0 < (uint64_t)g.group ? (int)(s1 - i0) : g.group;
+        int p0[GROUP], ans[GROUP], a[GROUP], want[GROUP], made[GROUP];
+        b.B = k;
+        t->ops->fill(t, split, i0, &b);
+        for (int i = 0; i < k; i++) {
+            const int32_t *tg = b.targets + (long)i * L;
+            int p1 = p0[i] = -1; /* the first and last scored positions: the answer's */
+            for (int p = 0; p < L; p++)
+                if (tg[p] >= 0) {
+                    if (p0[i] < 0) p0[i] = p;
+                    p1 = p;
+                }
+            PELAB_ASSERT(p0[i] >= 0);
+            a[i] = p0[i] + 1, ans[i] = p1 - p0[i] + 1; /* prompt tokens 0..p0; answer targets p0..p1 */
+            const int w = ans[i] > G ? ans[i] : G;
+            want[i] = w < limit - a[i] + 1 ? w : limit - a[i] + 1; /* >= the answer's: p1+1 <= L */
+            memcpy(g.seq + (long)i * limit, b.tokens + (long)i * L, (size_t)a[i] * sizeof *g.seq);
+        }
+        if ((rc = generate(&g, k, a, want, t->pad, made))) break;
+        for (int i = 0; i < k && !rc; i++) {
+            const int32_t *gen = g.seq + (long)i * limit + a[i], *answer = b.targets + (long)i * L + p0[i];
+            *generated += (uint64_t)made[i];
+            int same = made[i] >= ans[i]; /* the first generated tokens are the answer's */
+            for (int j = 0; same && j < ans[i]; j++) same = gen[j] == answer[j];
+            *tokens_right += (uint64_t)same;
+            text.len = truth.len = 0;
+            if ((rc = pelab_qa_decode(t, gen, (size_t)made[i], &text)) ||
+                (rc = pelab_qa_decode(t, answer, (size_t)ans[i], &truth)))
+                break;
+            *exact += (uint64_t)pelab_qa_match(text.data ? text.data : "", text.len,
+                                               truth.data ? truth.data : "", truth.len, chars);
+        }
     }
 done:
-    pelab_kv_cache_free(g.cache);
+    pelab_kv_batch_free(g.batch);
     free(g.seq);
     free(g.pos);
     if (b.tokens) pelab_batch_free(&b);
