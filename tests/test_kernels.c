@@ -342,11 +342,12 @@ static void check_adamw(void) {
 
 /* --- products with bf16 weights ------------------------------------------------------------------ */
 /* out = x · w^T with w in bf16, against the sums in double of the widened weights: a row count of
- * 1 (a decoding step) and 3, output counts that leave remainders of the four-row blocks and of the
- * threads' 16-output shares, and a width that leaves a vector remainder. */
+ * 1 (a decoding step), 3, and 4 and 9 (a batch of sequences: blocks of four rows and a
+ * remainder), output counts that leave remainders of the four-row blocks and of the threads'
+ * 16-output shares, and a width that leaves a vector remainder. */
 static void check_matmul_bf16w(void) {
-    static const int shapes[][3] = {{1, 29, 37}, {3, 29, 37}, {1, 67, 130}, {2, 5, 3}};
-    for (int s = 0; s < 4; s++) {
+    static const int shapes[][3] = {{1, 29, 37}, {3, 29, 37}, {1, 67, 130}, {2, 5, 3}, {4, 67, 130}, {9, 29, 37}};
+    for (int s = 0; s < 6; s++) {
         const int n = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
         pelab_real *x = rvec((long)n * C, -2, 2), *wf = rvec((long)OC * C, -1, 1);
         pelab_real *out = malloc((size_t)n * OC * sizeof *out);
