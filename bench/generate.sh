@@ -2,15 +2,19 @@
 # Greedy generation tokens/s at long contexts with the KV cache and recomputing the whole context
 # for every token (build/bench/bench_generate, configurations C and D, rope), and with the cache
 # reading bf16 weights, and bf16 weights and a bf16 cache, printed as a table with the speedups and
-# each cached rate as a fraction of its memory-bandwidth bound, and written to
-# bench/last_generate.json. Run by `make bench` after the
-# training table, or alone (after `make bench` has built bench_generate).
+# each cached rate as a fraction of its memory-bandwidth bound, then batched decoding (several
+# sequences stepped together) against one sequence, all written to bench/last_generate.json. Run
+# by `make bench` after the training table, or alone (after `make bench` has built
+# bench_generate).
 #
 #   BENCH_GENERATE="C:1024 C:8192 D:1024"  configuration:context rows ("none": skip)
 #   BENCH_GEN_TOKENS="16 3"     tokens generated (and timed) with the cache and without
 #   BENCH_REPS=3                runs of each cached rate and of the bandwidth, back to back
 #                               (float32, bf16 weights, bf16 weights and cache, float32, ...):
 #                               medians; recomputing runs once
+#   BENCH_GEN_BATCH="C:1024:8 D:1024:8"  configuration:context:B rows of batched decoding (B
+#                               sequences stepped together, pelab_kv_batch) in float32 and with
+#                               bf16 weights, against one sequence ("none": skip)
 #   BENCH_THREADS=N             threads (default: all cores)
 set -u
 cd "$(dirname "$0")/.."
@@ -84,12 +88,52 @@ for row in $rows; do
     gjson+=$(printf '\n  {"config": "%s", "context": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "read_gbs": %s, "threads": %s%s}' \
              "$cfg" "$n" "$b" "$ratio" "$pre" "$bw" "$threads" "$js")
 done
-gjson+=$'\n]\n'
 echo "(fp32: float32 weights and cache; bf16 w: bf16 weights; bf16 w+kv: bf16 weights and cache; bound: at the read rate;"
 echo " ×: tokens/s against fp32's)"
 printf '%-8s %9s %7s %5s %9s %7s %8s %9s %7s %5s %6s %9s %7s %5s %6s\n' "config:N" "fp32" bound frac recompute speedup \
        "prefill" "bf16 w" bound frac "×" "w+kv" bound frac "×"
 printf '%s\n' "${grows[@]}"
+
+# batched decoding: B sequences' tokens per pass over the weights, tokens/s of all B (its bound:
+# the weights' bytes shared by B), against one sequence's, back to back within each repetition
+batch_rows=${BENCH_GEN_BATCH:-C:1024:8 D:1024:8}
+[ "$batch_rows" = none ] && batch_rows=""
+bjson=""
+[ -n "$batch_rows" ] && echo && echo "batched decoding (B sequences stepped together; tokens/s of all B, medians of $reps):" &&
+    printf '%-8s %3s %9s %9s %6s %7s %5s %9s %9s %6s %7s %5s\n' "config:N" B "fp32 1" "fp32 B" "×" bound frac \
+           "bf16w 1" "bf16w B" "×" bound frac
+for row in $batch_rows; do
+    cfg=${row%%:*} rest=${row#*:} n=${rest%%:*} B=${rest#*:}
+    runs=("" "" "" "")
+    for r in $(seq "$reps"); do
+        i=0
+        for w in fp32 bf16; do
+            for b in 1 "$B"; do
+                runs[i]+=$("$gen_bin" --config "$cfg" --context "$n" --threads "$threads" --weights $w --batch "$b" \
+                           --tokens "$gen_on")$'\n' || { echo "bench: bench_generate --batch $b failed at $row" >&2; status=1; }
+                i=$((i + 1))
+            done
+        done
+    done
+    cols=() js=""
+    for w in 0 1; do # one sequence, B of them, the ratio, B's bound and its fraction
+        one=$(printf '%s' "${runs[2 * w]}" | fields tokens_per_s | median); one=${one:-null}
+        many=$(printf '%s' "${runs[2 * w + 1]}" | fields tokens_per_s | median); many=${many:-null}
+        bytes=$(printf '%s' "${runs[2 * w + 1]}" | field bytes_per_token); bytes=${bytes:-null}
+        read -r bound frac < <(of_bound "$many" "$bytes")
+        x=null
+        [ "$one" != null ] && [ "$many" != null ] && x=$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }')
+        cols+=("$one" "$many" "$x" "$bound" "$frac")
+        js+=$(printf ', "%s": {"one_tokens_per_s": %s, "batch_tokens_per_s": %s, "of_one": %s, "bound_tokens_per_s": %s, "of_bound": %s}' \
+              "$([ $w = 0 ] && echo fp32 || echo bf16_weights)" "$one" "$many" "$x" "$bound" "$frac")
+    done
+    printf '%-8s %3s %9s %9s %6s %7s %5s %9s %9s %6s %7s %5s\n' "$cfg:$n" "$B" "${cols[@]}"
+    [ -n "$bjson" ] && bjson+=","
+    bjson+=$(printf '\n  {"config": "%s", "context": %s, "batch": %s, "read_gbs": %s, "threads": %s%s}' \
+             "$cfg" "$n" "$B" "$bw" "$threads" "$js")
+done
+gjson+=$'\n]'
+gjson="{\"single\": $gjson, \"batched\": [$bjson"$'\n]}\n'
 tmp=$(mktemp bench/last_generate.json.XXXXXX) && printf '%s' "$gjson" >"$tmp" &&
     mv "$tmp" bench/last_generate.json && echo "wrote bench/last_generate.json"
 exit $status

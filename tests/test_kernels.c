@@ -341,26 +341,33 @@ static void check_adamw(void) {
 }
 
 /* --- products with bf16 weights ------------------------------------------------------------------ */
-/* out = x · w^T with w in bf16, against the sums in double of the widened weights: a row count of
- * 1 (a decoding step), 3, and 4 and 9 (a batch of sequences: blocks of four rows and a
- * remainder), output counts that leave remainders of the four-row blocks and of the threads'
- * 16-output shares, and a width that leaves a vector remainder. */
+/* out = x · w^T with w packed in bf16 panels, against the sums in double of the rounded weights: a
+ * row count of 1 (a decoding step), 3, and 4 and 9 (a batch of sequences: blocks of four rows and
+ * a remainder), output counts that leave a partial panel and panels that do not split evenly
+ * between threads, and a width that leaves a vector remainder. Each row of a batch is bit for bit
+ * the row multiplied alone. */
 static void check_matmul_bf16w(void) {
     static const int shapes[][3] = {{1, 29, 37}, {3, 29, 37}, {1, 67, 130}, {2, 5, 3}, {4, 67, 130}, {9, 29, 37}};
     for (int s = 0; s < 6; s++) {
         const int n = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
         pelab_real *x = rvec((long)n * C, -2, 2), *wf = rvec((long)OC * C, -1, 1);
-        pelab_real *out = malloc((size_t)n * OC * sizeof *out);
-        uint16_t *w = malloc((size_t)OC * C * sizeof *w);
+        pelab_real *out = malloc((size_t)n * OC * sizeof *out), *alone = malloc((size_t)OC * sizeof *alone);
+        uint16_t *w = malloc((size_t)pelab_bf16w_panel_size(C, OC) * sizeof *w);
         double *want = dvec((long)n * OC);
-        for (long i = 0; i < (long)OC * C; i++) w[i] = pelab_to_bf16((float)wf[i]);
         for (int r = 0; r < n; r++)
             for (int o = 0; o < OC; o++)
                 for (int k = 0; k < C; k++)
-                    want[(long)r * OC + o] += (double)x[(long)r * C + k] * (double)pelab_from_bf16(w[(long)o * C + k]);
+                    want[(long)r * OC + o] += (double)x[(long)r * C + k] *
+                                              (double)pelab_from_bf16(pelab_to_bf16((float)wf[(long)o * C + k]));
+        pelab_bf16w_pack(w, wf, C, OC);
         pelab_matmul_bf16w_forward(out, x, w, n, C, OC);
         compare("bf16-weight product", out, want, (long)n * OC);
-        free(x), free(wf), free(out), free(w), free(want);
+        for (int r = 0; r < n; r++) {
+            pelab_matmul_bf16w_forward(alone, x + (long)r * C, w, 1, C, OC);
+            CHECK(memcmp(alone, out + (long)r * OC, (size_t)OC * sizeof *alone) == 0,
+                  "bf16-weight product %dx%dx%d: row %d alone differs from its row in the batch", n, C, OC, r);
+        }
+        free(x), free(wf), free(out), free(alone), free(w), free(want);
     }
 }
 

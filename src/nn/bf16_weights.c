@@ -1,16 +1,17 @@
 /* Generation with bf16 weights (pelab_model_use_bf16_weights, pelab/model.h): the model's weight
- * matrices rounded to bf16 in place, and a bf16 copy of each that decoding steps read through
- * pelab_matmul_bf16w_forward. Rounding the float32 values too makes every pass, whichever
- * product it takes, compute with the same weights. */
+ * matrices rounded to bf16 in place, and a bf16 copy of each, in the panels that decoding steps
+ * read through pelab_matmul_bf16w_forward. Rounding the float32 values too makes every pass,
+ * whichever product it takes, compute with the same weights. */
 #include <stdlib.h>
 #include "pelab/model.h"
 #include "pelab/status.h"
 #include "kernels/cpu/bf16.h"
+#include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
 
 struct pelab_bf16_weights {
-    uint16_t *data; /* the matrices one after another */
-    long *at;       /* (params.count,): where parameter i's copy starts in data, or −1 */
+    uint16_t *data; /* the matrices' panels one after another */
+    long *at;       /* (params.count,): where parameter i's panels start in data, or −1 */
 };
 
 /* The parameters generation reads as matrices: the token embedding (the tied head), each
@@ -42,15 +43,16 @@ int pelab_model_use_bf16_weights(struct pelab_model *m) {
     const int n = matrices(m, idx);
     long total = 0;
     for (int i = 0; i < m->params.count; i++) w->at[i] = -1;
-    for (int i = 0; i < n; i++) w->at[idx[i]] = total, total += (long)m->params.list[idx[i]].size;
+    for (int i = 0; i < n; i++) { /* every matrix (OC,C) */
+        const struct pelab_param *p = &m->params.list[idx[i]];
+        w->at[idx[i]] = total, total += pelab_bf16w_panel_size((int)p->shape[1], (int)p->shape[0]);
+    }
     if (!(w->data = malloc((size_t)total * sizeof *w->data))) goto oom;
     for (int i = 0; i < n; i++) {
+        const struct pelab_param *p = &m->params.list[idx[i]];
         pelab_real *x = pelab_params_data(&m->params, idx[i]);
-        uint16_t *h = w->data + w->at[idx[i]];
-        for (size_t j = 0; j < m->params.list[idx[i]].size; j++) {
-            h[j] = pelab_to_bf16((float)x[j]);
-            x[j] = pelab_from_bf16(h[j]);
-        }
+        for (size_t j = 0; j < p->size; j++) x[j] = pelab_from_bf16(pelab_to_bf16((float)x[j]));
+        pelab_bf16w_pack(w->data + w->at[idx[i]], x, (int)p->shape[1], (int)p->shape[0]);
     }
     free(idx);
     m->bf16w = w;

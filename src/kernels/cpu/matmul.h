@@ -32,7 +32,13 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
                           int C, int OC);
 /* out (N,OC) = inp (N,C) · w^T with w (OC,C) in bf16 (matmul_bf16w.c): generation's products,
- * reading half the bytes; float32 activations and sums, on any CPU. */
+ * reading half the bytes; float32 activations and sums, on any CPU. w is held in panels of
+ * PELAB_BF16W_PANEL outputs (pelab_bf16w_pack: pelab_bf16w_panel_size(C, OC) elements, the
+ * outputs past OC zero). Each output's sum runs over k in order: its bits do not depend on N,
+ * the other rows or the threads. */
+enum { PELAB_BF16W_PANEL = 16 };
+long pelab_bf16w_panel_size(int C, int OC);
+void pelab_bf16w_pack(uint16_t *panels, const pelab_real *w, int C, int OC);
 void pelab_matmul_bf16w_forward(pelab_real *out, const pelab_real *inp, const uint16_t *w, int N, int C, int OC);
 /* dinp (N,C) += dout (N,OC) · w;  dw (OC,C) += dout^T · inp. */
 void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
