@@ -21,7 +21,8 @@
  * bytes_per_token.
  * With --batch B (the cache on) B sequences, each its own random prompt, are prefilled one by one
  * and then step together (pelab_kv_batch_step: one pass over the weights for the B new tokens);
- * tokens_per_s counts all B·G tokens, and bytes_per_token shares the weights among the B.
+ * tokens_per_s counts all B·G tokens, bytes_per_token shares the weights among the B, and
+ * prefill_s is the mean of the B prefills.
  * "last" is the final token (of the first sequence): with the same --tokens the two modes pick
  * the same tokens (greedy, the same weights), unless two logits tie within rounding.
  */

@@ -64,12 +64,13 @@ void pelab_cmd_sample_help(FILE *f) {
                "length T by default) and prints prompt, continuation and the document's own\n"
                "continuation as text. Generation keeps a KV cache: each new token attends to the\n"
                "keys and values kept from the tokens before it; once the context is full and\n"
-               "slides, each token recomputes the window. Up to 8 samples decode together: each\n"
-               "step reads the weights once for all of them, and gives each the tokens it would\n"
-               "have alone. An encoding setting that rescales every position with the context's\n"
-               "length (dynamic NTK past T, --ape-extend interpolate) cannot be cached: then\n"
-               "every token recomputes the context, with one notice. The task and encoding\n"
-               "groups below are evaluation-time options, as in 'pelab help eval'.\n");
+               "slides, each token recomputes the window. With the cache up to 8 samples decode\n"
+               "together: each step reads the weights once for all of them, and gives each the\n"
+               "logits it would have alone, to rounding. An encoding setting that rescales every\n"
+               "position with the context's length (dynamic NTK past T, --ape-extend\n"
+               "interpolate) cannot be cached: then every token recomputes the context, with one\n"
+               "notice. The task and encoding groups below are evaluation-time options, as in\n"
+               "'pelab help eval'.\n");
     pelab_args_help(f, g, n, NULL);
 }
 
@@ -261,8 +262,9 @@ static int sample_print(const struct pelab_task *t, const struct sample *sm, enu
     return rc;
 }
 
-/* Samples decoded together: with the cache, one pass over the weights per step serves them all
- * (the bytes of the weights, generation's cost, shared); a group's caches live at once. */
+/* Samples decoded together, at most: with the cache, one pass over the weights per step serves
+ * them all (the bytes of the weights, generation's cost, shared); a group's caches live at once,
+ * as many as pelab_kv_batch_fit allows. */
 enum { GROUP = 8 };
 
 /* `tokens` new tokens for each of the k samples, in step: each step draws every sample's next
@@ -325,14 +327,15 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
     int32_t *pos = malloc((size_t)W * sizeof *pos);
     if (!pos) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int p = 0; p < W; p++) pos[p] = p;
-    const int group = count < GROUP ? count : GROUP;
     int rc = PELAB_OK;
     if (strcmp(pelab_opt_str(opts, sample_options, "weights"), "bf16") == 0)
         rc = pelab_model_use_bf16_weights(&run->model);
     const char *cache = pelab_opt_str(opts, sample_options, "cache");
+    const int kv16 = strcmp(cache, "bf16") == 0;
+    const int group = pelab_kv_batch_fit(&run->model, W, kv16, count < GROUP ? count : GROUP);
     struct pelab_kv_batch *batch = NULL;
     if (!rc && strcmp(cache, "off") != 0) {
-        rc = pelab_kv_batch_new(&batch, &run->model, group, W, strcmp(cache, "bf16") == 0);
+        rc = pelab_kv_batch_new(&batch, &run->model, group, W, kv16);
         if (rc == PELAB_ERR_USAGE) { /* this encoding's setting cannot be cached */
             fprintf(stderr, "notice: generating without the KV cache (every token recomputes the "
                     "context): %s\n", pelab_last_error());

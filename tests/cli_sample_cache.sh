@@ -31,13 +31,17 @@ $(diff "$W/on" "$W/off" | head -8)"
     done
 done
 
-# more samples than decode in one batch (8): every group's continuations are the recomputed ones
+# more samples than decode in one batch (8): every group's continuations are the recomputed ones,
+# with float32 weights and bf16 ones (several rows at once through the bf16 product)
 for pe in rope fox; do
-    "$P" sample --model "$W/$pe" --count 11 --prompt 6 --tokens 12 --threads 1 --temperature 1 >"$W/on" 2>"$W/err" ||
-        fail "sample --count 11: $(cat "$W/err")"
-    "$P" sample --model "$W/$pe" --count 11 --prompt 6 --tokens 12 --threads 1 --temperature 1 --cache off >"$W/off" 2>&1
-    cmp -s "$W/on" "$W/off" && [ "$(grep -c '^--- model (12 tokens)' "$W/on")" -eq 11 ] ||
-        fail "--pe $pe --count 11: $(diff "$W/on" "$W/off" | head -8)"
+    for w in fp32 bf16; do
+        "$P" sample --model "$W/$pe" --count 11 --prompt 6 --tokens 12 --threads 1 --temperature 1 --weights $w \
+            >"$W/on" 2>"$W/err" || fail "sample --count 11 --weights $w: $(cat "$W/err")"
+        "$P" sample --model "$W/$pe" --count 11 --prompt 6 --tokens 12 --threads 1 --temperature 1 --weights $w \
+            --cache off >"$W/off" 2>&1
+        cmp -s "$W/on" "$W/off" && [ "$(grep -c '^--- model (12 tokens)' "$W/on")" -eq 11 ] ||
+            fail "--pe $pe --count 11 --weights $w: $(diff "$W/on" "$W/off" | head -8)"
+    done
 done
 
 # bf16 weights: the same continuation with the cache as recomputing; a bad value is one usage error

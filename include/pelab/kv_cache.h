@@ -54,6 +54,11 @@ const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c);
  * weights, so that the weights' bytes, the bound of decoding, are read once for all of them.
  * PELAB_ERR_USAGE as pelab_kv_cache_new, PELAB_ERR_RUNTIME when out of memory. */
 struct pelab_kv_batch;
+/* How many caches of `capacity` positions for model m (bf16 keys and values when bf16 is set)
+ * fit in PELAB_KV_BATCH_BYTES together: between 1 and `most`. Callers that decode many sequences
+ * size their batches by it, so that batching never needs much more memory than one cache. */
+#define PELAB_KV_BATCH_BYTES (1L << 30)
+int pelab_kv_batch_fit(const struct pelab_model *m, int capacity, int bf16, int most);
 int pelab_kv_batch_new(struct pelab_kv_batch **out, struct pelab_model *m, int count, int capacity,
                        int bf16);
 void pelab_kv_batch_free(struct pelab_kv_batch *b);

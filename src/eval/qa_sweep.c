@@ -67,10 +67,9 @@ int pelab_qa_match(const char *g, size_t gn, const char *answer, size_t an, cons
 }
 
 /* Questions answered together, at most: with the cache, one pass over the weights per generated
- * token serves them all (generation's cost is the weights' bytes); their caches live at once, in
- * CACHES_MAX bytes or, when one cache is larger, one at a time. */
+ * token serves them all (generation's cost is the weights' bytes); their caches live at once,
+ * as many as pelab_kv_batch_fit allows. */
 enum { GROUP = 8 };
-#define CACHES_MAX (1L << 30)
 
 /* What one length's generations share: the caches (or, when the encoding's setting cannot be
  * cached, the sequences recomputed per token) and the buffers. */
@@ -141,11 +140,7 @@ static int generate_all(struct pelab_model *m, const struct pelab_task *t, enum 
     const int G = gen_tokens;
     const int limit = accepts(m, L + G) == PELAB_OK ? L + G : L;
     pelab_clear_error();
-    /* a cache's keys and values: layers · H · positions · (qk_dim + d) reals */
-    const long cache_bytes = (long)m->cfg.n_layers * m->cfg.n_heads * limit *
-                             (m->pe.qk_dim + m->cfg.d_model / m->cfg.n_heads) * (long)sizeof(pelab_real);
-    const long fit = CACHES_MAX / cache_bytes;
-    struct gen g = {m, NULL, fit < 1 ? 1 : fit < GROUP ? (int)fit : GROUP, NULL, NULL, limit};
+    struct gen g = {m, NULL, pelab_kv_batch_fit(m, limit, 0, GROUP), NULL, NULL, limit};
     struct pelab_batch b = {0};
     struct pelab_bytes text = {0}, truth = {0};
     int rc = pelab_kv_batch_new(&g.batch, m, g.group, limit, 0);

@@ -57,6 +57,23 @@ void pelab_kv_cache_free(struct pelab_kv_cache *c) {
     free(c);
 }
 
+/* New queries per pass of a cache of `capacity` positions: as many as SCORES_MAX scores allow. */
+static long chunk_of(const struct pelab_model *m, int capacity) {
+    const long chunk = SCORES_MAX / ((long)m->cfg.n_heads * capacity);
+    return chunk < 1 ? 1 : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
+}
+
+int pelab_kv_batch_fit(const struct pelab_model *m, int capacity, int bf16, int most) {
+    /* a cache's memory: keys and values (2 bytes each in bf16, and one layer's widened as
+     * scratch), the scores of a chunk, the KEY values, the positions, the logits */
+    const long H = m->cfg.n_heads, L = m->cfg.n_layers, kv = H * (m->pe.qk_dim + m->cfg.d_model / H);
+    const double reals = (double)kv * capacity * (bf16 ? L * 0.5 + 1 : L) +
+                         (double)H * chunk_of(m, capacity) * capacity + (double)L * capacity * H +
+                         capacity + m->cfg.vocab;
+    const double fit = (double)PELAB_KV_BATCH_BYTES / (reals * sizeof(pelab_real));
+    return fit < 1 ? 1 : fit < most ? (int)fit : most;
+}
+
 static int cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int capacity, int bf16) {
     *out = NULL;
     if (capacity < 1)
@@ -65,10 +82,8 @@ static int cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int cap
     if (rc) return rc;
     struct pelab_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    const long H = m->cfg.n_heads;
+    const long H = m->cfg.n_heads, chunk = chunk_of(m, capacity);
     const int key = (m->pe.sites & PELAB_SITE_KEY) != 0;
-    long chunk = SCORES_MAX / (H * capacity);
-    chunk = chunk < 1 ? 1 : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
     c->m = m;
     rc = pelab_attn_cache_init(&c->kv, m->cfg.n_layers, (int)H, m->pe.qk_dim, m->cfg.d_model / (int)H,
                                capacity, (int)chunk, key, bf16);
