@@ -127,7 +127,7 @@ def sizes_table(name, record, compare):
     """Encodings × test exact match (%) over each bucket of instance sizes (a compare of an
     algorithmic task), the trained bucket marked."""
     L = compare["train_max"]
-    head = ["encoding"] + ["sizes %s%s" % (b, " (trained)" if int(b.split("-")[-1]) <= L else "")
+    head = ["encoding"] + ["%s %s%s" % ("sizes" if "-" in b else "size", b, " (trained)" if int(b.split("-")[-1]) <= L else "")
                            for b in compare["buckets"]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order, seeds = entries(compare)
