@@ -265,7 +265,7 @@ static int sample_print(const struct pelab_task *t, const struct sample *sm, enu
 /* Samples decoded together, at most: with the cache, one pass over the weights per step serves
  * them all (the bytes of the weights, generation's cost, shared); a group's caches live at once,
  * as many as pelab_kv_batch_fit allows. */
-enum { GROUP = 8 };
+enum { GROUP = PELAB_KV_BATCH_MAX };
 
 /* `tokens` new tokens for each of the k samples, in step: each step draws every sample's next
  * token from its logits, then forms the next logits — by the batch's one pass for every sample

@@ -54,6 +54,10 @@ const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c);
  * weights, so that the weights' bytes, the bound of decoding, are read once for all of them.
  * PELAB_ERR_USAGE as pelab_kv_cache_new, PELAB_ERR_RUNTIME when out of memory. */
 struct pelab_kv_batch;
+/* The sequences pelab's callers (pelab sample, the QA sweep) decode at once, at most: enough to
+ * share a step's read of the weights, few enough that the bf16 weights' products (fewer than 16
+ * rows) still serve them. */
+enum { PELAB_KV_BATCH_MAX = 8 };
 /* How many caches of `capacity` positions for model m (bf16 keys and values when bf16 is set)
  * fit in PELAB_KV_BATCH_BYTES together: between 1 and `most`. Callers that decode many sequences
  * size their batches by it, so that batching never needs much more memory than one cache. */

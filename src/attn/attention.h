@@ -117,6 +117,8 @@ struct pelab_attn_cache {
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
                           int chunk, int key_bias, int bf16);
 void pelab_attn_cache_release(struct pelab_attn_cache *c);
+/* The bytes pelab_attn_cache_init allocates for those arguments. */
+double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, int key_bias, int bf16);
 /* Causal attention of s->T ≤ c->chunk new queries of one sequence (s->B = 1, at positions
  * c->len .. c->len + s->T − 1, whose positions the caller has put in c->pos from c->len) to the
  * c->len cached keys and the new ones: layer s->layer's new keys k (H,T,dq) and values v

@@ -50,6 +50,13 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
     return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
 }
 
+double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, int key_bias, int bf16) {
+    const double LH = (double)layers * H, kv = (double)cap * (dq + dv), real = sizeof(pelab_real);
+    const double keys_values = bf16 ? LH * kv * sizeof(uint16_t) + H * kv * real : LH * kv * real;
+    return keys_values + (double)cap * sizeof(int32_t) + (double)H * chunk * cap * real +
+           (key_bias ? LH * cap * real : 0);
+}
+
 void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     free(c->k);
     free(c->v);

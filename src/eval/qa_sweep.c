@@ -69,7 +69,7 @@ int pelab_qa_match(const char *g, size_t gn, const char *answer, size_t an, cons
 /* Questions answered together, at most: with the cache, one pass over the weights per generated
  * token serves them all (generation's cost is the weights' bytes); their caches live at once,
  * as many as pelab_kv_batch_fit allows. */
-enum { GROUP = 8 };
+enum { GROUP = PELAB_KV_BATCH_MAX };
 
 /* What one length's generations share: the caches (or, when the encoding's setting cannot be
  * cached, the sequences recomputed per token) and the buffers. */

@@ -64,13 +64,13 @@ static long chunk_of(const struct pelab_model *m, int capacity) {
 }
 
 int pelab_kv_batch_fit(const struct pelab_model *m, int capacity, int bf16, int most) {
-    /* a cache's memory: keys and values (2 bytes each in bf16, and one layer's widened as
-     * scratch), the scores of a chunk, the KEY values, the positions, the logits */
-    const long H = m->cfg.n_heads, L = m->cfg.n_layers, kv = H * (m->pe.qk_dim + m->cfg.d_model / H);
-    const double reals = (double)kv * capacity * (bf16 ? L * 0.5 + 1 : L) +
-                         (double)H * chunk_of(m, capacity) * capacity + (double)L * capacity * H +
-                         capacity + m->cfg.vocab;
-    const double fit = (double)PELAB_KV_BATCH_BYTES / (reals * sizeof(pelab_real));
+    /* a cache's memory: what its attention cache allocates (as cache_new asks for it), the
+     * logits and the KEY site's scratch */
+    const int H = m->cfg.n_heads, key = (m->pe.sites & PELAB_SITE_KEY) != 0;
+    const double bytes = pelab_attn_cache_bytes(m->cfg.n_layers, H, m->pe.qk_dim, m->cfg.d_model / H, capacity,
+                                                (int)chunk_of(m, capacity), key, bf16) +
+                         (double)(m->cfg.vocab + (key ? H : 0)) * sizeof(pelab_real);
+    const double fit = (double)PELAB_KV_BATCH_BYTES / bytes;
     return fit < 1 ? 1 : fit < most ? (int)fit : most;
 }
 

@@ -83,17 +83,17 @@ static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x,
     for (int r = 0; r < R; r++) memcpy(out + (long)r * OC, row[r], (size_t)m * sizeof *out);
 }
 
-/* Panels [p0, p1) for every row r < n, at most `rows` (≤ ROWS) rows per pass over a panel. */
+/* Panels [p0, p1) for every row r < n, ROWS rows per pass over a panel. */
 static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_real *x, const uint16_t *w,
-                                                  int n, int C, int OC, long p0, long p1, int rows) {
+                                                  int n, int C, int OC, long p0, long p1) {
     for (long p = p0; p < p1; p++) {
         const uint16_t *wp = w + p * C * PANEL;
         const long o = p * PANEL;
         const int m = OC - o < PANEL ? (int)(OC - o) : PANEL;
-        for (int r = 0; r < n; r += rows) {
+        for (int r = 0; r < n; r += ROWS) {
             pelab_real *y = out + (long)r * OC + o;
             const pelab_real *xr = x + (long)r * C;
-            switch (n - r < rows ? n - r : rows) {
+            switch (n - r < ROWS ? n - r : ROWS) {
             case 4: panel_rows(y, xr, wp, 4, C, OC, m); break;
             case 3: panel_rows(y, xr, wp, 3, C, OC, m); break;
             case 2: panel_rows(y, xr, wp, 2, C, OC, m); break;
@@ -104,22 +104,19 @@ static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_r
 }
 
 PELAB_SIMD_KERNEL(matmul_bf16w,
-                  (pelab_real *out, const pelab_real *x, const uint16_t *w, int n, int C, int OC, long p0, long p1,
-                   int rows),
-                  (out, x, w, n, C, OC, p0, p1, rows))
+                  (pelab_real *out, const pelab_real *x, const uint16_t *w, int n, int C, int OC, long p0, long p1),
+                  (out, x, w, n, C, OC, p0, p1))
 
 void pelab_matmul_bf16w_forward(pelab_real *out, const pelab_real *inp, const uint16_t *w, int N, int C, int OC) {
     PELAB_PROF_START();
-    void (*const kernel)(pelab_real *, const pelab_real *, const uint16_t *, int, int, int, long, long, int) =
+    void (*const kernel)(pelab_real *, const pelab_real *, const uint16_t *, int, int, int, long, long) =
         pelab_simd_fn(matmul_bf16w);
-    /* the sums of four rows fit AVX's sixteen registers; SSE's hold one row's */
-    const int rows = pelab_simd_level() >= PELAB_SIMD_AVX2 ? ROWS : 1;
     const long P = (OC + PANEL - 1) / PANEL;
 #pragma omp parallel if (P >= 4)
     {
         long lo, hi;
         pelab_thread_slice(P, &lo, &hi);
-        if (hi > lo) kernel(out, inp, w, N, C, OC, lo, hi, rows);
+        if (hi > lo) kernel(out, inp, w, N, C, OC, lo, hi);
     }
     PELAB_PROF_STOP(PELAB_PROF_MATMUL_FWD, 2.0 * N * C * OC);
 }
