@@ -44,6 +44,13 @@ echo '{"rope_scaling": {"short_factor": [1, 1, 2, 2, 4, 4, 8, 8], "long_factor":
     fail "longrope with factors of 1 at scale 1 differs from plain RoPE"
 [ "$(loss --rope-scaling longrope --rope-scale 4 --longrope-factors "$W/lr.json")" != "$plain" ] ||
     fail "longrope's factors changed nothing"
+[ "$(loss --rope-scaling longrope --longrope-factors geometric:1,1)" = "$plain" ] ||
+    fail "longrope geometric:1,1 at scale 1 differs from plain RoPE"
+[ "$(loss --rope-scaling longrope --rope-scale 4 --longrope-factors geometric:8,128)" != "$plain" ] ||
+    fail "longrope geometric:8,128 changed nothing"
+"$P" eval --model "$R" --rope-scaling longrope --longrope-factors "$W/gone.json" >/dev/null 2>"$W/err"
+[ $? -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q -- "--longrope-factors: $W/gone.json" "$W/err" ||
+    fail "a missing factor file: expected exit 1 and one line naming it: $(cat "$W/err")"
 "$P" eval --model "$R" --rope-scaling yarn --rope-scale 4 >"$W/out" 2>"$W/err" ||
     fail "eval --rope-scaling yarn --rope-scale 4 exited $?: $(cat "$W/err")"
 grep -q "^test: accuracy" "$W/out" || fail "eval output: $(cat "$W/out")"
@@ -78,6 +85,8 @@ expect_usage "--yarn-beta-fast applies only with --rope-scaling yarn (not ntk)" 
 expect_usage "--rope-original-len applies only with --rope-scaling dynamic-ntk, yarn, llama3 or longrope" -- \
     eval --model "$R" --rope-scaling pi --rope-scale 2 --rope-original-len 64
 expect_usage "--rope-scaling: 'rope-2'" -- eval --model "$R" --rope-scaling rope-2
+expect_usage "--longrope-factors geometric:2: give geometric:S,L" -- \
+    eval --model "$R" --rope-scaling longrope --longrope-factors geometric:2
 expect_usage "--rope-scaling longrope needs --longrope-factors FILE" -- eval --model "$R" --rope-scaling longrope
 expect_usage "--rope-scale: -1 is out of range" -- eval --model "$R" --rope-scaling pi --rope-scale -1
 [ -e "$W/no" ] && fail "a refused run left $W/no behind"

@@ -239,8 +239,28 @@ static void check_frequencies(void) {
     fclose(f);
     expect_usage(lr, "\"long_factor\"[2] is not a positive number");
     remove(path);
-    expect_usage(lr, "--longrope-factors: ");
+    static struct qk unread;
+    int rc = setup(&unread, "rope", lr, 32);
+    CHECK(rc == PELAB_ERR_RUNTIME && strstr(pelab_last_error(), "--longrope-factors: ") &&
+              strstr(pelab_last_error(), "cannot open"),
+          "a factor file that is gone: expected a runtime error naming it, got %d: %s", rc, pelab_last_error());
     tmpdir_remove();
+
+    /* geometric:8,1000 over 4 pairs: λ = 8^(i/3) = 1 2 4 8 and 1000^(i/3) = 1 10 100 1000, the
+     * file's sets above */
+    const char *geo[] = {"rope-scaling", "longrope", "rope-scale", "4", "rope-original-len", "16",
+                         "longrope-factors", "geometric:8,1000", NULL};
+    probe(geo, 32, short_pass, th, amp);
+    expect_theta("longrope geometric:8,1000 (short)", th, lr_short, amp, sqrt(1.5));
+    probe(geo, 32, long_pass, th, amp);
+    expect_theta("longrope geometric:8,1000 (long)", th, lr_long, amp, sqrt(1.5));
+    const char *bad[] = {"8", "8,", "8,0.5", "8,1000,2", "nan,2", "2,inf", NULL};
+    for (int i = 0; bad[i]; i++) {
+        char spec[32];
+        snprintf(spec, sizeof spec, "geometric:%s", bad[i]);
+        geo[7] = spec;
+        expect_usage(geo, "give geometric:S,L");
+    }
 }
 
 /* PI at position m is RoPE at m/s, bit for bit where m/s is a whole number. */

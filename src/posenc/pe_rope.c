@@ -136,7 +136,9 @@ const struct pelab_posenc_ops pelab_pe_rope = {
                   "rope-scaling=yarn rope-scale=4 rope-original-len=10",
                   "rope-scaling=dynamic-ntk rope-scale=3", "rope-fraction=0.5 rope-layout=half",
                   "rope-p=0.5 rope-scaling=llama3 rope-scale=8 rope-original-len=64 "
-                  "llama3-high-freq-factor=8", NULL}},
+                  "llama3-high-freq-factor=8",
+                  "rope-scaling=longrope rope-scale=4 rope-original-len=10 longrope-factors=geometric:1.5,4",
+                  NULL}},
     .options = rope_options,
     .eval_options = pelab_rope_scaling_options,
     .init = rope_init,

@@ -68,7 +68,8 @@ const struct pelab_optdef pelab_rope_scaling_options[] = {
      "Llama 3.1: wavelengths below L_train / this keep their frequency"},
     {"longrope-factors", PELAB_OPT_STR, "", 0, 0, NULL,
      "LongRoPE: a JSON file with \"short_factor\" and \"long_factor\", one factor per rotated pair "
-     "each (at its top level or under \"rope_scaling\", as a Phi-3 config.json has them)"},
+     "each (at its top level or under \"rope_scaling\", as a Phi-3 config.json has them); or "
+     "geometric:S,L, synthetic sets rising from 1 at the fastest pair to S (short) and L (long)"},
     {0},
 };
 
@@ -110,20 +111,41 @@ static int read_factor_set(const struct pelab_json *obj, const char *key, const 
     return PELAB_OK;
 }
 
-/* LongRoPE's two sets from the file at path, at its top level or under "rope_scaling". */
-static int read_longrope_factors(struct pelab_rope_freqs *f, const char *path) {
-    if (!*path)
-        return pelab_fail(PELAB_ERR_USAGE, "--rope-scaling longrope needs --longrope-factors FILE");
-    struct pelab_json *j;
-    int rc = pelab_json_load(path, &j);
-    if (rc) return pelab_fail(PELAB_ERR_USAGE, "--longrope-factors: %s", pelab_last_error());
-    const struct pelab_json *obj = pelab_json_get(j, "rope_scaling") ? pelab_json_get(j, "rope_scaling") : j;
+/* The synthetic sets of `geometric:S,L` into short and long (n,): λ_i = S^(i/(n−1)) and
+ * L^(i/(n−1)), rising from 1 at the fastest pair to S and L at the slowest (λ_0 = 1 when n = 1). */
+static int geometric_factors(const char *spec, int n, double *short_f, double *long_f) {
+    char *end;
+    const double S = strtod(spec, &end);
+    const double L = *end == ',' ? strtod(end + 1, &end) : NAN;
+    if (*end || !(S >= 1) || !(L >= 1) || !isfinite(S) || !isfinite(L))
+        return pelab_fail(PELAB_ERR_USAGE, "--longrope-factors geometric:%s: give geometric:S,L with "
+                          "S and L finite and at least 1", spec);
+    for (int i = 0; i < n; i++) {
+        const double e = n > 1 ? (double)i / (n - 1) : 0;
+        short_f[i] = pow(S, e), long_f[i] = pow(L, e);
+    }
+    return PELAB_OK;
+}
+
+/* LongRoPE's two sets: from the file at `value` (at its top level or under "rope_scaling"), or
+ * the synthetic ones of `geometric:S,L`. A file that cannot be read keeps the reader's status
+ * (runtime: I/O, corrupt, out of memory). */
+static int read_longrope_factors(struct pelab_rope_freqs *f, const char *value) {
+    if (!*value)
+        return pelab_fail(PELAB_ERR_USAGE, "--rope-scaling longrope needs --longrope-factors FILE "
+                          "or geometric:S,L");
     const int n = f->rot_d / 2;
     f->short_factors = malloc((size_t)n * sizeof *f->short_factors);
     f->long_factors = malloc((size_t)n * sizeof *f->long_factors);
-    if (!f->short_factors || !f->long_factors) rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    if (!rc) rc = read_factor_set(obj, "short_factor", path, n, f->short_factors);
-    if (!rc) rc = read_factor_set(obj, "long_factor", path, n, f->long_factors);
+    if (!f->short_factors || !f->long_factors) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    if (strncmp(value, "geometric:", 10) == 0)
+        return geometric_factors(value + 10, n, f->short_factors, f->long_factors);
+    struct pelab_json *j;
+    int rc = pelab_json_load(value, &j);
+    if (rc) return pelab_fail_context(rc, "--longrope-factors");
+    const struct pelab_json *obj = pelab_json_get(j, "rope_scaling") ? pelab_json_get(j, "rope_scaling") : j;
+    rc = read_factor_set(obj, "short_factor", value, n, f->short_factors);
+    if (!rc) rc = read_factor_set(obj, "long_factor", value, n, f->long_factors);
     pelab_json_free(j);
     return rc;
 }

@@ -214,7 +214,9 @@ class RoPEScaled(RoPE):
       longrope:    theta_i / lambda_i, lambda the file's "short_factor" list for a pass with
                    L <= L_train, its "long_factor" list beyond (both at the JSON's top level or
                    under "rope_scaling"); an amplitude sqrt(1 + ln s / ln L_train) on the rotated
-                   pairs of q and k when s > 1 (as Hugging Face's `longrope` for Phi-3).
+                   pairs of q and k when s > 1 (as Hugging Face's `longrope` for Phi-3);
+                   "geometric:S,L" in place of the file: lambda_i = S^(i/(n-1)) (short) and
+                   L^(i/(n-1)) (long) over the n rotated pairs.
       llama3:      by wavelength w_i = 2 pi / theta_i: theta_i when w_i < L_train / high,
                    theta_i / s when w_i > L_train / low, else (1 - g) theta_i / s + g theta_i with
                    g = (L_train / w_i - low) / (high - low) (Llama 3.1's `apply_scaling`).
@@ -233,13 +235,17 @@ class RoPEScaled(RoPE):
             self.theta = np.where(w < original_len / high, self.theta,
                                   np.where(w > original_len / low, self.theta / s,
                                            (1 - g) * self.theta / s + g * self.theta))
-        if method == "longrope":
+        if method == "longrope" and factors_path.startswith("geometric:"):
+            top = dict(zip(("short", "long"), map(float, factors_path[len("geometric:"):].split(","))))
+            e = np.arange(d // 2) / max(d // 2 - 1, 1)
+            self.factors = {k: top[k] ** e for k in ("short", "long")}
+        elif method == "longrope":
             with open(factors_path) as f:
                 sets = json.load(f)
             sets = sets.get("rope_scaling", sets)
             self.factors = {k: np.array(sets[k + "_factor"], dtype=np.float64) for k in ("short", "long")}
-            if s > 1:
-                self.amp = math.sqrt(1 + math.log(s) / math.log(original_len))
+        if method == "longrope" and s > 1:
+            self.amp = math.sqrt(1 + math.log(s) / math.log(original_len))
         if method == "ntk":
             self.theta = self.frequencies(base * s ** (d / (d - 2)))
         if method == "yarn" and s != 1:
