@@ -25,6 +25,7 @@ for b in "$gemm_bin" "$train_bin"; do
     [ -x "$b" ] || { echo "bench: $b is missing; run 'make bench'" >&2; exit 1; }
 done
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+unset PELAB_BF16_EMULATION # the speed of the bf16 instructions, never of their emulation
 if ! why=$("$gemm_bin" --config A --reps 1 --threads 1 2>&1 >/dev/null); then
     echo "skipped: bf16 benchmarks: ${why#bench_gemm_bf16: }"
     exit 0

@@ -64,7 +64,9 @@ static void usage(FILE *f) {
     const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK;
     pelab_clear_error();
     fprintf(f, "\nbuild: %s (%s), %s, %s, %s\n", pelab_build_info(), pelab_blas_kernels(),
-            bf16 ? "bf16 (--precision bf16: oneDNN, AVX512-BF16)" : "no bf16 (--precision bf16 needs oneDNN and AVX512-BF16)",
+            !bf16                  ? "no bf16 (--precision bf16 needs oneDNN and AVX512-BF16)"
+            : pelab_bf16_emulated() ? "bf16 (--precision bf16: oneDNN's emulation, PELAB_BF16_EMULATION=1)"
+                                    : "bf16 (--precision bf16: oneDNN, AVX512-BF16)",
             pelab_plot_available() ? "cairo (PNG figures)" : "no cairo (no PNG figures)",
             pelab_dist_built() ? "MPI (mpirun -np N pelab train|eval)" : "no MPI (one process)");
 }
@@ -145,7 +147,8 @@ static int run(int argc, char **argv) {
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK; /* oneDNN and the CPU */
         pelab_clear_error();
-        printf("pelab %s (commit %s, %s, %s, %s, %s)\n", PELAB_VERSION, PELAB_COMMIT, pelab_build_info(), bf16 ? "bf16" : "no bf16",
+        printf("pelab %s (commit %s, %s, %s, %s, %s)\n", PELAB_VERSION, PELAB_COMMIT, pelab_build_info(),
+               !bf16 ? "no bf16" : pelab_bf16_emulated() ? "bf16 emulated" : "bf16",
                pelab_dist_built() ? "MPI" : "no MPI", pelab_plot_available() ? "cairo" : "no cairo");
         printf("matrix products: %s\n", pelab_blas_kernels());
         return PELAB_OK;

@@ -2,7 +2,9 @@
 # --precision fp32|bf16 on train, eval and sample (pelab/precision.h).
 #   - Where bf16 cannot run it is refused in one line with exit 2 and nothing written. The test
 #     simulates a CPU without AVX512-BF16 with oneDNN's own ONEDNN_MAX_CPU_ISA=AVX512_CORE, which
-#     caps the instructions oneDNN will use (and pelab asks oneDNN what it may use).
+#     caps the instructions oneDNN will use (and pelab asks oneDNN what it may use), with
+#     PELAB_BF16_EMULATION unset; with it, such a CPU runs bf16 on oneDNN's emulation, said in one
+#     line (tests/run.sh sets it on an AVX-512 CPU without AVX512-BF16, so the rest runs there).
 #   - fp32 is the default and --precision fp32 changes no bit of a run.
 #   - A bf16 run records its precision in config.json, trains to losses near the fp32 run's but
 #     not equal to them, and resumes bit for bit; a run is evaluated in either precision.
@@ -15,7 +17,7 @@ S="$TINY --warmup 5 --decay-steps 16 --log-every 1 --eval-every 4 --eval-batches
 # refused CMD...: exit 2, one line on stderr naming AVX512-BF16 (or, in a build without oneDNN,
 # saying so), no run directory
 refused() {
-    ONEDNN_MAX_CPU_ISA=AVX512_CORE "$@" >"$W/out" 2>"$W/err"
+    env -u PELAB_BF16_EMULATION ONEDNN_MAX_CPU_ISA=AVX512_CORE "$@" >"$W/out" 2>"$W/err"
     local rc=$?
     [ $rc -eq 2 ] || fail "$*: exit $rc on a CPU without AVX512-BF16 (expected 2): $(cat "$W/err")"
     [ "$(wc -l <"$W/err")" -eq 1 ] &&
@@ -28,6 +30,10 @@ refused "$P" train $S --pe rope --steps 4 --precision bf16 --out "$W/refused"
 [ -e "$W/refused" ] && fail "a refused bf16 run wrote $W/refused"
 refused "$P" eval --model "$W/fp32run" --precision bf16
 refused "$P" sample --model "$W/fp32run" --precision bf16 --count 1
+PELAB_BF16_EMULATION=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE "$P" train $S --pe rope --steps 2 --precision bf16 \
+    --out "$W/emulated" >/dev/null 2>"$W/err" || fail "bf16 on the emulation: $(cat "$W/err")"
+[ "$(grep -c "^pelab: --precision bf16 on oneDNN's emulation" "$W/err")" -eq 1 ] ||
+    fail "the emulation is not said in one line: $(cat "$W/err")"
 "$P" train $S --pe rope --steps 4 --precision fp16 --out "$W/bad" 2>"$W/err" && fail "--precision fp16 accepted"
 grep -q "fp32|bf16" "$W/err" || fail "--precision fp16: $(cat "$W/err")"
 
@@ -44,7 +50,7 @@ if ! "$P" train $S --pe rope --steps 1 --precision bf16 --out "$W/probe" 2>"$W/e
     exit 77
 fi
 
-for extra in "--pe pope" "--pe rope --dropout 0.1 --accum 2"; do
+for extra in "--pe pope" "--pe rope --dropout 0.1 --accum 2" "--pe fox" "--pe cope"; do
     rm -rf "$W"/full "$W"/part "$W"/f32
     train $S $extra --precision bf16 --steps 16 --save-every 8 --out "$W/full"
     grep -q '"precision": "bf16"' "$W/full/config.json" || fail "$extra: config.json does not record bf16"

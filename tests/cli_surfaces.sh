@@ -111,7 +111,8 @@ expect 2 "tensor patch_emb.weight is (16, 16) there and (16, 4) here (the patch 
 expect 2 "--seqpe-digits 1 in base 10 hold coordinates up to 9; a grid of 10 x 10 patches has coordinates 1 to 10" -- \
     train $IMG --pe seqpe --seqpe-digits 1 --image-side 40 --steps 2 --out "$W/v"
 [ ! -e "$W/v" ] || fail "a refused compare left $W/v"
-# a bf16 run on a machine without bf16 products: a usage error that offers float32
+# a bf16 run on a machine without bf16 products (nor their emulation): a usage error that offers float32
+unset PELAB_BF16_EMULATION
 if ! "$P" --version | grep -q ", bf16,"; then
     "$P" train --task indirect --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 \
         --indirect-test-size 16 --eval-every 0 --steps 4 --save-every 2 --out "$W/b16" >/dev/null 2>"$W/e" || fail "train: $(cat "$W/e")"

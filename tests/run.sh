@@ -17,6 +17,12 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
     core=$(bash scripts/blas-core.sh "${PELAB_BIN:-./pelab}") && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
 fi
 [ -n "${OPENBLAS_CORETYPE:-}" ] && echo "OpenBLAS kernels: $OPENBLAS_CORETYPE"
+# On an AVX-512 CPU without AVX512-BF16 the bf16 tests run on oneDNN's emulation of the bf16
+# products (pelab/precision.h) rather than skip: its arithmetic is bf16's, its speed is not.
+if [ -z "${PELAB_BF16_EMULATION+set}" ] && grep -qw avx512f /proc/cpuinfo && ! grep -qw avx512_bf16 /proc/cpuinfo; then
+    export PELAB_BF16_EMULATION=1
+    echo "bf16: oneDNN's emulation (this CPU lacks AVX512-BF16)"
+fi
 cli_tests=()
 if [ -n "${PELAB_CLI_TESTS:-}" ]; then
     for n in $PELAB_CLI_TESTS; do cli_tests+=("tests/$n.sh"); done

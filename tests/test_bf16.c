@@ -2,8 +2,9 @@
  * the float32 precision left as it was, and a model's bf16 logits against its float32 ones for
  * every registered encoding. Built twice: in the double test build and, as test_bf16_f32, in the
  * float build users run. Skipped (exit 77, with pelab's one-line reason) where bf16 cannot run:
- * a build without oneDNN, or a CPU without AVX512-BF16 (tests/cli_precision.sh checks that
- * refusal through the command line).
+ * a build without oneDNN, or a CPU without AVX512-BF16 unless PELAB_BF16_EMULATION=1 lets oneDNN
+ * emulate it (tests/run.sh sets it on AVX-512 CPUs; tests/cli_precision.sh checks the refusal
+ * through the command line).
  *
  * Tolerances, for C = alpha·op(A)·op(B) + beta·C0 with S = |alpha|·Σ_k |a_k||b_k| + |beta|·|c0|:
  *   bf16(x) has relative error at most u = 2^-8 (unit roundoff of 8 significant bits, ties to

@@ -21,6 +21,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,10 +45,27 @@ const char *pelab_precision_name(enum pelab_precision p) {
 
 enum pelab_precision pelab_precision_get(void) { return thread_precision; }
 
+/* Set by pelab_precision_check when bf16 runs on oneDNN's emulation (never without oneDNN). */
+static _Atomic int bf16_emulated;
+
+static void say_emulated(void) {
+    fprintf(stderr, "pelab: --precision bf16 on oneDNN's emulation (PELAB_BF16_EMULATION=1 on a CPU "
+                    "without AVX512-BF16): bf16's arithmetic, not its speed\n");
+}
+
+int pelab_bf16_emulated(void) {
+    return pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK && bf16_emulated;
+}
+
 int pelab_precision_set(enum pelab_precision p) {
     int rc = pelab_precision_check(p);
-    if (!rc) thread_precision = p;
-    return rc;
+    if (rc) return rc;
+    thread_precision = p;
+    if (p == PELAB_PRECISION_BF16 && bf16_emulated) { /* said once per process */
+        static pthread_once_t said = PTHREAD_ONCE_INIT;
+        pthread_once(&said, say_emulated);
+    }
+    return PELAB_OK;
 }
 
 #ifndef PELAB_DNNL
@@ -150,13 +168,26 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
+static int has_isa(dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) {
+    return ((unsigned)isa & (unsigned)want) == (unsigned)want;
+}
+
 int pelab_precision_check(enum pelab_precision p) {
     if (p == PELAB_PRECISION_FP32) return PELAB_OK;
-    /* What oneDNN will dispatch to: the CPU's instructions, capped by ONEDNN_MAX_CPU_ISA. */
+    /* What oneDNN will dispatch to: the CPU's instructions, capped by ONEDNN_MAX_CPU_ISA. Without
+     * AVX512-BF16, oneDNN's AVX-512 kernels emulate the bf16 products (the same roundings, float32
+     * accumulation, slower than float32): allowed only when asked for, to test bf16 arithmetic on
+     * such a CPU, never as a silent stand-in for the instructions. */
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    if (((unsigned)isa & (unsigned)dnnl_cpu_isa_avx512_core_bf16) != (unsigned)dnnl_cpu_isa_avx512_core_bf16)
-        return pelab_fail(PELAB_ERR_USAGE, "--precision bf16 needs a CPU with AVX512-BF16 instructions; "
-                          "oneDNN finds %s here", isa_name(isa));
+    if (!has_isa(isa, dnnl_cpu_isa_avx512_core_bf16)) {
+        const char *emulate = getenv("PELAB_BF16_EMULATION");
+        if (!emulate || strcmp(emulate, "1") != 0 || !has_isa(isa, dnnl_cpu_isa_avx512_core))
+            return pelab_fail(PELAB_ERR_USAGE, "--precision bf16 needs a CPU with AVX512-BF16 instructions; "
+                              "oneDNN finds %s here%s", isa_name(isa),
+                              has_isa(isa, dnnl_cpu_isa_avx512_core)
+                                  ? " (PELAB_BF16_EMULATION=1 runs its slower emulation)" : "");
+        bf16_emulated = 1;
+    }
     pthread_once(&once, init_once);
     if (engine_status != dnnl_success)
         return pelab_fail(PELAB_ERR_RUNTIME, "--precision bf16: oneDNN could not create its CPU engine "
