@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${PELAB_LENGTHGEN_RUNS:-runs/lengthgen}
-tasks=${*:-copy reverse addition parity stack-manipulation duplicate-string sort sum poly lego binary-addition}
+tasks=${*:-copy reverse addition parity stack-manipulation duplicate-string sort sum poly lego binary-addition selective-copy}
 pes=nope,learned,sinusoidal,rope,pope,alibi,t5,fire,xpos,seqpe,fox,cope
 for pe in learned sinusoidal rope pope alibi t5 fire xpos; do pes=$pes,$pe:random-positions=256; done
 for task in $tasks; do

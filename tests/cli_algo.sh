@@ -10,7 +10,7 @@ set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 32 --heads 4 --layers 2 --batch 16 --threads 1 --steps 3 --warmup 1 --eval-every 0"
 
-for task in copy reverse sort parity sum addition poly lego duplicate-string stack-manipulation binary-addition; do
+for task in copy reverse sort parity sum addition poly lego duplicate-string stack-manipulation binary-addition selective-copy; do
     train --task "$task" $TINY --algo-train-max 4 --algo-test-per-size 5 --out "$W/$task"
 done
 "$P" eval --model "$W/copy" --threads 1 >"$W/table" 2>"$W/e" || fail "eval: $(cat "$W/e")"

@@ -192,7 +192,7 @@ cfgfault "$C: --on-nan: 'maybe' is not one of stop|skip|rollback" 'c["training"]
 cfgfault "$C: unknown option --foo" 'c["training"]["foo"] = 1'
 cfgfault "$C: --pope-base does not apply to --pe rope" 'c["encoding"]["pope-base"] = 100'
 cfgfault "$C: --pe: unknown encoding 'nosuch'" 'c["model"]["pe"] = "nosuch"'
-cfgfault "$C: unknown task 'nosuch' (known: indirect, text, dna, music, qa, image, copy, reverse, sort, parity, sum, addition, poly, lego, duplicate-string, stack-manipulation, binary-addition)" 'c["training"]["task"] = "nosuch"'
+cfgfault "$C: unknown task 'nosuch' (known: indirect, text, dna, music, qa, image, copy, reverse, sort, parity, sum, addition, poly, lego, duplicate-string, stack-manipulation, binary-addition, selective-copy)" 'c["training"]["task"] = "nosuch"'
 cfgfault "$C: \"training\".\"out\" is longer than 1023 characters" 'c["training"]["out"] = "x" * 1100'
 # Settings that pass every check but are not the run's: the checkpoints say so.
 rm -rf "$W/d" && cp -r "$W/base" "$W/d"

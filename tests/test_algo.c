@@ -3,7 +3,8 @@
  * prompt, parity and the sum mod 10 recounted, addition against 128-bit integers (sizes to 18
  * digits) and, with --addition-reversed, the digits read back from the right, the stack replayed
  * as text (a stack of 1..n-1 bits, then actions only), binary addition in 128-bit integers (both
- * operands above 0); sizes uniform in 1..L for training
+ * operands above 0), selective copy's symbols read past the blanks (the size the blanks; as many
+ * symbols as asked, each place a symbol about as often as K / (n + K) says); sizes uniform in 1..L for training
  * and validation and in order 1..2L for the test split; the same example twice, another for
  * another data seed; batches padded with targets only from the separator on; bad options one line. */
 #include <math.h>
@@ -14,7 +15,7 @@
 #include "pelab/status.h"
 #include "pelab/task.h"
 
-enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14, POP = 66, PUSH0 = 67, PUSH1 = 68, MINUS, TIMES, POWER, EQ, COMMA, QUERY };
+enum { SEP = 1, END = 2, PLUS = 3, D0 = 4, S0 = 14, POP = 66, PUSH0 = 67, PUSH1 = 68, MINUS, TIMES, POWER, EQ, COMMA, QUERY, BLANK };
 enum { REVERSED = 1, SCRATCHPAD = 2 }; /* the options an answer depends on */
 
 static int init(struct pelab_task *t, const char *name, const char *const *kv) {
@@ -104,6 +105,15 @@ static int answer(const char *name, int flags, const int32_t *p, int np, int32_t
         if (p[np - 2] != QUERY || !v || (n > 1 && hops < (n + 1) / 2)) return -1;
         want[0] = v > 0 ? PLUS : MINUS, want[1] = D0 + 1, *nw = 2;
         return n;
+    }
+    if (!strcmp(name, "selective-copy")) { /* the symbols in order; the size is the blanks */
+        int blanks = 0;
+        *nw = 0;
+        for (int i = 0; i < np; i++)
+            if (p[i] == BLANK) blanks++;
+            else if (p[i] >= S0 && p[i] < S0 + 52) want[(*nw)++] = p[i];
+            else return -1;
+        return blanks;
     }
     if (!strcmp(name, "duplicate-string")) {
         for (int i = 0; i < 2 * np; i++) want[i] = p[i % np];
@@ -230,6 +240,33 @@ static void check_task(const char *name, const char *const *kv, int flags) {
     pelab_task_free(&t);
 }
 
+/* selective-copy with K symbols: every example holds K, and place 0 and the last place of size-n
+ * prompts hold a symbol K / (n + K) of the time (selection sampling is uniform over placements):
+ * within 5 standard errors over the test split's examples of sizes 1..4. */
+static void check_selective_copy(int K) {
+    struct pelab_task t;
+    char k[8];
+    snprintf(k, sizeof k, "%d", K);
+    const char *const kv[] = {"selective-copy-items", k, "algo-test-per-size", "4000", NULL};
+    PELAB_ASSERT(init(&t, "selective-copy", kv) == PELAB_OK);
+    int32_t seq[PELAB_ALGO_SEQ_MAX], want[PELAB_ALGO_SEQ_MAX];
+    for (int n = 1; n <= 4; n++) {
+        int first = 0, last = 0, count_ok = 1;
+        for (int e = 0; e < 4000; e++) {
+            int np, nw;
+            pelab_algo_example(&t, PELAB_SPLIT_TEST, (uint64_t)(n - 1) * 4000 + (uint64_t)e, seq, &np);
+            count_ok &= answer("selective-copy", 0, seq, np, want, &nw) == n && nw == K;
+            first += seq[0] != BLANK, last += seq[np - 1] != BLANK;
+        }
+        const double p = (double)K / (n + K), se = sqrt(p * (1 - p) / 4000);
+        CHECK(count_ok, "selective-copy K %d: an example of size %d without %d symbols", K, n, K);
+        CHECK(fabs(first / 4000.0 - p) < 5 * se && fabs(last / 4000.0 - p) < 5 * se,
+              "selective-copy K %d size %d: a symbol first %.3f, last %.3f of the time, expected %.3f", K, n,
+              first / 4000.0, last / 4000.0, p);
+    }
+    pelab_task_free(&t);
+}
+
 static void check_refusals(void) {
     struct pelab_task t;
     const char *const below[] = {"algo-test-max", "5", "algo-train-max", "8", NULL};
@@ -241,7 +278,7 @@ static void check_refusals(void) {
 
 int main(void) {
     const char *const tasks[] = {"copy", "reverse", "sort", "parity", "sum", "addition", "poly", "lego",
-                                 "duplicate-string", "stack-manipulation", "binary-addition"};
+                                 "duplicate-string", "stack-manipulation", "binary-addition", "selective-copy"};
     for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++) check_task(tasks[i], NULL, 0);
     const char *const rev[] = {"addition-reversed", "on", "algo-train-max", "9", NULL};
     check_task("addition", rev, REVERSED);
@@ -254,6 +291,8 @@ int main(void) {
     check_task("lego", shuffled, 0);
     const char *const few[] = {"algo-symbols", "3", NULL}; /* repeats in sort */
     check_task("sort", few, 0);
+    check_selective_copy(8);
+    check_selective_copy(3);
     check_refusals();
     return check_report("test_algo");
 }

@@ -27,6 +27,7 @@ static const struct pelab_task_ops *const tasks[] = {
     &pelab_task_duplicate_string,
     &pelab_task_stack_manipulation,
     &pelab_task_binary_addition,
+    &pelab_task_selective_copy,
     NULL,
 };
 

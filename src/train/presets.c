@@ -128,6 +128,8 @@ static const struct pelab_preset presets[] = {
      ALGO_CPU "algo-train-max=10"},
     {"binary-addition", "cpu", "a 2-core machine: sizes 1-10 (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
      ALGO_CPU "algo-train-max=10"},
+    {"selective-copy", "cpu", "a 2-core machine: 8 symbols among 1-10 blanks (test 1-20), D 64, 4 heads, 3 layers, 2000 steps",
+     ALGO_CPU "algo-train-max=10"},
     /* The NoPE paper's setting (its repository's configs: t5-base's 12 x 768 with 12 heads,
      * 40k updates of 64 at lr 3e-5, 6 % warm-up, weight decay 0.05, tables of 2048 positions;
      * copy and reverse train on sizes to 20, the arithmetic tasks to 8, and test to twice that).

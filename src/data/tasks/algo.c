@@ -27,6 +27,13 @@
  *     binary-addition     1 1 + 1 0 1 | 0 0 0 1 .      size: bits of both operands less one (3 + 5,
  *                                                      least significant bit first)
  *
+ * and the selective copy of Gu & Dao 2023 ("Mamba"), one of the tasks on which the CoPE paper
+ * (Golovneva et al. 2024) reports that counting positions by content helps:
+ *
+ *     selective-copy      _ a _ _ k _ q | a k q .      size: blanks '_'; --selective-copy-items K
+ *                                                      symbols (3 here) at random places among them,
+ *                                                      copied in order
+ *
  * and the loss and the accuracy are taken on the target and the end token only: the model reads
  * the prompt and the separator, and an example is right when every target token is (greedy
  * decoding reproduces a target exactly when each of its tokens is the argmax given the right
@@ -48,8 +55,8 @@
  *
  * Tokens, one vocabulary for every task: 0 padding, 1 '|' separator, 2 '.' end, 3 '+',
  * 4..13 '0'..'9', 14..65 the symbols 'a'..'z', 'A'..'Z' (--algo-symbols of them), 66..68 the
- * stack's 'pop', 'push0', 'push1', 69..74 '-', '*', '^', '=', ',', '?' (poly, lego, scratchpads);
- * a task's vocabulary ends after the last token it uses.
+ * stack's 'pop', 'push0', 'push1', 69..74 '-', '*', '^', '=', ',', '?' (poly, lego, scratchpads),
+ * 75 '_' (selective copy's blank); a task's vocabulary ends after the last token it uses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,36 +67,38 @@
 #include "pelab/status.h"
 
 enum { PAD = 0, SEP = 1, END = 2, PLUS = 3, DIGIT0 = 4, SYMBOL0 = 14, SYMBOLS_MAX = 52,
-       POP = SYMBOL0 + SYMBOLS_MAX, PUSH0, PUSH1, MINUS, TIMES, POWER, EQUALS, COMMA, QUERY };
+       POP = SYMBOL0 + SYMBOLS_MAX, PUSH0, PUSH1, MINUS, TIMES, POWER, EQUALS, COMMA, QUERY, BLANK };
 #define VOCAB (SYMBOL0 + SYMBOLS_MAX) /* the first tasks' vocabulary; each later one added tokens */
 #define STACK_VOCAB (PUSH1 + 1)       /* with stack-manipulation's three actions */
 #define FULL_VOCAB (QUERY + 1)        /* with poly's, lego's and the scratchpads' signs */
+#define BLANK_VOCAB (BLANK + 1)       /* with selective copy's blank */
 
-static const char *const TOKEN_TEXT[FULL_VOCAB] = {
+static const char *const TOKEN_TEXT[BLANK_VOCAB] = {
     "",  "|", ".", "+", "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
     "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r",
     "s", "t", "u", "v", "w", "x", "y", "z", "A", "B", "C", "D", "E", "F", "G", "H", "I", "J",
     "K", "L", "M", "N", "O", "P", "Q", "R", "S", "T", "U", "V", "W", "X", "Y", "Z",
-    "pop", "push0", "push1", "-", "*", "^", "=", ",", "?"};
+    "pop", "push0", "push1", "-", "*", "^", "=", ",", "?", "_"};
 
 /* Fixed per-split salts (train, val, test): changing them changes every dataset. */
 static const uint64_t SALT[3] = {0xA160C0B7D1A00001ull, 0xA160C0B7D1A00002ull, 0xA160C0B7D1A00003ull};
 
 struct algo;
 /* A task: its generator of size-n instances (prompt, *np tokens; target, *nt tokens), the
- * longest prompt plus target of size n, prompt_per_size·n + target_per_size·n + extra, and its
- * vocabulary; with --scratchpad, the target's per size and extra instead. */
+ * longest prompt plus target of size n, prompt_per_size·n + target_per_size·n + extra +
+ * per_item·items, and its vocabulary; with --scratchpad, the target's per size and extra instead. */
 struct kind {
     void (*make)(const struct algo *a, struct pelab_rng *rng, int n, int32_t *prompt, int *np,
                  int32_t *target, int *nt);
     int prompt_per_size, target_per_size, extra;
     int vocab;
     int scratch_per_size, scratch_extra;
+    int per_item;
 };
 
 struct algo {
     const struct kind *kind;
-    int train_max, test_max, per_size, symbols, reversed, scratchpad, shuffle;
+    int train_max, test_max, per_size, symbols, reversed, scratchpad, shuffle, items;
     uint64_t size[2]; /* training and validation examples */
     uint64_t key[3];
 };
@@ -225,6 +234,17 @@ static void gen_binary_addition(const struct algo *a, struct pelab_rng *rng, int
     *np = k, *nt = top;
 }
 
+/* selective-copy: K = --selective-copy-items symbols at K places drawn uniformly among the n + K
+ * (the rest blanks); the target is the symbols in their order. */
+static void gen_selective_copy(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t,
+                               int *nt) {
+    int left = a->items, k = 0;
+    for (int i = 0; i < n + a->items; i++) /* selection sampling: place i holds a symbol w.p. left / places left */
+        if (pelab_rng_below(rng, (uint64_t)(n + a->items - i)) < (uint64_t)left) p[i] = t[k++] = symbol(a, rng), left--;
+        else p[i] = BLANK;
+    *np = n + a->items, *nt = a->items;
+}
+
 /* poly: x = v , then n terms c * x ^ e joined by +, c in -3..3, e in 0..3, v in -2..2 (a minus
  * sign is its own token); the answer is the polynomial's value mod 10, in 0..9. */
 static void gen_poly(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t, int *nt) {
@@ -282,24 +302,25 @@ static void gen_lego(const struct algo *a, struct pelab_rng *rng, int n, int32_t
     *np = k, *nt = 2;
 }
 
-static const struct kind copy_kind = {gen_copy, 1, 1, 0, VOCAB, 0, 0};
-static const struct kind reverse_kind = {gen_reverse, 1, 1, 0, VOCAB, 0, 0};
-static const struct kind sort_kind = {gen_sort, 1, 1, 0, VOCAB, 0, 0};
+static const struct kind copy_kind = {gen_copy, 1, 1, 0, VOCAB, 0, 0, 0};
+static const struct kind reverse_kind = {gen_reverse, 1, 1, 0, VOCAB, 0, 0, 0};
+static const struct kind sort_kind = {gen_sort, 1, 1, 0, VOCAB, 0, 0, 0};
 /* with --scratchpad: parity and sum n targets (a running value each), addition 2n + 1 + (n + 1),
  * so that prompt and target are at most 2n, 3n - 1 and 5n + 3 */
-static const struct kind parity_kind = {gen_parity, 1, 0, 1, VOCAB, 2, 0};
-static const struct kind sum_kind = {gen_sum, 2, 0, 1, VOCAB, 3, 0};           /* 2n − 1, 1 */
-static const struct kind addition_kind = {gen_addition, 2, 1, 2, VOCAB, 5, 3}; /* 2n + 1, up to n + 1 */
-static const struct kind poly_kind = {gen_poly, 7, 0, 5, FULL_VOCAB, 0, 0};  /* up to 7n + 4, 1 */
-static const struct kind lego_kind = {gen_lego, 5, 0, 3, FULL_VOCAB, 0, 0};  /* 5n + 1, 2 */
-static const struct kind duplicate_string_kind = {gen_duplicate, 1, 2, 0, VOCAB, 0, 0};
-static const struct kind stack_manipulation_kind = {gen_stack, 1, 1, 0, STACK_VOCAB, 0, 0};
-static const struct kind binary_addition_kind = {gen_binary_addition, 1, 1, 3, VOCAB, 0, 0}; /* n + 2, up to n + 1 */
+static const struct kind parity_kind = {gen_parity, 1, 0, 1, VOCAB, 2, 0, 0};
+static const struct kind sum_kind = {gen_sum, 2, 0, 1, VOCAB, 3, 0, 0};           /* 2n − 1, 1 */
+static const struct kind addition_kind = {gen_addition, 2, 1, 2, VOCAB, 5, 3, 0}; /* 2n + 1, up to n + 1 */
+static const struct kind poly_kind = {gen_poly, 7, 0, 5, FULL_VOCAB, 0, 0, 0};  /* up to 7n + 4, 1 */
+static const struct kind lego_kind = {gen_lego, 5, 0, 3, FULL_VOCAB, 0, 0, 0};  /* 5n + 1, 2 */
+static const struct kind duplicate_string_kind = {gen_duplicate, 1, 2, 0, VOCAB, 0, 0, 0};
+static const struct kind stack_manipulation_kind = {gen_stack, 1, 1, 0, STACK_VOCAB, 0, 0, 0};
+static const struct kind binary_addition_kind = {gen_binary_addition, 1, 1, 3, VOCAB, 0, 0, 0}; /* n + 2, up to n + 1 */
+static const struct kind selective_copy_kind = {gen_selective_copy, 1, 0, 0, BLANK_VOCAB, 0, 0, 2}; /* n + K, K */
 
 static int longest(const struct algo *a, int n) {
     const struct kind *k = a->kind;
     return a->scratchpad ? k->scratch_per_size * n + k->scratch_extra /* prompt and scratchpad target */
-                         : k->prompt_per_size * n + k->target_per_size * n + k->extra;
+                         : k->prompt_per_size * n + k->target_per_size * n + k->extra + k->per_item * a->items;
 }
 
 /* ---- the engine --------------------------------------------------------------------------- */
@@ -328,6 +349,7 @@ static int algo_init(struct pelab_task *t, const struct pelab_opts *opts, const 
     a->reversed = pelab_optdef_find(table, "addition-reversed") ? pelab_opt_switch(opts, table, "addition-reversed") : 0;
     a->scratchpad = pelab_optdef_find(table, "scratchpad") ? pelab_opt_switch(opts, table, "scratchpad") : 0;
     a->shuffle = pelab_optdef_find(table, "lego-shuffle") ? pelab_opt_switch(opts, table, "lego-shuffle") : 0;
+    a->items = pelab_optdef_find(table, "selective-copy-items") ? (int)pelab_opt_int(opts, table, "selective-copy-items") : 0;
     if (kind == &lego_kind && test_max > SYMBOLS_MAX) {
         free(a);
         return pelab_fail(PELAB_ERR_USAGE, "test sizes up to %d (--algo-test-max, or twice --algo-train-max): "
@@ -441,6 +463,10 @@ static const struct pelab_optdef lego_options[] = {
 static const struct pelab_optdef duplicate_string_options[] = {
     ROWS("20"), {"algo-symbols", PELAB_OPT_INT, "2", 2, SYMBOLS_MAX, NULL, "symbols of the alphabet (a..z, A..Z)"}, {0}};
 static const struct pelab_optdef stack_manipulation_options[] = {ROWS("20"), {0}};
+static const struct pelab_optdef selective_copy_options[] = {
+    ROWS("20"), SYMBOLS_ROW,
+    {"selective-copy-items", PELAB_OPT_INT, "8", 1, 64, NULL, "symbols to copy, at random places among the blanks"},
+    {0}};
 static const struct pelab_optdef binary_addition_options[] = {ROWS("20"), {0}};
 
 #define TASK(NAME, TEXT, SUMMARY)                                                                   \
@@ -466,3 +492,5 @@ TASK(stack_manipulation, "stack-manipulation",
      "length generalisation: a bit stack after pops and pushes (Ruoss et al., context-free; size = tokens)");
 TASK(binary_addition, "binary-addition",
      "length generalisation: binary sum, least significant bit first (Ruoss et al., context-sensitive; size = both operands' bits less one)");
+TASK(selective_copy, "selective-copy",
+     "length generalisation: copy the symbols scattered among blanks (Gu & Dao; CoPE paper; size = blanks)");

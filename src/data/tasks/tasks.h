@@ -24,5 +24,6 @@ extern const struct pelab_task_ops pelab_task_lego;
 extern const struct pelab_task_ops pelab_task_duplicate_string;
 extern const struct pelab_task_ops pelab_task_stack_manipulation;
 extern const struct pelab_task_ops pelab_task_binary_addition;
+extern const struct pelab_task_ops pelab_task_selective_copy;
 
 #endif
