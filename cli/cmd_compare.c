@@ -49,7 +49,8 @@ static const struct pelab_optdef compare_options[] = {
     {"pe", PELAB_OPT_STR, "rope,pope,nope", 0, 0, NULL,
      "encodings to compare, comma-separated; NAME:option=value:... is a variant with settings of "
      "its own (e.g. seqpe:seqpe-alpha=0:seqpe-beta=0,seqpe for an ablation); NAME:init-from=RUN "
-     "fine-tunes that encoding's own trained run; NAME:random-positions=N trains and evaluates it "
+     "fine-tunes that encoding's own trained run ({seed} in RUN: each run's seed; RoPE's "
+     "--rope-scaling settings beside it are the fine-tune's); NAME:random-positions=N trains and evaluates it "
      "on randomised positions"},
     {"seeds", PELAB_OPT_INT, "3", 1, MAX_SEEDS, NULL,
      "runs per encoding, with seeds --seed, --seed+1, ..."},

@@ -8,6 +8,21 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 
+/* src with every "{seed}" written as `seed`, into out (size bytes, truncated). */
+static void replace_seed(char *out, size_t size, const char *src, const char *seed) {
+    size_t n = 0;
+    while (*src && n + 1 < size) {
+        if (strncmp(src, "{seed}", 6) == 0) {
+            n += (size_t)snprintf(out + n, size - n, "%s", seed);
+            if (n >= size) n = size - 1;
+            src += 6;
+        } else {
+            out[n++] = *src++;
+        }
+    }
+    out[n] = '\0';
+}
+
 int compare_variant_parse(const char *entry, struct compare_variant *v) {
     char buf[PELAB_OPT_VAL_MAX];
     snprintf(buf, sizeof buf, "%s", entry);
@@ -42,12 +57,26 @@ int compare_variant_parse(const char *entry, struct compare_variant *v) {
         if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
         if (rc) return rc;
     }
+    /* a fine-tune takes RoPE's length extension as a setting of its training, as `pelab train
+     * --init-from` does: the run records it and evaluates with it */
+    if (pelab_opts_get(&v->set, "init-from"))
+        for (int i = v->eval.count - 1; i >= 0; i--) {
+            const char *key = v->eval.kv[i].key;
+            if (!pelab_posenc_fine_tune_option(key)) continue;
+            int rc = pelab_opts_set(&v->set, key, v->eval.kv[i].val);
+            if (rc) return rc;
+            pelab_opts_unset(&v->eval, key);
+        }
     /* NAME+option-value+... of the settings, in the order given: a directory name that any file
-     * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later) */
+     * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later;
+     * {seed} is written as 'seed') */
     char run[sizeof v->run_name];
     size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
-    for (int i = 0; i < v->set.count && len < sizeof run; i++)
-        len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, v->set.kv[i].val);
+    for (int i = 0; i < v->set.count && len < sizeof run; i++) {
+        char val[PELAB_OPT_VAL_MAX];
+        replace_seed(val, sizeof val, v->set.kv[i].val, "seed");
+        len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, val);
+    }
     memcpy(v->run_name, run, sizeof run);
     return PELAB_OK;
 }
@@ -90,7 +119,11 @@ int compare_variant_run_opts(const struct compare_variant *v, const struct pelab
     char seed[32];
     snprintf(seed, sizeof seed, "%" PRIu64, seed_value);
     int rc = pelab_opts_set(o, "pe", v->name);
-    for (int i = 0; !rc && i < v->set.count; i++) rc = pelab_opts_set(o, v->set.kv[i].key, v->set.kv[i].val);
+    for (int i = 0; !rc && i < v->set.count; i++) { /* {seed}: this run's seed (init-from=pre/rope-s{seed}) */
+        char val[PELAB_OPT_VAL_MAX];
+        replace_seed(val, sizeof val, v->set.kv[i].val, seed);
+        rc = pelab_opts_set(o, v->set.kv[i].key, val);
+    }
     if (!rc) rc = pelab_opts_set(o, "seed", seed);
     if (!rc) rc = pelab_opts_set(o, "out", dir);
     return rc;

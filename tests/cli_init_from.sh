@@ -5,7 +5,7 @@
 # size, a missing or damaged source, are refused with one line and nothing written. Length
 # extension by fine-tuning: --rope-scaling with --init-from is recorded (yarn's L_train is the
 # source's context) and eval and sample use it by default; without --init-from, or for a run of
-# another encoding, it is one usage error.
+# another encoding, it is one usage error. compare's NAME:init-from=RUN takes {seed} and the scaling.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --indirect-val-size 32 --indirect-test-size 32"
@@ -118,6 +118,22 @@ for method in pi none; do
 done
 [ "$(json "$W/ty-pi/config.json" '[j["encoding"][k] for k in ("rope-scaling", "rope-scale")]')" = "['pi', 2]" ] ||
     fail "--rope-scaling pi did not keep the source's scale: $(cat "$W/ty-pi/config.json")"
+# compare: seed s fine-tunes the source run of seed s ({seed}), and the scaling beside init-from
+# is the fine-tune's, recorded in each run as train --init-from records it
+for s in 1 2; do
+    "$P" train $TEXT --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --seq-len 32 \
+        --steps 4 --seed $s --out "$W/pre/rope-s$s" >/dev/null 2>"$W/err" || fail "train text seed $s: $(cat "$W/err")"
+done
+"$P" compare --task text --pe "rope:init-from=$W/pre/rope-s{seed}:rope-scaling=yarn:rope-scale=2" --seeds 2 --seq-len 64 \
+    --batch 4 --steps 2 --threads 1 --eval-every 0 --lengths 1x --out "$W/cft" >/dev/null 2>"$W/err" ||
+    fail "compare with init-from=...-s{seed}: $(cat "$W/err")"
+for s in 1 2; do
+    R=$(ls -d "$W"/cft/rope*-s$s)
+    [ "$(json "$R/config.json" 'j["training"]["init-from"]')" = "'$W/pre/rope-s$s'" ] ||
+        fail "compare's seed $s did not fine-tune seed $s's run: $(cat "$R/config.json")"
+    [ "$(json "$R/config.json" '[j["encoding"][k] for k in ("rope-scaling", "rope-scale")]')" = "['yarn', 2]" ] ||
+        fail "compare's fine-tune did not train with its scaling: $(cat "$R/config.json")"
+done
 expect 2 "not of training (except to fine-tune a trained run at a longer length: --init-from RUN)" -- \
     train $TEXT --rope-scaling pi --rope-scale 2 $FROZEN --out "$W/x"
 expect 2 "--rope-scaling applies to runs of --pe rope, not --pe alibi" -- \

@@ -269,6 +269,10 @@ int pelab_posenc_angles_nd(pelab_real **cos, pelab_real **sin, long *cap, const 
 /* The encoding, if any, whose evaluation-time table defines option `name`, else NULL. */
 const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name);
 
+/* Whether evaluation-time option `name` is also a setting of a fine-tune (--init-from): RoPE's
+ * length extension, which the fine-tuned run trains with, records and evaluates with. */
+int pelab_posenc_fine_tune_option(const char *name);
+
 /* The encoding's gradients as one range: pelab_posenc_grad_count reals of the parameter table's
  * gradients from pelab_posenc_table_grad(pe) on. */
 size_t pelab_posenc_grad_count(const struct pelab_posenc *pe);

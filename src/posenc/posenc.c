@@ -6,6 +6,7 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "core/prof.h"
+#include "posenc/rotary.h"
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
@@ -48,6 +49,10 @@ const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name) 
     for (int i = 0; registry[i]; i++)
         if (pelab_optdef_find(registry[i]->eval_options, name)) return registry[i];
     return NULL;
+}
+
+int pelab_posenc_fine_tune_option(const char *name) {
+    return pelab_optdef_find(pelab_rope_scaling_options, name) != NULL;
 }
 
 int pelab_posenc_serves(const struct pelab_posenc_ops *ops, int n) {

@@ -6,7 +6,6 @@
 #include "pelab/status.h"
 #include "pelab/task.h"
 #include "pelab/train.h"
-#include "posenc/rotary.h"
 
 #define BIG 1e9
 #define SEED_MAX 9007199254740991.0 /* 2^53 - 1: every seed survives a JSON number */
@@ -182,7 +181,7 @@ static int check_one(const char *key, const char *val, const char *task, const c
                           "training", key, task_owner->name);
     }
     const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(key);
-    if (owner && fine_tune && owner->eval_options == pelab_rope_scaling_options) {
+    if (owner && fine_tune && pelab_posenc_fine_tune_option(key)) {
         /* length extension by fine-tuning: for a run of the encoding that owns it */
         char list[PELAB_OPT_VAL_MAX];
         join(list, sizeof list, pes, n_pes);
@@ -198,7 +197,7 @@ static int check_one(const char *key, const char *val, const char *task, const c
         return pelab_fail(PELAB_ERR_USAGE,
                           "--%s is an option of eval and sample (for --pe %s runs), not of training%s",
                           key, owner->name,
-                          owner->eval_options == pelab_rope_scaling_options
+                          pelab_posenc_fine_tune_option(key)
                               ? " (except to fine-tune a trained run at a longer length: "
                                 "--init-from RUN)"
                               : "");
