@@ -8,19 +8,22 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 
-/* src with every "{seed}" written as `seed`, into out (size bytes, truncated). */
-static void replace_seed(char *out, size_t size, const char *src, const char *seed) {
+/* src with every "{seed}" written as `seed`, into out (size bytes); PELAB_ERR_USAGE when it
+ * does not fit. */
+static int replace_seed(char *out, size_t size, const char *src, const char *seed) {
     size_t n = 0;
-    while (*src && n + 1 < size) {
-        if (strncmp(src, "{seed}", 6) == 0) {
-            n += (size_t)snprintf(out + n, size - n, "%s", seed);
-            if (n >= size) n = size - 1;
-            src += 6;
-        } else {
-            out[n++] = *src++;
-        }
+    while (*src) {
+        const int at_seed = strncmp(src, "{seed}", 6) == 0;
+        const size_t len = at_seed ? strlen(seed) : 1;
+        if (n + len >= size)
+            return pelab_fail(PELAB_ERR_USAGE, "--pe: a value with {seed} as %s is over %zu characters", seed,
+                              size - 1);
+        memcpy(out + n, at_seed ? seed : src, len);
+        n += len;
+        src += at_seed ? 6 : 1;
     }
     out[n] = '\0';
+    return PELAB_OK;
 }
 
 int compare_variant_parse(const char *entry, struct compare_variant *v) {
@@ -59,14 +62,15 @@ int compare_variant_parse(const char *entry, struct compare_variant *v) {
     }
     /* a fine-tune takes RoPE's length extension as a setting of its training, as `pelab train
      * --init-from` does: the run records it and evaluates with it */
-    if (pelab_opts_get(&v->set, "init-from"))
-        for (int i = v->eval.count - 1; i >= 0; i--) {
-            const char *key = v->eval.kv[i].key;
-            if (!pelab_posenc_fine_tune_option(key)) continue;
-            int rc = pelab_opts_set(&v->set, key, v->eval.kv[i].val);
-            if (rc) return rc;
-            pelab_opts_unset(&v->eval, key);
-        }
+    if (pelab_opts_get(&v->set, "init-from")) {
+        for (int i = 0; i < v->eval.count; i++) /* in the order given, for the run's name */
+            if (pelab_posenc_fine_tune_option(v->eval.kv[i].key)) {
+                int rc = pelab_opts_set(&v->set, v->eval.kv[i].key, v->eval.kv[i].val);
+                if (rc) return rc;
+            }
+        for (int i = v->eval.count - 1; i >= 0; i--)
+            if (pelab_posenc_fine_tune_option(v->eval.kv[i].key)) pelab_opts_unset(&v->eval, v->eval.kv[i].key);
+    }
     /* NAME+option-value+... of the settings, in the order given: a directory name that any file
      * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later;
      * {seed} is written as 'seed') */
@@ -74,7 +78,8 @@ int compare_variant_parse(const char *entry, struct compare_variant *v) {
     size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
     for (int i = 0; i < v->set.count && len < sizeof run; i++) {
         char val[PELAB_OPT_VAL_MAX];
-        replace_seed(val, sizeof val, v->set.kv[i].val, "seed");
+        int rc = replace_seed(val, sizeof val, v->set.kv[i].val, "seed");
+        if (rc) return rc;
         len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, val);
     }
     memcpy(v->run_name, run, sizeof run);
@@ -92,7 +97,12 @@ int compare_variants_take_eval_opts(struct pelab_opts *opts, struct compare_vari
         for (int p = 0; !rc && p < n_pes; p++)
             if (strcmp(variants[p].name, owner->name) == 0) {
                 used = 1;
-                if (!pelab_opts_get(&variants[p].eval, key)) rc = pelab_opts_set(&variants[p].eval, key, val);
+                /* a variant's own setting stands; a fine-tune with its own scaling takes none of
+                 * the shared ones, so that two methods never mix */
+                const int fine_tuned = pelab_posenc_fine_tune_option(key) &&
+                                       pelab_opts_get(&variants[p].set, "rope-scaling");
+                if (!pelab_opts_get(&variants[p].eval, key) && !pelab_opts_get(&variants[p].set, key) && !fine_tuned)
+                    rc = pelab_opts_set(&variants[p].eval, key, val);
             }
         if (!rc && !used)
             rc = pelab_fail(PELAB_ERR_USAGE, "--%s applies to the runs of --pe %s, which --pe does "
@@ -121,8 +131,8 @@ int compare_variant_run_opts(const struct compare_variant *v, const struct pelab
     int rc = pelab_opts_set(o, "pe", v->name);
     for (int i = 0; !rc && i < v->set.count; i++) { /* {seed}: this run's seed (init-from=pre/rope-s{seed}) */
         char val[PELAB_OPT_VAL_MAX];
-        replace_seed(val, sizeof val, v->set.kv[i].val, seed);
-        rc = pelab_opts_set(o, v->set.kv[i].key, val);
+        rc = replace_seed(val, sizeof val, v->set.kv[i].val, seed);
+        if (!rc) rc = pelab_opts_set(o, v->set.kv[i].key, val);
     }
     if (!rc) rc = pelab_opts_set(o, "seed", seed);
     if (!rc) rc = pelab_opts_set(o, "out", dir);

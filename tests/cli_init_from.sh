@@ -124,11 +124,16 @@ for s in 1 2; do
     "$P" train $TEXT --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --eval-every 0 --seq-len 32 \
         --steps 4 --seed $s --out "$W/pre/rope-s$s" >/dev/null 2>"$W/err" || fail "train text seed $s: $(cat "$W/err")"
 done
+# (a shared scaling given beside it is not the fine-tune's: its own stands, in training and sweep)
 "$P" compare --task text --pe "rope:init-from=$W/pre/rope-s{seed}:rope-scaling=yarn:rope-scale=2" --seeds 2 --seq-len 64 \
-    --batch 4 --steps 2 --threads 1 --eval-every 0 --lengths 1x --out "$W/cft" >/dev/null 2>"$W/err" ||
-    fail "compare with init-from=...-s{seed}: $(cat "$W/err")"
+    --batch 4 --steps 2 --threads 1 --eval-every 0 --lengths 1x --rope-scaling pi --rope-scale 4 --out "$W/cft" \
+    >/dev/null 2>"$W/err" || fail "compare with init-from=...-s{seed}: $(cat "$W/err")"
 for s in 1 2; do
-    R=$(ls -d "$W"/cft/rope*-s$s)
+    R=$(ls -d "$W"/cft/rope+init-from-*_pre_rope-sseed+rope-scaling-yarn+rope-scale-2-s$s)
+    swept=$(json "$R/sweep.json" 'j["rows"][0]["loss"]')
+    [ "$swept" = "$(json <("$P" eval --model "$R" --lengths 64 --json --threads 1) 'j["rows"][0]["loss"]')" ] &&
+        [ "$swept" != "$(json <("$P" eval --model "$R" --lengths 64 --json --threads 1 --rope-scaling pi --rope-scale 4) 'j["rows"][0]["loss"]')" ] ||
+        fail "compare's sweep of a yarn fine-tune is not with its own scaling"
     [ "$(json "$R/config.json" 'j["training"]["init-from"]')" = "'$W/pre/rope-s$s'" ] ||
         fail "compare's seed $s did not fine-tune seed $s's run: $(cat "$R/config.json")"
     [ "$(json "$R/config.json" '[j["encoding"][k] for k in ("rope-scaling", "rope-scale")]')" = "['yarn', 2]" ] ||

@@ -30,10 +30,13 @@ refused "$P" train $S --pe rope --steps 4 --precision bf16 --out "$W/refused"
 [ -e "$W/refused" ] && fail "a refused bf16 run wrote $W/refused"
 refused "$P" eval --model "$W/fp32run" --precision bf16
 refused "$P" sample --model "$W/fp32run" --precision bf16 --count 1
-PELAB_BF16_EMULATION=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE "$P" train $S --pe rope --steps 2 --precision bf16 \
-    --out "$W/emulated" >/dev/null 2>"$W/err" || fail "bf16 on the emulation: $(cat "$W/err")"
-[ "$(grep -c "^pelab: --precision bf16 on oneDNN's emulation" "$W/err")" -eq 1 ] ||
-    fail "the emulation is not said in one line: $(cat "$W/err")"
+# where the refusal offers the emulation (a oneDNN build on AVX-512), the emulation runs, said once
+if grep -qF "(PELAB_BF16_EMULATION=1 runs its slower emulation)" "$W/err"; then
+    PELAB_BF16_EMULATION=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE "$P" train $S --pe rope --steps 2 --precision bf16 \
+        --out "$W/emulated" >/dev/null 2>"$W/err" || fail "bf16 on the emulation: $(cat "$W/err")"
+    [ "$(grep -c "^pelab: --precision bf16 on oneDNN's emulation" "$W/err")" -eq 1 ] ||
+        fail "the emulation is not said in one line: $(cat "$W/err")"
+fi
 "$P" train $S --pe rope --steps 4 --precision fp16 --out "$W/bad" 2>"$W/err" && fail "--precision fp16 accepted"
 grep -q "fp32|bf16" "$W/err" || fail "--precision fp16: $(cat "$W/err")"
 

@@ -4,7 +4,7 @@
  * digits) and, with --addition-reversed, the digits read back from the right, the stack replayed
  * as text (a stack of 1..n-1 bits, then actions only), binary addition in 128-bit integers (both
  * operands above 0), selective copy's symbols read past the blanks (the size the blanks; as many
- * symbols as asked, each place a symbol about as often as K / (n + K) says); sizes uniform in 1..L for training
+ * symbols as asked, the first and the last place a symbol about as often as K / (n + K) says); sizes uniform in 1..L for training
  * and validation and in order 1..2L for the test split; the same example twice, another for
  * another data seed; batches padded with targets only from the separator on; bad options one line. */
 #include <math.h>

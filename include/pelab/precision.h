@@ -33,12 +33,14 @@ const char *pelab_precision_name(enum pelab_precision p);
  * oneDNN detects it (its ONEDNN_MAX_CPU_ISA environment variable can hide the instructions, e.g.
  * ONEDNN_MAX_CPU_ISA=AVX512_CORE, which is how the tests simulate a CPU without them); otherwise
  * PELAB_ERR_USAGE with a one-line message saying which is missing. With the environment variable
- * PELAB_BF16_EMULATION=1, an AVX-512 CPU without AVX512-BF16 runs bf16 on oneDNN's emulation (the
- * same arithmetic, slower than float32; the tests use it there), said on stderr by the first
- * pelab_precision_set to bf16. */
+ * PELAB_BF16_EMULATION=1, an AVX-512 CPU without AVX512-BF16 runs bf16 on oneDNN's emulation
+ * (operands rounded to bf16, float32 accumulation, the attention tiles on their portable loops;
+ * slower than float32; the tests use it there), said on stderr by the first pelab_precision_set
+ * to bf16. */
 int pelab_precision_check(enum pelab_precision p);
 
-/* 1 when bf16 runs here on oneDNN's emulation (PELAB_BF16_EMULATION=1, above), else 0. */
+/* 1 when bf16 runs here on oneDNN's emulation (PELAB_BF16_EMULATION=1, above), else 0 (it runs
+ * pelab_precision_check: where bf16 cannot run, the last error is its message). */
 int pelab_bf16_emulated(void);
 
 /* Checks `p` (pelab_precision_check) and makes it the calling thread's precision; on failure the

@@ -175,8 +175,8 @@ static int has_isa(dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) {
 int pelab_precision_check(enum pelab_precision p) {
     if (p == PELAB_PRECISION_FP32) return PELAB_OK;
     /* What oneDNN will dispatch to: the CPU's instructions, capped by ONEDNN_MAX_CPU_ISA. Without
-     * AVX512-BF16, oneDNN's AVX-512 kernels emulate the bf16 products (the same roundings, float32
-     * accumulation, slower than float32): allowed only when asked for, to test bf16 arithmetic on
+     * AVX512-BF16, oneDNN's AVX-512 kernels emulate the bf16 products (operands rounded to bf16,
+     * float32 accumulation, slower than float32): allowed only when asked for, to test bf16 arithmetic on
      * such a CPU, never as a silent stand-in for the instructions. */
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     if (!has_isa(isa, dnnl_cpu_isa_avx512_core_bf16)) {
