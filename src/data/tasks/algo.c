@@ -238,10 +238,13 @@ static void gen_binary_addition(const struct algo *a, struct pelab_rng *rng, int
  * (the rest blanks); the target is the symbols in their order. */
 static void gen_selective_copy(const struct algo *a, struct pelab_rng *rng, int n, int32_t *p, int *np, int32_t *t,
                                int *nt) {
+    const int places = n + a->items;
     int left = a->items, k = 0;
-    for (int i = 0; i < n + a->items; i++) /* selection sampling: place i holds a symbol w.p. left / places left */
-        if (pelab_rng_below(rng, (uint64_t)(n + a->items - i)) < (uint64_t)left) p[i] = t[k++] = symbol(a, rng), left--;
-        else p[i] = BLANK;
+    for (int i = 0; i < places; i++) { /* selection sampling: a symbol with probability left / (places − i) */
+        const int take = pelab_rng_below(rng, (uint64_t)(places - i)) < (uint64_t)left;
+        p[i] = take ? (t[k++] = symbol(a, rng)) : BLANK;
+        left -= take;
+    }
     *np = n + a->items, *nt = a->items;
 }
 
