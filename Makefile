@@ -16,7 +16,7 @@
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make seqpe-table4 [PROFILES="paper authors"]  records SeqPE's regulariser ablation (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
-#   make profile    build/prof/bench/bench_train: the same benchmark with a per-phase time table
+#   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
 #   make install PREFIX=/usr/local
 #
@@ -208,10 +208,10 @@ $(BUILD)/bench/%: bench/%.c $(PELAB_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(PELAB_LIB) $(LDLIBS)
 
-# bench_train with the phase timers of src/core/prof.h compiled in, in build/prof.
+# bench_train and bench_generate with the phase timers of src/core/prof.h compiled in, in build/prof.
 profile:
 	@CFLAGS="-O3 -g -DPELAB_PROFILE" $(MAKE) --no-print-directory BUILD=build/prof \
-	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train
+	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train build/prof/bench/bench_generate
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
 tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)

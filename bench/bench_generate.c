@@ -38,6 +38,7 @@
 #include "pelab/rng.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "core/prof.h"
 
 /* the model's shape: configurations C and D of bench_train */
 static const struct {
@@ -135,12 +136,14 @@ int main(int argc, char **argv) {
     for (long t = 0; t < (long)B * N; t++) tokens[t] = (int32_t)pelab_rng_below(&rng, V);
     for (int t = 0; t < N; t++) pos[t] = t;
     const int P = N - G;
+    pelab_prof_reset();
     double prefill = 0, t0 = pelab_clock_s();
     int rc = PELAB_OK;
     if (cached) {
         for (int b = 0; b < B && !rc; b++)
             rc = pelab_kv_cache_append(pelab_kv_batch_sequence(batch, b), tokens + (long)b * N, pos, P, NULL);
         prefill = (pelab_clock_s() - t0) / B;
+        pelab_prof_reset();
         t0 = pelab_clock_s();
         for (int n = P; n < N && !rc; n++) {
             for (int b = 0; b < B; b++) {
@@ -157,6 +160,7 @@ int main(int argc, char **argv) {
         }
     }
     double per = (pelab_clock_s() - t0) / ((double)G * B);
+    pelab_prof_report(stderr, G, per * B); /* `make profile`: where a decoding step's time went */
     /* weights, and per layer the keys (H·qk_dim) and values (D) of the mean context P + G/2 */
     const double kv_row = (double)m.cfg.n_layers * (m.cfg.n_heads * m.pe.qk_dim + m.cfg.d_model);
     const double weight_bytes = sizeof(pelab_real) * (double)m.params.total - (bf16 ? (sizeof(pelab_real) - 2) * matrix : 0);
