@@ -273,10 +273,12 @@ static void check_cases(void) {
     const struct { const char *pe; const char *const *kv; } encs[] = {
         {"nope", NULL}, {"rope", NULL}, {"pope", pope_kv}, {"alibi", NULL}, {"t5", t5_kv},
         {"fire", fire_kv}, {"fire-shared", fire_kv}};
-    /* shapes: T not a multiple of the tile, T = 1, T a multiple, T = tile + 1, one partial tile */
+    /* shapes: T not a multiple of the tile, T = 1, T a multiple, T = tile + 1, one partial tile;
+     * heads 20 wide (the cached kernel's dot products: a vector of 16 and 4 alone, 40 for PoPE's
+     * doubled q and k: two vectors and 8 alone) over 23 keys (five groups of four and three alone) */
     const struct { int B, H, d, T, tile, shifted; } shapes[] = {
         {2, 3, 4, 13, 4, 0}, {1, 2, 4, 1, 4, 0}, {3, 2, 2, 12, 3, 1}, {2, 2, 4, 9, 8, 1},
-        {1, 3, 2, 7, 0, 0}};
+        {1, 3, 2, 7, 0, 0}, {1, 2, 20, 23, 8, 0}};
     for (size_t e = 0; e < sizeof encs / sizeof *encs; e++)
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             for (int drop = 0; drop < 3; drop++) { /* none; from batch row 0; from row 5 */

@@ -19,6 +19,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/vec16.h"
 
 enum { PANEL = PELAB_BF16W_PANEL, ROWS = 4 };
 
@@ -36,27 +37,17 @@ void pelab_bf16w_pack(uint16_t *panels, const pelab_real *w, int C, int OC) {
             }
 }
 
-/* A panel's sums and weights of one k: vectors of PANEL (GCC's and clang's extension), so that
- * the sums stay in registers across k, where arrays would live in memory: one register at
- * AVX-512 (two halves of 8 cost it a fifth of its speed: they widen and add in 256-bit halves),
- * two at AVX2. SSE has too few registers for them, and GCC lowers them through memory there: the
- * portable level is slower than the AVX ones by more than their width. */
-typedef pelab_real reals16 __attribute__((vector_size(PANEL * sizeof(pelab_real))));
-typedef uint16_t halves16 __attribute__((vector_size(PANEL * sizeof(uint16_t))));
-typedef uint32_t words16 __attribute__((vector_size(PANEL * sizeof(uint32_t))));
-typedef float floats16 __attribute__((vector_size(PANEL * sizeof(float))));
+/* A panel's sums and weights of one k: vectors of PANEL (kernels/cpu/vec16.h), so that the sums
+ * stay in registers across k, where arrays would live in memory (two halves of 8 cost AVX-512 a
+ * fifth of its speed: they widen and add in 256-bit halves). */
+_Static_assert(PANEL == 16, "a panel is one pelab_reals16");
 struct sums {
-    reals16 v; /* the panel's PANEL outputs */
+    pelab_reals16 v; /* the panel's PANEL outputs */
 };
 
-/* Weights wp[0..PANEL) widened: a bf16 is a float32's top half. */
+/* Weights wp[0..PANEL) widened. */
 static PELAB_ALWAYS_INLINE void widen(struct sums *out, const uint16_t *wp) {
-    halves16 h;
-    memcpy(&h, wp, sizeof h);
-    const words16 u = __builtin_convertvector(h, words16) << 16;
-    floats16 f;
-    memcpy(&f, &u, sizeof f);
-    out->v = __builtin_convertvector(f, reals16);
+    pelab_widen16(&out->v, wp);
 }
 
 /* s += xk · w */
