@@ -340,15 +340,18 @@ static void check_adamw(void) {
     pelab_params_free(&p);
 }
 
-/* --- products with bf16 weights ------------------------------------------------------------------ */
-/* out = x · w^T with w packed in bf16 panels, against the sums in double of the rounded weights: a
- * row count of 1 (a decoding step), 3, and 4 and 9 (a batch of sequences: blocks of four rows and
- * a remainder), output counts that leave a partial panel and panels that do not split evenly
- * between threads, and a width that leaves a vector remainder. Each row of a batch is bit for bit
- * the row multiplied alone. */
-static void check_matmul_bf16w(void) {
-    static const int shapes[][3] = {{1, 29, 37}, {3, 29, 37}, {1, 67, 130}, {2, 5, 3}, {4, 67, 130}, {9, 29, 37}};
-    for (int s = 0; s < 6; s++) {
+/* --- generation's products: bf16 weights, and a few rows of float weights ----------------------- */
+/* out = x · w^T with w packed in bf16 panels (bf16 set; against the sums in double of the rounded
+ * weights) or read as it is (pelab_matmul_rows_forward; against the sums in double): a row count
+ * of 1 (a decoding step), 2, 3, 4, 6 and 9 (a batch of sequences: groups of eight rows and a
+ * remainder), output counts that leave a partial panel and do not split evenly between threads
+ * or their quarters, and widths that leave a vector remainder (and one of two whole vectors).
+ * Each row of a batch is bit for bit the row multiplied alone. */
+static void check_generation_products(int bf16) {
+    static const int shapes[][3] = {{1, 29, 37}, {3, 29, 37}, {1, 67, 130}, {2, 5, 3}, {4, 67, 130},
+                                    {9, 29, 37}, {2, 32, 75}, {1, 32, 75}, {6, 29, 37}};
+    const char *what = bf16 ? "bf16-weight product" : "few-row product";
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         const int n = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
         pelab_real *x = rvec((long)n * C, -2, 2), *wf = rvec((long)OC * C, -1, 1);
         pelab_real *out = malloc((size_t)n * OC * sizeof *out), *alone = malloc((size_t)OC * sizeof *alone);
@@ -356,16 +359,22 @@ static void check_matmul_bf16w(void) {
         double *want = dvec((long)n * OC);
         for (int r = 0; r < n; r++)
             for (int o = 0; o < OC; o++)
-                for (int k = 0; k < C; k++)
+                for (int k = 0; k < C; k++) {
+                    const pelab_real wok = wf[(long)o * C + k];
                     want[(long)r * OC + o] += (double)x[(long)r * C + k] *
-                                              (double)pelab_from_bf16(pelab_to_bf16((float)wf[(long)o * C + k]));
+                                              (bf16 ? (double)pelab_from_bf16(pelab_to_bf16((float)wok)) : (double)wok);
+                }
         pelab_bf16w_pack(w, wf, C, OC);
-        pelab_matmul_bf16w_forward(out, x, w, n, C, OC);
-        compare("bf16-weight product", out, want, (long)n * OC);
-        for (int r = 0; r < n; r++) {
-            pelab_matmul_bf16w_forward(alone, x + (long)r * C, w, 1, C, OC);
-            CHECK(memcmp(alone, out + (long)r * OC, (size_t)OC * sizeof *alone) == 0,
-                  "bf16-weight product %dx%dx%d: row %d alone differs from its row in the batch", n, C, OC, r);
+        for (int r = -1; r < n; r++) { /* the batch, then each row alone */
+            pelab_real *y = r < 0 ? out : alone;
+            const pelab_real *xr = r < 0 ? x : x + (long)r * C;
+            const int rows = r < 0 ? n : 1;
+            if (bf16) pelab_matmul_bf16w_forward(y, xr, w, rows, C, OC);
+            else pelab_matmul_rows_forward(y, xr, wf, rows, C, OC);
+            if (r < 0) compare(what, out, want, (long)n * OC);
+            else
+                CHECK(memcmp(alone, out + (long)r * OC, (size_t)OC * sizeof *alone) == 0,
+                      "%s %dx%dx%d: row %d alone differs from its row in the batch", what, n, C, OC, r);
         }
         free(x), free(wf), free(out), free(alone), free(w), free(want);
     }
@@ -423,7 +432,8 @@ int main(void) {
         check_rope(0);
         check_rope(1);
         check_adamw();
-        check_matmul_bf16w();
+        check_generation_products(1);
+        check_generation_products(0);
         check_attention(); /* the tiled kernel's tile loops at this level */
         printf("  %-8s %s\n", level_name, check_failures == before ? "all kernels agree" : "FAILED");
         levels++;

@@ -14,6 +14,7 @@
 #include <math.h>
 #include <string.h>
 #include "pelab/model.h"
+#include "pelab/precision.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
@@ -50,15 +51,20 @@ struct pelab_attn_call pelab_attn_call_for(struct pelab_model *m, int l, int B, 
         .row0 = m->dropout_row0, .scratch = scratch};
 }
 
-/* Generation's steps of fewer rows than this (decoding) read the bf16 weights when the model
- * keeps them; a prompt's rows take the float32 product on the same rounded values, faster there. */
-enum { BF16W_ROWS = 16 };
+/* Generation's steps of fewer rows than this (decoding) read the weights where they are: the bf16
+ * copies when the model keeps them, else the float32 weights by the few-row product; a prompt's
+ * rows take the gemm (on the same rounded values with bf16 weights), faster there. One row of
+ * float32 stays a matrix–vector product (OpenBLAS's sgemv: as fast). */
+enum { FEW_ROWS = 16 };
 
 /* out (n,OC) = in (n,C) · W_i^T, W_i (OC,C) parameter i. */
 static void linear(struct pelab_model *m, const struct pelab_fwd *f, pelab_real *out, const pelab_real *in,
                    int i, int n, int C, int OC) {
-    const uint16_t *h = f->mode == PELAB_FWD_GENERATE && n < BF16W_ROWS ? pelab_bf16_weights_of(m, i) : NULL;
+    const int step = f->mode == PELAB_FWD_GENERATE && n < FEW_ROWS;
+    const uint16_t *h = step ? pelab_bf16_weights_of(m, i) : NULL;
     if (h) pelab_matmul_bf16w_forward(out, in, h, n, C, OC);
+    else if (step && n > 1 && pelab_precision_get() == PELAB_PRECISION_FP32)
+        pelab_matmul_rows_forward(out, in, W(i), n, C, OC);
     else pelab_matmul_forward(out, in, W(i), n, C, OC);
 }
 

@@ -31,6 +31,11 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
 /* out (N,OC) = inp (N,C) · w^T, with w (OC,C) as a PyTorch Linear weight. */
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
                           int C, int OC);
+/* The same product for a few rows (generation's steps), reading w where it is, without the packed
+ * copy a gemm makes (matmul_rows.c). Each output's bits do not depend on N, the other rows or the
+ * threads. */
+void pelab_matmul_rows_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
+                               int C, int OC);
 /* out (N,OC) = inp (N,C) · w^T with w (OC,C) in bf16 (matmul_bf16w.c): generation's products,
  * reading half the bytes; float32 activations and sums, on any CPU. w is held in panels of
  * PELAB_BF16W_PANEL outputs (pelab_bf16w_pack: pelab_bf16w_panel_size(C, OC) elements, the

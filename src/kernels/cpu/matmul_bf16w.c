@@ -9,7 +9,7 @@
  * w is kept in panels of PANEL outputs, k-major: panel p holds w[16p + j][k] at [k][j], so that
  * the product reads each panel as one stream, in order, and each k adds x[r][k] times a vector
  * of 16 weights to 16 running sums — no reduction across a vector, and each weight widened once
- * for every row of a batch of sequences decoding together (up to four rows at a time; one row
+ * for every row of a batch of sequences decoding together (up to eight rows at a time; one row
  * reads four panels side by side). Each sum
  * runs over k in order: its bits are the same whatever the thread count and whichever rows share
  * the pass. Threads split the panels (each reads its own part of w). */
@@ -21,7 +21,7 @@
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vec16.h"
 
-enum { PANEL = PELAB_BF16W_PANEL, ROWS = 4 };
+enum { PANEL = PELAB_BF16W_PANEL, ROWS = 8 };
 
 long pelab_bf16w_panel_size(int C, int OC) {
     return (long)(OC + PANEL - 1) / PANEL * PANEL * C;
@@ -56,20 +56,15 @@ static PELAB_ALWAYS_INLINE void add_row(struct sums *s, pelab_real xk, const str
 }
 
 /* Rows 0..R−1 of x (rows C apart) against panel wp: out[r][0..m) of the panel's m outputs (rows
- * OC apart). R is a constant where it is called. */
+ * OC apart). R ≤ ROWS is a constant where it is called. */
 static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x, const uint16_t *wp,
                                            int R, int C, int OC, int m) {
-    const pelab_real *x0 = x, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
-    struct sums s0 = {{0}}, s1 = s0, s2 = s0, s3 = s0, w;
+    struct sums s[ROWS] = {{{0}}}, w;
     for (int k = 0; k < C; k++) {
         widen(&w, wp + (long)k * PANEL);
-        add_row(&s0, x0[k], &w);
-        if (R > 1) add_row(&s1, x1[k], &w);
-        if (R > 2) add_row(&s2, x2[k], &w);
-        if (R > 3) add_row(&s3, x3[k], &w);
+        for (int r = 0; r < R; r++) add_row(&s[r], x[(long)r * C + k], &w);
     }
-    const struct sums *row[ROWS] = {&s0, &s1, &s2, &s3};
-    for (int r = 0; r < R; r++) memcpy(out + (long)r * OC, row[r], (size_t)m * sizeof *out);
+    for (int r = 0; r < R; r++) memcpy(out + (long)r * OC, &s[r], (size_t)m * sizeof *out);
 }
 
 /* One row against FOUR whole panels at once (outputs out[0..4·PANEL)), for a decoding step of one
@@ -113,6 +108,10 @@ static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_r
             pelab_real *y = out + (long)r * OC + o;
             const pelab_real *xr = x + (long)r * C;
             switch (n - r < ROWS ? n - r : ROWS) {
+            case 8: panel_rows(y, xr, wp, 8, C, OC, m); break;
+            case 7: panel_rows(y, xr, wp, 7, C, OC, m); break;
+            case 6: panel_rows(y, xr, wp, 6, C, OC, m); break;
+            case 5: panel_rows(y, xr, wp, 5, C, OC, m); break;
             case 4: panel_rows(y, xr, wp, 4, C, OC, m); break;
             case 3: panel_rows(y, xr, wp, 3, C, OC, m); break;
             case 2: panel_rows(y, xr, wp, 2, C, OC, m); break;
