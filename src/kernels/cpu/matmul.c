@@ -45,10 +45,10 @@ static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real 
 /* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
  * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
  * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
- * computes, and on 2 cores that made 2 threads slower than 1. A product of a few rows (generation:
- * one token, times every weight matrix) is split by C's columns instead, a multiple of 64, so each
- * thread reads its own part of B: there the cost is B's bytes, and one core alone cannot read
- * them at the memory's full rate. */
+ * computes, and on 2 cores that made 2 threads slower than 1. A product of a few rows is split by
+ * C's columns instead, a multiple of 64, so each thread reads its own part of B: there the cost is
+ * B's bytes, and one core alone cannot read them at the memory's full rate. (Generation's steps
+ * take pelab_matmul_rows_forward, which reads B in place.) */
 static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                       const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                       pelab_real *C, int ldc) {
