@@ -55,41 +55,25 @@ static PELAB_ALWAYS_INLINE void add_row(struct sums *s, pelab_real xk, const str
     s->v += xk * w->v;
 }
 
-/* Rows 0..R−1 of x (rows C apart) against panel wp: out[r][0..m) of the panel's m outputs (rows
- * OC apart). R ≤ ROWS is a constant where it is called. */
-static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x, const uint16_t *wp,
-                                           int R, int C, int OC, int m) {
-    struct sums s[ROWS] = {{{0}}}, w;
-    for (int k = 0; k < C; k++) {
-        widen(&w, wp + (long)k * PANEL);
-        for (int r = 0; r < R; r++) add_row(&s[r], x[(long)r * C + k], &w);
-    }
-    for (int r = 0; r < R; r++) memcpy(out + (long)r * OC, &s[r], (size_t)m * sizeof *out);
-}
-
-/* One row against FOUR whole panels at once (outputs out[0..4·PANEL)), for a decoding step of one
- * sequence: four streams of weights read side by side and four chains of sums, where one panel
- * alone is one stream and one chain, which wait on one prefetcher and on the adder. Measured on
- * configuration C's products (one token, 2 threads, an Intel Xeon whose memory serves 24 GB/s):
- * one panel at a time read 13 GB/s, four 19.5. Each sum is the one panel_rows computes, term for
- * term: the same bits. */
+/* Rows 0..R−1 of x (rows C apart) against S consecutive panels from wp, read side by side:
+ * out[r][0..(S−1)·PANEL + m) (rows OC apart), m the last panel's outputs. R ≤ ROWS and S ≤ FOUR
+ * are constants where it is called, R·S ≤ ROWS sums in registers. One row takes four whole panels
+ * at once: four streams of weights and four chains of sums, where one panel alone is one stream
+ * and one chain, which wait on one prefetcher and on the adder (configuration C's products, one
+ * token, 2 threads, an Intel Xeon whose memory serves 24 GB/s: one panel at a time read 13 GB/s,
+ * four 19.5). Each sum runs the same way in every grouping: the same bits. */
 enum { FOUR = 4 };
-static PELAB_ALWAYS_INLINE void four_panels_row(pelab_real *out, const pelab_real *x, const uint16_t *wp, int C) {
-    const long next = (long)C * PANEL;
-    const uint16_t *w0 = wp, *w1 = w0 + next, *w2 = w1 + next, *w3 = w2 + next;
-    struct sums s0 = {{0}}, s1 = s0, s2 = s0, s3 = s0, w;
-    for (long k = 0; k < C; k++) {
-        const pelab_real xk = x[k];
-        const long at = k * PANEL;
-        widen(&w, w0 + at), add_row(&s0, xk, &w);
-        widen(&w, w1 + at), add_row(&s1, xk, &w);
-        widen(&w, w2 + at), add_row(&s2, xk, &w);
-        widen(&w, w3 + at), add_row(&s3, xk, &w);
-    }
-    memcpy(out, &s0, sizeof s0);
-    memcpy(out + PANEL, &s1, sizeof s1);
-    memcpy(out + 2 * PANEL, &s2, sizeof s2);
-    memcpy(out + 3 * PANEL, &s3, sizeof s3);
+static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x, const uint16_t *wp,
+                                           int R, int S, int C, int OC, int m) {
+    struct sums s[FOUR][ROWS] = {{{{0}}}}, w;
+    for (long k = 0; k < C; k++)
+        for (int p = 0; p < S; p++) {
+            widen(&w, wp + ((long)p * C + k) * PANEL);
+            for (int r = 0; r < R; r++) add_row(&s[p][r], x[(long)r * C + k], &w);
+        }
+    for (int p = 0; p < S; p++)
+        for (int r = 0; r < R; r++)
+            memcpy(out + (long)r * OC + p * PANEL, &s[p][r], (size_t)(p == S - 1 ? m : PANEL) * sizeof *out);
 }
 
 /* Panels [p0, p1) for every row r < n, ROWS rows per pass over a panel (one row: four whole panels
@@ -99,7 +83,7 @@ static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_r
     const long whole = OC / PANEL; /* panels with PANEL outputs */
     if (n == 1)
         for (; p0 + FOUR <= p1 && p0 + FOUR <= whole; p0 += FOUR)
-            four_panels_row(out + p0 * PANEL, x, w + p0 * C * PANEL, C);
+            panel_rows(out + p0 * PANEL, x, w + p0 * C * PANEL, 1, FOUR, C, OC, PANEL);
     for (long p = p0; p < p1; p++) {
         const uint16_t *wp = w + p * C * PANEL;
         const long o = p * PANEL;
@@ -108,14 +92,14 @@ static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_r
             pelab_real *y = out + (long)r * OC + o;
             const pelab_real *xr = x + (long)r * C;
             switch (n - r < ROWS ? n - r : ROWS) {
-            case 8: panel_rows(y, xr, wp, 8, C, OC, m); break;
-            case 7: panel_rows(y, xr, wp, 7, C, OC, m); break;
-            case 6: panel_rows(y, xr, wp, 6, C, OC, m); break;
-            case 5: panel_rows(y, xr, wp, 5, C, OC, m); break;
-            case 4: panel_rows(y, xr, wp, 4, C, OC, m); break;
-            case 3: panel_rows(y, xr, wp, 3, C, OC, m); break;
-            case 2: panel_rows(y, xr, wp, 2, C, OC, m); break;
-            default: panel_rows(y, xr, wp, 1, C, OC, m);
+            case 8: panel_rows(y, xr, wp, 8, 1, C, OC, m); break;
+            case 7: panel_rows(y, xr, wp, 7, 1, C, OC, m); break;
+            case 6: panel_rows(y, xr, wp, 6, 1, C, OC, m); break;
+            case 5: panel_rows(y, xr, wp, 5, 1, C, OC, m); break;
+            case 4: panel_rows(y, xr, wp, 4, 1, C, OC, m); break;
+            case 3: panel_rows(y, xr, wp, 3, 1, C, OC, m); break;
+            case 2: panel_rows(y, xr, wp, 2, 1, C, OC, m); break;
+            default: panel_rows(y, xr, wp, 1, 1, C, OC, m);
             }
         }
     }

@@ -11,8 +11,9 @@
  * weight rows side by side, from the four quarters of the thread's outputs (four streams: one
  * stream waits on one prefetcher), two rows two, and three to eight rows one, each weight read
  * once for all of them (a batch of 8 read in two passes of 4 took 7.0 ms a step of configuration
- * C, where OpenBLAS's sgemm took 6.5). Each sum is computed the same way in every grouping: its bits do not depend on n,
- * the other rows or the threads. Threads split the outputs (each reads its own weight rows). */
+ * C, where OpenBLAS's sgemm took 6.5). Each sum is computed the same way in every grouping: its
+ * bits do not depend on n, the other rows or the threads. Threads split the outputs (each reads
+ * its own weight rows). */
 #include <string.h>
 #include "core/prof.h"
 #include "kernels/cpu/matmul.h"
@@ -43,7 +44,8 @@ static PELAB_ALWAYS_INLINE void dots(pelab_real *out, const pelab_real *x, const
         }
 }
 
-/* Outputs [o0, o1) of rows 0..R−1: S = 4 / R weight rows a pass, from the S parts of the range. */
+/* Outputs [o0, o1) of rows 0..R−1: S weight rows a pass (four for one row, two for two, else
+ * one), from the S parts of the range. */
 static PELAB_ALWAYS_INLINE void rows_range(pelab_real *out, const pelab_real *x, const pelab_real *w, int R,
                                            int C, int OC, long o0, long o1) {
     const int S = R == 1 ? 4 : R == 2 ? 2 : 1;
