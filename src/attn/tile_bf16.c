@@ -27,32 +27,66 @@ size_t pelab_tile_bf16_pack_size(int max_mn, int max_k) {
 
 static inline uint16_t bf16_of(pelab_real x) { return pelab_to_bf16((float)x); }
 
-/* a (m, kp) = bf16(op(A)), kd's odd column padded with zero. */
-static void pack_a(uint16_t *a, const pelab_real *A, long lda, int ta, int m, int kd, int kp) {
-    for (int i = 0; i < m; i++) {
-        uint16_t *row = a + (long)i * kp;
-        if (ta)
-            for (int x = 0; x < kd; x++) row[x] = bf16_of(A[(long)x * lda + i]);
-        else
-            for (int x = 0; x < kd; x++) row[x] = bf16_of(A[(long)i * lda + x]);
-        if (kp > kd) row[kd] = 0;
-    }
+/* Two bf16s side by side as one 32-bit word, lo in the low half (as they lie in memory): the
+ * packed arrays are written a pair at a time, so that each loop below is one vector of integer
+ * roundings and no loop writes half-words. */
+typedef uint32_t __attribute__((may_alias)) pair_word;
+static inline uint32_t pair_of(pelab_real lo, pelab_real hi) {
+    return bf16_of(lo) | (uint32_t)bf16_of(hi) << 16;
 }
 
-/* b (kp/2, np, 2) = bf16(op(B)) in pairs of rows, zeros past n and past kd. */
-static void pack_b(uint16_t *b, const pelab_real *B, long ldb, int tb, int n, int kd, int kp, int np) {
-    for (int x = 0; x < kp; x++) {
-        uint16_t *pair = b + (long)(x / 2) * np * 2 + (x & 1);
-        if (x >= kd) {
-            for (int j = 0; j < np; j++) pair[2 * j] = 0;
-            continue;
+/* a (m, kp) = bf16(op(A)), kd's odd column padded with zero. Transposed, the rows of A are read
+ * whole (two at a time, for a pair) and written down a's columns. */
+static PELAB_ALWAYS_INLINE void pack_a_body(uint16_t *a, const pelab_real *A, long lda, int ta, int m,
+                                            int kd, int kp) {
+    pair_word *a2 = (pair_word *)a;
+    const int kw = kp / 2, even = kd / 2;
+    if (!ta) {
+        for (int i = 0; i < m; i++) {
+            const pelab_real *row = A + (long)i * lda;
+            for (int p = 0; p < even; p++) a2[(long)i * kw + p] = pair_of(row[2 * p], row[2 * p + 1]);
+            if (kw > even) a2[(long)i * kw + even] = bf16_of(row[kd - 1]);
         }
-        if (tb)
-            for (int j = 0; j < n; j++) pair[2 * j] = bf16_of(B[(long)j * ldb + x]);
-        else
-            for (int j = 0; j < n; j++) pair[2 * j] = bf16_of(B[(long)x * ldb + j]);
-        for (int j = n; j < np; j++) pair[2 * j] = 0;
+        return;
     }
+    for (int p = 0; p < even; p++) {
+        const pelab_real *lo = A + (long)(2 * p) * lda, *hi = lo + lda;
+        for (int i = 0; i < m; i++) a2[(long)i * kw + p] = pair_of(lo[i], hi[i]);
+    }
+    if (kw > even)
+        for (int i = 0; i < m; i++) a2[(long)i * kw + even] = bf16_of(A[(long)(kd - 1) * lda + i]);
+}
+
+/* b (kp/2, np, 2) = bf16(op(B)) in pairs of rows, zeros past n and past kd. Transposed, a pair
+ * is two neighbours of one row of B. */
+static PELAB_ALWAYS_INLINE void pack_b_body(uint16_t *b, const pelab_real *B, long ldb, int tb, int n,
+                                            int kd, int kp, int np) {
+    pair_word *b2 = (pair_word *)b;
+    const int kw = kp / 2, even = kd / 2;
+    if (!tb) {
+        for (int p = 0; p < even; p++) {
+            const pelab_real *lo = B + (long)(2 * p) * ldb, *hi = lo + ldb;
+            for (int j = 0; j < n; j++) b2[(long)p * np + j] = pair_of(lo[j], hi[j]);
+        }
+        if (kw > even) {
+            const pelab_real *lo = B + (long)(kd - 1) * ldb;
+            for (int j = 0; j < n; j++) b2[(long)even * np + j] = bf16_of(lo[j]);
+        }
+    } else {
+        for (int j = 0; j < n; j++) {
+            const pelab_real *row = B + (long)j * ldb;
+            for (int p = 0; p < even; p++) b2[(long)p * np + j] = pair_of(row[2 * p], row[2 * p + 1]);
+            if (kw > even) b2[(long)even * np + j] = bf16_of(row[kd - 1]);
+        }
+    }
+    for (int p = 0; p < kw; p++)
+        for (int j = n; j < np; j++) b2[(long)p * np + j] = 0;
+}
+
+static void pack_portable(uint16_t *a, uint16_t *b, const pelab_real *A, long lda, int ta,
+                          const pelab_real *B, long ldb, int tb, int m, int n, int kd, int kp, int np) {
+    pack_a_body(a, A, lda, ta, m, kd, kp);
+    pack_b_body(b, B, ldb, tb, n, kd, kp, np);
 }
 
 /* The plain loops: C += alpha · a · b from the packed operands, in pelab_real. */
@@ -97,6 +131,13 @@ TARGET_BF16 static inline __attribute__((always_inline)) void block(
     }
 }
 
+/* The same packing compiled for AVX-512: the roundings 16 lanes at a time (the same bits). */
+TARGET_BF16 static void pack_native(uint16_t *a, uint16_t *b, const float *A, long lda, int ta,
+                                    const float *B, long ldb, int tb, int m, int n, int kd, int kp, int np) {
+    pack_a_body(a, A, lda, ta, m, kd, kp);
+    pack_b_body(b, B, ldb, tb, n, kd, kp, np);
+}
+
 TARGET_BF16 static void product_native(float *C, long ldc, const uint16_t *a, const uint16_t *b, int m, int n,
                                        int kp, int np, float alpha) {
     const int m_full = m - m % MR;
@@ -120,13 +161,13 @@ void pelab_tile_gemm_bf16(pelab_real *C, long ldc, const pelab_real *A, long lda
     if (m <= 0 || n <= 0 || kd <= 0) return;
     const int kp = round_up(kd, 2), np = round_up(n, NR);
     uint16_t *a = pack, *b = pack + (long)m * kp;
-    pack_a(a, A, lda, ta, m, kd, kp);
-    pack_b(b, B, ldb, tb, n, kd, kp, np);
 #if PELAB_SIMD_X86 && !defined(PELAB_DOUBLE)
     if (pelab_tile_bf16_native()) {
+        pack_native(a, b, A, lda, ta, B, ldb, tb, m, n, kd, kp, np);
         product_native(C, ldc, a, b, m, n, kp, np, alpha);
         return;
     }
 #endif
+    pack_portable(a, b, A, lda, ta, B, ldb, tb, m, n, kd, kp, np);
     product_portable(C, ldc, a, b, m, n, kp, np, alpha);
 }

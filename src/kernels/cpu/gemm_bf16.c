@@ -27,6 +27,8 @@
 #include <string.h>
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "pelab/precision.h"
 #include "pelab/status.h"
 
@@ -86,13 +88,29 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
 
 #include <dnnl.h>
 
-/* dst (rows, cols), rows contiguous = bf16 of src (rows, cols) with row stride ld. */
-static void pack(uint16_t *dst, const pelab_real *src, long rows, long cols, long ld) {
-#pragma omp parallel for schedule(static) if (rows * cols >= (1L << 15))
-    for (long r = 0; r < rows; r++) {
+/* Rows r0..r1 of pack(): pelab_to_bf16 is branch-free, so each row's loop is one vector of
+ * integer additions and selects at the CPU's SIMD level (16 lanes on AVX-512): the rounding runs
+ * at the speed of memory, where the build's baseline SSE2 took about a quarter of a bf16
+ * training step's products on AMX (perf, configuration C). */
+static PELAB_ALWAYS_INLINE void pack_rows_body(uint16_t *dst, const pelab_real *src, long r0, long r1,
+                                               long cols, long ld) {
+    for (long r = r0; r < r1; r++) {
         const pelab_real *s = src + r * ld;
         uint16_t *d = dst + r * cols;
         for (long c = 0; c < cols; c++) d[c] = pelab_to_bf16((float)s[c]);
+    }
+}
+PELAB_SIMD_KERNEL(pack_rows, (uint16_t *dst, const pelab_real *src, long r0, long r1, long cols, long ld),
+                  (dst, src, r0, r1, cols, ld))
+
+/* dst (rows, cols), rows contiguous = bf16 of src (rows, cols) with row stride ld. */
+static void pack(uint16_t *dst, const pelab_real *src, long rows, long cols, long ld) {
+    void (*const rows_fn)(uint16_t *, const pelab_real *, long, long, long, long) = pelab_simd_fn(pack_rows);
+#pragma omp parallel if (rows * cols >= (1L << 15))
+    {
+        long r0, r1;
+        pelab_thread_slice(rows, &r0, &r1);
+        rows_fn(dst, src, r0, r1, cols, ld);
     }
 }
 
