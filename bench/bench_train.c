@@ -179,8 +179,7 @@ int main(int argc, char **argv) {
         pelab_dist_sum_real(m.params.grad, m.params.total);
         wait += tb - ta;
         allreduce += pelab_clock_s() - tb;
-        pelab_clip_grad_norm(&m.params, 1.0);
-        pelab_adamw_step(&opt, &m.params, 1e-3);
+        pelab_adamw_step(&opt, &m.params, 1e-3, pelab_clip_scale(pelab_grad_norm(&m.params), 1.0));
     }
     double elapsed = pelab_clock_s() - t0;
     pelab_dist_sum_double(&loss, 1);

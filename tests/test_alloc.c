@@ -53,8 +53,7 @@ static void check_steps(const struct pe_case *c, const char *attention, const ch
         pelab_params_zero_grad(&m.params);
         pelab_model_forward(&m, tokens, targets, pos, B, T);
         pelab_model_backward(&m, 1);
-        pelab_clip_grad_norm(&m.params, 1.0);
-        pelab_adamw_step(&opt, &m.params, 1e-3);
+        pelab_adamw_step(&opt, &m.params, 1e-3, pelab_clip_scale(pelab_grad_norm(&m.params), 1.0));
         alloc_counting = 0;
         step_calls += alloc_calls;
     }

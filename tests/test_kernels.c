@@ -326,18 +326,46 @@ static void check_adamw(void) {
     double *ww = dvec(n), *wm = dvec(n), *wv = dvec(n);
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1, .step = 2};
     const double lr = 0.01, bc1 = 1 - pow(0.9, 3), bc2 = 1 - pow(0.99, 3);
+    /* clipped to half the norm: the update reads each gradient times the factor */
+    double sq = 0;
+    for (long i = 0; i < n; i++) sq += (double)p.grad[i] * p.grad[i];
+    const double norm = pelab_grad_norm(&p), c = pelab_clip_scale(norm, 0.5 * norm);
+    CHECK(fabs(norm - sqrt(sq)) <= 1e-14 * sqrt(sq), "gradient norm %.17g, want %.17g", norm, sqrt(sq));
+    CHECK(c == (pelab_real)(0.5 * norm / (norm + 1e-6)), "clipping factor %.17g", c);
+    CHECK(pelab_clip_scale(norm, 2 * norm) == 1 && pelab_clip_scale(norm, 0) == 1 && pelab_clip_scale(NAN, 1) == 1,
+          "clipping factor 1 below the limit, without one, or for a norm that is not finite");
     for (long i = 0; i < n; i++) {
-        const double g = p.grad[i], decay = i >= 37 ? 1 - lr * 0.1 : 1;
+        const double g = (pelab_real)(p.grad[i] * (pelab_real)c), decay = i >= 37 ? 1 - lr * 0.1 : 1;
         wm[i] = 0.9 * p.m[i] + 0.1 * g;
         wv[i] = 0.99 * p.v[i] + 0.01 * g * g;
         ww[i] = p.data[i] * decay - lr / bc1 * wm[i] / (sqrt(wv[i]) / sqrt(bc2) + 1e-8);
     }
-    pelab_adamw_step(&opt, &p, lr);
+    pelab_adamw_step(&opt, &p, lr, c);
     compare("adamw weights", p.data, ww, n);
     compare("adamw m", p.m, wm, n);
     compare("adamw v", p.v, wv, n);
     free(ww), free(wm), free(wv);
     pelab_params_free(&p);
+
+    /* the norm of many gradients (summed in parallel blocks) has the same bits on 1 and 3 threads */
+    struct pelab_params big = {0};
+    const int64_t sb[1] = {200003};
+    pelab_params_declare(&big, "w", 1, sb, 1);
+    PELAB_ASSERT(pelab_params_alloc(&big) == PELAB_OK);
+    double sq_big = 0;
+    for (size_t i = 0; i < big.total; i++) {
+        big.grad[i] = (pelab_real)uniform(-1, 1);
+        sq_big += (double)big.grad[i] * big.grad[i];
+    }
+    const int saved = pelab_threads_get();
+    pelab_threads_set(1);
+    const double one = pelab_grad_norm(&big);
+    pelab_threads_set(3);
+    const double three = pelab_grad_norm(&big);
+    pelab_threads_set(saved);
+    CHECK(one == three && fabs(one - sqrt(sq_big)) <= 1e-13 * sqrt(sq_big),
+          "gradient norm on 1 and 3 threads: %.17g, %.17g (want %.17g)", one, three, sqrt(sq_big));
+    pelab_params_free(&big);
 }
 
 /* --- generation's products: bf16 weights, and a few rows of float weights ----------------------- */

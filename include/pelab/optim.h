@@ -14,8 +14,10 @@ struct pelab_adamw {
     int64_t step; /* updates done so far */
 };
 
-/* One update of every parameter with learning rate lr; decay only where param.decay is set. */
-void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr);
+/* One update of every parameter with learning rate lr, from the gradients times grad_scale
+ * (pelab_clip_scale's factor; 1 for the gradients as they are); decay only where param.decay is
+ * set. */
+void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr, double grad_scale);
 
 struct pelab_schedule {
     double lr, min_lr;
@@ -27,8 +29,9 @@ double pelab_schedule_lr(const struct pelab_schedule *s, int64_t step);
 
 /* Global L2 norm of all gradients (in double). */
 double pelab_grad_norm(const struct pelab_params *p);
-/* Scales gradients by max_norm / (norm + 1e-6) when that is below 1, as torch's
- * clip_grad_norm_. Returns the norm before clipping. max_norm <= 0 disables clipping. */
-double pelab_clip_grad_norm(struct pelab_params *p, double max_norm);
+/* The factor torch's clip_grad_norm_ scales the gradients by: max_norm / (norm + 1e-6) (rounded
+ * to pelab_real) when that is below 1, else 1; max_norm <= 0 disables clipping. Clipping is
+ *   pelab_adamw_step(opt, p, lr, pelab_clip_scale(pelab_grad_norm(p), max_norm)). */
+double pelab_clip_scale(double norm, double max_norm);
 
 #endif

@@ -312,7 +312,7 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
     for (int i = 0; i < tr->n_aux; i++) aux[i] = sum.aux[i];
     if (bad) goto not_finite;
     pelab_poison_apply(tr, PELAB_POISON_GRAD, update_no);
-    double norm = pelab_clip_grad_norm(&m->params, c->clip);
+    double norm = pelab_grad_norm(&m->params);
     if (!isfinite(norm)) {
         snprintf(ev->what, sizeof ev->what, "the gradient norm");
         pelab_describe_grads(&m->params, where, sizeof where);
@@ -320,7 +320,7 @@ static int update(struct pelab_trainer *tr, double *loss, double *acc, double *a
         goto not_finite;
     }
     *lr = pelab_schedule_lr(&tr->sched, tr->step) * tr->lr_scale;
-    pelab_adamw_step(&tr->opt, &m->params, *lr);
+    pelab_adamw_step(&tr->opt, &m->params, *lr, pelab_clip_scale(norm, c->clip));
     if (fault == PELAB_DIST_FAULT_DIVERGE) m->params.data[0] += (pelab_real)1e-3;
     pelab_poison_apply(tr, PELAB_POISON_UPDATE, update_no);
     /* Finite gradients can still overflow a weight (a huge learning rate or weight decay):

@@ -283,9 +283,9 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
         losses[i] = forward_checked(&m, tk, tg, ps, c->name);
         pelab_model_backward(&m, 1.0);
         if (aux) aux_step(&m, 2000 + (uint64_t)i, &draws[i + 1], aux_terms[i + 1], c->name);
-        norms[i] = pelab_clip_grad_norm(&m.params, 1.0);
+        norms[i] = pelab_grad_norm(&m.params);
         lrs[i] = pelab_schedule_lr(&sched, i);
-        pelab_adamw_step(&opt, &m.params, lrs[i]);
+        pelab_adamw_step(&opt, &m.params, lrs[i], pelab_clip_scale(norms[i], 1.0));
     }
     CHECK(all_finite(m.params.data, m.params.total), "%s: parameters not finite after training",
           c->name);
