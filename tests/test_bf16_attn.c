@@ -215,9 +215,13 @@ int main(void) {
         printf("skipped: %s\n", pelab_last_error());
         return 77;
     }
-    printf("tile products: %s\n", pelab_tile_bf16_native() && sizeof(pelab_real) == 4
-                                      ? "AVX512-BF16" : "plain loops (operands rounded to bf16)");
-    check_tiles();
+    /* the tile products on every instruction set this CPU has, the best last (the kernel's) */
+    const enum pelab_tile_isa best = pelab_tile_bf16_isa();
+    for (int isa = PELAB_TILE_PLAIN; isa <= (int)best; isa++) {
+        pelab_tile_bf16_cap((enum pelab_tile_isa)isa);
+        printf("tile products: %s\n", pelab_tile_bf16_isa_name(pelab_tile_bf16_isa()));
+        check_tiles();
+    }
     /* T past one tile and not a multiple of it (67: an odd last tile, so odd inner dimensions);
      * PoPE-like dq = 2 dv; bidirectional (images) */
     static const struct case_ cases[] = {{2, 70, 2, 16, 16, 0}, {1, 130, 2, 32, 16, 0}, {2, 50, 3, 8, 8, 1},

@@ -5,8 +5,9 @@
  *   op(A)(i, x) = ta ? A[x·lda + i] : A[i·lda + x];   op(B)(x, j) = tb ? B[j·ldb + x] : B[x·ldb + j]
  *
  * The transposes are read while packing, so the kernel needs no transposed copies of its tiles.
- * With AVX512-BF16 (Zen 4, Sapphire Rapids) the products are VDPBF16PS: two bf16 products summed
- * into each float32 lane per instruction. Elsewhere, and in the double test build, the same
+ * With AMX (Sapphire Rapids and later Xeons) the products are TDPBF16PS on 16×16 tiles of C; with
+ * AVX512-BF16 (Zen 4) VDPBF16PS: two bf16 products summed into each float32 lane per
+ * instruction. Elsewhere, and in the double test build, the same
  * function by plain loops: the operands rounded to bf16, multiplied and summed in pelab_real. */
 #ifndef PELAB_ATTN_TILE_BF16_H
 #define PELAB_ATTN_TILE_BF16_H
@@ -23,7 +24,13 @@ void pelab_tile_gemm_bf16(pelab_real *C, long ldc, const pelab_real *A, long lda
                           const pelab_real *B, long ldb, int tb, int m, int n, int kd, pelab_real alpha,
                           uint16_t *pack);
 
-/* Whether the products run on AVX512-BF16 instructions (1) or the plain loops (0). */
-int pelab_tile_bf16_native(void);
+/* The instructions the products run on: AMX's tile products where the CPU has them and Linux
+ * grants the tile state, else AVX512-BF16's VDPBF16PS, else plain loops (and always in the double
+ * build). */
+enum pelab_tile_isa { PELAB_TILE_PLAIN, PELAB_TILE_AVX512_BF16, PELAB_TILE_AMX };
+enum pelab_tile_isa pelab_tile_bf16_isa(void);
+/* Caps the choice at `cap` (tests run each level this CPU has); returns the previous cap. */
+enum pelab_tile_isa pelab_tile_bf16_cap(enum pelab_tile_isa cap);
+const char *pelab_tile_bf16_isa_name(enum pelab_tile_isa isa);
 
 #endif
