@@ -109,6 +109,31 @@ static void check_products(void) {
     PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK);
 }
 
+/* A linear layer's backward in one call (dout rounded once for both products) gives the bits of
+ * its two products made one at a time, which check_products bounds. */
+static void check_backward(int N, int C, int OC, double beta) {
+    struct pelab_rng rng;
+    pelab_rng_seed(&rng, 23);
+    pelab_real *dout = malloc(sizeof *dout * N * OC), *inp = malloc(sizeof *inp * N * C);
+    pelab_real *w = malloc(sizeof *w * OC * C), *dinp[2], *dw[2];
+    for (int i = 0; i < 2; i++) dinp[i] = malloc(sizeof *dinp[i] * N * C), dw[i] = malloc(sizeof *dw[i] * OC * C);
+    for (long i = 0; i < (long)N * OC; i++) dout[i] = (pelab_real)(float)(2 * pelab_rng_uniform(&rng) - 1);
+    for (long i = 0; i < (long)N * C; i++)
+        inp[i] = (pelab_real)(float)(2 * pelab_rng_uniform(&rng) - 1), dinp[0][i] = dinp[1][i] = (pelab_real)0.25;
+    for (long i = 0; i < (long)OC * C; i++)
+        w[i] = (pelab_real)(float)(2 * pelab_rng_uniform(&rng) - 1), dw[0][i] = dw[1][i] = (pelab_real)-0.5;
+    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK);
+    int rc = pelab_gemm_bf16(0, 0, N, C, OC, 1, dout, OC, w, C, (pelab_real)beta, dinp[0], C);
+    if (!rc) rc = pelab_gemm_bf16(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw[0], C);
+    if (!rc) rc = pelab_gemm_bf16_backward(dinp[1], dw[1], dout, inp, w, N, C, OC, (pelab_real)beta);
+    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK);
+    CHECK(rc == PELAB_OK, "backward %dx%dx%d: %s", N, C, OC, pelab_last_error());
+    CHECK(memcmp(dinp[0], dinp[1], sizeof *dinp[0] * N * C) == 0 && memcmp(dw[0], dw[1], sizeof *dw[0] * OC * C) == 0,
+          "backward %dx%dx%d beta %g: other bits than its two products one at a time", N, C, OC, beta);
+    free(dout), free(inp), free(w);
+    for (int i = 0; i < 2; i++) free(dinp[i]), free(dw[i]);
+}
+
 static void *precision_of_new_thread(void *out) {
     *(enum pelab_precision *)out = pelab_precision_get();
     return NULL;
@@ -230,6 +255,8 @@ int main(void) {
         return 77;
     }
     check_products();
+    check_backward(70, 33, 129, 0);
+    check_backward(257, 64, 48, 1);
     check_fp32_unchanged();
     /* every encoding of 1-D positions, in the sequence model (2-D ones: test_contract's patch
      * model runs them, in float32) */

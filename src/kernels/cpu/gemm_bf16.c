@@ -84,6 +84,11 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
     return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: this pelab was built without oneDNN");
 }
 
+int pelab_gemm_bf16_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
+                             const pelab_real *w, int N, int C, int OC, pelab_real beta) {
+    return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: this pelab was built without oneDNN");
+}
+
 #else
 
 #include <dnnl.h>
@@ -300,24 +305,9 @@ static int lookup(struct ctx *x, struct entry **out, int ta, int tb, int M, int 
     return PELAB_OK;
 }
 
-int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                    const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                    pelab_real *C, int ldc) {
-    if (M <= 0 || N <= 0) return PELAB_OK;
-    if (K <= 0) { /* no products: C = beta·C, as BLAS defines it (beta 0 does not read C) */
-        for (long i = 0; i < M; i++)
-            for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
-        return PELAB_OK;
-    }
-    struct ctx *x = ctx_get();
-    if (!x) return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: out of memory or no oneDNN engine");
-    const size_t na = (size_t)M * K, nb = (size_t)K * N;
-    if (reserve((void **)&x->a, &x->a_cap, na, sizeof *x->a) ||
-        reserve((void **)&x->b, &x->b_cap, nb, sizeof *x->b))
-        return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product %dx%dx%d: out of memory", M, N, K);
-    /* stored A: (M,K), or (K,M) when transposed; stored B: (K,N), or (N,K) */
-    pack(x->a, A, trans_a ? K : M, trans_a ? M : K, lda);
-    pack(x->b, B, trans_b ? N : K, trans_b ? K : N, ldb);
+/* C = alpha · a · b + beta · C from the packed operands x->a (op(A) as stored) and x->b. */
+static int product(struct ctx *x, int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                   pelab_real beta, pelab_real *C, int ldc) {
     struct entry *e;
     int rc;
 #ifdef PELAB_DOUBLE
@@ -346,6 +336,57 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
         }
 #endif
     return PELAB_OK;
+}
+
+/* The thread's context with room for packed operands of na and nb elements. */
+static int ready(struct ctx **out, size_t na, size_t nb, int M, int N, int K) {
+    struct ctx *x = ctx_get();
+    if (!x) return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: out of memory or no oneDNN engine");
+    if (reserve((void **)&x->a, &x->a_cap, na, sizeof *x->a) ||
+        reserve((void **)&x->b, &x->b_cap, nb, sizeof *x->b))
+        return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product %dx%dx%d: out of memory", M, N, K);
+    *out = x;
+    return PELAB_OK;
+}
+
+/* C = beta·C where K = 0 (no products), as BLAS defines it (beta 0 does not read C). */
+static void scale_only(pelab_real *C, int M, int N, int ldc, pelab_real beta) {
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+}
+
+int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                    const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                    pelab_real *C, int ldc) {
+    if (M <= 0 || N <= 0) return PELAB_OK;
+    if (K <= 0) {
+        scale_only(C, M, N, ldc, beta);
+        return PELAB_OK;
+    }
+    struct ctx *x;
+    int rc = ready(&x, (size_t)M * K, (size_t)K * N, M, N, K);
+    if (rc) return rc;
+    /* stored A: (M,K), or (K,M) when transposed; stored B: (K,N), or (N,K) */
+    pack(x->a, A, trans_a ? K : M, trans_a ? M : K, lda);
+    pack(x->b, B, trans_b ? N : K, trans_b ? K : N, ldb);
+    return product(x, trans_a, trans_b, M, N, K, alpha, beta, C, ldc);
+}
+
+int pelab_gemm_bf16_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
+                             const pelab_real *w, int N, int C, int OC, pelab_real beta) {
+    if (N <= 0 || C <= 0 || OC <= 0) { /* a product with nothing to sum, as the two gemms would */
+        int rc = pelab_gemm_bf16(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
+        return rc ? rc : pelab_gemm_bf16(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+    }
+    struct ctx *x;
+    const size_t nb = (size_t)C * (OC > N ? OC : N);
+    int rc = ready(&x, (size_t)N * OC, nb, N, C, OC);
+    if (rc) return rc;
+    pack(x->a, dout, N, OC, OC); /* (N,OC), for both products: as it is, then transposed */
+    pack(x->b, w, OC, C, C);
+    if ((rc = product(x, 0, 0, N, C, OC, 1, beta, dinp, C))) return rc;
+    pack(x->b, inp, N, C, C);
+    return product(x, 1, 0, OC, C, N, 1, 1, dw, C);
 }
 
 #endif

@@ -138,6 +138,16 @@ int pelab_gemm_take_failure(void) {
     return pelab_fail(rc, "%s", failure.message);
 }
 
+/* A product that failed with rc: kept as the thread's failure (the first one), C filled with NaN. */
+static void failed(int rc, pelab_real *C, int M, int N, int ldc) {
+    if (!failure.status) {
+        failure.status = rc;
+        snprintf(failure.message, sizeof failure.message, "%s", pelab_last_error());
+    }
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) C[i * ldc + j] = (pelab_real)NAN;
+}
+
 void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                 const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                 pelab_real *C, int ldc) {
@@ -149,13 +159,7 @@ void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
         return;
     } else
         rc = pelab_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    if (rc == PELAB_OK) return;
-    if (!failure.status) {
-        failure.status = rc;
-        snprintf(failure.message, sizeof failure.message, "%s", pelab_last_error());
-    }
-    for (long i = 0; i < M; i++)
-        for (long j = 0; j < N; j++) C[i * ldc + j] = (pelab_real)NAN;
+    if (rc != PELAB_OK) failed(rc, C, M, N, ldc);
 }
 
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
@@ -168,8 +172,16 @@ void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_re
 static void backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
                      const pelab_real *w, int N, int C, int OC, pelab_real beta) {
     PELAB_PROF_START();
-    pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
-    pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+    if (pelab_precision_get() == PELAB_PRECISION_BF16) { /* dout rounded to bf16 once for both products */
+        const int injected = injected_failure() | injected_failure(); /* counted as the two products */
+        const int rc = injected ? pelab_fail(PELAB_ERR_RUNTIME, "matrix product %dx%dx%d: out of memory "
+                                             "(PELAB_TEST_GEMM_FAIL)", N, C, OC)
+                                : pelab_gemm_bf16_backward(dinp, dw, dout, inp, w, N, C, OC, beta);
+        if (rc != PELAB_OK) failed(rc, dinp, N, C, C), failed(rc, dw, OC, C, C);
+    } else {
+        pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
+        pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+    }
     PELAB_PROF_STOP(PELAB_PROF_MATMUL_BWD, 4.0 * N * C * OC);
 }
 

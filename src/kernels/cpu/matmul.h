@@ -27,6 +27,11 @@ int pelab_gemm_take_failure(void);
 int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                     const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                     pelab_real *C, int ldc);
+/* A linear layer's two backward products in bf16, dout rounded once for both:
+ *   dinp (N,C) = dout (N,OC) · w (OC,C) + beta · dinp;   dw (OC,C) += dout^T · inp (N,C).
+ * PELAB_OK or PELAB_ERR_RUNTIME as pelab_gemm_bf16 (a failure may leave dinp written). */
+int pelab_gemm_bf16_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
+                             const pelab_real *w, int N, int C, int OC, pelab_real beta);
 
 /* out (N,OC) = inp (N,C) · w^T, with w (OC,C) as a PyTorch Linear weight. */
 void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
