@@ -41,6 +41,7 @@ fi
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null") print "null"; else printf "%.2f", a / b }'; }
 
 echo "precision: $threads threads; products: medians of 5 passes; training: medians of $reps runs"
+echo "$(./pelab --version 2>/dev/null | grep '^bf16 products:' || echo 'bf16 products: (./pelab not built)')"
 json="[" ceiling=null
 printf '%-7s %12s %12s %6s\n' products "fp32 GFLOP/s" "bf16 GFLOP/s" ratio
 for c in $configs S; do

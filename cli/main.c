@@ -151,6 +151,7 @@ static int run(int argc, char **argv) {
                !bf16 ? "no bf16" : pelab_bf16_emulated() ? "bf16 emulated" : "bf16",
                pelab_dist_built() ? "MPI" : "no MPI", pelab_plot_available() ? "cairo" : "no cairo");
         printf("matrix products: %s\n", pelab_blas_kernels());
+        if (bf16) printf("bf16 products: %s\n", pelab_bf16_kernels());
         return PELAB_OK;
     }
     const struct command *c = find(name);

@@ -53,6 +53,16 @@ if ! "$P" train $S --pe rope --steps 1 --precision bf16 --out "$W/probe" 2>"$W/e
     exit 77
 fi
 
+# --version names the instructions of both kinds of bf16 product; oneDNN's cap below AMX keeps the
+# attention tiles off AMX too (one setting for every bf16 product)
+"$P" --version 2>/dev/null | grep -qE "^bf16 products: linear layers: oneDNN on .*; attention tiles: " ||
+    fail "--version does not name the bf16 kernels: $("$P" --version 2>&1)"
+if [ -z "${PELAB_BF16_EMULATION:-}" ]; then
+    ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 "$P" --version 2>/dev/null |
+        grep -qx "bf16 products: linear layers: oneDNN on AVX-512 with BF16; attention tiles: AVX512-BF16" ||
+        fail "ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16: $(ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16 "$P" --version 2>&1)"
+fi
+
 for extra in "--pe pope" "--pe rope --dropout 0.1 --accum 2" "--pe fox" "--pe cope"; do
     rm -rf "$W"/full "$W"/part "$W"/f32
     train $S $extra --precision bf16 --steps 16 --save-every 8 --out "$W/full"

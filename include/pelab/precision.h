@@ -43,6 +43,11 @@ int pelab_precision_check(enum pelab_precision p);
  * pelab_precision_check: where bf16 cannot run, the last error is its message). */
 int pelab_bf16_emulated(void);
 
+/* The instructions bf16's products run on here, e.g. "linear layers: oneDNN on AVX-512 with AMX;
+ * attention tiles: AMX-BF16" (oneDNN's dispatch and tile_bf16.h's), for --version and the
+ * benchmarks; "none" where bf16 cannot run. */
+const char *pelab_bf16_kernels(void);
+
 /* Checks `p` (pelab_precision_check) and makes it the calling thread's precision; on failure the
  * thread's precision is unchanged. */
 int pelab_precision_set(enum pelab_precision p);

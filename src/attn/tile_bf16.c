@@ -18,7 +18,9 @@
  */
 #define _DEFAULT_SOURCE /* syscall, for arch_prctl */
 #include "attn/tile_bf16.h"
+#include <ctype.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/simd.h"
@@ -307,8 +309,27 @@ static int amx_usable(void) {
 }
 
 
+/* Whether the ISA name s (as oneDNN spells them: AVX512_CORE_BF16, ...) contains word, in any case. */
+static int names(const char *s, const char *word) {
+    for (; *s; s++) {
+        size_t i = 0;
+        while (word[i] && s[i] && toupper((unsigned char)s[i]) == word[i]) i++;
+        if (!word[i]) return 1;
+    }
+    return 0;
+}
+
+/* What the CPU and OS allow, capped by oneDNN's own setting ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA)
+ * where it is given, so that one setting chooses the instructions of every bf16 product: below
+ * AMX (AVX512_CORE_BF16) the tiles leave AMX alone too; below AVX512-BF16, the plain loops. */
 static void find_isa(void) {
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16")) return;
+    const char *cap = getenv("ONEDNN_MAX_CPU_ISA");
+    if (!cap) cap = getenv("DNNL_MAX_CPU_ISA");
+    if (cap && !names(cap, "ALL") && !names(cap, "AMX")) {
+        best_isa = names(cap, "BF16") ? PELAB_TILE_AVX512_BF16 : PELAB_TILE_PLAIN;
+        return;
+    }
     best_isa = amx_usable() ? PELAB_TILE_AMX : PELAB_TILE_AVX512_BF16;
 }
 #else

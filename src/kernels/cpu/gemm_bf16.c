@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "attn/tile_bf16.h"
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/parallel.h"
@@ -88,6 +89,8 @@ int pelab_gemm_bf16_backward(pelab_real *dinp, pelab_real *dw, const pelab_real 
                              const pelab_real *w, int N, int C, int OC, pelab_real beta) {
     return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: this pelab was built without oneDNN");
 }
+
+const char *pelab_bf16_kernels(void) { return "none"; }
 
 #else
 
@@ -216,6 +219,18 @@ int pelab_precision_check(enum pelab_precision p) {
         return pelab_fail(PELAB_ERR_RUNTIME, "--precision bf16: oneDNN could not create its CPU engine "
                           "(status %d)", (int)engine_status);
     return PELAB_OK;
+}
+
+const char *pelab_bf16_kernels(void) {
+    static char text[128];
+    if (pelab_precision_check(PELAB_PRECISION_BF16) != PELAB_OK) {
+        pelab_clear_error();
+        return "none";
+    }
+    snprintf(text, sizeof text, "linear layers: oneDNN on %s%s; attention tiles: %s",
+             isa_name(dnnl_get_effective_cpu_isa()), bf16_emulated ? " (emulated bf16)" : "",
+             pelab_tile_bf16_isa_name(pelab_tile_bf16_isa()));
+    return text;
 }
 
 static struct ctx *ctx_get(void) {
