@@ -139,6 +139,20 @@ def sizes_table(name, record, compare):
     return "\n".join(lines + caption(name, record, compare, seeds, "exact match in %, ")) + "\n"
 
 
+def accuracy_table(name, record, compare):
+    """Encodings × test accuracy (%), each seed's, and test loss (a compare of a task scored by
+    accuracy alone: indirect indexing)."""
+    order, seeds = entries(compare)
+    head = ["encoding", "test accuracy (%)", "seeds %s (%%)" % ", ".join(str(s) for s in seeds), "test loss"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for pe in order:
+        runs = sorted((r for r in compare["runs"] if r["pe"] == pe), key=lambda r: r["seed"])
+        row = [entry_name(pe), cell([100 * r["test_acc"] for r in runs], 1),
+               ", ".join("%.1f" % (100 * r["test_acc"]) for r in runs), cell([r["test_loss"] for r in runs])]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines + caption(name, record, compare, seeds)) + "\n"
+
+
 def attn_similarity(name, record, analysis):
     """The first group's row of an attn-similarity analysis (the runs' first encoding against each),
     closest first."""
@@ -163,8 +177,10 @@ def render(name):
         return text_sweep(name, record, compare)
     if compare.get("buckets") and "sweep_em" in compare["runs"][0]:
         return sizes_table(name, record, compare)
-    sys.exit("tables: results/%s: no table kind for this record (a text compare with --lengths, or an "
-             "algorithmic task's with --buckets)" % name)
+    if compare.get("task") == "indirect":
+        return accuracy_table(name, record, compare)
+    sys.exit("tables: results/%s: no table kind for this record (a text compare with --lengths, an "
+             "algorithmic task's with --buckets, or indirect indexing's)" % name)
 
 
 def regenerate(text):
