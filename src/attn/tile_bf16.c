@@ -10,7 +10,7 @@
  * A is 16 rows of 32 bf16s, a tile of B 16 pair rows of 16 columns; for AMX, kp is kd rounded up to
  * 32 and mp = m rounded up to 16, the padding zeros, so that every tile is whole (mp = m otherwise).
  *
- * AVX512-BF16: blocks of MR = 8 rows by 32 columns of C are summed in 16 registers over all of kd
+ * AVX512-BF16: blocks of MR = 8 rows by 16 columns of C are summed in 8 registers over all of kd
  * and added to C once (alpha applied then; masked loads and stores at the right edge). AMX (where
  * the CPU has it and Linux grants the tile state): each 16×16 block of C is one tile, summed over
  * kp in steps of 32 and added to C alike. Packing is O(m·kd + kd·n) against the product's
@@ -125,35 +125,26 @@ static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 #include <immintrin.h>
 #define TARGET_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-/* Rows r0 .. r0+mr−1 (mr ≤ MR, a constant where inlined), columns j0 .. j0+16·nv−1 (nv = 1 or 2
- * vectors; the first `cols` of them stored). Two vectors of columns make 16 independent sums, each
- * broadcast pair of A serving two VDPBF16PS: with one, the 8 chains of dependent additions
- * and a broadcast per product held the tile products at about half the instruction's rate. */
+/* Rows r0 .. r0+mr−1 (mr ≤ MR, a constant where inlined), columns j0 .. j0+15 (the first `cols`
+ * of them stored). */
 TARGET_BF16 static inline __attribute__((always_inline)) void block(
-    float *C, long ldc, const uint16_t *a, const uint16_t *b, int r0, int mr, int j0, int nv, int cols,
-    int kp, int np, float alpha) {
-    __m512 acc[MR][2];
-    for (int i = 0; i < mr; i++)
-        for (int v = 0; v < nv; v++) acc[i][v] = _mm512_setzero_ps();
+    float *C, long ldc, const uint16_t *a, const uint16_t *b, int r0, int mr, int j0, int cols, int kp,
+    int np, float alpha) {
+    __m512 acc[MR];
+    for (int i = 0; i < mr; i++) acc[i] = _mm512_setzero_ps();
     for (int p = 0; p < kp / 2; p++) {
-        __m512bh bp[2];
-        for (int v = 0; v < nv; v++)
-            bp[v] = (__m512bh)_mm512_loadu_si512(b + ((long)p * np + j0 + v * NR) * 2);
+        const __m512bh bp = (__m512bh)_mm512_loadu_si512(b + ((long)p * np + j0) * 2);
         for (int i = 0; i < mr; i++) {
             uint32_t pair;
             memcpy(&pair, a + (long)(r0 + i) * kp + 2 * p, sizeof pair);
-            const __m512bh ap = (__m512bh)_mm512_set1_epi32((int)pair);
-            for (int v = 0; v < nv; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], ap, bp[v]);
+            acc[i] = _mm512_dpbf16_ps(acc[i], (__m512bh)_mm512_set1_epi32((int)pair), bp);
         }
     }
+    const __mmask16 k = cols >= NR ? (__mmask16)0xffff : (__mmask16)((1u << cols) - 1);
     const __m512 al = _mm512_set1_ps(alpha);
-    for (int v = 0; v < nv; v++) {
-        const int left = cols - v * NR;
-        const __mmask16 k = left >= NR ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-        for (int i = 0; i < mr; i++) {
-            float *c = C + (long)(r0 + i) * ldc + j0 + v * NR;
-            _mm512_mask_storeu_ps(c, k, _mm512_fmadd_ps(al, acc[i][v], _mm512_maskz_loadu_ps(k, c)));
-        }
+    for (int i = 0; i < mr; i++) {
+        float *c = C + (long)(r0 + i) * ldc + j0;
+        _mm512_mask_storeu_ps(c, k, _mm512_fmadd_ps(al, acc[i], _mm512_maskz_loadu_ps(k, c)));
     }
 }
 
@@ -238,16 +229,10 @@ TARGET_BF16 static void pack_native(uint16_t *a, uint16_t *b, const float *A, lo
 TARGET_BF16 static void product_native(float *C, long ldc, const uint16_t *a, const uint16_t *b, int m, int n,
                                        int kp, int np, float alpha) {
     const int m_full = m - m % MR;
-    int j0 = 0;
-    for (; n - j0 > NR; j0 += 2 * NR) { /* two vectors of columns, the second perhaps partial */
+    for (int j0 = 0; j0 < n; j0 += NR) {
         const int cols = n - j0;
-        for (int r0 = 0; r0 < m_full; r0 += MR) block(C, ldc, a, b, r0, MR, j0, 2, cols, kp, np, alpha);
-        for (int r0 = m_full; r0 < m; r0++) block(C, ldc, a, b, r0, 1, j0, 2, cols, kp, np, alpha);
-    }
-    if (j0 < n) { /* one vector, perhaps partial */
-        const int cols = n - j0;
-        for (int r0 = 0; r0 < m_full; r0 += MR) block(C, ldc, a, b, r0, MR, j0, 1, cols, kp, np, alpha);
-        for (int r0 = m_full; r0 < m; r0++) block(C, ldc, a, b, r0, 1, j0, 1, cols, kp, np, alpha);
+        for (int r0 = 0; r0 < m_full; r0 += MR) block(C, ldc, a, b, r0, MR, j0, cols, kp, np, alpha);
+        for (int r0 = m_full; r0 < m; r0++) block(C, ldc, a, b, r0, 1, j0, cols, kp, np, alpha);
     }
 }
 
