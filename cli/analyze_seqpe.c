@@ -28,6 +28,17 @@
  *
  *   p_row,p_col,row,col,dot      one row per selected position p and grid cell (row, col)
  *
+ * With --variance, instead, how the grid's embeddings e_rc (r, c = 1..G) divide their energy
+ * Σ|e_rc|² between the part all cells share, the rows, the columns and the rest (the two-way
+ * analysis of variance of the vectors): with ē the mean over the grid, R_r = mean_c e_rc − ē and
+ * C_c = mean_r e_rc − ē,
+ *   mean G²|ē|²,  rows G·Σ_r |R_r|²,  columns G·Σ_c |C_c|²,  interaction Σ|e_rc − ē − R_r − C_c|²
+ * which add up to Σ|e_rc|². The dot products of the figure are dominated by the shared part
+ * (e_p·e_q = |ē|² + …); this says how much of what varies varies with each coordinate:
+ *
+ *   part,sum_of_squares,of_total,of_variation    rows mean, rows, columns, interaction
+ *                                               (of_variation: of Σ|e_rc − ē|², empty for mean)
+ *
  * With --png, the figure: the matrix as one heatmap (Figure 2), or the five grids side by side on
  * one colour scale (row 1 at the bottom, as a heatmap's axes run).
  *
@@ -62,6 +73,9 @@ static const struct pelab_optdef seqpe_options[] = {
      "matrix as a heatmap, or an image run's five grids"},
     {"width", PELAB_OPT_INT, "1000", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG width in pixels"},
     {"height", PELAB_OPT_INT, "700", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG height in pixels"},
+    {"variance", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
+     "image runs: instead of the five grids, how the grid's embeddings divide their energy between "
+     "the mean, the rows, the columns and the rest (columns part,sum_of_squares,of_total,of_variation)"},
     {"checkpoints", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "with --nearest T: at every kept checkpoint and the final model, the means per band of T "
      "positions (columns step,from,to,distance,norm,relative)"},
@@ -74,7 +88,7 @@ static void analyze_seqpe_help(FILE *f) {
     struct pelab_group g = {"options", seqpe_options};
     fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n"
                "                           [--nearest T [--checkpoints]] [--png FILE]\n"
-               "       pelab analyze seqpe --model DIR [--out FILE|-] [--grid G] [--png FILE]   (images)\n\n"
+               "       pelab analyze seqpe --model DIR [--out FILE|-] [--grid G] [--png FILE | --variance]   (images)\n\n"
                "Writes the dot products e_p . e_q of a SeqPE run's position embeddings (the\n"
                "encoder's output) for p, q = from, from+step, ... below to, as a CSV matrix: a\n"
                "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n"
@@ -86,6 +100,8 @@ static void analyze_seqpe_help(FILE *f) {
                "of the G x G grid (its corners and centre) with every grid position, rows\n"
                "p_row,p_col,row,col,dot; a --pe learned2d run (the paper's APE-Learn) gives the\n"
                "same of its table, interpolated for a larger --grid as its evaluation does.\n"
+               "With --variance (images), the grid's embeddings' energy split between their mean,\n"
+               "the rows, the columns and the rest: rows part,sum_of_squares,of_total,of_variation.\n"
                "--png draws the matrix, or the five grids, as heatmaps.\n");
     pelab_args_help(f, &g, 1, NULL);
 }
@@ -245,6 +261,55 @@ done:
     return rc;
 }
 
+/* --variance: rows part,sum_of_squares,of_total,of_variation for the G × G grid's embeddings
+ * (the two-way decomposition at the top of this file), sums in double. */
+static int write_variance(FILE *f, struct pelab_model *m, int G) {
+    const int D = m->cfg.d_model, n = G * G;
+    int32_t *pos = malloc((size_t)n * 2 * sizeof *pos);
+    pelab_real *e = malloc((size_t)n * D * sizeof *e);
+    double *mean = calloc((size_t)D * (1 + 2 * G), sizeof *mean), *row = mean + D, *col = row + (long)G * D;
+    int rc = PELAB_OK;
+    if (!pos || !e || !mean) {
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d position embeddings", n);
+        goto done;
+    }
+    for (int r = 0; r < G; r++)
+        for (int c = 0; c < G; c++) pos[2 * (r * G + c)] = r + 1, pos[2 * (r * G + c) + 1] = c + 1;
+    if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n, e))) goto done;
+    for (int r = 0; r < G; r++) /* the sums of each row and column, then the means */
+        for (int c = 0; c < G; c++)
+            for (int k = 0; k < D; k++) {
+                const double v = e[(long)(r * G + c) * D + k];
+                mean[k] += v, row[(long)r * D + k] += v, col[(long)c * D + k] += v;
+            }
+    for (int k = 0; k < D; k++) mean[k] /= n;
+    for (long i = 0; i < (long)G * D; i++) row[i] = row[i] / G - mean[i % D], col[i] = col[i] / G - mean[i % D];
+    double ss_mean = 0, ss_row = 0, ss_col = 0, ss_int = 0, ss_all = 0;
+    for (int k = 0; k < D; k++) ss_mean += (double)n * mean[k] * mean[k];
+    for (long i = 0; i < (long)G * D; i++) ss_row += (double)G * row[i] * row[i], ss_col += (double)G * col[i] * col[i];
+    for (int r = 0; r < G; r++)
+        for (int c = 0; c < G; c++)
+            for (int k = 0; k < D; k++) {
+                const double v = e[(long)(r * G + c) * D + k];
+                const double rest = v - mean[k] - row[(long)r * D + k] - col[(long)c * D + k];
+                ss_int += rest * rest, ss_all += v * v;
+            }
+    const double varied = ss_row + ss_col + ss_int;
+    const char *parts[4] = {"mean", "rows", "columns", "interaction"};
+    const double ss[4] = {ss_mean, ss_row, ss_col, ss_int};
+    fprintf(f, "part,sum_of_squares,of_total,of_variation\n");
+    for (int i = 0; i < 4; i++) {
+        fprintf(f, "%s,%.9g,%.6f,", parts[i], ss[i], ss_all > 0 ? ss[i] / ss_all : 0);
+        if (i) fprintf(f, "%.6f", varied > 0 ? ss[i] / varied : 0);
+        fprintf(f, "\n");
+    }
+done:
+    free(pos);
+    free(e);
+    free(mean);
+    return rc;
+}
+
 /* --png: the matrix as one heatmap (n_maps 1, side n) or the five grids (side G). */
 static int draw(const char *png, const struct pelab_opts *opts, const char *dir, const char *pe_name,
                 const double *z, int n_maps, int side, long from, long step) {
@@ -311,13 +376,18 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     }
     const int image = m->pe.pos_dims == 2;
     const int grid = (int)pelab_opt_int(&opts, seqpe_options, "grid"), G = grid ? grid : m->pe.grid;
+    const int variance = pelab_opt_switch(&opts, seqpe_options, "variance");
     static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
     for (int i = 0; i < 5 && !rc; i++)
         if (image && pelab_opts_get(&opts, sequence_only[i]))
             rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on images, whose positions are a grid "
                             "(--grid G); --%s is for runs on sequences", sequence_only[i], dir, sequence_only[i]);
-    if (!rc && !image && pelab_opts_get(&opts, "grid"))
-        rc = pelab_fail(PELAB_ERR_USAGE, "--grid: %s is a run on sequences; --grid is for runs on images", dir);
+    for (int i = 0; i < 2 && !rc; i++)
+        if (!image && pelab_opts_get(&opts, i ? "variance" : "grid"))
+            rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on sequences; --%s is for runs on images",
+                            i ? "variance" : "grid", dir, i ? "variance" : "grid");
+    if (!rc && variance && png[0])
+        rc = pelab_fail(PELAB_ERR_USAGE, "--png draws the five grids; --variance is CSV only");
     double *z = NULL; /* the figure's values */
     if (!rc && png[0] && !(z = malloc(sizeof *z * (image ? (size_t)GRID_PICKS * G * G : (size_t)n * n))))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the figure");
@@ -335,7 +405,9 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         }
         f = af.f;
     }
-    if (image) {
+    if (image && variance) {
+        rc = write_variance(f, m, G);
+    } else if (image) {
         rc = write_grid(f, m, G, z);
     } else if (checkpoints) {
         rc = write_checkpoints(f, m, dir, from, step, (int)n, nearest);

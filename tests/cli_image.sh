@@ -101,6 +101,39 @@ for pr, pc, r, c, dot in rows:
     want = sum(x * y for x, y in zip(row(int(pr), int(pc)), row(int(r), int(c))))
     assert abs(float(dot) - want) <= 1e-5 * (1 + abs(want)), (pr, pc, r, c, dot, want)
 PY
+# --variance: the grid's energy split (mean, rows, columns, interaction), against the table's rows
+# split independently: each part's sum of squares from a model fitted as the row and column means
+"$P" analyze seqpe --model "$W/learned2d" --variance --out "$W/var.csv" 2>"$W/err" || fail "analyze seqpe --variance: $(cat "$W/err")"
+/usr/bin/python3 - "$W/var.csv" "$W/learned2d/model.safetensors" <<'PY' || fail "analyze seqpe --variance: the split"
+import csv, json, struct, sys
+rows = list(csv.reader(open(sys.argv[1])))
+assert rows[0] == ["part", "sum_of_squares", "of_total", "of_variation"], rows[0]
+got = {r[0]: r[1:] for r in rows[1:]}
+assert list(got) == ["mean", "rows", "columns", "interaction"] and got["mean"][2] == "", got
+raw = open(sys.argv[2], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+meta = json.loads(raw[8:8 + n])["pos_emb2d.weight"]
+(G2, D), (a, b) = meta["shape"], meta["data_offsets"]
+vals = struct.unpack("<%df" % (G2 * D), raw[8 + n + a:8 + n + b])
+G = round((G2 - 1) ** 0.5)
+e = {(r, c): vals[(1 + r * G + c) * D:(2 + r * G + c) * D] for r in range(G) for c in range(G)}
+mean = [sum(e[r, c][k] for r in range(G) for c in range(G)) / (G * G) for k in range(D)]
+R = {r: [sum(e[r, c][k] for c in range(G)) / G - mean[k] for k in range(D)] for r in range(G)}
+C = {c: [sum(e[r, c][k] for r in range(G)) / G - mean[k] for k in range(D)] for c in range(G)}
+want = {"mean": G * G * sum(x * x for x in mean),
+        "rows": G * sum(x * x for r in range(G) for x in R[r]),
+        "columns": G * sum(x * x for c in range(G) for x in C[c]),
+        "interaction": sum((e[r, c][k] - mean[k] - R[r][k] - C[c][k]) ** 2 for r in range(G) for c in range(G) for k in range(D))}
+total = sum(x * x for v in e.values() for x in v)
+assert abs(sum(want.values()) - total) <= 1e-9 * total
+for part, w in want.items():
+    ss, of_total, of_var = got[part]
+    assert abs(float(ss) - w) <= 1e-5 * total, (part, ss, w)
+    assert abs(float(of_total) - w / total) <= 2e-6, (part, of_total, w / total)
+    if part != "mean":
+        assert abs(float(of_var) - w / (total - want["mean"])) <= 2e-6, (part, of_var)
+PY
+check 2 "--variance is CSV only" -- analyze seqpe --model "$W/learned2d" --variance --png "$W/v.png"
 "$P" analyze seqpe --model "$W/learned2d" --grid 5 --out "$W/ape5.csv" 2>"$W/err" && [ "$(wc -l <"$W/ape5.csv")" -eq $((1 + 5 * 25)) ] ||
     fail "analyze seqpe on learned2d, a larger grid: $(cat "$W/err")"
 check 2 "a run of --pe rope2d, which has no position vectors" -- analyze seqpe --model "$W/rope2d"

@@ -192,6 +192,7 @@ expect_usage "--nearest 1: position 0 would have no other to be near" -- analyze
 expect_usage "--checkpoints summarises --nearest T" -- analyze seqpe --model "$W/full" --checkpoints --out "$W/no"
 expect_usage "--png draws the matrix (or an image run's grids); --nearest is CSV only" -- analyze seqpe --model "$W/full" --nearest 8 --png "$W/no.png"
 expect_usage "is a run on sequences; --grid is for runs on images" -- analyze seqpe --model "$W/full" --grid 4 --out "$W/no"
+expect_usage "is a run on sequences; --variance is for runs on images" -- analyze seqpe --model "$W/full" --variance --out "$W/no"
 expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
     compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
 expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
