@@ -9,6 +9,12 @@
 #                                     weaker at m = 32); perplexity at 1T..10T
 #   results/seqpe-table4-PROFILE-far  its β-only runs again (trained once, reused) at 16T and 20T,
 #                                     beyond every position training saw (L_max = 10T)
+# and, with PROFILES=arms,
+#   results/seqpe-table4-arms         the arm the two profiles rank apart, L_delta alone (α 0.1,
+#                                     β 0), on the paper's profile with one of the authors'
+#                                     differences at a time: the local window placed anywhere, the
+#                                     hard global edits, the encoder's final norm, and the rest
+#                                     (global share 0.4, shifts per step from a pool of 320)
 # Three seeds at the demo preset, two runs at a time: training takes 6-9 minutes a run, a sweep
 # to 20T ten more. Runs live in $PELAB_SEQPE_RUNS (runs/seqpe-table4); finished ones are reused.
 set -euo pipefail
@@ -16,6 +22,14 @@ cd "$(dirname "$0")/.."
 runs=${PELAB_SEQPE_RUNS:-runs/seqpe-table4}
 S=seqpe:seqpe-mode=attn-bias:seqpe-max-pos=1280:seqpe-shift-prob=0.5
 for profile in ${*:-paper authors}; do
+    if [ "$profile" = arms ]; then
+        P=$S:seqpe-reg-profile=paper:seqpe-beta=0
+        pes=$P:seqpe-local-window=anywhere,$P:seqpe-global-edits=authors,$P:seqpe-final-norm=on
+        pes=$pes,$P:seqpe-global-frac=0.4:seqpe-shift-unit=step:seqpe-shift-pool=320
+        bash scripts/record.sh seqpe-table4-arms ./pelab compare --task text --preset demo --pe "$pes" \
+            --seeds 3 --jobs 2 --threads 1 --lengths 1x,2x,4x,8x,10x --out "$runs/arms"
+        continue
+    fi
     P=$S:seqpe-reg-profile=$profile
     pes=$P,$P:seqpe-alpha=0,$P:seqpe-beta=0,$P:seqpe-alpha=0:seqpe-beta=0
     [ "$profile" = authors ] && pes=$pes,$P:seqpe-alpha=0:seqpe-beta=1.6
