@@ -160,37 +160,48 @@ static void run_kernel(struct result *r, struct attn_setup *a, int tiled) { run_
 
 #define EQ_TOL 1e-12
 
-/* The cached kernel on a's batch, one sequence at a time in chunks of `chunk` new queries, its
- * keys and values in bf16 when bf16 is set: max relative difference of its outputs from ref_out
- * (B,T,D). */
+/* The cached kernel on a's batch, every sequence against a cache of its own, in chunks of `chunk`
+ * new queries (one call per chunk for all B sequences: a generated token's path for chunks under
+ * 16, the matrix products' for longer ones), keys and values in bf16 when bf16 is set: max
+ * relative difference of its outputs from ref_out (B,T,D). */
 static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk, int bf16) {
     const struct pelab_attn_call *s = &a->s;
-    const int H = s->H, dq = s->dq, dv = s->dv, T = s->T, D = H * dv;
-    struct pelab_attn_cache c;
-    CHECK(pelab_attn_cache_init(&c, LAYERS, H, dq, dv, T, chunk, 0, bf16) == PELAB_OK, "cache init");
-    double *out = vec((long)s->B * T * D, 0, 0), *q = vec((long)H * chunk * dq, 0, 0);
-    double *k = vec((long)H * chunk * dq, 0, 0);
-    for (int b = 0; b < s->B; b++) {
-        c.len = 0;
-        for (int t0 = 0; t0 < T; t0 += chunk) {
-            const int n = T - t0 < chunk ? T - t0 : chunk;
-            for (int h = 0; h < H; h++) /* the chunk's rows of (B,H,T,dq) as (H,n,dq) */
+    const int B = s->B, H = s->H, dq = s->dq, dv = s->dv, T = s->T, D = H * dv;
+    struct pelab_attn_cache c[4], *caches[4];
+    CHECK(B <= 4, "cached_diff: batch %d over 4", B);
+    if (B > 4) return INFINITY;
+    for (int b = 0; b < B; b++) {
+        CHECK(pelab_attn_cache_init(&c[b], LAYERS, H, dq, dv, T, chunk, 0, bf16) == PELAB_OK, "cache init");
+        caches[b] = &c[b];
+    }
+    double *out = vec((long)B * T * D, 0, 0), *q = vec((long)B * H * chunk * dq, 0, 0);
+    double *k = vec((long)B * H * chunk * dq, 0, 0), *v = vec((long)B * chunk * 3 * D, 0, 0);
+    double *o = vec((long)B * chunk * D, 0, 0);
+    for (int t0 = 0; t0 < T; t0 += chunk) {
+        const int n = T - t0 < chunk ? T - t0 : chunk;
+        for (int b = 0; b < B; b++) {
+            for (int h = 0; h < H; h++) /* the chunk's rows of (B,H,T,dq) as (B,H,n,dq) */
                 for (int i = 0; i < n; i++) {
-                    const long from = (((long)b * H + h) * T + t0 + i) * dq, to = ((long)h * n + i) * dq;
+                    const long from = (((long)b * H + h) * T + t0 + i) * dq, to = (((long)b * H + h) * n + i) * dq;
                     memcpy(q + to, a->qo + from, (size_t)dq * sizeof *q);
                     memcpy(k + to, a->ko + from, (size_t)dq * sizeof *k);
                 }
-            for (int i = 0; i < n; i++) c.pos[t0 + i] = a->pos[(long)b * T + t0 + i];
-            struct pelab_attn_call sc = *s;
-            sc.B = 1, sc.T = n, sc.pos = c.pos + t0;
-            const long row = (long)b * T + t0;
-            pelab_attn_cached_forward(&c, out + row * D, q, k, a->qkv + row * 3 * D + 2 * D, &sc);
-            c.len += n;
+            for (int i = 0; i < n; i++) { /* rows (B,n) of qkv, of which the values are read */
+                memcpy(v + ((long)b * n + i) * 3 * D, a->qkv + ((long)b * T + t0 + i) * 3 * D, (size_t)3 * D * sizeof *v);
+                c[b].pos[t0 + i] = a->pos[(long)b * T + t0 + i];
+            }
+        }
+        struct pelab_attn_call sc = *s;
+        sc.T = n, sc.pos = NULL;
+        pelab_attn_cached_forward(caches, o, q, k, v + 2 * D, &sc);
+        for (int b = 0; b < B; b++) {
+            memcpy(out + ((long)b * T + t0) * D, o + (long)b * n * D, (size_t)n * D * sizeof *out);
+            c[b].len += n;
         }
     }
-    const double d = rel_diff(out, ref_out, (long)s->B * T * D);
-    free(out), free(q), free(k);
-    pelab_attn_cache_release(&c);
+    const double d = rel_diff(out, ref_out, (long)B * T * D);
+    free(out), free(q), free(k), free(v), free(o);
+    for (int b = 0; b < B; b++) pelab_attn_cache_release(&c[b]);
     return d;
 }
 

@@ -119,14 +119,16 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
 void pelab_attn_cache_release(struct pelab_attn_cache *c);
 /* The bytes pelab_attn_cache_init allocates for those arguments. */
 double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, int key_bias, int bf16);
-/* Causal attention of s->T ≤ c->chunk new queries of one sequence (s->B = 1, at positions
- * c->len .. c->len + s->T − 1, whose positions the caller has put in c->pos from c->len) to the
- * c->len cached keys and the new ones: layer s->layer's new keys k (H,T,dq) and values v
- * (T,H,dv, rows s->ldv apart), and s->kb (H,T) when the cache keeps KEY values, are stored at
- * c->len (which the caller advances once every layer has run), rounded to bf16 in a bf16 cache;
- * q (H,T,dq); out (T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. */
-void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
-                               const pelab_real *k, const pelab_real *v,
-                               const struct pelab_attn_call *s);
+/* Causal attention of s->T new queries of each of s->B sequences, sequence b against caches[b]
+ * (at positions len .. len + s->T − 1 of that cache, whose positions the caller has put in its
+ * pos from len; s->T ≤ its chunk) — its len cached keys and its new ones: layer s->layer's new keys
+ * k (B,H,T,dq) and values v (B,T,H,dv, rows s->ldv apart), and s->kb (B,H,T) when the caches keep
+ * KEY values, are stored at each cache's len (which the caller advances once every layer has
+ * run), rounded to bf16 in a bf16 cache; q (B,H,T,dq); s->z (B,H,T,P) for a COUNT site; out
+ * (B,T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. A generated token's
+ * queries (T < 16) run every sequence's heads at once; a prompt's chunk one sequence at a time,
+ * as matrix products. */
+void pelab_attn_cached_forward(struct pelab_attn_cache *const *caches, pelab_real *out, const pelab_real *q,
+                               const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s);
 
 #endif

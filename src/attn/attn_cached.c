@@ -72,13 +72,14 @@ void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     *c = (struct pelab_attn_cache){0};
 }
 
-/* What each query row of a chunk reads (pelab_attn_cached_forward). */
+/* What each query row of one sequence's chunk reads (pelab_attn_cached_forward). */
 struct cached_rows {
     const struct pelab_attn_call *s;
     pelab_real *scores;               /* (H,n,t0 + n) */
     const pelab_real *q, *K, *V, *KB; /* this layer's: q (H,n,dq), K (H,cap,dq), V (H,cap,dv), KB (cap,H) */
     const uint16_t *K16, *V16;        /* a bf16 cache's K and V (K, V then its widened scratch) */
-    pelab_real *out;
+    const pelab_real *z;              /* the COUNT site's z (H,n,P), or NULL */
+    pelab_real *out;                  /* (n,H,dv), rows s->ldo apart */
     int t0, cap;                      /* positions cached before the chunk; the cache's capacity */
     int gemm; /* S and P·V are matrix products: the row only adds KB, counts and normalises */
 };
@@ -161,7 +162,7 @@ static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, in
     if (!r->gemm && r->K16) query_scores(row, r->q + (long)hi * dq, NULL, r->K16 + kh, t + 1, dq, s->scale);
     else if (!r->gemm) query_scores(row, r->q + (long)hi * dq, r->K + kh, NULL, t + 1, dq, s->scale);
     for (int j = 0; r->KB && j <= t; j++) row[j] += r->KB[(long)j * H + h];
-    if (s->z) pelab_count_row(row, NULL, t + 1, s->z + (long)hi * P, P, 0);
+    if (r->z) pelab_count_row(row, NULL, t + 1, r->z + (long)hi * P, P, 0);
     /* the softmax's passes, vectorised: its maximum alone, scalar, took 14 % of a generated
      * token's attention at a context of 4,096 (configuration C) */
     pelab_real mx = -INFINITY;
@@ -184,57 +185,100 @@ static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, in
 
 PELAB_SIMD_KERNEL(cached_rows, (const struct cached_rows *r, int hi), (r, hi))
 
-void pelab_attn_cached_forward(struct pelab_attn_cache *c, pelab_real *out, const pelab_real *q,
-                               const pelab_real *k, const pelab_real *v,
-                               const struct pelab_attn_call *s) {
-    PELAB_PROF_START();
-    PELAB_ASSERT(s->B == 1 && s->T <= c->chunk && c->len + s->T <= c->cap && !s->bidirectional &&
-                 s->dropout == 0 && !s->kb == !c->kb);
+/* Sequence b's chunk joins caches[b]: its keys, values (rounded to bf16 in a bf16 cache) and KEY
+ * values at c->len; a chunk of matrix products widens a bf16 cache's keys and values once. */
+static void cache_append(struct pelab_attn_cache *c, const pelab_real *k, const pelab_real *v,
+                         const pelab_real *kb, const struct pelab_attn_call *s) {
+    PELAB_ASSERT(s->T <= c->chunk && c->len + s->T <= c->cap && !kb == !c->kb);
     const int H = s->H, dq = s->dq, dv = s->dv, n = s->T, t0 = c->len, nk = t0 + n, cap = c->cap;
-    const int bf16 = c->k16 != NULL, gemm = n >= GEMM_ROWS;
     const long kl = (long)s->layer * H * cap * dq, vl = (long)s->layer * H * cap * dv; /* this layer's */
-    /* a bf16 cache's chunk of many queries reads its keys and values widened (wide_k, wide_v) */
-    pelab_real *K = bf16 ? c->wide_k : c->k + kl, *V = bf16 ? c->wide_v : c->v + vl;
-    uint16_t *K16 = bf16 ? c->k16 + kl : NULL, *V16 = bf16 ? c->v16 + vl : NULL;
-    for (int h = 0; h < H; h++) /* the chunk's keys and values join the cache */
+    for (int h = 0; h < H; h++)
         for (int i = 0; i < n; i++) {
             const long kto = ((long)h * cap + t0 + i) * dq, vto = ((long)h * cap + t0 + i) * dv;
             const pelab_real *kf = k + ((long)h * n + i) * dq, *vf = v + (long)i * s->ldv + (long)h * dv;
-            if (bf16) {
-                for (int e = 0; e < dq; e++) K16[kto + e] = pelab_to_bf16((float)kf[e]);
-                for (int e = 0; e < dv; e++) V16[vto + e] = pelab_to_bf16((float)vf[e]);
+            if (c->k16) {
+                for (int e = 0; e < dq; e++) c->k16[kl + kto + e] = pelab_to_bf16((float)kf[e]);
+                for (int e = 0; e < dv; e++) c->v16[vl + vto + e] = pelab_to_bf16((float)vf[e]);
             } else {
-                memcpy(K + kto, kf, (size_t)dq * sizeof *K);
-                memcpy(V + vto, vf, (size_t)dv * sizeof *V);
+                memcpy(c->k + kl + kto, kf, (size_t)dq * sizeof *c->k);
+                memcpy(c->v + vl + vto, vf, (size_t)dv * sizeof *c->v);
             }
         }
-    for (long h = 0; bf16 && gemm && h < H; h++) { /* the exact float32 values of every cached one */
-        for (long e = 0; e < (long)nk * dq; e++) K[h * cap * dq + e] = pelab_from_bf16(K16[h * cap * dq + e]);
-        for (long e = 0; e < (long)nk * dv; e++) V[h * cap * dv + e] = pelab_from_bf16(V16[h * cap * dv + e]);
+    for (long h = 0; c->k16 && n >= GEMM_ROWS && h < H; h++) { /* the exact float32 values of every cached one */
+        for (long e = 0; e < (long)nk * dq; e++) c->wide_k[h * cap * dq + e] = pelab_from_bf16(c->k16[kl + h * cap * dq + e]);
+        for (long e = 0; e < (long)nk * dv; e++) c->wide_v[h * cap * dv + e] = pelab_from_bf16(c->v16[vl + h * cap * dv + e]);
     }
     pelab_real *KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL; /* (cap,H) */
     for (int h = 0; KB && h < H; h++)
-        for (int i = 0; i < n; i++) KB[(long)(t0 + i) * H + h] = s->kb[(long)h * n + i];
+        for (int i = 0; i < n; i++) KB[(long)(t0 + i) * H + h] = kb[(long)h * n + i];
+}
+
+/* What sequence b's rows read: its cache, and its slices of the batch's q (B,H,n,dq), z
+ * (B,H,n,P) and out (B,n,H,dv). */
+static struct cached_rows rows_of(const struct pelab_attn_cache *c, const struct pelab_attn_call *s, int b,
+                                  const pelab_real *q, pelab_real *out) {
+    const int H = s->H, n = s->T, cap = c->cap, bf16 = c->k16 != NULL;
+    const long kl = (long)s->layer * H * cap * s->dq, vl = (long)s->layer * H * cap * s->dv;
+    const long bh = (long)b * H * n, P = s->pe ? s->pe->count_max : 0;
+    return (struct cached_rows){
+        .s = s, .scores = c->scores, .q = q + bh * s->dq, .out = out + (long)b * n * s->ldo,
+        .K = bf16 ? c->wide_k : c->k + kl, .V = bf16 ? c->wide_v : c->v + vl,
+        .K16 = bf16 ? c->k16 + kl : NULL, .V16 = bf16 ? c->v16 + vl : NULL,
+        .KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL, .z = s->z ? s->z + bh * P : NULL,
+        .t0 = c->len, .cap = cap, .gemm = n >= GEMM_ROWS};
+}
+
+/* Head h's scores of a chunk, (n, t0 + n) at r->scores: the BIAS site's values, or 0 where the
+ * rows add their dot products to them. */
+static void head_bias(const struct pelab_attn_cache *c, const struct cached_rows *r, int h) {
+    const struct pelab_attn_call *s = r->s;
+    const int n = s->T, nk = r->t0 + n;
+    pelab_real *S = r->scores + (long)h * n * nk;
     struct pelab_posenc *pe = s->pe;
-    const int has_bias = pe && (pe->sites & PELAB_SITE_BIAS);
+    if (pe && (pe->sites & PELAB_SITE_BIAS)) pe->ops->bias_tile(pe, s->layer, h, S, c->pos + r->t0, n, c->pos, nk);
+    else if (!r->gemm) memset(S, 0, (size_t)n * nk * sizeof *S);
+}
+
+/* A chunk of many queries (a prompt) of one sequence: S and P·V as matrix products per head. */
+static void chunk_products(const struct pelab_attn_cache *c, const struct cached_rows *r,
+                           void (*rows)(const struct cached_rows *, int)) {
+    const struct pelab_attn_call *s = r->s;
+    const int H = s->H, n = s->T, nk = r->t0 + n, dq = s->dq, dv = s->dv, cap = r->cap;
+    const int has_bias = s->pe && (s->pe->sites & PELAB_SITE_BIAS);
 #pragma omp parallel for schedule(static)
-    for (int h = 0; h < H; h++) { /* bias_tile may run on several threads at once */
-        pelab_real *S = c->scores + (long)h * n * nk;
-        if (has_bias) pe->ops->bias_tile(pe, s->layer, h, S, c->pos + t0, n, c->pos, nk);
-        else if (!gemm) memset(S, 0, (size_t)n * nk * sizeof *S);
-    }
-    if (gemm)
-        for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
-            pelab_gemm(0, 1, n, nk, dq, s->scale, q + (long)h * n * dq, dq, K + (long)h * cap * dq, dq,
-                       has_bias ? 1 : 0, c->scores + (long)h * n * nk, nk);
-    const struct cached_rows r = {.s = s, .scores = c->scores, .q = q, .K = K, .V = V, .K16 = K16, .V16 = V16,
-                                  .KB = KB, .out = out, .t0 = t0, .cap = cap, .gemm = gemm};
+    for (int h = 0; h < H; h++) head_bias(c, r, h); /* bias_tile may run on several threads at once */
+    for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
+        pelab_gemm(0, 1, n, nk, dq, s->scale, r->q + (long)h * n * dq, dq, r->K + (long)h * cap * dq, dq,
+                   has_bias ? 1 : 0, r->scores + (long)h * n * nk, nk);
+#pragma omp parallel for schedule(static)
+    for (int hi = 0; hi < H * n; hi++) rows(r, hi);
+    for (int h = 0; h < H; h++) /* out[:, h] (n,dv), rows ldo apart = (n,nk)·(nk,dv) */
+        pelab_gemm(0, 0, n, dv, nk, 1, r->scores + (long)h * n * nk, nk, r->V + (long)h * cap * dv, dv,
+                   0, r->out + (long)h * dv, s->ldo);
+}
+
+void pelab_attn_cached_forward(struct pelab_attn_cache *const *caches, pelab_real *out, const pelab_real *q,
+                               const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s) {
+    PELAB_PROF_START();
+    PELAB_ASSERT(!s->bidirectional && s->dropout == 0);
+    const int B = s->B, H = s->H, n = s->T;
+    for (int b = 0; b < B; b++)
+        cache_append(caches[b], k + (long)b * H * n * s->dq, v + (long)b * n * s->ldv,
+                     s->kb ? s->kb + (long)b * H * n : NULL, s);
     void (*const rows)(const struct cached_rows *, int) = pelab_simd_fn(cached_rows);
+    if (n >= GEMM_ROWS) {
+        for (int b = 0; b < B; b++) {
+            const struct cached_rows r = rows_of(caches[b], s, b, q, out);
+            chunk_products(caches[b], &r, rows);
+        }
+    } else { /* generated tokens: every sequence's heads at once, each head's bias, then its rows */
 #pragma omp parallel for schedule(static)
-    for (int hi = 0; hi < H * n; hi++) rows(&r, hi);
-    if (gemm)
-        for (int h = 0; h < H; h++) /* out[:, h] (n,dv), rows ldo apart = (n,nk)·(nk,dv) */
-            pelab_gemm(0, 0, n, dv, nk, 1, c->scores + (long)h * n * nk, nk, V + (long)h * cap * dv, dv,
-                       0, out + (long)h * dv, s->ldo);
+        for (int bh = 0; bh < B * H; bh++) {
+            const int b = bh / H, h = bh % H;
+            const struct cached_rows r = rows_of(caches[b], s, b, q, out);
+            head_bias(caches[b], &r, h);
+            for (int i = 0; i < n; i++) rows(&r, h * n + i);
+        }
+    }
     PELAB_PROF_STOP(PELAB_PROF_ATTN_FWD, 0);
 }

@@ -100,17 +100,8 @@ static int attention_forward(struct pelab_model *m, const struct pelab_fwd *f, i
     pelab_attn_call_sites(&s, b);
     const int D = m->cfg.d_model;
     const pelab_real *v = b->qkv + 2 * D;
-    if (f->caches) {
-        for (int i = 0; i < B; i++) { /* sequence i's T rows against its own cache */
-            const long HT = (long)s.H * T, dq = s.dq;
-            struct pelab_attn_call si = s;
-            si.B = 1;
-            si.pos = pos + (long)i * T * m->pe.pos_dims;
-            si.kb = s.kb ? s.kb + i * HT : NULL;
-            si.z = s.z ? s.z + i * HT * m->pe.count_max : NULL;
-            pelab_attn_cached_forward(f->caches[i], b->atty + (long)i * T * D, b->qo + i * HT * dq,
-                                      b->ko + i * HT * dq, v + (long)i * T * 3 * D, &si);
-        }
+    if (f->caches) { /* each sequence's rows against its own cache */
+        pelab_attn_cached_forward(f->caches, b->atty, b->qo, b->ko, v, &s);
         return PELAB_OK;
     }
     if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
