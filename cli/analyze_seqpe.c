@@ -228,6 +228,12 @@ static void grid_picks(int G, int32_t pick[GRID_PICKS][2]) {
     memcpy(pick, p, sizeof p);
 }
 
+/* The cells of a G × G grid, row-major: (row, col) pairs, coordinates 1..G. */
+static void grid_positions(int32_t *pos, int G) {
+    for (int r = 0; r < G; r++)
+        for (int c = 0; c < G; c++) pos[2 * (r * G + c)] = r + 1, pos[2 * (r * G + c) + 1] = c + 1;
+}
+
 /* Rows p_row,p_col,row,col,dot for the picks against every cell of the G × G grid; maps
  * (GRID_PICKS, G, G), when not NULL, receives the dot products, cell (row, col) at
  * [row − 1][col − 1]. */
@@ -241,8 +247,7 @@ static int write_grid(FILE *f, struct pelab_model *m, int G, double *maps) {
         goto done;
     }
     grid_picks(G, pick);
-    for (int r = 0; r < G; r++)
-        for (int c = 0; c < G; c++) pos[2 * (r * G + c)] = r + 1, pos[2 * (r * G + c) + 1] = c + 1;
+    grid_positions(pos, G);
     memcpy(pos + 2 * G * G, pick, sizeof pick);
     if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n, e))) goto done;
     fprintf(f, "p_row,p_col,row,col,dot\n");
@@ -273,8 +278,7 @@ static int write_variance(FILE *f, struct pelab_model *m, int G) {
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for %d position embeddings", n);
         goto done;
     }
-    for (int r = 0; r < G; r++)
-        for (int c = 0; c < G; c++) pos[2 * (r * G + c)] = r + 1, pos[2 * (r * G + c) + 1] = c + 1;
+    grid_positions(pos, G);
     if ((rc = m->pe.ops->position_vectors(&m->pe, pos, n, e))) goto done;
     for (int r = 0; r < G; r++) /* the sums of each row and column, then the means */
         for (int c = 0; c < G; c++)
