@@ -11,8 +11,9 @@
                                       run of its command (scripts/reproduce.sh), with the relative drift
 
 A block's table is made from the record alone: its compare.json (each run's metrics) and its
-record.json (commit, CPU, command): perplexities at each length of a text compare, or exact
-matches over each bucket of sizes of an algorithmic task's. With several seeds a cell is mean ± sample standard deviation
+record.json (commit, CPU, command): perplexities at each length of a text compare, exact
+matches over each bucket of sizes of an algorithmic task's, accuracy at each side of an image
+task's (with the SeqPE paper's rows beneath), or indirect indexing's accuracy. With several seeds a cell is mean ± sample standard deviation
 over them; the caption line names the seeds, the commit and the CPU.
 """
 import difflib
@@ -153,6 +154,73 @@ def accuracy_table(name, record, compare):
     return "\n".join(lines + caption(name, record, compare, seeds)) + "\n"
 
 
+# The SeqPE paper's image rows (Li et al. 2025, ImageNet-1k, ViT-S/16 at 224 px; Tables III, IV
+# and V), at pelab's sides: the paper's 224 … 672 px are 14 … 42 patches of 16, pelab's 28 … 84 px
+# are 7 … 21 patches of 4, so side s here stands for 8s there. Keyed by the table a record stands
+# for (its name: image-table3…, image-table4…, image-table5…) and the --pe entry, without the
+# settings every row of the record shares.
+PAPER_SIDES = (28, 40, 48, 56, 64, 80, 84)
+PAPER_IMAGE = {
+    "table3": {
+        "nope": ("NOPE", (78.8, 79.2, 78.5, 77.3, 75.8, 71.7, 70.5, 75.9)),
+        "sinusoidal2d": ("APE-Sin", (80.9, 50.3, 33.3, 32.4, 15.2, 8.8, 8.5, 32.7)),
+        "learned2d": ("APE-Learn", (80.4, 80.6, 79.4, 77.6, 75.4, 70.3, 69.1, 76.1)),
+        "rope2d": ("RoPE2D", (80.9, 81.5, 80.0, 78.2, 76.1, 67.8, 65.0, 75.6)),
+        "rope2d-mixed": ("RoPE2D-Mix", (80.9, 82.2, 81.8, 80.9, 79.1, 71.6, 68.3, 77.8)),
+        "seqpe": ("SeqPE", (81.2, 81.8, 81.7, 81.2, 80.5, 77.8, 76.7, 80.1)),
+    },
+    "table4": {
+        "seqpe:seqpe-alpha=0:seqpe-beta=0": ("α 0, β 0", (81.1, 81.2, 79.7, 77.1, 79.7)),
+        "seqpe:seqpe-beta=0": ("α 0.1, β 0", (81.0, 81.2, 80.7, 80.0, 80.7)),
+        "seqpe:seqpe-alpha=0": ("α 0, β 0.1", (81.3, 81.3, 79.3, 76.1, 79.5)),
+        "seqpe": ("α 0.1, β 0.1", (81.2, 81.8, 81.7, 80.5, 81.3)),
+    },
+    "table5": {
+        "seqpe:seqpe-mode=attn-add": ("AttnSum", (80.9, 80.8, 79.8, 78.5, 80.0)),
+        "seqpe:seqpe-mode=attn-bias": ("AttnBias", (80.8, 80.9, 80.1, 79.2, 80.2)),
+        "seqpe": ("AttnMul", (81.2, 81.8, 81.7, 81.2, 81.4)),
+    },
+}
+
+
+def paper_row(name, entry, sides):
+    """The paper's row for entry in the table record `name` stands for, at `sides` (and its
+    average when the sides are the paper's), or None."""
+    table = re.match(r"image-(table[345])", name)
+    found = table and PAPER_IMAGE[table.group(1)].get(entry)
+    if not found:
+        return None
+    label, values = found
+    at = dict(zip(PAPER_SIDES, values[:-1]))
+    if any(side not in at for side in sides):
+        return None
+    avg = "%.1f" % values[-1] if tuple(sides) == PAPER_SIDES[:len(values) - 1] else "—"
+    return ["*paper: %s*" % label] + ["*%.1f*" % at[side] for side in sides] + ["*%s*" % avg]
+
+
+def resolutions_table(name, record, compare):
+    """Encodings × test accuracy (%) at each side and their average over the sides (a compare of
+    the image task), each beneath it the SeqPE paper's row where the record stands for one of its
+    tables."""
+    sides = [int(l) for l in compare["resolutions"]]
+    T = run_config(name, compare["runs"][0])["task"]["image-side"]
+    head = ["encoding"] + ["%d%s" % (s, " (trained)" if s == T else "") for s in sides] + ["AVG"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    order, seeds = entries(compare)
+    shared = shared_settings(order)
+    for pe in order:
+        runs = [r for r in compare["runs"] if r["pe"] == pe]
+        row = [entry_name(pe, shared)] + [cell([100 * r["sweep_acc"][i] for r in runs], 1) for i in range(len(sides))]
+        row.append(cell([100 * statistics.mean(r["sweep_acc"]) for r in runs], 1))
+        lines.append("| " + " | ".join(row) + " |")
+        key = ":".join([pe.split(":")[0]] + [x for x in pe.split(":")[1:] if x not in shared])
+        paper = paper_row(name, key, sides)
+        if paper:
+            lines.append("| " + " | ".join(paper) + " |")
+    return "\n".join(lines + caption(name, record, compare, seeds, "test accuracy in %; AVG the mean over the "
+                                      "sides; ", shared=shared)) + "\n"
+
+
 def attn_similarity(name, record, analysis):
     """The first group's row of an attn-similarity analysis (the runs' first encoding against each),
     closest first."""
@@ -177,10 +245,13 @@ def render(name):
         return text_sweep(name, record, compare)
     if compare.get("buckets") and "sweep_em" in compare["runs"][0]:
         return sizes_table(name, record, compare)
+    if compare.get("resolutions") and "sweep_acc" in compare["runs"][0]:
+        return resolutions_table(name, record, compare)
     if compare.get("task") == "indirect":
         return accuracy_table(name, record, compare)
     sys.exit("tables: results/%s: no table kind for this record (a text compare with --lengths, an "
-             "algorithmic task's with --buckets, or indirect indexing's)" % name)
+             "algorithmic task's with --buckets, an image task's with --resolutions, or indirect "
+             "indexing's)" % name)
 
 
 def regenerate(text):
@@ -192,8 +263,8 @@ def drift(name, path):
     _, compare = load(name)
     with open(path) as f:
         fresh = {(r["pe"], r["seed"]): r for r in json.load(f)["runs"]}
-    labels = compare.get("lengths", compare.get("buckets", []))
-    key = "sweep_ppl" if "lengths" in compare else "sweep_em"
+    labels = compare.get("lengths", compare.get("buckets", compare.get("resolutions", [])))
+    key = "sweep_ppl" if "lengths" in compare else "sweep_em" if "buckets" in compare else "sweep_acc"
     print("%-8s %4s %-10s %12s %12s %9s" % ("pe", "seed", "number", "record", "now", "drift"))
     worst = 0.0
     for r in compare["runs"]:

@@ -23,4 +23,32 @@ PY
 /usr/bin/python3 scripts/tables.py --check "$W/README.md" >"$W/o" 2>&1 && fail "an edited table number passed the check"
 grep -q "^tables: README.md differs from its records" "$W/o" && grep -q '^-| ' "$W/o" ||
     fail "the check does not show the edit: $(cat "$W/o")"
+# an image compare's record (made up here: two seeds of two SeqPE modes at the sides of the paper's
+# Table V): accuracy at each side and its average over the sides, mean ± sample sd over the seeds,
+# each row with the paper's row beneath it, and its average where the sides are the paper's
+R=$W/results/image-table5-check
+mkdir -p "$R/runs/a" "$R/runs/b"
+echo '{"task": {"image-side": 28}, "training": {"threads": 1}}' >"$R/runs/a/config.json"
+cp "$R/runs/a/config.json" "$R/runs/b/config.json"
+cat >"$R/record.json" <<'JSON'
+{"command": ["./pelab", "compare"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}
+JSON
+cat >"$R/compare.json" <<'JSON'
+{"task": "image", "resolutions": ["28", "40", "48", "56"], "runs": [
+ {"pe": "seqpe", "seed": 1, "dir": "x/a", "sweep_acc": [0.80, 0.60, 0.50, 0.40]},
+ {"pe": "seqpe", "seed": 2, "dir": "x/a", "sweep_acc": [0.82, 0.62, 0.40, 0.20]},
+ {"pe": "seqpe:seqpe-mode=attn-bias", "seed": 1, "dir": "x/b", "sweep_acc": [0.84, 0.70, 0.66, 0.61]},
+ {"pe": "seqpe:seqpe-mode=attn-bias", "seed": 2, "dir": "x/b", "sweep_acc": [0.84, 0.70, 0.66, 0.61]}]}
+JSON
+printf 'x\n<!-- results:image-table5-check -->\n<!-- /results:image-table5-check -->\n' >"$W/IMG.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/IMG.md" >"$W/o" 2>&1 || fail "an image record: $(cat "$W/o")"
+want='| SeqPE | 81.0 ± 1.4 | 61.0 ± 1.4 | 45.0 ± 7.1 | 30.0 ± 14.1 | 54.2 ± 4.6 |
+| *paper: AttnMul* | *81.2* | *81.8* | *81.7* | *81.2* | *81.4* |
+| SeqPE seqpe-mode=attn-bias | 84.0 ± 0.0 | 70.0 ± 0.0 | 66.0 ± 0.0 | 61.0 ± 0.0 | 70.2 ± 0.0 |
+| *paper: AttnBias* | *80.8* | *80.9* | *80.1* | *79.2* | *80.2* |'
+/usr/bin/python3 - "$W/IMG.md" "$want" <<'PY' || fail "an image record's table: $(cat "$W/IMG.md")"
+import sys
+text = open(sys.argv[1]).read()
+assert "| encoding | 28 (trained) | 40 | 48 | 56 | AVG |\n|---|---|---|---|---|---|\n" + sys.argv[2] + "\n" in text
+PY
 echo "cli_tables: ok ($n recorded tables)"
