@@ -14,7 +14,7 @@
 #   make tables     rewrites the README's recorded tables from results/ (scripts/tables.py)
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
-#   make seqpe-table4 [PROFILES="paper authors arms"]  records SeqPE's regulariser ablation (hours)
+#   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some

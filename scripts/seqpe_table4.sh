@@ -15,6 +15,11 @@
 #                                     differences at a time: the local window placed anywhere, the
 #                                     hard global edits, the encoder's final norm, and the rest
 #                                     (global share 0.4, shifts per step from a pool of 320)
+# and, with PROFILES=lmax,
+#   results/seqpe-lmax39              both regularisers (α = β = 0.1) under each profile at the
+#                                     paper's ratio of L_max to T (20,000 / 512 ≈ 39: L_max 4,992 at
+#                                     T 128) with 10 % of the windows shifted (the paper's App. A.5),
+#                                     perplexity at 1T..20T
 # Three seeds at the demo preset, two runs at a time: training takes 6-9 minutes a run, a sweep
 # to 20T ten more. Runs live in $PELAB_SEQPE_RUNS (runs/seqpe-table4); finished ones are reused.
 set -euo pipefail
@@ -22,6 +27,13 @@ cd "$(dirname "$0")/.."
 runs=${PELAB_SEQPE_RUNS:-runs/seqpe-table4}
 S=seqpe:seqpe-mode=attn-bias:seqpe-max-pos=1280:seqpe-shift-prob=0.5
 for profile in ${*:-paper authors}; do
+    if [ "$profile" = lmax ]; then
+        L=seqpe:seqpe-mode=attn-bias:seqpe-max-pos=4992:seqpe-shift-prob=0.1
+        bash scripts/record.sh seqpe-lmax39 ./pelab compare --task text --preset demo \
+            --pe "$L:seqpe-reg-profile=paper,$L:seqpe-reg-profile=authors" \
+            --seeds 3 --jobs 2 --threads 1 --lengths 1x,2x,4x,8x,10x,16x,20x --out "$runs/lmax"
+        continue
+    fi
     if [ "$profile" = arms ]; then
         P=$S:seqpe-reg-profile=paper:seqpe-beta=0
         pes=$P:seqpe-local-window=anywhere,$P:seqpe-global-edits=authors,$P:seqpe-final-norm=on
