@@ -51,4 +51,17 @@ import sys
 text = open(sys.argv[1]).read()
 assert "| encoding | 28 (trained) | 40 | 48 | 56 | AVG |\n|---|---|---|---|---|---|\n" + sys.argv[2] + "\n" in text
 PY
+# two records in one table (NAME+NAME): each row labelled by the options its command gives that the
+# other's does not; records of two commits refused
+cp -r "$R" "$W/results/image-aug-check"
+sed -i 's/"compare"\]/"compare", "--aug-scale", "0.5,1", "--aug-flip", "--out", "d"]/' "$W/results/image-aug-check/record.json"
+printf '<!-- results:image-table5-check+image-aug-check -->\n<!-- /results:image-table5-check+image-aug-check -->\n' >"$W/TWO.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/TWO.md" >"$W/o" 2>&1 || fail "two records in one table: $(cat "$W/o")"
+[ "$(grep -c '^| SeqPE |' "$W/TWO.md")" = 1 ] && grep -qF '| SeqPE `--aug-scale 0.5,1 --aug-flip` | 81.0 ± 1.4 |' "$W/TWO.md" &&
+    grep -qF 'records in `results/image-table5-check`, `results/image-aug-check`' "$W/TWO.md" ||
+    fail "two records in one table: $(cat "$W/TWO.md")"
+sed -i 's/0123456789ab/ba9876543210/' "$W/results/image-aug-check/record.json"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/TWO.md" >"$W/o" 2>&1 &&
+    fail "records of two commits made one table"
+grep -q "records of different commits" "$W/o" || fail "two commits: $(cat "$W/o")"
 echo "cli_tables: ok ($n recorded tables)"
