@@ -257,16 +257,17 @@ def attn_similarity(name, record, analysis):
 
 def own_options(commands):
     """For each command (a list of words), the options it gives that not every other one gives
-    alike ('--aug-scale 0.08,1'), as text; --out and its directory left out."""
+    alike ('--aug-scale 0.08,1'), as text; --out and its directory, and --pe (the row's name), left
+    out."""
     def options(words):
         found, i = [], 0
         while i < len(words):
-            if words[i].startswith("--") and words[i] != "--out":
+            if words[i].startswith("--") and words[i] not in ("--out", "--pe"):
                 value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
                 found.append((words[i] + " " + value).strip())
                 i += 2 if value else 1
             else:
-                i += 2 if words[i] == "--out" else 1
+                i += 2 if words[i] in ("--out", "--pe") else 1
         return found
     sets = [options(c) for c in commands]
     return [" ".join(o for o in own if not all(o in other for other in sets)) for own in sets]
