@@ -386,10 +386,11 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         if (image && pelab_opts_get(&opts, sequence_only[i]))
             rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on images, whose positions are a grid "
                             "(--grid G); --%s is for runs on sequences", sequence_only[i], dir, sequence_only[i]);
+    static const char *const image_only[] = {"grid", "variance"};
     for (int i = 0; i < 2 && !rc; i++)
-        if (!image && pelab_opts_get(&opts, i ? "variance" : "grid"))
+        if (!image && pelab_opts_get(&opts, image_only[i]))
             rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on sequences; --%s is for runs on images",
-                            i ? "variance" : "grid", dir, i ? "variance" : "grid");
+                            image_only[i], dir, image_only[i]);
     if (!rc && variance && png[0])
         rc = pelab_fail(PELAB_ERR_USAGE, "--png draws the five grids; --variance is CSV only");
     double *z = NULL; /* the figure's values */

@@ -80,13 +80,19 @@ def entries(compare):
 
 
 def rows_of(compare):
-    """The rows of a table: (pe, label) in the order of the runs, label the run's record's own
-    options when the table merges records ('' otherwise)."""
-    order = []
+    """The rows of a table, in the order of their runs: (pe, label, its runs by seed), label the
+    options its record alone gives when the table merges records ('' otherwise)."""
+    keys = []
     for run in compare["runs"]:
-        if (run["pe"], run.get("label", "")) not in order:
-            order.append((run["pe"], run.get("label", "")))
-    return order
+        if (run["pe"], run.get("label", "")) not in keys:
+            keys.append((run["pe"], run.get("label", "")))
+    return [(pe, label, sorted((r for r in compare["runs"] if r["pe"] == pe and r.get("label", "") == label),
+                               key=lambda r: r["seed"])) for pe, label in keys]
+
+
+def row_name(pe, label, shared=()):
+    """entry_name, followed by a merged record's own options."""
+    return entry_name(pe, shared) + (" `%s`" % label if label else "")
 
 
 def shared_settings(order):
@@ -105,9 +111,8 @@ def text_sweep(name, record, compare):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order, seeds = entries(compare)
     shared = shared_settings(order)
-    for pe in order:
-        runs = [r for r in compare["runs"] if r["pe"] == pe]
-        row = [entry_name(pe, shared), cell([r["test_ppl"] for r in runs])]
+    for pe, label, runs in rows_of(compare):
+        row = [row_name(pe, label, shared), cell([r["test_ppl"] for r in runs])]
         row += [cell([r["sweep_ppl"][i] for r in runs]) for i in range(len(compare["lengths"]))]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds, shared=shared)) + "\n"
@@ -148,11 +153,10 @@ def sizes_table(name, record, compare):
     head = ["encoding"] + ["%s %s%s" % ("sizes" if "-" in b else "size", b, " (trained)" if int(b.split("-")[-1]) <= L else "")
                            for b in compare["buckets"]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    order, seeds = entries(compare)
-    for pe in order:
-        runs = [r for r in compare["runs"] if r["pe"] == pe]
-        row = [entry_name(pe)] + [cell([100 * r["sweep_em"][i] for r in runs], 1)
-                                  for i in range(len(compare["buckets"]))]
+    _, seeds = entries(compare)
+    for pe, label, runs in rows_of(compare):
+        row = [row_name(pe, label)] + [cell([100 * r["sweep_em"][i] for r in runs], 1)
+                                       for i in range(len(compare["buckets"]))]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds, "exact match in %, ")) + "\n"
 
@@ -160,12 +164,11 @@ def sizes_table(name, record, compare):
 def accuracy_table(name, record, compare):
     """Encodings × test accuracy (%), each seed's, and test loss (a compare of a task scored by
     accuracy alone: indirect indexing)."""
-    order, seeds = entries(compare)
+    _, seeds = entries(compare)
     head = ["encoding", "test accuracy (%)", "seeds %s (%%)" % ", ".join(str(s) for s in seeds), "test loss"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for pe in order:
-        runs = sorted((r for r in compare["runs"] if r["pe"] == pe), key=lambda r: r["seed"])
-        row = [entry_name(pe), cell([100 * r["test_acc"] for r in runs], 1),
+    for pe, label, runs in rows_of(compare):
+        row = [row_name(pe, label), cell([100 * r["test_acc"] for r in runs], 1),
                ", ".join("%.1f" % (100 * r["test_acc"]) for r in runs), cell([r["test_loss"] for r in runs])]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds)) + "\n"
@@ -225,9 +228,8 @@ def resolutions_table(name, record, compare):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order, seeds = entries(compare)
     shared = shared_settings(order)
-    for pe, label in rows_of(compare):
-        runs = [r for r in compare["runs"] if r["pe"] == pe and r.get("label", "") == label]
-        row = [entry_name(pe, shared) + (" `%s`" % label if label else "")]
+    for pe, label, runs in rows_of(compare):
+        row = [row_name(pe, label, shared)]
         row += [cell([100 * r["sweep_acc"][i] for r in runs], 1) for i in range(len(sides))]
         row.append(cell([100 * statistics.mean(r["sweep_acc"]) for r in runs], 1))
         lines.append("| " + " | ".join(row) + " |")
@@ -274,17 +276,17 @@ def own_options(commands):
 
 
 def merged(names):
-    """Records NAME+NAME+... as one: the first record's, with every record's runs, each run's
-    "pe" followed by its record's own options."""
+    """Records NAME+NAME+... as one: the first record's, with every record's runs, each run
+    labelled by the options its record alone gives and naming its record."""
     loaded = [load(n) for n in names]
     labels = own_options([record["command"] for record, _ in loaded])
+    if len({record["commit"] for record, _ in loaded}) > 1:
+        sys.exit("tables: results/%s: records of different commits in one table" % "+".join(names))
+    kind = lambda compare: {k: v for k, v in compare.items() if k not in ("runs", "encodings")}  # task, sweep
     record, compare = loaded[0]
     compare = dict(compare, runs=[])
-    if len({rec["commit"] for rec, _ in loaded}) > 1:
-        sys.exit("tables: results/%s: records of different commits in one table" % "+".join(names))
-    for (rec, comp), label, n in zip(loaded, labels, names):
-        if {k: v for k, v in comp.items() if k not in ("runs", "encodings")} != \
-                {k: v for k, v in loaded[0][1].items() if k not in ("runs", "encodings")}:
+    for (_, comp), label, n in zip(loaded, labels, names):
+        if kind(comp) != kind(loaded[0][1]):
             sys.exit("tables: results/%s and results/%s are not one kind of table (task, sweep)" % (names[0], n))
         compare["runs"] += [dict(r, label=label, record=n) for r in comp["runs"]]
     return record, compare
