@@ -202,6 +202,14 @@ same_weights "$W/aug/model.safetensors" "$W/aug2/model.safetensors" || fail "a r
 same_weights "$W/aug/model.safetensors" "$W/plain/model.safetensors" && fail "augmentation changed nothing"
 [ "$(json_text "$W/aug/config.json" 'j["task"]["aug-scale"], j["task"]["aug-flip"]')" = "('0.3,1', 'on')" ] ||
     fail "config.json lacks the augmentation: $(head -c 600 "$W/aug/config.json")"
+# the augmented preset: DeiT's crop range and flips, recorded; an explicit option still wins
+"$P" train $TINY --preset cpu-aug --pe nope --steps 1 --out "$W/preset" >/dev/null 2>"$W/err" ||
+    fail "train --preset cpu-aug: $(tail -3 "$W/err")"
+[ "$(json_text "$W/preset/config.json" 'j["task"]["aug-scale"], j["task"]["aug-flip"], j["training"]["preset"]')" = "('0.08,1', 'on', 'cpu-aug')" ] ||
+    fail "--preset cpu-aug lacks its augmentation: $(head -c 600 "$W/preset/config.json")"
+"$P" train $TINY --preset cpu-aug --pe nope --aug-scale off --steps 1 --out "$W/preset-off" >/dev/null 2>"$W/err" ||
+    fail "train --preset cpu-aug --aug-scale off: $(tail -3 "$W/err")"
+[ "$(json_text "$W/preset-off/config.json" 'j["task"]["aug-scale"]')" = off ] || fail "--aug-scale off lost to the preset"
 check 2 "--aug-scale '0,1': give LO,HI with 0 < LO <= HI <= 1" -- train $TINY --aug-scale 0,1 --steps 2 --out "$W/bad"
 check 2 "--aug-scale '0.5,2'" -- train $TINY --aug-scale 0.5,2 --steps 2 --out "$W/bad"
 check 2 "--aug-ratio '2,1': give LO,HI with 0 < LO <= HI" -- train $TINY --aug-scale 0.5,1 --aug-ratio 2,1 --steps 2 --out "$W/bad"
