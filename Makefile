@@ -15,6 +15,7 @@
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
+#   make image-tables [PRESET=cpu-aug]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -255,6 +256,10 @@ seqpe-table4: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/seqpe_table4.sh $(PROFILES)
 
+image-tables: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/image_tables.sh $(PRESET)
+
 deps:
 	@bash .ci/deps
 
@@ -273,7 +278,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
