@@ -4,14 +4,16 @@
  *   build/bench/bench_stream [--threads N] [--mib N] [--reps N]
  *
  * Two STREAM-style kernels (McCalpin's STREAM: the same idea, written here) over float arrays of
- * --mib MiB each (default 256, far beyond any cache), OpenMP over contiguous shares of the
+ * --mib MiB each (default 256; a last-level cache may hold less or more: Xeons of 2023 have up
+ * to 320 MiB, and bench/generate.sh measures at the size a token reads), OpenMP over contiguous shares of the
  * arrays, at the best SIMD level the CPU has (PELAB_SIMD caps it), best of --reps (default 5)
  * after one untimed pass:
  *   read    s += a[i]                 bytes: one array read
  *   triad   a[i] = b[i] + q · c[i]    bytes: two read, one written (counted as STREAM does:
  *                                     3 arrays; the write's read-for-ownership is not counted)
  * Prints one JSON line: {"mib":256,"threads":2,"read_gbs":...,"triad_gbs":...}
- * bench/generate.sh divides decoding's bytes per token by read_gbs: the tokens/s bound.
+ * bench/generate.sh divides decoding's bytes per token by read_gbs at that many MiB: the tokens/s
+ * bound.
  */
 #include <stdio.h>
 #include <stdlib.h>

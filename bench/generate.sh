@@ -2,7 +2,8 @@
 # Greedy generation tokens/s at long contexts with the KV cache and recomputing the whole context
 # for every token (build/bench/bench_generate, configurations C and D, rope), and with the cache
 # reading bf16 weights, and bf16 weights and a bf16 cache, printed as a table with the speedups and
-# each cached rate as a fraction of its memory-bandwidth bound, then batched decoding (several
+# each cached rate as a fraction of its memory-bandwidth bound (a read pass over the bytes a token
+# reads, at that size: the last-level cache serves what fits), then batched decoding (several
 # sequences stepped together) against one sequence, all written to bench/last_generate.json. Run
 # by `make bench` after the training table, or alone (after `make bench` has built
 # bench_generate).
@@ -30,19 +31,35 @@ read -r gen_on gen_off <<<"${BENCH_GEN_TOKENS:-16 3}"
 reps=${BENCH_REPS:-3}
 . bench/lib.sh
 status=0
-# the bound of decoding with the cache: memory bandwidth (a read pass, bench_stream) over the bytes
-# a token must read (every weight and the cached keys and values)
-bw=null
-[ -x build/bench/bench_stream ] &&
-    bw=$(for r in $(seq "$reps"); do build/bench/bench_stream --threads "$threads"; done | fields read_gbs | median)
-bw=${bw:-null}
+blas_core_env
+# The bound of decoding with the cache: the bytes a token reads (every weight and the cached keys
+# and values) over the rate at which a read pass over that many bytes runs (bench_stream --mib,
+# medians of $reps). Measured at the token's own size because the last-level cache serves what
+# fits in it: on a Xeon with a 300 MiB L3, a 64 MiB pass reads at 40 GB/s and 2 GiB at 24, and
+# configuration C's 74 MB a token decoded at 1.4x a bound taken at 256 MiB.
+declare -A read_gbs=()
+# sets rate: the GB/s of a read pass over $1 bytes, or null (measured once per size)
+read_rate() {
+    rate=null
+    [ "$1" = null ] && return 0
+    local mib
+    mib=$(awk -v b="$1" 'BEGIN { m = int(b / 1048576 + 0.5); print m < 1 ? 1 : m }')
+    if [ -z "${read_gbs[$mib]:-}" ]; then
+        local g=null
+        [ -x build/bench/bench_stream ] &&
+            g=$(for r in $(seq "$reps"); do build/bench/bench_stream --threads "$threads" --mib "$mib"; done |
+                fields read_gbs | median)
+        read_gbs[$mib]=${g:-null}
+    fi
+    rate=${read_gbs[$mib]}
+}
 echo
 echo "generation (rope, greedy, $threads threads, medians of $reps): tokens/s at a context of N tokens;" \
-     "memory read at $bw GB/s (bench_stream); bound: that rate over the bytes a token reads"
-# "bound fraction" of a rate at bytes per token, or "null null"
+     "bound: the bytes a token reads over the rate of a read pass over as many bytes (bench_stream --mib)"
+# "bound fraction" of $1 tokens/s at $2 bytes a token read at $3 GB/s, or "null null"
 of_bound() {
-    if [ "$bw" != null ] && [ "$2" != null ] && [ "$1" != null ]; then
-        awk -v a="$1" -v g="$bw" -v b="$2" 'BEGIN { u = g * 1e9 / b; printf "%.1f %.2f\n", u, a / u }'
+    if [ "$3" != null ] && [ "$2" != null ] && [ "$1" != null ]; then
+        awk -v a="$1" -v g="$3" -v b="$2" 'BEGIN { u = g * 1e9 / b; printf "%.1f %.2f\n", u, a / u }'
     else
         echo "null null"
     fi
@@ -70,23 +87,24 @@ for row in $rows; do
     for v in 0 1 2; do # tokens/s, its bound and the fraction, and against float32's tokens/s
         t=$(printf '%s' "${runs[v]}" | fields tokens_per_s | median); t=${t:-null}
         bytes=$(printf '%s' "${runs[v]}" | field bytes_per_token); bytes=${bytes:-null}
-        read -r bound frac < <(of_bound "$t" "$bytes")
+        read_rate "$bytes" && gbs=$rate
+        read -r bound frac < <(of_bound "$t" "$bytes" "$gbs")
         [ "$v" = 0 ] && a=$t
         x=null
         [ "$a" != null ] && [ "$t" != null ] && x=$(awk -v t="$t" -v a="$a" 'BEGIN { printf "%.2f", t / a }')
         cols+=("$t" "$bound" "$frac")
         [ "$v" != 0 ] && cols+=("$x")
-        js+=$(printf ', "%s": {"tokens_per_s": %s, "bytes_per_token": %s, "bound_tokens_per_s": %s, "of_bound": %s, "of_fp32": %s}' \
+        js+=$(printf ', "%s": {"tokens_per_s": %s, "bytes_per_token": %s, "read_gbs": %s, "bound_tokens_per_s": %s, "of_bound": %s, "of_fp32": %s}' \
               "$(echo "${variants[v]}" | sed 's/--cache on/fp32/; s/--cache bf16 --weights bf16/bf16_weights_cache/; s/fp32 --weights bf16/bf16_weights/')" \
-              "$t" "$bytes" "$bound" "$frac" "$x")
+              "$t" "$bytes" "$gbs" "$bound" "$frac" "$x")
     done
     ratio=null
     [ "$a" != null ] && [ "$b" != null ] && ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a / b }')
     grows+=("$(printf '%-8s %9s %7s %5s %9s %7s %8s %9s %7s %5s %6s %9s %7s %5s %6s' "$row" "${cols[0]}" "${cols[1]}" \
                "${cols[2]}" "$b" "$ratio" "$pre" "${cols[@]:3}")")
     [ "$gjson" != "[" ] && gjson+=","
-    gjson+=$(printf '\n  {"config": "%s", "context": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "read_gbs": %s, "threads": %s%s}' \
-             "$cfg" "$n" "$b" "$ratio" "$pre" "$bw" "$threads" "$js")
+    gjson+=$(printf '\n  {"config": "%s", "context": %s, "recompute_tokens_per_s": %s, "speedup": %s, "prefill_s": %s, "threads": %s%s}' \
+             "$cfg" "$n" "$b" "$ratio" "$pre" "$threads" "$js")
 done
 echo "(fp32: float32 weights and cache; bf16 w: bf16 weights; bf16 w+kv: bf16 weights and cache; bound: at the read rate;"
 echo " ×: tokens/s against fp32's)"
@@ -120,18 +138,21 @@ for row in $batch_rows; do
         one=$(printf '%s' "${runs[2 * w]}" | fields tokens_per_s | median); one=${one:-null}
         many=$(printf '%s' "${runs[2 * w + 1]}" | fields tokens_per_s | median); many=${many:-null}
         bytes=$(printf '%s' "${runs[2 * w + 1]}" | field bytes_per_token); bytes=${bytes:-null}
-        read -r bound frac < <(of_bound "$many" "$bytes")
+        read_rate "$(awk -v b="$bytes" -v B="$B" 'BEGIN { print b == "null" ? "null" : b * B }')" && gbs=$rate # a pass reads B tokens' bytes
+        read -r bound frac < <(of_bound "$many" "$bytes" "$gbs")
         x=null
         [ "$one" != null ] && [ "$many" != null ] && x=$(awk -v a="$many" -v b="$one" 'BEGIN { printf "%.2f", a / b }')
         cols+=("$one" "$many" "$x" "$bound" "$frac")
-        js+=$(printf ', "%s": {"one_tokens_per_s": %s, "batch_tokens_per_s": %s, "of_one": %s, "bound_tokens_per_s": %s, "of_bound": %s}' \
-              "$([ $w = 0 ] && echo fp32 || echo bf16_weights)" "$one" "$many" "$x" "$bound" "$frac")
+        js+=$(printf ', "%s": {"one_tokens_per_s": %s, "batch_tokens_per_s": %s, "of_one": %s, "read_gbs": %s, "bound_tokens_per_s": %s, "of_bound": %s}' \
+              "$([ $w = 0 ] && echo fp32 || echo bf16_weights)" "$one" "$many" "$x" "$gbs" "$bound" "$frac")
     done
     printf '%-8s %3s %9s %9s %6s %7s %5s %9s %9s %6s %7s %5s\n' "$cfg:$n" "$B" "${cols[@]}"
     [ -n "$bjson" ] && bjson+=","
-    bjson+=$(printf '\n  {"config": "%s", "context": %s, "batch": %s, "read_gbs": %s, "threads": %s%s}' \
-             "$cfg" "$n" "$B" "$bw" "$threads" "$js")
+    bjson+=$(printf '\n  {"config": "%s", "context": %s, "batch": %s, "threads": %s%s}' \
+             "$cfg" "$n" "$B" "$threads" "$js")
 done
+echo "read passes (bench_stream --mib): $(for m in $(printf '%s\n' "${!read_gbs[@]}" | sort -n); do
+    printf '%s MiB %s GB/s; ' "$m" "${read_gbs[$m]}"; done)"
 gjson+=$'\n]'
 gjson="{\"single\": $gjson, \"batched\": [$bjson"$'\n]}\n'
 tmp=$(mktemp bench/last_generate.json.XXXXXX) && printf '%s' "$gjson" >"$tmp" &&

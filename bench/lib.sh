@@ -7,3 +7,14 @@ field() { fields "$1" | tail -n 1; }
 # median of the numbers on stdin, or "null" when there are none
 median() { sort -g | awk '{ x[NR] = $1 } END { if (NR == 0) print "null";
     else if (NR % 2) print x[(NR + 1) / 2]; else print (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
+
+# OpenBLAS on the kernels pelab chooses for this CPU (src/kernels/cpu/blas_kernels.h), set once for
+# every program a script runs, so that none re-runs itself to say so, and the twin runs on the same
+# kernels: the ratios compare code, not CPU detection. A choice already in OPENBLAS_CORETYPE stands.
+blas_core_env() {
+    if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+        local core
+        core=$(bash scripts/blas-core.sh ./pelab) && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
+    fi
+    return 0
+}

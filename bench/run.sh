@@ -38,11 +38,7 @@ fi
 . bench/lib.sh
 tps() { field tokens_per_s; }
 
-# pelab and the twin on the same OpenBLAS kernels, the ones pelab chooses for this CPU, so that the
-# ratios compare code, not CPU detection (src/kernels/cpu/blas_kernels.h)
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    core=$(bash scripts/blas-core.sh ./pelab) && [ -n "$core" ] && export OPENBLAS_CORETYPE=$core
-fi
+blas_core_env # pelab and the twin on the same OpenBLAS kernels
 echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 echo "pelab: $pelab_bin, twin: PyTorch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)," \
      "$threads threads, $reps repetitions (medians)"
