@@ -6,8 +6,8 @@
  * Two STREAM-style kernels (McCalpin's STREAM: the same idea, written here) over float arrays of
  * --mib MiB each (default 256; a last-level cache may hold less or more: Xeons of 2023 have up
  * to 320 MiB, and bench/generate.sh measures at the size a token reads), OpenMP over contiguous shares of the
- * arrays, at the best SIMD level the CPU has (PELAB_SIMD caps it), best of --reps (default 5)
- * after one untimed pass:
+ * arrays, at the best SIMD level the CPU has (PELAB_SIMD caps it), best of --reps (default: as
+ * many passes as read 2 GiB, at least 5) after one untimed pass:
  *   read    s += a[i]                 bytes: one array read
  *   triad   a[i] = b[i] + q · c[i]    bytes: two read, one written (counted as STREAM does:
  *                                     3 arrays; the write's read-for-ownership is not counted)
@@ -92,7 +92,7 @@ static double triad_pass(float *a, float *b, float *c, long n) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 0, mib = 256, reps = 5;
+    int threads = 0, mib = 256, reps = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v && strcmp(argv[i], "--threads") == 0) threads = atoi(v);
@@ -103,7 +103,11 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (mib < 1 || reps < 1) return 2;
+    if (mib < 1 || reps < 0) return 2;
+    /* passes enough to read 2 GiB, at least 5: a pass over a few MiB takes a millisecond, and
+     * the best of 5 such passes was as low as 1 GB/s here (a 2-core virtual machine: one
+     * descheduled thread holds up a whole pass), where the best of 256 reads 47 GB/s */
+    if (reps == 0) reps = 2048 / mib > 5 ? 2048 / mib : 5;
     pelab_threads_set(threads);
     const long n = (long)mib * (1L << 20) / (long)sizeof(float);
     /* on cache lines: a vector of 16 floats read across two lines costs two reads (20.7 GB/s
