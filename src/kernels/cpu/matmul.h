@@ -43,8 +43,8 @@ void pelab_matmul_rows_forward(pelab_real *out, const pelab_real *inp, const pel
                                int C, int OC);
 /* out (N,OC) = inp (N,C) · w^T with w (OC,C) in bf16 (matmul_bf16w.c): generation's products,
  * reading half the bytes; float32 activations and sums, on any CPU. w is held in panels of
- * PELAB_BF16W_PANEL outputs (pelab_bf16w_pack: pelab_bf16w_panel_size(C, OC) elements, the
- * outputs past OC zero). Each output's sum runs over k in order: its bits do not depend on N,
+ * PELAB_BF16W_PANEL outputs by pairs of k (pelab_bf16w_pack: pelab_bf16w_panel_size(C, OC)
+ * elements, the outputs past OC and an odd C's last k + 1 zero). Each output's sum runs over k in order: its bits do not depend on N,
  * the other rows or the threads. */
 enum { PELAB_BF16W_PANEL = 16 };
 long pelab_bf16w_panel_size(int C, int OC);

@@ -6,13 +6,17 @@
  *
  *   out[r][o] = Σ_k x[r][k] · w[o][k],   w (OC, C), x (n, C), out (n, OC)
  *
- * w is kept in panels of PANEL outputs, k-major: panel p holds w[16p + j][k] at [k][j], so that
- * the product reads each panel as one stream, in order, and each k adds x[r][k] times a vector
- * of 16 weights to 16 running sums — no reduction across a vector, and each weight widened once
- * for every row of a batch of sequences decoding together (up to eight rows at a time; one row
- * reads four panels side by side). Each sum
- * runs over k in order: its bits are the same whatever the thread count and whichever rows share
- * the pass. Threads split the panels (each reads its own part of w). */
+ * w is kept in panels of PANEL outputs, k-major in pairs of k: panel p holds w[16p + j][2q + e]
+ * at [q][j][e], so that the product reads each panel as one stream, in order, and each pair of k
+ * adds x[r][2q] and x[r][2q + 1] times a vector of 16 weights each to 16 running sums — no
+ * reduction across a vector, and each weight widened once for every row of a batch of sequences
+ * decoding together (up to eight rows at a time; one row reads four panels side by side). The
+ * pairs widen without a shuffle: one 32-bit lane holds both of an output's weights, the low one
+ * widened by a shift, the high one by a mask (k-major single weights took a zero-extension, a
+ * shuffle, per 16: configuration C's token, whose 74 MB a 300 MiB L3 serves at 42 GB/s, decoded
+ * with bf16 weights at 0.72 of that). Each sum runs over k in order (2q, then 2q + 1): its bits
+ * are the same whatever the thread count and whichever rows share the pass. Threads split the
+ * panels (each reads its own part of w). An odd C pads each panel's last pair with a zero. */
 #include <string.h>
 #include "kernels/cpu/matmul.h"
 #include "core/prof.h"
@@ -23,18 +27,23 @@
 
 enum { PANEL = PELAB_BF16W_PANEL, ROWS = 8 };
 
+/* k pairs in a panel */
+static long pairs(int C) { return (C + 1) / 2; }
+
 long pelab_bf16w_panel_size(int C, int OC) {
-    return (long)(OC + PANEL - 1) / PANEL * PANEL * C;
+    return (long)(OC + PANEL - 1) / PANEL * PANEL * 2 * pairs(C);
 }
 
 void pelab_bf16w_pack(uint16_t *panels, const pelab_real *w, int C, int OC) {
-    const long P = (OC + PANEL - 1) / PANEL;
+    const long P = (OC + PANEL - 1) / PANEL, Q = pairs(C);
     for (long p = 0; p < P; p++)
-        for (long k = 0; k < C; k++)
-            for (long j = 0; j < PANEL; j++) {
-                const long o = p * PANEL + j;
-                panels[(p * C + k) * PANEL + j] = o < OC ? pelab_to_bf16((float)w[o * C + k]) : 0;
-            }
+        for (long q = 0; q < Q; q++)
+            for (long j = 0; j < PANEL; j++)
+                for (long e = 0; e < 2; e++) {
+                    const long o = p * PANEL + j, k = 2 * q + e;
+                    panels[((p * Q + q) * PANEL + j) * 2 + e] =
+                        o < OC && k < C ? pelab_to_bf16((float)w[o * C + k]) : 0;
+                }
 }
 
 /* A panel's sums and weights of one k: vectors of PANEL (kernels/cpu/vec16.h), so that the sums
@@ -45,9 +54,9 @@ struct sums {
     pelab_reals16 v; /* the panel's PANEL outputs */
 };
 
-/* Weights wp[0..PANEL) widened. */
-static PELAB_ALWAYS_INLINE void widen(struct sums *out, const uint16_t *wp) {
-    pelab_widen16(&out->v, wp);
+/* The weights of a pair of k, wp[0..2·PANEL) as [j][e]: lo (e = 0) and hi (e = 1) widened. */
+static PELAB_ALWAYS_INLINE void widen_pair(struct sums *lo, struct sums *hi, const uint16_t *wp) {
+    pelab_widen16_pairs(&lo->v, &hi->v, wp);
 }
 
 /* s += xk · w */
@@ -65,11 +74,20 @@ static PELAB_ALWAYS_INLINE void add_row(struct sums *s, pelab_real xk, const str
 enum { FOUR = 4 };
 static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x, const uint16_t *wp,
                                            int R, int S, int C, int OC, int m) {
-    struct sums s[FOUR][ROWS] = {{{{0}}}}, w;
-    for (long k = 0; k < C; k++)
+    struct sums s[FOUR][ROWS] = {{{{0}}}}, lo, hi;
+    const long Q = pairs(C), whole = C / 2; /* pairs, and those with both k below C */
+    for (long q = 0; q < whole; q++)
         for (int p = 0; p < S; p++) {
-            widen(&w, wp + ((long)p * C + k) * PANEL);
-            for (int r = 0; r < R; r++) add_row(&s[p][r], x[(long)r * C + k], &w);
+            widen_pair(&lo, &hi, wp + ((long)p * Q + q) * 2 * PANEL);
+            for (int r = 0; r < R; r++) {
+                add_row(&s[p][r], x[(long)r * C + 2 * q], &lo);
+                add_row(&s[p][r], x[(long)r * C + 2 * q + 1], &hi);
+            }
+        }
+    if (whole < Q) /* C odd: the last k alone (x has no k = C) */
+        for (int p = 0; p < S; p++) {
+            widen_pair(&lo, &hi, wp + ((long)p * Q + whole) * 2 * PANEL);
+            for (int r = 0; r < R; r++) add_row(&s[p][r], x[(long)r * C + C - 1], &lo);
         }
     for (int p = 0; p < S; p++)
         for (int r = 0; r < R; r++)
@@ -83,9 +101,9 @@ static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_r
     const long whole = OC / PANEL; /* panels with PANEL outputs */
     if (n == 1)
         for (; p0 + FOUR <= p1 && p0 + FOUR <= whole; p0 += FOUR)
-            panel_rows(out + p0 * PANEL, x, w + p0 * C * PANEL, 1, FOUR, C, OC, PANEL);
+            panel_rows(out + p0 * PANEL, x, w + p0 * 2 * pairs(C) * PANEL, 1, FOUR, C, OC, PANEL);
     for (long p = p0; p < p1; p++) {
-        const uint16_t *wp = w + p * C * PANEL;
+        const uint16_t *wp = w + p * 2 * pairs(C) * PANEL;
         const long o = p * PANEL;
         const int m = OC - o < PANEL ? (int)(OC - o) : PANEL;
         for (int r = 0; r < n; r += ROWS) {

@@ -5,6 +5,8 @@
  *
  *   pelab_load16(&v, x)      v = x[0..16)
  *   pelab_widen16(&v, h)     v = 16 bf16 widened to reals: a bf16 is a float32's top half
+ *   pelab_widen16_pairs(&lo, &hi, h)  h = 16 pairs of bf16 (32): lo = the first of each pair
+ *                            widened (the 32-bit lane shifted up), hi = the second (masked)
  *   pelab_lanes_sum(&v)      Σ of the 16 lanes as a tree (8 + 8, 4 + 4, 2 + 2, 1 + 1): four steps,
  *                            where an in-order sum is a chain of 15 additions (GCC's lowering of an
  *                            `omp simd` reduction, which made a generated token's dot products wait
@@ -36,6 +38,18 @@ static inline __attribute__((always_inline)) void pelab_widen16(pelab_reals16 *v
     pelab_floats16 f;
     memcpy(&f, &u, sizeof f);
     *v = __builtin_convertvector(f, pelab_reals16);
+}
+
+static inline __attribute__((always_inline)) void pelab_widen16_pairs(pelab_reals16 *lo, pelab_reals16 *hi,
+                                                                      const uint16_t *h) {
+    pelab_words16 u;
+    memcpy(&u, h, sizeof u);
+    const pelab_words16 l = u << 16, m = u & 0xFFFF0000u;
+    pelab_floats16 f;
+    memcpy(&f, &l, sizeof f);
+    *lo = __builtin_convertvector(f, pelab_reals16);
+    memcpy(&f, &m, sizeof f);
+    *hi = __builtin_convertvector(f, pelab_reals16);
 }
 
 static inline __attribute__((always_inline)) pelab_real pelab_lanes_sum(const pelab_reals16 *v) {
