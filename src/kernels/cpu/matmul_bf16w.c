@@ -13,7 +13,7 @@
  * decoding together (up to eight rows at a time; one row reads four panels side by side). The
  * pairs widen without a shuffle: one 32-bit lane holds both of an output's weights, the low one
  * widened by a shift, the high one by a mask (k-major single weights took a zero-extension, a
- * shuffle, per 16: configuration C's token, whose 74 MB a 300 MiB L3 serves at 42 GB/s, decoded
+ * shuffle, per 16: configuration C's token, whose 74 MB a 300 MiB L3 serves at 42-46 GB/s, decoded
  * with bf16 weights at 0.72 of that). Each sum runs over k in order (2q, then 2q + 1): its bits
  * are the same whatever the thread count and whichever rows share the pass. Threads split the
  * panels (each reads its own part of w). An odd C pads each panel's last pair with a zero. */
