@@ -27,11 +27,12 @@
 
 enum { PANEL = PELAB_BF16W_PANEL, ROWS = 8 };
 
-/* k pairs in a panel */
+/* k pairs in a panel, and a panel's bf16 elements */
 static long pairs(int C) { return (C + 1) / 2; }
+static long panel_elems(int C) { return pairs(C) * 2 * PANEL; }
 
 long pelab_bf16w_panel_size(int C, int OC) {
-    return (long)(OC + PANEL - 1) / PANEL * PANEL * 2 * pairs(C);
+    return (long)(OC + PANEL - 1) / PANEL * panel_elems(C);
 }
 
 void pelab_bf16w_pack(uint16_t *panels, const pelab_real *w, int C, int OC) {
@@ -78,7 +79,7 @@ static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x,
     const long Q = pairs(C), whole = C / 2; /* pairs, and those with both k below C */
     for (long q = 0; q < whole; q++)
         for (int p = 0; p < S; p++) {
-            widen_pair(&lo, &hi, wp + ((long)p * Q + q) * 2 * PANEL);
+            widen_pair(&lo, &hi, wp + p * panel_elems(C) + q * 2 * PANEL);
             for (int r = 0; r < R; r++) {
                 add_row(&s[p][r], x[(long)r * C + 2 * q], &lo);
                 add_row(&s[p][r], x[(long)r * C + 2 * q + 1], &hi);
@@ -86,7 +87,7 @@ static PELAB_ALWAYS_INLINE void panel_rows(pelab_real *out, const pelab_real *x,
         }
     if (whole < Q) /* C odd: the last k alone (x has no k = C) */
         for (int p = 0; p < S; p++) {
-            widen_pair(&lo, &hi, wp + ((long)p * Q + whole) * 2 * PANEL);
+            widen_pair(&lo, &hi, wp + p * panel_elems(C) + whole * 2 * PANEL);
             for (int r = 0; r < R; r++) add_row(&s[p][r], x[(long)r * C + C - 1], &lo);
         }
     for (int p = 0; p < S; p++)
@@ -101,9 +102,9 @@ static PELAB_ALWAYS_INLINE void matmul_bf16w_body(pelab_real *out, const pelab_r
     const long whole = OC / PANEL; /* panels with PANEL outputs */
     if (n == 1)
         for (; p0 + FOUR <= p1 && p0 + FOUR <= whole; p0 += FOUR)
-            panel_rows(out + p0 * PANEL, x, w + p0 * 2 * pairs(C) * PANEL, 1, FOUR, C, OC, PANEL);
+            panel_rows(out + p0 * PANEL, x, w + p0 * panel_elems(C), 1, FOUR, C, OC, PANEL);
     for (long p = p0; p < p1; p++) {
-        const uint16_t *wp = w + p * 2 * pairs(C) * PANEL;
+        const uint16_t *wp = w + p * panel_elems(C);
         const long o = p * PANEL;
         const int m = OC - o < PANEL ? (int)(OC - o) : PANEL;
         for (int r = 0; r < n; r += ROWS) {
