@@ -16,6 +16,7 @@
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
 #   make image-tables [PRESET=cpu-aug]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)
+#   make qa-table2  records the long-context QA (the SeqPE paper's Table II), 3 seeds (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -260,6 +261,10 @@ image-tables: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/image_tables.sh $(PRESET)
 
+qa-table2: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/qa_table2.sh
+
 deps:
 	@bash .ci/deps
 
@@ -278,7 +283,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

@@ -17,8 +17,10 @@ command gives that the others' do not.
 A block's table is made from the record alone: its compare.json (each run's metrics) and its
 record.json (commit, CPU, command): perplexities at each length of a text compare, exact
 matches over each bucket of sizes of an algorithmic task's, accuracy at each side of an image
-task's (with the SeqPE paper's rows beneath), or indirect indexing's accuracy. With several seeds a cell is mean ± sample standard deviation
-over them; the caption line names the seeds, the commit and the CPU.
+task's (with the SeqPE paper's rows beneath), the answer span's perplexity and the exact match
+at each length of a qa task's (with the paper's Table II rows beneath), or indirect indexing's
+accuracy. With several seeds a cell is mean ± sample standard deviation over them; the caption
+line names the seeds, the commit and the CPU.
 """
 import difflib
 import json
@@ -142,7 +144,8 @@ def entry_name(pe, shared=()):
         if s in shared:
             continue
         key, _, value = s.partition("=")
-        text += " + random positions (%s)" % value if key == "random-positions" else " %s" % s
+        if key != "init-from":  # a fine-tuning's source: the caption says, the record keeps the path
+            text += " + random positions (%s)" % value if key == "random-positions" else " %s" % s
     return text
 
 
@@ -203,6 +206,17 @@ PAPER_IMAGE = {
 }
 
 
+# The SeqPE paper's Table II (GPT-2 fine-tuned on RULER-SQuAD at 1,024 tokens): answer-span
+# perplexity, then exact match (%), at 1K, 2K, 4K and 8K, i.e. 1×, 2×, 4×, 8× the fine-tuning
+# length, as the paper prints them; keyed by the --pe encoding (its settings aside).
+PAPER_QA = {
+    "nope": ("NoPE", "6.07 236.53 967.89 1.5e4 29.2 3.6 0.6 0.0"),
+    "rope": ("RoPE (base 10⁶)", "5.62 23.00 314.77 963.48 28.0 9.0 3.0 0.8"),
+    "alibi": ("ALiBi", "5.49 8.07 9.52 121.14 23.8 11.4 8.0 2.0"),
+    "seqpe": ("SeqPE", "5.56 7.64 7.58 28.60 26.8 15.0 11.4 2.6"),
+}
+
+
 def paper_row(name, entry, sides):
     """The paper's row for entry in the table record `name` stands for, at `sides` (and its
     average when the sides are the paper's), or None."""
@@ -239,6 +253,30 @@ def resolutions_table(name, record, compare):
             lines.append("| " + " | ".join(paper) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds, "test accuracy in %; AVG the mean over the "
                                       "sides; ", shared=shared)) + "\n"
+
+
+def qa_table(name, record, compare):
+    """Encodings × the answer span's test NLL, its perplexity and the exact match (%) of a greedy
+    generation at each length (a compare of the qa task, fine-tuning each encoding's pre-trained
+    run: the SeqPE paper's Table II, whose rows follow when the lengths are its 1×..8×)."""
+    T = run_config(name, compare["runs"][0])["task"]["seq-len"]
+    at = [length_label(l, T) for l in compare["lengths"]]
+    head = ["encoding", "test span NLL"] + ["span ppl " + a for a in at] + ["EM " + a for a in at]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    _, seeds = entries(compare)
+    shown = []
+    for pe, label, runs in rows_of(compare):
+        row = [row_name(pe, label), cell([r["test_loss"] for r in runs])]
+        row += [cell([r["sweep_span_ppl"][i] for r in runs]) for i in range(len(at))]
+        row += [cell([100 * r["sweep_em"][i] for r in runs], 1) for i in range(len(at))]
+        lines.append("| " + " | ".join(row) + " |")
+        shown += [pe.split(":")[0]] if pe.split(":")[0] not in shown else []
+    if compare["lengths"] == ["1x", "2x", "4x", "8x"]:
+        for pe in (p for p in PAPER_QA if p in shown):
+            label, values = PAPER_QA[pe]
+            lines.append("| *paper: %s* | — | " % label + " | ".join("*%s*" % v for v in values.split()) + " |")
+    return "\n".join(lines + caption(name, record, compare, seeds, "each run fine-tuned from its encoding's "
+                                      "pre-trained run of the same seed (init-from); EM in %; ")) + "\n"
 
 
 def attn_similarity(name, record, analysis):
@@ -305,9 +343,11 @@ def render(name):
         return resolutions_table(name, record, compare)
     if compare.get("task") == "indirect":
         return accuracy_table(name, record, compare)
+    if compare.get("lengths") and "sweep_span_ppl" in compare["runs"][0]:
+        return qa_table(name, record, compare)
     sys.exit("tables: results/%s: no table kind for this record (a text compare with --lengths, an "
-             "algorithmic task's with --buckets, an image task's with --resolutions, or indirect "
-             "indexing's)" % name)
+             "algorithmic task's with --buckets, an image task's with --resolutions, a qa "
+             "task's with --lengths, or indirect indexing's)" % name)
 
 
 def regenerate(text):

@@ -69,6 +69,25 @@ for pe, name in (("rope", "RoPE"), ("rope:random-positions=32", "RoPE + random p
     assert [x.strip() for x in row.strip("|").split("|")][1:] == want, (row, want)
 assert "exact match in %, mean ± sample standard deviation over seeds 1, 2" in text, text
 PY
+# a qa fine-tuning's record (each seed from the text run of its seed): span perplexity, then EM
+# in %, at each length; the row is named by its encoding, not by the run it started from
+bash scripts/record.sh qa "$P" compare --task qa --seq-len 128 --qa-digits 2 --batch 2 --steps 2 --threads 1 \
+    --eval-every 0 --qa-val-size 4 --qa-test-size 4 --lengths 1x,2x --pe "rope:init-from=$W/cmp/rope-s{seed}" \
+    --seeds 2 --out "$W/cmpq" >"$W/o" 2>"$W/e" || fail "record.sh of a qa fine-tuning: $(tail -3 "$W/e")"
+printf '<!-- results:qa -->\n<!-- /results:qa -->\n' >"$W/README4.md"
+/usr/bin/python3 scripts/tables.py "$W/README4.md" >/dev/null || fail "tables.py on a qa record"
+/usr/bin/python3 - "$W/README4.md" "$W/results/qa/compare.json" <<'PY' || fail "the qa table: $(cat "$W/README4.md")"
+import json, statistics, sys
+text, c = open(sys.argv[1]).read(), json.load(open(sys.argv[2]))
+assert "| encoding | test span NLL | span ppl 1× (128) | span ppl 2× (256) | EM 1× (128) | EM 2× (256) |" in text, text
+row = next(l for l in text.splitlines() if l.startswith("| RoPE |"))
+sd = lambda v, d: "%.*f ± %.*f" % (d, statistics.mean(v), d, statistics.stdev(v))
+runs = c["runs"]
+want = [sd([r["test_loss"] for r in runs], 3)] + [sd([r["sweep_span_ppl"][i] for r in runs], 3) for i in range(2)] \
+    + [sd([100 * r["sweep_em"][i] for r in runs], 1) for i in range(2)]
+assert [x.strip() for x in row.strip("|").split("|")][1:] == want, (row, want)
+assert "paper" not in text, text  # the paper's rows only at its four lengths
+PY
 # an analysis is recorded with its --json output
 bash scripts/record.sh algo-attn "$P" analyze attn-similarity --models "$W/cmpa/rope-s1,$W/cmpa/rope-s2" --examples 2 \
     --threads 1 --json "$W/as.json" >"$W/o" 2>"$W/e" || fail "record.sh of an analysis: $(tail -3 "$W/e")"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The README's long-context QA (the SeqPE paper's Table II at CPU scale), 3 seeds, recorded
+# (make qa-table2):
+#   results/qa-pretrain     the pre-trained models: make demo's text preset (Moby Dick bytes,
+#                           T 128, 600 updates) for NoPE, RoPE, ALiBi, PoPE and SeqPE (attn-bias),
+#                           SeqPE under both regulariser profiles; perplexity at 1T and 2T
+#   results/qa-table2       each fine-tuned for 500 updates on the qa task's passkeys at 256
+#                           tokens (2T, as the paper's 512 -> 1,024), seed s from seed s's
+#                           pre-trained run; answer-span perplexity and exact match at 1x..8x
+#   results/qa-seqpe-2000   the two SeqPEs fine-tuned for 2,000 updates (4 times as many)
+# Two runs at a time, one thread each: about 40 minutes of pre-training, 70 of fine-tuning and
+# 90 for the longer SeqPE fine-tuning. Runs live in $PELAB_QA_RUNS (runs/qa-table2); finished ones
+# are reused and interrupted ones continue from their last checkpoint.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${PELAB_QA_RUNS:-runs/qa-table2}
+A=seqpe:seqpe-reg-profile=authors
+bash scripts/record.sh qa-pretrain ./pelab compare --task text --preset demo \
+    --pe nope,rope,alibi,pope,seqpe,$A --seeds 3 --jobs 2 --threads 1 --lengths 1x,2x --out "$runs/pre"
+
+# a run's directory name in a compare: its entry with ':' as '+' and '=' as '-' (cli/compare_variant.c)
+from() { echo "$1:init-from=$runs/pre/$(sed 's/:/+/g; s/=/-/g' <<<"$1")-s{seed}"; }
+FT=(./pelab compare --task qa --seq-len 256 --qa-digits 2 --batch 16 --lr 2e-3 --warmup 30
+    --qa-val-size 64 --qa-test-size 64 --eval-every 0 --seeds 3 --jobs 2 --threads 1 --lengths 1x,2x,4x,8x)
+pes=$(from nope),$(from rope),$(from alibi),$(from pope),$(from seqpe),$(from $A)
+bash scripts/record.sh qa-table2 "${FT[@]}" --steps 500 --pe "$pes" --out "$runs/ft500"
+bash scripts/record.sh qa-seqpe-2000 "${FT[@]}" --steps 2000 --pe "$(from seqpe),$(from $A)" --out "$runs/ft2000"
