@@ -17,6 +17,7 @@
 #   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
 #   make image-tables [PRESET=cpu-aug]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)
 #   make qa-table2  records the long-context QA (the SeqPE paper's Table II), 3 seeds (hours)
+#   make cpu-tables [TASKS="music text"]  records RoPE, PoPE, NoPE at the cpu presets, 3 seeds (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -265,6 +266,10 @@ qa-table2: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/qa_table2.sh
 
+cpu-tables: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/cpu_tables.sh $(TASKS)
+
 deps:
 	@bash .ci/deps
 
@@ -283,7 +288,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
