@@ -12,10 +12,9 @@ cd "$(dirname "$0")/.."
 runs=${PELAB_CPU_RUNS:-runs/cpu-tables}
 for task in ${*:-indirect music dna text}; do
     case $task in
-        indirect | music | dna) data=() ;;
-        text) data=(--dataset sotu) ;;
+        indirect | music | dna | text) ;; # text: sotu, the task's default dataset
         *) echo "cpu_tables: no cpu-preset table for task '$task' (indirect, music, dna, text)" >&2; exit 2 ;;
     esac
-    bash scripts/record.sh "cpu-$task" ./pelab compare --task "$task" "${data[@]}" --preset cpu \
+    bash scripts/record.sh "cpu-$task" ./pelab compare --task "$task" --preset cpu \
         --pe rope,pope,nope --seeds 3 --jobs 2 --threads 1 --out "$runs/$task"
 done

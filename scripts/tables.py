@@ -263,15 +263,14 @@ def qa_table(name, record, compare):
     at = [length_label(l, T) for l in compare["lengths"]]
     head = ["encoding", "test span NLL"] + ["span ppl " + a for a in at] + ["EM " + a for a in at]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    _, seeds = entries(compare)
-    shown = []
+    order, seeds = entries(compare)
     for pe, label, runs in rows_of(compare):
         row = [row_name(pe, label), cell([r["test_loss"] for r in runs])]
         row += [cell([r["sweep_span_ppl"][i] for r in runs]) for i in range(len(at))]
         row += [cell([100 * r["sweep_em"][i] for r in runs], 1) for i in range(len(at))]
         lines.append("| " + " | ".join(row) + " |")
-        shown += [pe.split(":")[0]] if pe.split(":")[0] not in shown else []
     if compare["lengths"] == ["1x", "2x", "4x", "8x"]:
+        shown = {pe.split(":")[0] for pe in order}
         for pe in (p for p in PAPER_QA if p in shown):
             label, values = PAPER_QA[pe]
             lines.append("| *paper: %s* | — | " % label + " | ".join("*%s*" % v for v in values.split()) + " |")
