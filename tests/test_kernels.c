@@ -442,7 +442,40 @@ static void check_gemm_few_rows(void) {
     pelab_threads_set(saved);
 }
 
+/* --- subnormals ---------------------------------------------------------------------------------- */
+/* pelab_threads_set sets every thread of the pool to flush subnormals (on x86-64), each of 3
+ * threads then computes 1e-30 · 1e-10 as 0 and reads a subnormal input as 0; with
+ * PELAB_SUBNORMALS=keep each keeps the IEEE result. Elsewhere: skipped, with a line. */
+static void check_subnormals(void) {
+#if defined(__x86_64__) || defined(__SSE__)
+    const int saved = pelab_threads_get();
+    for (int keep = 0; keep < 2; keep++) {
+        if (keep) setenv("PELAB_SUBNORMALS", "keep", 1);
+        pelab_threads_set(3);
+        int flushed = 0, zero_products = 0, zero_inputs = 0, threads = 0;
+#pragma omp parallel reduction(+ : flushed, zero_products, zero_inputs, threads)
+        {
+            volatile float tiny = 1e-30f, small = 1e-10f, sub = 1e-40f, one = 1.0f;
+            flushed += pelab_subnormals_flushed();
+            zero_products += tiny * small == 0.0f;
+            zero_inputs += sub * one == 0.0f; /* DAZ: the subnormal operand is read as 0 */
+            threads++;
+        }
+        const int want = keep ? 0 : threads;
+        CHECK(flushed == want && zero_products == want && zero_inputs == want,
+              "subnormals %s on %d threads: %d flushed, %d zero products, %d zero inputs (want %d)",
+              keep ? "kept" : "flushed", threads, flushed, zero_products, zero_inputs, want);
+    }
+    unsetenv("PELAB_SUBNORMALS");
+    pelab_threads_set(saved);
+    CHECK(pelab_subnormals_flushed(), "subnormals not flushed again after PELAB_SUBNORMALS was unset");
+#else
+    printf("  subnormals: no MXCSR on this CPU, skipped\n");
+#endif
+}
+
 int main(void) {
+    check_subnormals();
     int levels = 0;
     for (int l = 0; l < PELAB_SIMD_LEVELS; l++) {
         if (!pelab_simd_supported((enum pelab_simd_level)l)) {

@@ -3,9 +3,14 @@
 #define PELAB_THREADS_H
 
 /* n <= 0: all cores. One pool of n threads runs everything: OpenMP's, with OpenBLAS called
- * single-threaded inside them (without OpenMP, OpenBLAS's own n threads run the products). */
+ * single-threaded inside them (without OpenMP, OpenBLAS's own n threads run the products).
+ * On x86-64 it also sets the pool's threads, the caller's among them, to flush subnormal floats
+ * to zero (FTZ and DAZ: on Intel cores each operation on one costs a microcode assist), unless
+ * the environment has PELAB_SUBNORMALS=keep. Without OpenMP, OpenBLAS's threads keep theirs. */
 void pelab_threads_set(int n);
 int pelab_threads_get(void);
+/* 1 when the calling thread flushes subnormals to zero (both FTZ and DAZ set), else 0. */
+int pelab_subnormals_flushed(void);
 /* How the build does matrix products and threads, what it was compiled for and which vector
  * kernels run on this CPU, e.g. "OpenBLAS, OpenMP, portable x86-64 build, avx512 kernels". */
 const char *pelab_build_info(void);

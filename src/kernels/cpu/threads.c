@@ -1,6 +1,9 @@
 /* Thread count shared by OpenMP and OpenBLAS: with OpenMP, OpenBLAS is single-threaded and runs
- * inside OpenMP's threads (matmul.c), so one pool of threads does all the work. */
+ * inside OpenMP's threads (matmul.c), so one pool of threads does all the work. The pool's
+ * threads also flush subnormal floats to zero (below). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "kernels/cpu/simd.h"
 #include "pelab/threads.h"
@@ -11,7 +14,43 @@
 void openblas_set_num_threads(int);
 #endif
 
+#if defined(__x86_64__) || defined(__SSE__)
+#include <xmmintrin.h>
+#define MXCSR_FTZ 0x8000 /* results below FLT_MIN / DBL_MIN become 0 */
+#define MXCSR_DAZ 0x0040 /* subnormal inputs are read as 0 */
+#endif
+
 static int n_threads = 1;
+
+/* Subnormals (|x| < 2^-126 ≈ 1.2e-38 in float32) flushed to zero as results and read as zero as
+ * inputs, on the calling thread. On Intel cores every operation that meets one takes a microcode
+ * assist of a hundred cycles or more: the attention's e^(S − m) underflows into them once a
+ * model's scores spread, and the products downstream meet them. A SeqPE fine-tune from a
+ * pre-trained run took 2.7 times as long with them kept (README, "Speed"). Nothing pelab computes
+ * depends on values that small. PELAB_SUBNORMALS=keep keeps IEEE gradual underflow (as PyTorch
+ * does by default). x86-64 only: elsewhere the CPU's default stands. */
+static void set_subnormal_mode(int flush) {
+#ifdef MXCSR_FTZ
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(flush ? csr | MXCSR_FTZ | MXCSR_DAZ : csr & ~(unsigned)(MXCSR_FTZ | MXCSR_DAZ));
+#else
+    (void)flush;
+#endif
+}
+
+/* What pelab_threads_set gives its threads: flush, unless PELAB_SUBNORMALS=keep. */
+static int flush_wanted(void) {
+    const char *mode = getenv("PELAB_SUBNORMALS");
+    return !(mode && strcmp(mode, "keep") == 0);
+}
+
+int pelab_subnormals_flushed(void) {
+#ifdef MXCSR_FTZ
+    return (_mm_getcsr() & (MXCSR_FTZ | MXCSR_DAZ)) == (MXCSR_FTZ | MXCSR_DAZ);
+#else
+    return 0;
+#endif
+}
 
 void pelab_threads_set(int n) {
     if (n <= 0) {
@@ -19,8 +58,15 @@ void pelab_threads_set(int n) {
         n = cores > 0 ? (int)cores : 1;
     }
     n_threads = n;
+    const int flush = flush_wanted();
 #ifdef _OPENMP
     omp_set_num_threads(n);
+    /* every thread of the pool, the caller's among them: the mode is per thread, and a thread
+     * OpenMP creates later copies its creator's */
+#pragma omp parallel
+    set_subnormal_mode(flush);
+#else
+    set_subnormal_mode(flush);
 #endif
 #if defined(PELAB_BLAS) && defined(_OPENMP)
     openblas_set_num_threads(1); /* BLAS runs inside OpenMP's threads (matmul.c) */
@@ -56,8 +102,14 @@ static const char *threads_info(void) {
 }
 
 const char *pelab_build_info(void) {
-    static char info[160];
-    snprintf(info, sizeof info, "%s, %s, %s kernels", threads_info(), BUILD_TARGET,
-             pelab_simd_name(pelab_simd_level()));
+    static char info[200];
+    snprintf(info, sizeof info, "%s, %s, %s kernels, subnormals %s", threads_info(), BUILD_TARGET,
+             pelab_simd_name(pelab_simd_level()),
+#ifdef MXCSR_FTZ
+             flush_wanted() ? "flushed" : "kept"
+#else
+             "as the CPU's default"
+#endif
+    );
     return info;
 }
