@@ -12,7 +12,8 @@ int pelab_threads_get(void);
 /* 1 when the calling thread flushes subnormals to zero (both FTZ and DAZ set), else 0. */
 int pelab_subnormals_flushed(void);
 /* How the build does matrix products and threads, what it was compiled for and which vector
- * kernels run on this CPU, e.g. "OpenBLAS, OpenMP, portable x86-64 build, avx512 kernels". */
+ * kernels run on this CPU, and whether pelab_threads_set flushes subnormals, e.g. "OpenBLAS,
+ * OpenMP, portable x86-64 build, avx512 kernels, subnormals flushed". */
 const char *pelab_build_info(void);
 /* The matrix-product kernels that run, e.g. "OpenBLAS 0.3.21 SkylakeX kernels"; with
  * OPENBLAS_CORETYPE set, also that, and the better core this CPU allows if there is one. */

@@ -26,7 +26,7 @@ static int n_threads = 1;
  * inputs, on the calling thread. On Intel cores every operation that meets one takes a microcode
  * assist of a hundred cycles or more: the attention's e^(S − m) underflows into them once a
  * model's scores spread, and the products downstream meet them. A SeqPE fine-tune from a
- * pre-trained run took 2.7 times as long with them kept (README, "Speed"). Nothing pelab computes
+ * pre-trained run took 2.6 times the CPU time with them kept (README, "Speed"). Nothing pelab computes
  * depends on values that small. PELAB_SUBNORMALS=keep keeps IEEE gradual underflow (as PyTorch
  * does by default). x86-64 only: elsewhere the CPU's default stands. */
 static void set_subnormal_mode(int flush) {
