@@ -17,8 +17,7 @@ sgemm=build/bench/bench_sgemm train=build/bench/bench_train
 best=$(env -u OPENBLAS_CORETYPE bash scripts/blas-core.sh ./pelab)
 . bench/lib.sh
 
-echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1), $threads cores;" \
-     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes');" \
+echo "CPU: $(cpu_model), $threads cores; commit $(commit_of);" \
      "$(./pelab --version | sed -n 's/^matrix products: //p'); medians of $reps"
 # the cores to try: the generic one, then each level up to the best (OpenBLAS refuses a core the
 # CPU cannot run and falls back, so a level above the CPU's is not tried)

@@ -8,6 +8,11 @@ field() { fields "$1" | tail -n 1; }
 median() { sort -g | awk '{ x[NR] = $1 } END { if (NR == 0) print "null";
     else if (NR % 2) print x[(NR + 1) / 2]; else print (x[NR / 2] + x[NR / 2 + 1]) / 2 }'; }
 
+# the CPU's model name, and the commit (with "+changes" when the tree differs from it): what a
+# benchmark's header names
+cpu_model() { sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1; }
+commit_of() { echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes')"; }
+
 # OpenBLAS on the kernels pelab chooses for this CPU (src/kernels/cpu/blas_kernels.h), set once for
 # every program a script runs, so that none re-runs itself to say so, and the twin runs on the same
 # kernels: the ratios compare code, not CPU detection. A choice already in OPENBLAS_CORETYPE stands.

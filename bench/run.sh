@@ -39,7 +39,7 @@ fi
 tps() { field tokens_per_s; }
 
 blas_core_env # pelab and the twin on the same OpenBLAS kernels
-echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+echo "CPU: $(cpu_model)"
 echo "pelab: $pelab_bin, twin: PyTorch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)," \
      "$threads threads, $reps repetitions (medians)"
 sgemm_json=$("$sgemm_bin" --threads "$threads")

@@ -22,9 +22,7 @@ blas_core_env
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1);" \
-     "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo '+changes');" \
-     "1 thread; medians of $reps; options: $*"
+echo "CPU: $(cpu_model); commit $(commit_of); 1 thread; medians of $reps; options: $*"
 declare -A med loss
 for mode in keep flush; do
     secs=()
@@ -43,3 +41,4 @@ for mode in keep flush; do
     printf 'subnormals %-6s CPU s: %s  median %s  (final training loss %s)\n' "$mode" "${secs[*]}" "${med[$mode]}" "${loss[$mode]}"
 done
 awk -v k="${med[keep]}" -v f="${med[flush]}" 'BEGIN { printf "kept / flushed: %.2fx\n", k / f }'
+echo "the same final loss in both modes: $([ "${loss[keep]}" = "${loss[flush]}" ] && echo yes || echo no)"

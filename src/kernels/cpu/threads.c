@@ -44,6 +44,15 @@ static int flush_wanted(void) {
     return !(mode && strcmp(mode, "keep") == 0);
 }
 
+/* The mode pelab_threads_set gives, as pelab_build_info names it. */
+static const char *subnormal_mode(void) {
+#ifdef MXCSR_FTZ
+    return flush_wanted() ? "flushed" : "kept";
+#else
+    return "as the CPU's default";
+#endif
+}
+
 int pelab_subnormals_flushed(void) {
 #ifdef MXCSR_FTZ
     return (_mm_getcsr() & (MXCSR_FTZ | MXCSR_DAZ)) == (MXCSR_FTZ | MXCSR_DAZ);
@@ -104,12 +113,6 @@ static const char *threads_info(void) {
 const char *pelab_build_info(void) {
     static char info[200];
     snprintf(info, sizeof info, "%s, %s, %s kernels, subnormals %s", threads_info(), BUILD_TARGET,
-             pelab_simd_name(pelab_simd_level()),
-#ifdef MXCSR_FTZ
-             flush_wanted() ? "flushed" : "kept"
-#else
-             "as the CPU's default"
-#endif
-    );
+             pelab_simd_name(pelab_simd_level()), subnormal_mode());
     return info;
 }
