@@ -15,7 +15,7 @@
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
-#   make image-tables [PRESET=cpu-aug]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)
+#   make image-tables [PRESET=cpu-aug] [TABLES="3 5 4"]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)
 #   make qa-table2  records the long-context QA (the SeqPE paper's Table II), 3 seeds (hours)
 #   make cpu-tables [TASKS="music text"]  records RoPE, PoPE, NoPE at the cpu presets, 3 seeds (hours)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
@@ -260,7 +260,7 @@ seqpe-table4: setup
 
 image-tables: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/image_tables.sh $(PRESET)
+	@bash scripts/image_tables.sh $(or $(PRESET),cpu-aug) $(TABLES)
 
 qa-table2: setup
 	@$(MAKE) --no-print-directory -s pelab
