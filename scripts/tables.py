@@ -238,7 +238,9 @@ def resolutions_table(name, record, compare):
     tables."""
     sides = [int(l) for l in compare["resolutions"]]
     T = run_config(name, compare["runs"][0])["task"]["image-side"]
-    head = ["encoding"] + ["%d%s" % (s, " (trained)" if s == T else "") for s in sides] + ["AVG"]
+    of_paper = re.match(r"image-table[345]", name)  # then the paper's side (8 times ours) beside ours
+    notes = [", ".join((["%d" % (8 * s)] if of_paper else []) + (["trained"] if s == T else [])) for s in sides]
+    head = ["encoding"] + ["%d (%s)" % (s, n) if n else "%d" % s for s, n in zip(sides, notes)] + ["AVG"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order, seeds = entries(compare)
     shared = shared_settings(order)
@@ -251,8 +253,9 @@ def resolutions_table(name, record, compare):
         paper = paper_row(name, key, sides)
         if paper:
             lines.append("| " + " | ".join(paper) + " |")
-    return "\n".join(lines + caption(name, record, compare, seeds, "test accuracy in %; AVG the mean over the "
-                                      "sides; ", shared=shared)) + "\n"
+    unit = "test accuracy in %% at each side in pixels%s; AVG the mean over the sides; " % (
+        " (in brackets the paper's side, 8 times ours)" if of_paper else "")
+    return "\n".join(lines + caption(name, record, compare, seeds, unit, shared=shared)) + "\n"
 
 
 def qa_table(name, record, compare):
