@@ -49,7 +49,7 @@ want='| SeqPE | 81.0 ± 1.4 | 61.0 ± 1.4 | 45.0 ± 7.1 | 30.0 ± 14.1 | 54.2 ±
 /usr/bin/python3 - "$W/IMG.md" "$want" <<'PY' || fail "an image record's table: $(cat "$W/IMG.md")"
 import sys
 text = open(sys.argv[1]).read()
-assert "| encoding | 28 (trained) | 40 | 48 | 56 | AVG |\n|---|---|---|---|---|---|\n" + sys.argv[2] + "\n" in text
+assert "| encoding | 28 (224, trained) | 40 (320) | 48 (384) | 56 (448) | AVG |\n|---|---|---|---|---|---|\n" + sys.argv[2] + "\n" in text
 PY
 # two records in one table (NAME+NAME): each row labelled by the options its command gives that the
 # other's does not; records of two commits refused
@@ -57,6 +57,11 @@ cp -r "$R" "$W/results/image-aug-check"
 sed -i 's/"compare"\]/"compare", "--aug-scale", "0.5,1", "--aug-flip", "--out", "d"]/' "$W/results/image-aug-check/record.json"
 printf '<!-- results:image-table5-check+image-aug-check -->\n<!-- /results:image-table5-check+image-aug-check -->\n' >"$W/TWO.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/TWO.md" >"$W/o" 2>&1 || fail "two records in one table: $(cat "$W/o")"
+# a record that stands for none of the paper's tables names our sides alone
+printf '<!-- results:image-aug-check -->\n<!-- /results:image-aug-check -->\n' >"$W/AUG.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/AUG.md" >"$W/o" 2>&1 || fail "an image record: $(cat "$W/o")"
+grep -qF '| encoding | 28 (trained) | 40 | 48 | 56 | AVG |' "$W/AUG.md" && ! grep -q paper "$W/AUG.md" ||
+    fail "a record of none of the paper's tables: $(cat "$W/AUG.md")"
 [ "$(grep -c '^| SeqPE |' "$W/TWO.md")" = 1 ] && grep -qF '| SeqPE `--aug-scale 0.5,1 --aug-flip` | 81.0 ± 1.4 |' "$W/TWO.md" &&
     grep -qF 'records in `results/image-table5-check`, `results/image-aug-check`' "$W/TWO.md" ||
     fail "two records in one table: $(cat "$W/TWO.md")"
