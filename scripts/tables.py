@@ -217,11 +217,18 @@ PAPER_QA = {
 }
 
 
+def paper_table(name):
+    """The SeqPE paper's image table a record stands for, by its name ('table3' for
+    image-table3-cpu-aug), or None."""
+    table = re.match(r"image-(table[345])", name)
+    return table and table.group(1)
+
+
 def paper_row(name, entry, sides):
     """The paper's row for entry in the table record `name` stands for, at `sides` (and its
     average when the sides are the paper's), or None."""
-    table = re.match(r"image-(table[345])", name)
-    found = table and PAPER_IMAGE[table.group(1)].get(entry)
+    table = paper_table(name)
+    found = table and PAPER_IMAGE[table].get(entry)
     if not found:
         return None
     label, values = found
@@ -238,7 +245,7 @@ def resolutions_table(name, record, compare):
     tables."""
     sides = [int(l) for l in compare["resolutions"]]
     T = run_config(name, compare["runs"][0])["task"]["image-side"]
-    of_paper = re.match(r"image-table[345]", name)  # then the paper's side (8 times ours) beside ours
+    of_paper = paper_table(name)  # then the paper's side (8 times ours) beside ours
     notes = [", ".join((["%d" % (8 * s)] if of_paper else []) + (["trained"] if s == T else [])) for s in sides]
     head = ["encoding"] + ["%d (%s)" % (s, n) if n else "%d" % s for s, n in zip(sides, notes)] + ["AVG"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
