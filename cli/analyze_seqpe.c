@@ -36,8 +36,9 @@
  * which add up to Σ|e_rc|². The dot products of the figure are dominated by the shared part
  * (e_p·e_q = |ē|² + …); this says how much of what varies varies with each coordinate:
  *
- *   part,sum_of_squares,of_total,of_variation    rows mean, rows, columns, interaction
- *                                               (of_variation: of Σ|e_rc − ē|², empty for mean)
+ *   model,grid,part,sum_of_squares,of_total,of_variation
+ *                     for each run and side G asked (--model A,B,... --grid G,G,...), rows mean,
+ *                     rows, columns, interaction (of_variation: of Σ|e_rc − ē|², empty for mean)
  *
  * With --png, the figure: the matrix as one heatmap (Figure 2), or the five grids side by side on
  * one colour scale (row 1 at the bottom, as a heatmap's axes run).
@@ -57,7 +58,9 @@
 #include "pelab/train.h"
 
 static const struct pelab_optdef seqpe_options[] = {
-    {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of a --pe seqpe run, or of a --pe learned2d run on images (required)"},
+    {"model", PELAB_OPT_STR, "", 0, 0, NULL,
+     "run directory of a --pe seqpe run, or of a --pe learned2d run on images (required); with "
+     "--variance, one or more, comma-separated"},
     {"out", PELAB_OPT_STR, "-", 0, 0, NULL, "CSV file to write (replaced atomically), or - for standard output"},
     PELAB_OPT_ROW_EDITED,
     {"from", PELAB_OPT_INT, "0", 0, 2147483647.0, NULL, "first position"},
@@ -66,8 +69,9 @@ static const struct pelab_optdef seqpe_options[] = {
     {"nearest", PELAB_OPT_INT, "0", 0, 1048576, NULL,
      "T > 0: instead of the matrix, each position's nearest embedding among e_0..e_{T-1} (itself "
      "left out) and the distance to it; 0: the matrix"},
-    {"grid", PELAB_OPT_INT, "0", 0, 256, NULL,
-     "image runs: the side G of the grid drawn (0: the training grid; larger: a higher resolution)"},
+    {"grid", PELAB_OPT_STR, "0", 0, 0, NULL,
+     "image runs: the side G of the grid drawn, 0..256 (0: the training grid; larger: a higher "
+     "resolution); with --variance, one or more sides, comma-separated"},
     {"png", PELAB_OPT_STR, "", 0, 0, NULL,
      "also draw the figure into this PNG file (replaced atomically; needs a build with cairo): the "
      "matrix as a heatmap, or an image run's five grids"},
@@ -75,7 +79,8 @@ static const struct pelab_optdef seqpe_options[] = {
     {"height", PELAB_OPT_INT, "700", PELAB_PLOT_MIN_SIDE, PELAB_PLOT_MAX_SIDE, NULL, "PNG height in pixels"},
     {"variance", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "image runs: instead of the five grids, how the grid's embeddings divide their energy between "
-     "the mean, the rows, the columns and the rest (columns part,sum_of_squares,of_total,of_variation)"},
+     "the mean, the rows, the columns and the rest, for each run of --model and side of --grid "
+     "(columns model,grid,part,sum_of_squares,of_total,of_variation)"},
     {"checkpoints", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "with --nearest T: at every kept checkpoint and the final model, the means per band of T "
      "positions (columns step,from,to,distance,norm,relative)"},
@@ -88,7 +93,8 @@ static void analyze_seqpe_help(FILE *f) {
     struct pelab_group g = {"options", seqpe_options};
     fprintf(f, "usage: pelab analyze seqpe --model DIR [--out FILE|-] [--from P] [--to P] [--step N]\n"
                "                           [--nearest T [--checkpoints]] [--png FILE]\n"
-               "       pelab analyze seqpe --model DIR [--out FILE|-] [--grid G] [--png FILE | --variance]   (images)\n\n"
+               "       pelab analyze seqpe --model DIR [--out FILE|-] [--grid G] [--png FILE]   (images)\n"
+               "       pelab analyze seqpe --variance --model DIR[,DIR...] [--grid G[,G...]] [--out FILE|-]\n\n"
                "Writes the dot products e_p . e_q of a SeqPE run's position embeddings (the\n"
                "encoder's output) for p, q = from, from+step, ... below to, as a CSV matrix: a\n"
                "header p,<q...>, then one row per p. The SeqPE paper's Figure 2 shows 0..2048.\n"
@@ -101,7 +107,8 @@ static void analyze_seqpe_help(FILE *f) {
                "p_row,p_col,row,col,dot; a --pe learned2d run (the paper's APE-Learn) gives the\n"
                "same of its table, interpolated for a larger --grid as its evaluation does.\n"
                "With --variance (images), the grid's embeddings' energy split between their mean,\n"
-               "the rows, the columns and the rest: rows part,sum_of_squares,of_total,of_variation.\n"
+               "the rows, the columns and the rest, for each run and grid side asked: rows\n"
+               "model,grid,part,sum_of_squares,of_total,of_variation.\n"
                "--png draws the matrix, or the five grids, as heatmaps.\n");
     pelab_args_help(f, &g, 1, NULL);
 }
@@ -266,9 +273,9 @@ done:
     return rc;
 }
 
-/* --variance: rows part,sum_of_squares,of_total,of_variation for the G × G grid's embeddings
- * (the two-way decomposition at the top of this file), sums in double. */
-static int write_variance(FILE *f, struct pelab_model *m, int G) {
+/* --variance: rows dir,G,part,sum_of_squares,of_total,of_variation for the G × G grid's
+ * embeddings of one run (the two-way decomposition at the top of this file), sums in double. */
+static int write_variance(FILE *f, struct pelab_model *m, const char *dir, int G) {
     const int D = m->cfg.d_model, n = G * G;
     int32_t *pos = malloc((size_t)n * 2 * sizeof *pos);
     pelab_real *e = malloc((size_t)n * D * sizeof *e);
@@ -301,9 +308,8 @@ static int write_variance(FILE *f, struct pelab_model *m, int G) {
     const double varied = ss_row + ss_col + ss_int;
     const char *parts[4] = {"mean", "rows", "columns", "interaction"};
     const double ss[4] = {ss_mean, ss_row, ss_col, ss_int};
-    fprintf(f, "part,sum_of_squares,of_total,of_variation\n");
     for (int i = 0; i < 4; i++) {
-        fprintf(f, "%s,%.9g,%.6f,", parts[i], ss[i], ss_all > 0 ? ss[i] / ss_all : 0);
+        fprintf(f, "%s,%d,%s,%.9g,%.6f,", dir, G, parts[i], ss[i], ss_all > 0 ? ss[i] / ss_all : 0);
         if (i) fprintf(f, "%.6f", varied > 0 ? ss[i] / varied : 0);
         fprintf(f, "\n");
     }
@@ -332,6 +338,84 @@ static int draw(const char *png, const struct pelab_opts *opts, const char *dir,
                                (int)pelab_opt_int(opts, seqpe_options, "height"), title, "e_p · e_q", maps, n_maps);
 }
 
+/* --grid: the sides asked, comma-separated, each 0..256 (0: the run's training grid); at most
+ * max of them. */
+static int parse_sides(const char *text, int *sides, int max, int *n) {
+    *n = 0;
+    for (const char *p = text;; p++) {
+        char *end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 256 || (*end && *end != ','))
+            return pelab_fail(PELAB_ERR_USAGE, "--grid %s: give %s, each 0..256 (0: the training grid)", text,
+                              max > 1 ? "one or more sides, comma-separated" : "one side (several are for --variance)");
+        if (*n == max && max > 1) return pelab_fail(PELAB_ERR_USAGE, "--grid %s: at most %d sides", text, max);
+        if (*n == max) return pelab_fail(PELAB_ERR_USAGE, "--grid %s: one side here (several are for --variance)", text);
+        sides[(*n)++] = (int)v;
+        if (!*end) return PELAB_OK;
+        p = end;
+    }
+}
+
+/* Opens the weights of a run whose encoding has position vectors (SeqPE, or learned2d). */
+static int open_embeddings(struct pelab_run *run, const char *dir) {
+    int rc = pelab_run_open_model(run, dir);
+    if (rc) return rc;
+    if (!run->model.pe.ops->position_vectors) {
+        rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s, which has no position vectors; analyze "
+                        "seqpe needs a --pe seqpe run, or a --pe learned2d run on images", dir,
+                        run->model.pe.ops->name);
+        pelab_run_close(run);
+    }
+    return rc;
+}
+
+enum { MAX_SIDES = 16 };
+
+/* --variance: the split of each run's grid embeddings (--model A,B,...) at each side asked
+ * (--grid G,G,...), one CSV, runs in the order given. */
+static int analyze_variance(const struct pelab_opts *opts, const char *models) {
+    static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
+    for (int i = 0; i < 5; i++)
+        if (pelab_opts_get(opts, sequence_only[i]))
+            return pelab_fail(PELAB_ERR_USAGE, "--%s is for runs on sequences; --variance is for runs on images",
+                              sequence_only[i]);
+    if (pelab_opt_str(opts, seqpe_options, "png")[0])
+        return pelab_fail(PELAB_ERR_USAGE, "--png draws the five grids; --variance is CSV only");
+    int sides[MAX_SIDES], n_sides, rc;
+    if ((rc = parse_sides(pelab_opt_str(opts, seqpe_options, "grid"), sides, MAX_SIDES, &n_sides))) return rc;
+    pelab_safetensors_accept_edited(pelab_opt_switch(opts, seqpe_options, "edited"));
+    const char *path = pelab_opt_str(opts, seqpe_options, "out");
+    struct pelab_atomic_file af = {0};
+    FILE *f = stdout;
+    if (strcmp(path, "-") != 0) {
+        if ((rc = pelab_check_output("--out", path)) || (rc = pelab_atomic_open(&af, path))) return rc;
+        f = af.f;
+    }
+    fprintf(f, "model,grid,part,sum_of_squares,of_total,of_variation\n");
+    static char list[PELAB_OPT_VAL_MAX];
+    snprintf(list, sizeof list, "%s", models);
+    for (char *dir = list, *next; !rc && dir; dir = next) {
+        if ((next = strchr(dir, ','))) *next++ = '\0';
+        if (!dir[0]) {
+            rc = pelab_fail(PELAB_ERR_USAGE, "--model %s: an empty run directory in the list", models);
+            break;
+        }
+        static struct pelab_run run;
+        if ((rc = open_embeddings(&run, dir))) break;
+        if (run.model.pe.pos_dims != 2)
+            rc = pelab_fail(PELAB_ERR_USAGE, "--variance: %s is a run on sequences; --variance is for runs "
+                            "on images", dir);
+        for (int i = 0; !rc && i < n_sides; i++)
+            rc = write_variance(f, &run.model, dir, sides[i] ? sides[i] : run.model.pe.grid);
+        pelab_run_close(&run);
+    }
+    if (f != stdout) {
+        if (rc) pelab_atomic_abort(&af);
+        else rc = pelab_atomic_commit(&af);
+    } else if (fflush(stdout) != 0 && !rc) rc = pelab_fail(PELAB_ERR_RUNTIME, "writing standard output failed");
+    return rc;
+}
+
 int pelab_analyze_seqpe(int argc, char **argv) {
     struct pelab_group g = {"options", seqpe_options};
     static struct pelab_opts opts;
@@ -345,6 +429,12 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     }
     const char *dir = pelab_opt_str(&opts, seqpe_options, "model");
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
+    if (pelab_opt_switch(&opts, seqpe_options, "variance")) return analyze_variance(&opts, dir);
+    if (strchr(dir, ','))
+        return pelab_fail(PELAB_ERR_USAGE, "--model %s: several runs are for --variance; this analysis "
+                          "takes one", dir);
+    int grid, n_sides;
+    if ((rc = parse_sides(pelab_opt_str(&opts, seqpe_options, "grid"), &grid, 1, &n_sides))) return rc;
     const long from = pelab_opt_int(&opts, seqpe_options, "from");
     const long to = pelab_opt_int(&opts, seqpe_options, "to");
     const long step = pelab_opt_int(&opts, seqpe_options, "step");
@@ -370,29 +460,16 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     const char *out = pelab_opt_str(&opts, seqpe_options, "out");
     if (strcmp(out, "-") != 0 && (rc = pelab_check_output("--out", out))) return rc;
     static struct pelab_run run;
-    if ((rc = pelab_run_open_model(&run, dir))) return rc;
+    if ((rc = open_embeddings(&run, dir))) return rc;
     struct pelab_model *m = &run.model;
-    if (!m->pe.ops->position_vectors) {
-        rc = pelab_fail(PELAB_ERR_USAGE, "%s: a run of --pe %s, which has no position vectors; analyze "
-                        "seqpe needs a --pe seqpe run, or a --pe learned2d run on images", dir, m->pe.ops->name);
-        pelab_run_close(&run);
-        return rc;
-    }
-    const int image = m->pe.pos_dims == 2;
-    const int grid = (int)pelab_opt_int(&opts, seqpe_options, "grid"), G = grid ? grid : m->pe.grid;
-    const int variance = pelab_opt_switch(&opts, seqpe_options, "variance");
+    const int image = m->pe.pos_dims == 2, G = grid ? grid : m->pe.grid;
     static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
     for (int i = 0; i < 5 && !rc; i++)
         if (image && pelab_opts_get(&opts, sequence_only[i]))
             rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on images, whose positions are a grid "
                             "(--grid G); --%s is for runs on sequences", sequence_only[i], dir, sequence_only[i]);
-    static const char *const image_only[] = {"grid", "variance"};
-    for (int i = 0; i < 2 && !rc; i++)
-        if (!image && pelab_opts_get(&opts, image_only[i]))
-            rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on sequences; --%s is for runs on images",
-                            image_only[i], dir, image_only[i]);
-    if (!rc && variance && png[0])
-        rc = pelab_fail(PELAB_ERR_USAGE, "--png draws the five grids; --variance is CSV only");
+    if (!rc && !image && pelab_opts_get(&opts, "grid"))
+        rc = pelab_fail(PELAB_ERR_USAGE, "--grid: %s is a run on sequences; --grid is for runs on images", dir);
     double *z = NULL; /* the figure's values */
     if (!rc && png[0] && !(z = malloc(sizeof *z * (image ? (size_t)GRID_PICKS * G * G : (size_t)n * n))))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the figure");
@@ -410,9 +487,7 @@ int pelab_analyze_seqpe(int argc, char **argv) {
         }
         f = af.f;
     }
-    if (image && variance) {
-        rc = write_variance(f, m, G);
-    } else if (image) {
+    if (image) {
         rc = write_grid(f, m, G, z);
     } else if (checkpoints) {
         rc = write_checkpoints(f, m, dir, from, step, (int)n, nearest);

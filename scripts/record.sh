@@ -13,22 +13,27 @@
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
 #   runs/RUN/        each run's config.json, summary.json, sweep files, and the last 5 lines of
 #                    its log.jsonl (never weights: a record is kilobytes)
-# An analysis that writes --json FILE (pelab analyze attn-similarity ...) is recorded alike:
-# record.json and FILE as analysis.json.
+# An analysis is recorded alike: record.json, and the file it writes as analysis.json (its --json
+# FILE: pelab analyze attn-similarity ...) or analysis.csv (its --out FILE.csv: pelab analyze seqpe
+# --variance ...).
 # A record made again replaces the old one; git keeps the history.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/record.sh TABLE COMMAND... (a pelab compare with --out DIR)" >&2; exit 2; }
 table=$1; shift
 case $table in */* | .* | "") echo "record: '$table' is not a table name" >&2; exit 2 ;; esac
-out="" json=""
+out="" json="" csv=""
 args=("$@")
 for ((i = 0; i + 1 < ${#args[@]}; i++)); do
     [ "${args[i]}" = "--out" ] && out=${args[i + 1]}
     [ "${args[i]}" = "--json" ] && json=${args[i + 1]}
 done
-[ "${args[1]:-}" = analyze ] && out=""
-[ -n "$out" ] || [ -n "$json" ] || { echo "record: the command names no --out DIR (a compare) or --json FILE (an analysis)" >&2; exit 2; }
+if [ "${args[1]:-}" = analyze ]; then
+    [ -n "$json" ] || { [[ $out == *.csv ]] && csv=$out; }
+    out=""
+fi
+[ -n "$out" ] || [ -n "$json" ] || [ -n "$csv" ] ||
+    { echo "record: the command names no --out DIR (a compare), --json FILE or --out FILE.csv (an analysis)" >&2; exit 2; }
 
 # the build that runs, and the commit it was built from (its --version says; taken before the
 # command: the tree may change while the runs train)
@@ -38,14 +43,15 @@ start=$(date +%s.%N)
 "$@"
 wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 [ -z "$out" ] || [ -f "$out/compare.json" ] || { echo "record: $out/compare.json is missing" >&2; exit 1; }
-[ -n "$out" ] || [ -f "$json" ] || { echo "record: $json is missing" >&2; exit 1; }
+[ -n "$out" ] || [ -f "${json:-$csv}" ] || { echo "record: ${json:-$csv} is missing" >&2; exit 1; }
 
 results=${PELAB_RESULTS:-results} # another directory for the tests
 mkdir -p "$results"
 dest=$results/$table
 tmp=$(mktemp -d "$results/.$table.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-[ -n "$out" ] || cp "$json" "$tmp/analysis.json"
+[ -z "$json" ] || cp "$json" "$tmp/analysis.json"
+[ -z "$csv" ] || cp "$csv" "$tmp/analysis.csv"
 [ -z "$out" ] || cp "$out/compare.json" "$tmp/"
 [ -z "$out" ] || /usr/bin/python3 - "$out/compare.json" "$tmp" <<'PY'
 import json, os, shutil, sys

@@ -103,12 +103,18 @@ for pr, pc, r, c, dot in rows:
 PY
 # --variance: the grid's energy split (mean, rows, columns, interaction), against the table's rows
 # split independently: each part's sum of squares from a model fitted as the row and column means
-"$P" analyze seqpe --model "$W/learned2d" --variance --out "$W/var.csv" 2>"$W/err" || fail "analyze seqpe --variance: $(cat "$W/err")"
-/usr/bin/python3 - "$W/var.csv" "$W/learned2d/model.safetensors" <<'PY' || fail "analyze seqpe --variance: the split"
+# of several runs and sides in one CSV, in the order asked, each block as the run alone gives it
+"$P" analyze seqpe --model "$W/learned2d,$W/seqpe" --grid 0,3 --variance --out "$W/var.csv" 2>"$W/err" ||
+    fail "analyze seqpe --variance: $(cat "$W/err")"
+"$P" analyze seqpe --model "$W/seqpe" --grid 3 --variance --out "$W/var1.csv" 2>"$W/err" || fail "analyze seqpe --variance: $(cat "$W/err")"
+[ "$(tail -n 4 "$W/var.csv")" = "$(tail -n 4 "$W/var1.csv")" ] || fail "--variance of two runs: the last block differs from the run's alone"
+/usr/bin/python3 - "$W/var.csv" "$W/learned2d/model.safetensors" "$W" <<'PY' || fail "analyze seqpe --variance: the split"
 import csv, json, struct, sys
 rows = list(csv.reader(open(sys.argv[1])))
-assert rows[0] == ["part", "sum_of_squares", "of_total", "of_variation"], rows[0]
-got = {r[0]: r[1:] for r in rows[1:]}
+assert rows[0] == ["model", "grid", "part", "sum_of_squares", "of_total", "of_variation"], rows[0]
+W = sys.argv[3]
+assert [r[:2] for r in rows[1::4]] == [[W + "/learned2d", "2"], [W + "/learned2d", "3"], [W + "/seqpe", "2"], [W + "/seqpe", "3"]], rows
+got = {r[2]: r[3:] for r in rows[1:5]}  # learned2d at its training grid
 assert list(got) == ["mean", "rows", "columns", "interaction"] and got["mean"][2] == "", got
 raw = open(sys.argv[2], "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
@@ -134,6 +140,9 @@ for part, w in want.items():
         assert abs(float(of_var) - w / (total - want["mean"])) <= 2e-6, (part, of_var)
 PY
 check 2 "--variance is CSV only" -- analyze seqpe --model "$W/learned2d" --variance --png "$W/v.png"
+check 2 "several runs are for --variance" -- analyze seqpe --model "$W/learned2d,$W/seqpe"
+check 2 "--grid 3,4: one side here (several are for --variance)" -- analyze seqpe --model "$W/learned2d" --grid 3,4
+check 2 "--grid 3,,4: give one or more sides" -- analyze seqpe --model "$W/learned2d" --grid 3,,4 --variance
 "$P" analyze seqpe --model "$W/learned2d" --grid 5 --out "$W/ape5.csv" 2>"$W/err" && [ "$(wc -l <"$W/ape5.csv")" -eq $((1 + 5 * 25)) ] ||
     fail "analyze seqpe on learned2d, a larger grid: $(cat "$W/err")"
 check 2 "a run of --pe rope2d, which has no position vectors" -- analyze seqpe --model "$W/rope2d"

@@ -5,7 +5,7 @@
 # table from it whose cells are the runs' mean ± sample standard deviation, and --check catches a
 # changed record; scripts/reproduce.sh trains it all again and finds no drift (same binary, same
 # machine: the same bits). An algorithmic task's record makes a table of exact matches per bucket;
-# an analysis's record keeps its --json output.
+# an analysis's record keeps its --json output, or its CSV.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -100,4 +100,27 @@ bash scripts/record.sh algo-attn2 "$P" analyze attn-similarity --models "$W/cmpa
 printf '<!-- results:algo-attn2 -->\n<!-- /results:algo-attn2 -->\n' >"$W/README3.md"
 /usr/bin/python3 scripts/tables.py "$W/README3.md" >/dev/null || fail "tables.py on an analysis with a null cell"
 grep -q "^| JSD (nats) | [0-9.]* ± [0-9.]* | — |$" "$W/README3.md" || fail "the null cell: $(cat "$W/README3.md")"
+# an analysis that writes a CSV (--out FILE.csv) is recorded with it: the grid variance of two
+# image runs at two sides, a table of each run's shares in percent
+install_images "$D"
+for s in 1 2; do
+    "$P" train --task image --data-dir "$D" --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 \
+        --threads 1 --eval-every 0 --eval-batches 1 --pe seqpe --steps 2 --seed $s --out "$W/img$s" >/dev/null 2>"$W/e" ||
+        fail "train an image run: $(tail -3 "$W/e")"
+done
+bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img1,$W/img2" --grid 0,3 --out "$W/var.csv" \
+    >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
+cmp -s "$W/var.csv" "$W/results/grid-var/analysis.csv" || fail "the record's analysis.csv is not the analysis's"
+printf '<!-- results:grid-var -->\n<!-- /results:grid-var -->\n' >"$W/README4.md"
+/usr/bin/python3 scripts/tables.py "$W/README4.md" >/dev/null || fail "tables.py on a grid variance"
+/usr/bin/python3 - "$W/README4.md" "$W/var.csv" <<'PY' || fail "the grid variance table: $(cat "$W/README4.md")"
+import csv, sys
+lines = open(sys.argv[1]).read().splitlines()
+share = {(r["model"].rsplit("/", 1)[1], r["grid"], r["part"]): "%.2f %%" % (100 * float(r["of_variation"]))
+         for r in csv.DictReader(open(sys.argv[2])) if r["part"] != "mean"}
+assert lines[1] == "| run | rows (2 × 2) | columns (2 × 2) | interaction (2 × 2) | columns (3 × 3) |", lines[1]
+for k, run in enumerate(("img1", "img2")):
+    want = [share[run, "2", p] for p in ("rows", "columns", "interaction")] + [share[run, "3", "columns"]]
+    assert lines[3 + k] == "| `%s` | %s |" % (run, " | ".join(want)), (lines[3 + k], want)
+PY
 echo "cli_record: ok"
