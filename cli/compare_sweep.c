@@ -10,8 +10,10 @@
  * other lengths or other options, or one that does not parse, is made again. Runs of task
  * qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test questions, greedy
  * generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep RUN/resolutions.json alike:
- * {"lengths": "<the --resolutions text>", "rows": [{"side", "grid", "accuracy", "loss",
- * "examples"}, ...]}, the whole test split at each side. Runs of an algorithmic task keep
+ * {"lengths": "<the sides, comma-separated>", "rows": [{"side", "grid", "accuracy", "loss",
+ * "examples"}, ...]}, the whole test split at each side, kept by side: a sweep asks only for the
+ * sides the file lacks and adds them (Table V's four sides reuse Table III's seven). Runs of an
+ * algorithmic task keep
  * RUN/sizes.json: {"sizes": "1-<test max>", "train_max": L, "rows": [the rows of 'pelab eval
  * --json' on the test split]}, every size of the test split.
  */
@@ -168,13 +170,57 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     return rc;
 }
 
+/* One side of a run's image sweep, as RUN/resolutions.json keeps it. */
+struct side_row {
+    int side, grid;
+    unsigned long long examples;
+    double acc, loss;
+};
+
+/* The rows of a cached image sweep made with the options `eval` (its eval_text), at most max;
+ * 0 rows when there is no such file or it does not parse. */
+static int read_side_rows(const char *path, const char *eval, struct side_row *rows, int max) {
+    char *text;
+    size_t size;
+    struct pelab_json *j = NULL;
+    if (pelab_read_file(path, &text, &size) == 0) {
+        if (pelab_json_parse(text, size, &j)) j = NULL;
+        free(text);
+    }
+    pelab_clear_error();
+    if (!j) return 0;
+    const struct pelab_json *r = pelab_json_get(j, "rows"), *e = pelab_json_get(j, "eval_options");
+    int n = 0;
+    if (r && r->type == PELAB_JSON_ARRAY && r->count <= max &&
+        (e ? e->type == PELAB_JSON_STRING && strcmp(e->string, eval) == 0 : !eval[0]))
+        for (; n < r->count; n++) {
+            static const char *const keys[5] = {"side", "grid", "examples", "accuracy", "loss"};
+            double v[5];
+            for (int k = 0; k < 5; k++) {
+                const struct pelab_json *x = pelab_json_get(r->items[n], keys[k]);
+                if (!x || x->type != PELAB_JSON_NUMBER) {
+                    pelab_json_free(j);
+                    return 0;
+                }
+                v[k] = x->number;
+            }
+            rows[n] = (struct side_row){(int)v[0], (int)v[1], (unsigned long long)v[2], v[3], v[4]};
+        }
+    pelab_json_free(j);
+    return n;
+}
+
+static int by_side(const void *a, const void *b) {
+    return ((const struct side_row *)a)->side - ((const struct side_row *)b)->side;
+}
+
 int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
                               struct pelab_sweep_length *lengths, int *n, double *acc) {
     static struct pelab_run run;
     static struct sweep_cache sc;
     int rc = cache_open(&run, &sc, run_dir, eval, "resolutions");
     if (rc) return rc;
-    /* the sides (checked first: a cached file counts only for what is asked now), labelled as given */
+    /* the sides asked, labelled as given */
     int train_side, patch, sides[PELAB_IMAGE_MAX_SIDES];
     rc = pelab_task_sides(&run.task, &run.model, spec, sides, n, &train_side, &patch);
     char items[PELAB_OPT_VAL_MAX];
@@ -184,25 +230,47 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         snprintf(lengths[i].label, sizeof lengths[i].label, "%s", item ? item : "");
         lengths[i].tokens = sides[i];
     }
-    if (rc || read_cached(sc.path, spec, sc.etext, *n, "accuracy", acc, NULL) == 0) {
-        pelab_run_close(&run);
-        return rc;
+    /* the cached sides (a file of other options counts for none), then those it lacks */
+    static struct side_row rows[2 * PELAB_IMAGE_MAX_SIDES];
+    const int kept = rc ? 0 : read_side_rows(sc.path, sc.etext, rows, PELAB_IMAGE_MAX_SIDES);
+    int missing[PELAB_IMAGE_MAX_SIDES], n_missing = 0;
+    for (int i = 0; !rc && i < *n; i++) {
+        int k = 0, m = 0;
+        while (k < kept && rows[k].side != sides[i]) k++;
+        while (m < n_missing && missing[m] != sides[i]) m++;
+        if (k == kept && m == n_missing) missing[n_missing++] = sides[i];
     }
     struct pelab_eval_result r[PELAB_IMAGE_MAX_SIDES];
-    rc = pelab_evaluate_sides(&run.model, &run.task, PELAB_SPLIT_TEST, sides, *n, 0, 64, r);
+    if (!rc && n_missing) rc = pelab_evaluate_sides(&run.model, &run.task, PELAB_SPLIT_TEST, missing, n_missing, 0, 64, r);
     pelab_run_close(&run);
     if (rc) return rc;
+    int total = kept;
+    for (int i = 0; i < n_missing; i++)
+        rows[total++] = (struct side_row){missing[i], missing[i] / patch, r[i].examples, r[i].acc, r[i].loss};
+    for (int i = 0; i < *n; i++)
+        for (int k = 0; k < total; k++)
+            if (rows[k].side == sides[i]) acc[i] = rows[k].acc;
+    if (!n_missing) return PELAB_OK;
+    /* the file again, every side it has by size; beyond PELAB_IMAGE_MAX_SIDES, only those asked now */
+    qsort(rows, (size_t)total, sizeof *rows, by_side);
+    for (int k = 0; total > PELAB_IMAGE_MAX_SIDES && k < total;) {
+        int asked = 0;
+        for (int i = 0; i < *n; i++) asked |= rows[k].side == sides[i];
+        if (asked) k++;
+        else memmove(rows + k, rows + k + 1, sizeof *rows * (size_t)(--total - k));
+    }
+    char text[PELAB_IMAGE_MAX_SIDES * 12] = "";
+    for (int k = 0; k < total; k++) snprintf(text + strlen(text), sizeof text - strlen(text), "%s%d", k ? "," : "", rows[k].side);
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, sc.etext);
+    cache_head(&sb, text, sc.etext);
     pelab_sb_printf(&sb, ", \"rows\": [");
-    for (int i = 0; i < *n; i++) {
-        pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", i ? ", " : "",
-                        sides[i], sides[i] / patch, (unsigned long long)r[i].examples);
-        pelab_sb_json_number(&sb, r[i].acc);
+    for (int k = 0; k < total; k++) {
+        pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", k ? ", " : "",
+                        rows[k].side, rows[k].grid, rows[k].examples);
+        pelab_sb_json_number(&sb, rows[k].acc);
         pelab_sb_printf(&sb, ", \"loss\": ");
-        pelab_sb_json_number(&sb, r[i].loss);
+        pelab_sb_json_number(&sb, rows[k].loss);
         pelab_sb_printf(&sb, "}");
-        acc[i] = r[i].acc;
     }
     pelab_sb_printf(&sb, "]");
     return cache_write(&sb, sc.path);

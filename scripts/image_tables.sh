@@ -9,9 +9,10 @@
 #   results/image-table4-PRESET  Table IV's image half: SeqPE with and without each regulariser
 #                                at 28 … 56
 # One out dir for the three: the preset's SeqPE (attn-mul, α = β = 0.1) is trained once and
-# serves every table (its sweep is made again at Table V's four sides). Training takes 10-20
-# minutes a run, the seven-side sweep about ten more, two runs at a time: about 3 hours for
-# Table III's 24 runs on two cores, 2 more for the 15 of Tables V and IV. Runs live in
+# serves every table (Tables V and IV read its sweep at their four sides from Table III's: a run's
+# sweep is kept by side). Training takes 10-20 minutes a run, the seven-side sweep about ten more,
+# two runs at a time: about 3 hours for Table III's 24 runs on two cores, 2 more for the 15 of
+# Tables V and IV. Runs live in
 # $PELAB_IMAGE_RUNS (runs/image-tables-PRESET); finished ones are reused and interrupted ones
 # continue from their last checkpoint (every 500 updates).
 set -euo pipefail

@@ -175,6 +175,23 @@ for p in ("rope2d", "seqpe"):
         assert abs(float(r["acc_mean"]) - statistics.mean(a[i] for a in accs)) < 1e-9, (r, accs)
         assert abs(float(r["acc_std"]) - statistics.stdev(a[i] for a in accs)) < 1e-9, (r, accs)
 PY
+# the sweep is kept by side: sides asked again are read back (a marked accuracy shows it), new ones
+# are evaluated and added, and the file lists every side, by size
+R=$W/cmp/seqpe-s2/resolutions.json
+sed -i 's/"side": 16, "grid": 4, "examples": \([0-9]*\), "accuracy": [0-9.e-]*/"side": 16, "grid": 4, "examples": \1, "accuracy": 0.123456/' "$R"
+grep -q '"accuracy": 0.123456' "$R" || fail "the test could not mark the cached side: $(cat "$R")"
+"$P" compare $TINY --steps 4 --pe seqpe --seeds 2 --resolutions 2x,20,1x --out "$W/cmp" >"$W/out" 2>"$W/err" ||
+    fail "compare --resolutions again: $(tail -3 "$W/err")"
+"$P" eval --model "$W/cmp/seqpe-s2" --resolutions 20 --json >"$W/r20.json" 2>"$W/err" || fail "eval at 20: $(cat "$W/err")"
+/usr/bin/python3 - "$W/cmp" "$W/r.json" "$W/r20.json" <<'PY' || fail "compare --resolutions, kept by side: $(cat "$R")"
+import json, sys
+d, before, at20 = sys.argv[1], json.load(open(sys.argv[2]))["rows"], json.load(open(sys.argv[3]))["rows"][0]
+run = [r for r in json.load(open(d + "/compare.json"))["runs"] if r["seed"] == 2][0]
+assert run["sweep_acc"] == [0.123456, at20["accuracy"], before[0]["accuracy"]], (run["sweep_acc"], before, at20)
+kept = json.load(open(d + "/seqpe-s2/resolutions.json"))
+assert kept["lengths"] == "8,12,16,20" and [r["side"] for r in kept["rows"]] == [8, 12, 16, 20], kept
+assert kept["rows"][1]["accuracy"] == before[1]["accuracy"], kept
+PY
 # an evaluation-time option reaches the image sweep: the learned table interpolated at 2x
 "$P" compare $TINY --steps 2 --positions raster --pe learned --ape-extend interpolate --seeds 1 --resolutions 1x,2x \
     --out "$W/cmp2" >"$W/out" 2>"$W/err" || fail "compare --resolutions with --ape-extend: $(tail -3 "$W/err")"
