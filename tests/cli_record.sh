@@ -111,6 +111,9 @@ done
 bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img1,$W/img2" --grid 0,3 --out "$W/var.csv" \
     >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
 cmp -s "$W/var.csv" "$W/results/grid-var/analysis.csv" || fail "the record's analysis.csv is not the analysis's"
+bash scripts/reproduce.sh grid-var >/dev/null 2>"$W/e"; rc=$?
+[ $rc -eq 2 ] && grep -q "^reproduce: results/grid-var records a pelab analyze of existing runs, not a training" "$W/e" ||
+    fail "reproduce of an analysis's record: exit $rc, $(cat "$W/e")"
 printf '<!-- results:grid-var -->\n<!-- /results:grid-var -->\n' >"$W/README4.md"
 /usr/bin/python3 scripts/tables.py "$W/README4.md" >/dev/null || fail "tables.py on a grid variance"
 /usr/bin/python3 - "$W/README4.md" "$W/var.csv" <<'PY' || fail "the grid variance table: $(cat "$W/README4.md")"
