@@ -45,10 +45,12 @@
  *
  * It reads the weights alone: the run opens without its task (no dataset needed).
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "args.h"
 #include "checkpoints.h"
 #include "plot.h"
@@ -226,7 +228,11 @@ static int write_checkpoints(FILE *f, struct pelab_model *m, const char *dir, lo
     return rc;
 }
 
-enum { GRID_PICKS = 5 };
+enum { GRID_PICKS = 5, MAX_SIDES = 16 /* --variance --grid G,G,... */ };
+
+/* The options of runs on sequences, refused for a run on images and with --variance. */
+static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
+enum { N_SEQUENCE_ONLY = sizeof sequence_only / sizeof *sequence_only };
 
 /* The five positions of a G × G grid (coordinates 1..G): the corners and the centre. */
 static void grid_picks(int G, int32_t pick[GRID_PICKS][2]) {
@@ -273,7 +279,7 @@ done:
     return rc;
 }
 
-/* --variance: rows dir,G,part,sum_of_squares,of_total,of_variation for the G × G grid's
+/* --variance: rows model,grid,part,sum_of_squares,of_total,of_variation for the G × G grid's
  * embeddings of one run (the two-way decomposition at the top of this file), sums in double. */
 static int write_variance(FILE *f, struct pelab_model *m, const char *dir, int G) {
     const int D = m->cfg.d_model, n = G * G;
@@ -339,17 +345,18 @@ static int draw(const char *png, const struct pelab_opts *opts, const char *dir,
 }
 
 /* --grid: the sides asked, comma-separated, each 0..256 (0: the run's training grid); at most
- * max of them. */
+ * max of them (1: the figure's one side). */
 static int parse_sides(const char *text, int *sides, int max, int *n) {
     *n = 0;
     for (const char *p = text;; p++) {
         char *end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 256 || (*end && *end != ','))
-            return pelab_fail(PELAB_ERR_USAGE, "--grid %s: give %s, each 0..256 (0: the training grid)", text,
-                              max > 1 ? "one or more sides, comma-separated" : "one side (several are for --variance)");
-        if (*n == max && max > 1) return pelab_fail(PELAB_ERR_USAGE, "--grid %s: at most %d sides", text, max);
-        if (*n == max) return pelab_fail(PELAB_ERR_USAGE, "--grid %s: one side here (several are for --variance)", text);
+        const long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
+        if (v < 0 || v > 256 || (*end && *end != ','))
+            return pelab_fail(PELAB_ERR_USAGE, "--grid %s: give %s, each a whole number 0..256 (0: the "
+                              "training grid)", text, max > 1 ? "one or more sides, comma-separated" : "one side");
+        if (*n == max)
+            return max > 1 ? pelab_fail(PELAB_ERR_USAGE, "--grid %s: at most %d sides", text, max)
+                           : pelab_fail(PELAB_ERR_USAGE, "--grid %s: one side here (several are for --variance)", text);
         sides[(*n)++] = (int)v;
         if (!*end) return PELAB_OK;
         p = end;
@@ -369,20 +376,37 @@ static int open_embeddings(struct pelab_run *run, const char *dir) {
     return rc;
 }
 
-enum { MAX_SIDES = 16 };
+/* --model A,B,...: the run directories, split in place in list (each once, none empty). */
+static int split_runs(char *list, const char *text, char **dirs, int max, int *n) {
+    *n = 0;
+    for (char *dir = list, *next; dir; dir = next) {
+        if ((next = strchr(dir, ','))) *next++ = '\0';
+        if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model %s: an empty run directory in the list", text);
+        for (int k = 0; k < *n; k++)
+            if (strcmp(dirs[k], dir) == 0) return pelab_fail(PELAB_ERR_USAGE, "--model %s: %s twice", text, dir);
+        if (*n == max) return pelab_fail(PELAB_ERR_USAGE, "--model %s: more than %d runs", text, max);
+        dirs[(*n)++] = dir;
+    }
+    return PELAB_OK;
+}
 
 /* --variance: the split of each run's grid embeddings (--model A,B,...) at each side asked
- * (--grid G,G,...), one CSV, runs in the order given. */
+ * (--grid G,G,...), one CSV, runs in the order given, then sides. */
 static int analyze_variance(const struct pelab_opts *opts, const char *models) {
-    static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N_SEQUENCE_ONLY; i++)
         if (pelab_opts_get(opts, sequence_only[i]))
             return pelab_fail(PELAB_ERR_USAGE, "--%s is for runs on sequences; --variance is for runs on images",
                               sequence_only[i]);
     if (pelab_opt_str(opts, seqpe_options, "png")[0])
         return pelab_fail(PELAB_ERR_USAGE, "--png draws the five grids; --variance is CSV only");
-    int sides[MAX_SIDES], n_sides, rc;
-    if ((rc = parse_sides(pelab_opt_str(opts, seqpe_options, "grid"), sides, MAX_SIDES, &n_sides))) return rc;
+    static char list[PELAB_OPT_VAL_MAX];
+    static char *dirs[PELAB_OPT_VAL_MAX / 2];
+    static struct pelab_run run;
+    int sides[MAX_SIDES], n_sides, n_runs, rc;
+    snprintf(list, sizeof list, "%s", models);
+    if ((rc = parse_sides(pelab_opt_str(opts, seqpe_options, "grid"), sides, MAX_SIDES, &n_sides)) ||
+        (rc = split_runs(list, models, dirs, PELAB_OPT_VAL_MAX / 2, &n_runs)))
+        return rc;
     pelab_safetensors_accept_edited(pelab_opt_switch(opts, seqpe_options, "edited"));
     const char *path = pelab_opt_str(opts, seqpe_options, "out");
     struct pelab_atomic_file af = {0};
@@ -392,21 +416,19 @@ static int analyze_variance(const struct pelab_opts *opts, const char *models) {
         f = af.f;
     }
     fprintf(f, "model,grid,part,sum_of_squares,of_total,of_variation\n");
-    static char list[PELAB_OPT_VAL_MAX];
-    snprintf(list, sizeof list, "%s", models);
-    for (char *dir = list, *next; !rc && dir; dir = next) {
-        if ((next = strchr(dir, ','))) *next++ = '\0';
-        if (!dir[0]) {
-            rc = pelab_fail(PELAB_ERR_USAGE, "--model %s: an empty run directory in the list", models);
-            break;
-        }
-        static struct pelab_run run;
-        if ((rc = open_embeddings(&run, dir))) break;
+    for (int r = 0; !rc && r < n_runs; r++) {
+        if ((rc = open_embeddings(&run, dirs[r]))) break;
+        const int G0 = run.model.pe.grid; /* --grid 0 */
         if (run.model.pe.pos_dims != 2)
             rc = pelab_fail(PELAB_ERR_USAGE, "--variance: %s is a run on sequences; --variance is for runs "
-                            "on images", dir);
+                            "on images", dirs[r]);
         for (int i = 0; !rc && i < n_sides; i++)
-            rc = write_variance(f, &run.model, dir, sides[i] ? sides[i] : run.model.pe.grid);
+            for (int k = 0; !rc && k < i; k++)
+                if ((sides[i] ? sides[i] : G0) == (sides[k] ? sides[k] : G0))
+                    rc = pelab_fail(PELAB_ERR_USAGE, "--grid %s: side %d twice for %s (0 is its training grid, "
+                                    "%d)", pelab_opt_str(opts, seqpe_options, "grid"), sides[i] ? sides[i] : G0,
+                                    dirs[r], G0);
+        for (int i = 0; !rc && i < n_sides; i++) rc = write_variance(f, &run.model, dirs[r], sides[i] ? sides[i] : G0);
         pelab_run_close(&run);
     }
     if (f != stdout) {
@@ -430,7 +452,8 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     const char *dir = pelab_opt_str(&opts, seqpe_options, "model");
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     if (pelab_opt_switch(&opts, seqpe_options, "variance")) return analyze_variance(&opts, dir);
-    if (strchr(dir, ','))
+    struct stat st;
+    if (strchr(dir, ',') && stat(dir, &st) != 0) /* a list, not a directory with a comma in its name */
         return pelab_fail(PELAB_ERR_USAGE, "--model %s: several runs are for --variance; this analysis "
                           "takes one", dir);
     int grid, n_sides;
@@ -463,8 +486,7 @@ int pelab_analyze_seqpe(int argc, char **argv) {
     if ((rc = open_embeddings(&run, dir))) return rc;
     struct pelab_model *m = &run.model;
     const int image = m->pe.pos_dims == 2, G = grid ? grid : m->pe.grid;
-    static const char *const sequence_only[] = {"from", "to", "step", "nearest", "checkpoints"};
-    for (int i = 0; i < 5 && !rc; i++)
+    for (int i = 0; i < N_SEQUENCE_ONLY && !rc; i++)
         if (image && pelab_opts_get(&opts, sequence_only[i]))
             rc = pelab_fail(PELAB_ERR_USAGE, "--%s: %s is a run on images, whose positions are a grid "
                             "(--grid G); --%s is for runs on sequences", sequence_only[i], dir, sequence_only[i]);

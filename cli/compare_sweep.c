@@ -1,21 +1,22 @@
 /* The extrapolation columns of `pelab compare` on tasks of documents, qa, images and the
- * algorithmic tasks: each run's
- * length-extrapolation sweep (pelab/sweep.h) on the long documents, kept in RUN/sweep.json so
- * that a resumed comparison does not evaluate a finished run again.
+ * algorithmic tasks: each run's length-extrapolation sweep (pelab/sweep.h) on the long documents,
+ * kept in RUN/sweep.json so that a resumed comparison does not evaluate a finished run again.
  *
- * RUN/sweep.json: {"lengths": "<the --lengths text>", "rows": [sweep rows, docs/FORMATS.md]};
- * with evaluation-time options the file is RUN/sweep-<name=value,...>.json and has
- * "eval_options": "<name=value,...>" too, so that variants differing only in those options
- * (learned, learned:ape-extend=interpolate) share one run and keep a sweep each. A file made for
- * other lengths or other options, or one that does not parse, is made again. Runs of task
- * qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test questions, greedy
- * generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep RUN/resolutions.json alike:
- * {"lengths": "<the sides, comma-separated>", "rows": [{"side", "grid", "accuracy", "loss",
- * "examples"}, ...]}, the whole test split at each side, kept by side: a sweep asks only for the
- * sides the file lacks and adds them (Table V's four sides reuse Table III's seven). Runs of an
- * algorithmic task keep
- * RUN/sizes.json: {"sizes": "1-<test max>", "train_max": L, "rows": [the rows of 'pelab eval
- * --json' on the test split]}, every size of the test split.
+ * RUN/sweep.json: {"lengths": "<the --lengths text>", "step": N, "rows": [sweep rows,
+ * docs/FORMATS.md]}; with evaluation-time options the file is RUN/sweep-<name=value,...>.json and
+ * has "eval_options": "<name=value,...>" too, so that variants differing only in those options
+ * (learned, learned:ape-extend=interpolate) share one run and keep a sweep each. "step" is the
+ * step of the weights measured, so that a run trained further is measured again. A file made for
+ * other lengths, other options or other weights, or one that does not parse, is made again.
+ * Runs of task qa keep RUN/qa_sweep.json alike, with the rows of pelab/qa_sweep.h (test
+ * questions, greedy generation of PELAB_QA_GEN_TOKENS tokens). Runs of task image keep
+ * RUN/resolutions.json alike: {"lengths": "<the sides, comma-separated>", "step": N, "rows":
+ * [{"side", "grid", "examples", "accuracy", "loss"}, ...]}, the whole test split at each side,
+ * kept by side: a sweep evaluates only the sides the file lacks (or holds a row of that is not a
+ * whole measurement of the test split) and adds them (Table V's four sides reuse Table III's
+ * seven). Runs of an algorithmic task keep RUN/sizes.json: {"sizes": "1-<test max>", "step": N,
+ * "train_max": L, "rows": [the rows of 'pelab eval --json' on the test split]}, every size of the
+ * test split.
  */
 #include <math.h>
 #include <stdio.h>
@@ -39,11 +40,13 @@ static void eval_text(char *buf, size_t size, const struct pelab_opts *eval) {
                  eval->kv[i].val);
 }
 
-/* A run's cached sweep: the text of its evaluation-time options ("name=value,...", "" for none)
- * and its file, RUN/<base>.json or RUN/<base>-<etext>.json ('/' written as '_'). */
+/* A run's cached sweep: the text of its evaluation-time options ("name=value,...", "" for none),
+ * the step of the weights measured, and its file, RUN/<base>.json or RUN/<base>-<etext>.json
+ * ('/' written as '_'). */
 struct sweep_cache {
     char etext[PELAB_OPTS_MAX * 64];
     char path[PELAB_OPT_VAL_MAX + PELAB_OPTS_MAX * 64 + 64];
+    int64_t step;
 };
 
 /* The run opened with the evaluation-time options `eval`, and its cache file for `base` into sc. */
@@ -54,32 +57,41 @@ static int cache_open(struct pelab_run *run, struct sweep_cache *sc, const char 
              sc->etext);
     for (char *c = sc->path + strlen(run_dir) + 1; *c; c++)
         if (*c == '/') *c = '_';
-    return pelab_run_open_with(run, run_dir, eval);
+    int rc = pelab_run_open_with(run, run_dir, eval);
+    sc->step = run->step;
+    return rc;
 }
 
-/* Reads each row's number `key` of path into ppl (and, em not NULL, the exact matches) if it was
- * made for `spec` (its "lengths", or `spec_key`) and the options `eval` (their eval_text) with n
- * rows; 0 when it was. */
-static int read_cached_as(const char *path, const char *spec_key, const char *spec, const char *eval, int n,
-                          const char *key, double *ppl, double *em) {
+/* sc's file parsed, if it was made with sc's options from the weights of sc's step; NULL
+ * otherwise (no file, one that does not parse, or another's). */
+static struct pelab_json *cache_load(const struct sweep_cache *sc) {
     char *text;
     size_t size;
-    if (pelab_read_file(path, &text, &size)) {
-        pelab_clear_error();
-        return -1;
+    struct pelab_json *j = NULL;
+    if (pelab_read_file(sc->path, &text, &size) == 0) {
+        if (pelab_json_parse(text, size, &j)) j = NULL;
+        free(text);
     }
-    struct pelab_json *j;
-    int rc = pelab_json_parse(text, size, &j);
-    free(text);
-    if (rc) {
-        pelab_clear_error();
-        return -1;
+    pelab_clear_error();
+    const struct pelab_json *e = j ? pelab_json_get(j, "eval_options") : NULL, *st = j ? pelab_json_get(j, "step") : NULL;
+    if (j && (!st || st->type != PELAB_JSON_NUMBER || st->number != (double)sc->step ||
+              !(e ? e->type == PELAB_JSON_STRING && strcmp(e->string, sc->etext) == 0 : !sc->etext[0]))) {
+        pelab_json_free(j);
+        j = NULL;
     }
+    return j;
+}
+
+/* Reads each row's number `key` of sc's file into ppl (and, em not NULL, the exact matches) if it
+ * is sc's (cache_load) and was made for `spec` (its "lengths", or `spec_key`) with n rows; 0 when
+ * it was. */
+static int read_cached_as(const struct sweep_cache *sc, const char *spec_key, const char *spec, int n,
+                          const char *key, double *ppl, double *em) {
+    struct pelab_json *j = cache_load(sc);
+    if (!j) return -1;
     const struct pelab_json *l = pelab_json_get(j, spec_key), *rows = pelab_json_get(j, "rows");
-    const struct pelab_json *e = pelab_json_get(j, "eval_options");
     int ok = l && l->type == PELAB_JSON_STRING && strcmp(l->string, spec) == 0 && rows &&
-             rows->type == PELAB_JSON_ARRAY && rows->count == n &&
-             (e ? e->type == PELAB_JSON_STRING && strcmp(e->string, eval) == 0 : !eval[0]);
+             rows->type == PELAB_JSON_ARRAY && rows->count == n;
     for (int i = 0; ok && i < n; i++) {
         const struct pelab_json *p = pelab_json_get(rows->items[i], key);
         const struct pelab_json *x = em ? pelab_json_get(rows->items[i], "exact_match") : NULL;
@@ -91,23 +103,25 @@ static int read_cached_as(const char *path, const char *spec_key, const char *sp
     return ok ? 0 : -1;
 }
 
-static int read_cached(const char *path, const char *spec, const char *eval, int n, const char *key,
-                       double *ppl, double *em) {
-    return read_cached_as(path, "lengths", spec, eval, n, key, ppl, em);
+static int read_cached(const struct sweep_cache *sc, const char *spec, int n, const char *key, double *ppl,
+                       double *em) {
+    return read_cached_as(sc, "lengths", spec, n, key, ppl, em);
 }
 
-/* The start of a cache file, {"<spec_key>": spec[, "eval_options": etext]; the caller adds its rows. */
-static void cache_head_as(struct pelab_sb *sb, const char *spec_key, const char *spec, const char *etext) {
+/* The start of a cache file, {"<spec_key>": spec, "step": N[, "eval_options": etext]; the caller
+ * adds its rows. */
+static void cache_head_as(struct pelab_sb *sb, const char *spec_key, const char *spec, const struct sweep_cache *sc) {
     pelab_sb_printf(sb, "{\"%s\": ", spec_key);
     pelab_sb_json_string(sb, spec);
-    if (etext[0]) {
+    pelab_sb_printf(sb, ", \"step\": %lld", (long long)sc->step);
+    if (sc->etext[0]) {
         pelab_sb_printf(sb, ", \"eval_options\": ");
-        pelab_sb_json_string(sb, etext);
+        pelab_sb_json_string(sb, sc->etext);
     }
 }
 
-static void cache_head(struct pelab_sb *sb, const char *spec, const char *etext) {
-    cache_head_as(sb, "lengths", spec, etext);
+static void cache_head(struct pelab_sb *sb, const char *spec, const struct sweep_cache *sc) {
+    cache_head_as(sb, "lengths", spec, sc);
 }
 
 /* Closes the object in sb, writes it to path atomically and frees sb. */
@@ -125,7 +139,7 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     int rc = cache_open(&run, &sc, run_dir, eval, "sweep");
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
-    if (rc || read_cached(sc.path, spec, sc.etext, *n, "perplexity", ppl, NULL) == 0) {
+    if (rc || read_cached(&sc, spec, *n, "perplexity", ppl, NULL) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -134,7 +148,7 @@ int pelab_compare_sweep(const char *run_dir, const char *spec, const struct pela
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, sc.etext);
+    cache_head(&sb, spec, &sc);
     pelab_sb_printf(&sb, ", \"rows\": ");
     pelab_sweep_json(&sb, rows, *n);
     rc = cache_write(&sb, sc.path);
@@ -149,7 +163,7 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     int rc = cache_open(&run, &sc, run_dir, eval, "qa_sweep");
     if (rc) return rc;
     rc = pelab_sweep_parse(spec, run.task.seq_len, lengths, n);
-    if (rc || read_cached(sc.path, spec, sc.etext, *n, "span_perplexity", ppl, em) == 0) {
+    if (rc || read_cached(&sc, spec, *n, "span_perplexity", ppl, em) == 0) {
         pelab_run_close(&run);
         return rc;
     }
@@ -159,7 +173,7 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head(&sb, spec, sc.etext);
+    cache_head(&sb, spec, &sc);
     pelab_sb_printf(&sb, ", \"gen_tokens\": %d, \"rows\": ", PELAB_QA_GEN_TOKENS);
     pelab_qa_sweep_json(&sb, rows, *n);
     rc = cache_write(&sb, sc.path);
@@ -170,48 +184,62 @@ int pelab_compare_qa_sweep(const char *run_dir, const char *spec, const struct p
     return rc;
 }
 
-/* One side of a run's image sweep, as RUN/resolutions.json keeps it. */
+/* One side of a run's image sweep, as RUN/resolutions.json keeps it (loss NAN: written null). */
 struct side_row {
     int side, grid;
-    unsigned long long examples;
+    uint64_t examples;
     double acc, loss;
 };
 
-/* The rows of a cached image sweep made with the options `eval` (its eval_text), at most max;
- * 0 rows when there is no such file or it does not parse. */
-static int read_side_rows(const char *path, const char *eval, struct side_row *rows, int max) {
-    char *text;
-    size_t size;
-    struct pelab_json *j = NULL;
-    if (pelab_read_file(path, &text, &size) == 0) {
-        if (pelab_json_parse(text, size, &j)) j = NULL;
-        free(text);
-    }
-    pelab_clear_error();
-    if (!j) return 0;
-    const struct pelab_json *r = pelab_json_get(j, "rows"), *e = pelab_json_get(j, "eval_options");
+/* The rows of sc's cached image sweep (cache_load) that are whole measurements of this run's test
+ * split: a side of the patch grid (grid = side / patch), every one of the split's `examples`, an
+ * accuracy in [0, 1]; others are left out, and so is a side beyond the first max. */
+static int read_side_rows(const struct sweep_cache *sc, int patch, uint64_t examples, struct side_row *rows,
+                          int max) {
+    struct pelab_json *j = cache_load(sc);
+    const struct pelab_json *r = j ? pelab_json_get(j, "rows") : NULL;
     int n = 0;
-    if (r && r->type == PELAB_JSON_ARRAY && r->count <= max &&
-        (e ? e->type == PELAB_JSON_STRING && strcmp(e->string, eval) == 0 : !eval[0]))
-        for (; n < r->count; n++) {
-            static const char *const keys[5] = {"side", "grid", "examples", "accuracy", "loss"};
-            double v[5];
-            for (int k = 0; k < 5; k++) {
-                const struct pelab_json *x = pelab_json_get(r->items[n], keys[k]);
-                if (!x || x->type != PELAB_JSON_NUMBER) {
-                    pelab_json_free(j);
-                    return 0;
-                }
-                v[k] = x->number;
-            }
-            rows[n] = (struct side_row){(int)v[0], (int)v[1], (unsigned long long)v[2], v[3], v[4]};
+    for (int i = 0; r && r->type == PELAB_JSON_ARRAY && i < r->count && n < max; i++) {
+        static const char *const keys[5] = {"side", "grid", "examples", "accuracy", "loss"};
+        double v[5];
+        int k = 0;
+        for (; k < 5; k++) {
+            const struct pelab_json *x = pelab_json_get(r->items[i], keys[k]);
+            if (x && x->type == PELAB_JSON_NUMBER) v[k] = x->number;
+            else if (x && x->type == PELAB_JSON_NULL && k == 4) v[k] = NAN;
+            else break;
         }
+        if (k == 5 && v[0] >= patch && v[0] <= PELAB_IMAGE_MAX_SIDE && v[0] == floor(v[0]) &&
+            v[1] * patch == v[0] && v[2] == (double)examples && v[3] >= 0 && v[3] <= 1)
+            rows[n++] = (struct side_row){(int)v[0], (int)v[1], examples, v[3], v[4]};
+    }
     pelab_json_free(j);
     return n;
 }
 
 static int by_side(const void *a, const void *b) {
-    return ((const struct side_row *)a)->side - ((const struct side_row *)b)->side;
+    const int x = ((const struct side_row *)a)->side, y = ((const struct side_row *)b)->side;
+    return (x > y) - (x < y);
+}
+
+/* Writes the image sweep's rows (n ≤ PELAB_IMAGE_MAX_SIDES, sorted by side) as sc's file, its
+ * "lengths" the sides, comma-separated. */
+static int write_side_rows(const struct sweep_cache *sc, const struct side_row *rows, int n) {
+    char text[PELAB_IMAGE_MAX_SIDES * 12] = ""; /* an int's 11 characters and a comma each */
+    for (int k = 0; k < n; k++) snprintf(text + strlen(text), sizeof text - strlen(text), "%s%d", k ? "," : "", rows[k].side);
+    struct pelab_sb sb = {0};
+    cache_head(&sb, text, sc);
+    pelab_sb_printf(&sb, ", \"rows\": [");
+    for (int k = 0; k < n; k++) {
+        pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", k ? ", " : "",
+                        rows[k].side, rows[k].grid, (unsigned long long)rows[k].examples);
+        pelab_sb_json_number(&sb, rows[k].acc);
+        pelab_sb_printf(&sb, ", \"loss\": ");
+        pelab_sb_json_number(&sb, rows[k].loss);
+        pelab_sb_printf(&sb, "}");
+    }
+    pelab_sb_printf(&sb, "]");
+    return cache_write(&sb, sc->path);
 }
 
 int pelab_compare_resolutions(const char *run_dir, const char *spec, const struct pelab_opts *eval,
@@ -230,9 +258,12 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         snprintf(lengths[i].label, sizeof lengths[i].label, "%s", item ? item : "");
         lengths[i].tokens = sides[i];
     }
-    /* the cached sides (a file of other options counts for none), then those it lacks */
+    /* the sides the file has (up to PELAB_IMAGE_MAX_SIDES), then those asked that it lacks (as
+     * many again), each once */
     static struct side_row rows[2 * PELAB_IMAGE_MAX_SIDES];
-    const int kept = rc ? 0 : read_side_rows(sc.path, sc.etext, rows, PELAB_IMAGE_MAX_SIDES);
+    if (!rc) rc = pelab_task_open_split(&run.task, PELAB_SPLIT_TEST); /* its size, read on first use */
+    const uint64_t examples = rc ? 0 : run.task.ops->split_size(&run.task, PELAB_SPLIT_TEST);
+    const int kept = rc ? 0 : read_side_rows(&sc, patch, examples, rows, PELAB_IMAGE_MAX_SIDES);
     int missing[PELAB_IMAGE_MAX_SIDES], n_missing = 0;
     for (int i = 0; !rc && i < *n; i++) {
         int k = 0, m = 0;
@@ -251,7 +282,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         for (int k = 0; k < total; k++)
             if (rows[k].side == sides[i]) acc[i] = rows[k].acc;
     if (!n_missing) return PELAB_OK;
-    /* the file again, every side it has by size; beyond PELAB_IMAGE_MAX_SIDES, only those asked now */
+    /* more than the file holds: the sides not asked now go, smallest first */
     qsort(rows, (size_t)total, sizeof *rows, by_side);
     for (int k = 0; total > PELAB_IMAGE_MAX_SIDES && k < total;) {
         int asked = 0;
@@ -259,21 +290,7 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         if (asked) k++;
         else memmove(rows + k, rows + k + 1, sizeof *rows * (size_t)(--total - k));
     }
-    char text[PELAB_IMAGE_MAX_SIDES * 12] = "";
-    for (int k = 0; k < total; k++) snprintf(text + strlen(text), sizeof text - strlen(text), "%s%d", k ? "," : "", rows[k].side);
-    struct pelab_sb sb = {0};
-    cache_head(&sb, text, sc.etext);
-    pelab_sb_printf(&sb, ", \"rows\": [");
-    for (int k = 0; k < total; k++) {
-        pelab_sb_printf(&sb, "%s{\"side\": %d, \"grid\": %d, \"examples\": %llu, \"accuracy\": ", k ? ", " : "",
-                        rows[k].side, rows[k].grid, rows[k].examples);
-        pelab_sb_json_number(&sb, rows[k].acc);
-        pelab_sb_printf(&sb, ", \"loss\": ");
-        pelab_sb_json_number(&sb, rows[k].loss);
-        pelab_sb_printf(&sb, "}");
-    }
-    pelab_sb_printf(&sb, "]");
-    return cache_write(&sb, sc.path);
+    return write_side_rows(&sc, rows, total);
 }
 
 int pelab_compare_sizes(const char *run_dir, const struct pelab_opts *eval, int *train_max, int *test_max,
@@ -286,7 +303,7 @@ int pelab_compare_sizes(const char *run_dir, const struct pelab_opts *eval, int 
     run.task.ops->sizes(&run.task, train_max, test_max, &per_size);
     char spec[32];
     snprintf(spec, sizeof spec, "1-%d", *test_max);
-    if (read_cached_as(sc.path, "sizes", spec, sc.etext, *test_max, "exact_match", em, NULL) == 0) {
+    if (read_cached_as(&sc, "sizes", spec, *test_max, "exact_match", em, NULL) == 0) {
         pelab_run_close(&run);
         return PELAB_OK;
     }
@@ -295,7 +312,7 @@ int pelab_compare_sizes(const char *run_dir, const struct pelab_opts *eval, int 
     pelab_run_close(&run);
     if (rc) return rc;
     struct pelab_sb sb = {0};
-    cache_head_as(&sb, "sizes", spec, sc.etext);
+    cache_head_as(&sb, "sizes", spec, &sc);
     pelab_sb_printf(&sb, ", \"train_max\": %d, \"rows\": ", *train_max);
     pelab_sizes_json(&sb, r, *test_max, *train_max);
     for (int i = 0; i < *test_max; i++) em[i] = r[i].exact_match;

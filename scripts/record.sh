@@ -19,7 +19,7 @@
 # A record made again replaces the old one; git keeps the history.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 2 ] || { echo "usage: scripts/record.sh TABLE COMMAND... (a pelab compare with --out DIR)" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: scripts/record.sh TABLE COMMAND... (a pelab compare with --out DIR, or an analysis with --json FILE or --out FILE.csv)" >&2; exit 2; }
 table=$1; shift
 case $table in */* | .* | "") echo "record: '$table' is not a table name" >&2; exit 2 ;; esac
 out="" json="" csv=""

@@ -16,8 +16,8 @@ results=${PELAB_RESULTS:-results} # another directory for the tests
     { echo "usage: make reproduce TABLE=NAME, NAME one of: $(ls "$results" 2>/dev/null | tr '\n' ' ')" >&2; exit 2; }
 out=${PELAB_REPRODUCE_OUT:-runs/reproduce/$name}
 what=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["command"][1])' "$results/$name/record.json")
-[ "$what" = compare ] || { echo "reproduce: results/$name records a pelab $what of existing runs, not a training;" \
-    "reproduce the tables of its runs, then run its command (results/$name/record.json) on them" >&2; exit 2; }
+[ "$what" = compare ] || { echo "reproduce: $results/$name records a pelab $what of existing runs, not a training;" \
+    "reproduce the tables of its runs, then run its command ($results/$name/record.json) on them" >&2; exit 2; }
 mapfile -t cmd < <(/usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["command"]

@@ -310,22 +310,43 @@ def attn_similarity(name, record, analysis):
     return "\n".join(lines) + "\n"
 
 
+def option(command, name, default=None):
+    """The value a command (a list of words) gives option --name, as '--name V' or '--name=V'."""
+    for i, w in enumerate(command):
+        if w == "--" + name and i + 1 < len(command):
+            return command[i + 1]
+        if w.startswith("--%s=" % name):
+            return w.split("=", 1)[1]
+    return default
+
+
+def switch(command, name):
+    """Whether a command turns switch --name on ('--name', '--name on', '--name=on')."""
+    value = option(command + ["on"], name, "off")  # a switch last in the command: on
+    return value != "off"
+
+
 def grid_variance(name, record, rows):
     """An analyze seqpe --variance: for each run, the share of what varies over the first grid asked
     that varies with the rows, the columns and both, then the columns' share over each further
-    grid."""
-    runs, sides = [], []
+    grid. The CSV gives each run's sides in the order of --grid (4 rows a side); a side asked as 0
+    (each run's training grid) is named by its size when the runs share it."""
+    asked = option(record["command"], "grid", "0").split(",")
+    runs = []
     for r in rows:
         runs += [r["model"]] if r["model"] not in runs else []
-        sides += [r["grid"]] if r["grid"] not in sides else []
-    share = {(r["model"], r["grid"], r["part"]): 100 * float(r["of_variation"]) for r in rows if r["part"] != "mean"}
-    first = "%s × %s" % (sides[0], sides[0])
-    head = ["run", "rows (%s)" % first, "columns (%s)" % first, "interaction (%s)" % first]
-    head += ["columns (%s × %s)" % (g, g) for g in sides[1:]]
+    block = {run: [r for r in rows if r["model"] == run] for run in runs}  # 4 rows per side asked
+    share = {(run, k, r["part"]): 100 * float(r["of_variation"])
+             for run in runs for k in range(len(asked)) for r in block[run][4 * k:4 * k + 4] if r["part"] != "mean"}
+    def label(k):
+        sizes = {block[run][4 * k]["grid"] for run in runs}
+        return "%s × %s" % (min(sizes), min(sizes)) if len(sizes) == 1 else "training grid"
+    head = ["run"] + ["%s (%s)" % (part, label(0)) for part in ("rows", "columns", "interaction")]
+    head += ["columns (%s)" % label(k) for k in range(1, len(asked))]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for run in runs:
-        cells = [share[run, sides[0], part] for part in ("rows", "columns", "interaction")]
-        cells += [share[run, g, "columns"] for g in sides[1:]]
+        cells = [share[run, 0, part] for part in ("rows", "columns", "interaction")]
+        cells += [share[run, k, "columns"] for k in range(1, len(asked))]
         lines.append("| `%s` | " % os.path.basename(run.rstrip("/")) + " | ".join("%.2f %%" % c for c in cells) + " |")
     commit = record["commit"].split("+")[0][:7] + ("+changes" if "+" in record["commit"] else "")
     lines += ["", "<sub>share of Σ|e_rc − ē|² over the G × G grid of coordinates 1..G (`pelab analyze seqpe "
@@ -374,7 +395,7 @@ def render(name):
     record, compare = merged(names) if len(names) > 1 else load(name)
     if record["command"][1:3] == ["analyze", "attn-similarity"]:
         return attn_similarity(name, record, compare)
-    if record["command"][1:3] == ["analyze", "seqpe"] and "--variance" in record["command"]:
+    if record["command"][1:3] == ["analyze", "seqpe"] and switch(record["command"], "variance"):
         return grid_variance(name, record, compare)
     if record["command"][1] == "analyze":
         sys.exit("tables: results/%s: no table kind for this analysis (attn-similarity, or seqpe "

@@ -143,6 +143,15 @@ check 2 "--variance is CSV only" -- analyze seqpe --model "$W/learned2d" --varia
 check 2 "several runs are for --variance" -- analyze seqpe --model "$W/learned2d,$W/seqpe"
 check 2 "--grid 3,4: one side here (several are for --variance)" -- analyze seqpe --model "$W/learned2d" --grid 3,4
 check 2 "--grid 3,,4: give one or more sides" -- analyze seqpe --model "$W/learned2d" --grid 3,,4 --variance
+check 2 "--grid 0,2: side 2 twice for $W/learned2d (0 is its training grid, 2)" -- \
+    analyze seqpe --model "$W/learned2d" --grid 0,2 --variance
+check 2 "--model $W/seqpe,$W/seqpe: $W/seqpe twice" -- analyze seqpe --model "$W/seqpe,$W/seqpe" --variance
+# a run that fails after others were written leaves the CSV as it was
+cp "$W/var.csv" "$W/var0.csv"
+check 2 "$W/rope2d: a run of --pe rope2d, which has no position vectors" -- \
+    analyze seqpe --model "$W/learned2d,$W/rope2d" --variance --out "$W/var.csv"
+cmp -s "$W/var.csv" "$W/var0.csv" && ! ls "$W" | grep -q '\.tmp\.' ||
+    fail "a failed --variance changed or left files: $(ls -A "$W")"
 "$P" analyze seqpe --model "$W/learned2d" --grid 5 --out "$W/ape5.csv" 2>"$W/err" && [ "$(wc -l <"$W/ape5.csv")" -eq $((1 + 5 * 25)) ] ||
     fail "analyze seqpe on learned2d, a larger grid: $(cat "$W/err")"
 check 2 "a run of --pe rope2d, which has no position vectors" -- analyze seqpe --model "$W/rope2d"
@@ -192,6 +201,32 @@ kept = json.load(open(d + "/seqpe-s2/resolutions.json"))
 assert kept["lengths"] == "8,12,16,20" and [r["side"] for r in kept["rows"]] == [8, 12, 16, 20], kept
 assert kept["rows"][1]["accuracy"] == before[1]["accuracy"], kept
 PY
+# a row that is not a whole measurement of this run's test split (here: of fewer images) is measured
+# again and the others kept, a null loss (non-finite) among them; a file of other weights (another
+# step) or other evaluation-time options counts for none
+mark() { # EDITS...: python statements on the file's rows, by side, then written back
+    /usr/bin/python3 - "$R" "$@" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+row = {r["side"]: r for r in j["rows"]}
+for edit in sys.argv[2:]:
+    exec(edit)
+json.dump(j, open(sys.argv[1], "w"))
+PY
+}
+acc_of() { # SIDES: seed 2's accuracies in compare.json after a compare at SIDES
+    "$P" compare $TINY --steps 4 --pe seqpe --seeds 2 --resolutions "$1" --out "$W/cmp" >/dev/null 2>"$W/err" ||
+        fail "compare --resolutions $1: $(tail -3 "$W/err")"
+    json_text "$W/cmp/compare.json" '[r["sweep_acc"] for r in j["runs"] if r["seed"] == 2][0]'
+}
+mark 'row[12]["accuracy"] = 0.654321; row[12]["loss"] = None' 'row[20]["examples"] = 1; row[20]["accuracy"] = 0.5'
+[ "$(acc_of 12,20)" = "[0.654321, $(json_text "$W/r20.json" 'j["rows"][0]["accuracy"]')]" ] &&
+    [ "$(json_text "$R" '[r["loss"] for r in j["rows"] if r["side"] == 12]')" = "[None]" ] ||
+    fail "a row of fewer images, a null loss: $(cat "$R")"
+mark 'row[12]["accuracy"] = 0.654321' 'j["step"] = 3'
+[ "$(acc_of 12)" != "[0.654321]" ] && grep -q '"step": 4' "$R" || fail "a file of another step was reused: $(cat "$R")"
+mark 'row[12]["accuracy"] = 0.654321' 'j["eval_options"] = "ape-extend=interpolate"'
+[ "$(acc_of 12)" != "[0.654321]" ] || fail "a file of other evaluation-time options was reused: $(cat "$R")"
 # an evaluation-time option reaches the image sweep: the learned table interpolated at 2x
 "$P" compare $TINY --steps 2 --positions raster --pe learned --ape-extend interpolate --seeds 1 --resolutions 1x,2x \
     --out "$W/cmp2" >"$W/out" 2>"$W/err" || fail "compare --resolutions with --ape-extend: $(tail -3 "$W/err")"

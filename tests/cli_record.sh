@@ -112,7 +112,7 @@ bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img1,$
     >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
 cmp -s "$W/var.csv" "$W/results/grid-var/analysis.csv" || fail "the record's analysis.csv is not the analysis's"
 bash scripts/reproduce.sh grid-var >/dev/null 2>"$W/e"; rc=$?
-[ $rc -eq 2 ] && grep -q "^reproduce: results/grid-var records a pelab analyze of existing runs, not a training" "$W/e" ||
+[ $rc -eq 2 ] && grep -q "^reproduce: $W/results/grid-var records a pelab analyze of existing runs, not a training" "$W/e" ||
     fail "reproduce of an analysis's record: exit $rc, $(cat "$W/e")"
 printf '<!-- results:grid-var -->\n<!-- /results:grid-var -->\n' >"$W/README4.md"
 /usr/bin/python3 scripts/tables.py "$W/README4.md" >/dev/null || fail "tables.py on a grid variance"
@@ -126,4 +126,14 @@ for k, run in enumerate(("img1", "img2")):
     want = [share[run, "2", p] for p in ("rows", "columns", "interaction")] + [share[run, "3", "columns"]]
     assert lines[3 + k] == "| `%s` | %s |" % (run, " | ".join(want)), (lines[3 + k], want)
 PY
+# runs of different training grids: a side asked as 0 is each run's own, named "training grid"
+"$P" train --task image --data-dir "$D" --image-side 8 --patch 2 --d-model 16 --heads 2 --layers 1 --batch 8 \
+    --threads 1 --eval-every 0 --eval-batches 1 --pe seqpe --steps 2 --out "$W/img4" >/dev/null 2>"$W/e" ||
+    fail "train an image run of patch 2: $(tail -3 "$W/e")"
+bash scripts/record.sh grid-var2 "$P" analyze seqpe --variance --model "$W/img1,$W/img4" --grid 0,3 --out "$W/var2.csv" \
+    >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
+printf '<!-- results:grid-var2 -->\n<!-- /results:grid-var2 -->\n' >"$W/README5.md"
+/usr/bin/python3 scripts/tables.py "$W/README5.md" >/dev/null 2>"$W/e" || fail "tables.py on runs of two grids: $(cat "$W/e")"
+grep -q "^| run | rows (training grid) | columns (training grid) | interaction (training grid) | columns (3 × 3) |$" \
+    "$W/README5.md" || fail "the table of runs of two grids: $(cat "$W/README5.md")"
 echo "cli_record: ok"
