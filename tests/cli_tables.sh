@@ -2,12 +2,15 @@
 # The README's recorded tables (<!-- results:NAME --> blocks) are what their records in results/
 # give (scripts/tables.py, make tables): no number typed by hand. Nothing is trained here: the
 # tables are made from the records alone. An edit of one digit in a table, or a record's
-# number, is caught.
+# number, is caught; so is a record of a build from uncommitted changes.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 out=$(/usr/bin/python3 scripts/tables.py --check 2>&1) || fail "README.md differs from results/: $out"
 n=$(grep -c '^<!-- results:' README.md)
 [ "$n" -ge 1 ] || fail "README.md has no recorded table"
+# every committed record names a commit one can check out: none built from a changed tree
+dirty=$(grep -l '"commit": "[^"]*+changes"' results/*/record.json || true)
+[ -z "$dirty" ] || fail "records of a build from uncommitted changes (record them again from a clean tree): $dirty"
 # one digit of the first recorded table's first row changed: caught, with a diff naming it
 cp README.md "$W/README.md"
 /usr/bin/python3 - "$W/README.md" <<'PY' || fail "no table row to edit"
