@@ -73,13 +73,13 @@ static struct pelab_json *cache_load(const struct sweep_cache *sc) {
         free(text);
     }
     pelab_clear_error();
-    const struct pelab_json *e = j ? pelab_json_get(j, "eval_options") : NULL, *st = j ? pelab_json_get(j, "step") : NULL;
-    if (j && (!st || st->type != PELAB_JSON_NUMBER || st->number != (double)sc->step ||
-              !(e ? e->type == PELAB_JSON_STRING && strcmp(e->string, sc->etext) == 0 : !sc->etext[0]))) {
-        pelab_json_free(j);
-        j = NULL;
-    }
-    return j;
+    if (!j) return NULL;
+    const struct pelab_json *st = pelab_json_get(j, "step"), *e = pelab_json_get(j, "eval_options");
+    const int same_step = st && st->type == PELAB_JSON_NUMBER && st->number == (double)sc->step;
+    const int same_options = e ? e->type == PELAB_JSON_STRING && strcmp(e->string, sc->etext) == 0 : !sc->etext[0];
+    if (same_step && same_options) return j;
+    pelab_json_free(j);
+    return NULL;
 }
 
 /* Reads each row's number `key` of sc's file into ppl (and, em not NULL, the exact matches) if it
