@@ -419,16 +419,18 @@ static int analyze_variance(const struct pelab_opts *opts, const char *models) {
     for (int r = 0; !rc && r < n_runs; r++) {
         if ((rc = open_embeddings(&run, dirs[r]))) break;
         const int G0 = run.model.pe.grid; /* --grid 0 */
+        int G[MAX_SIDES];
         if (run.model.pe.pos_dims != 2)
             rc = pelab_fail(PELAB_ERR_USAGE, "--variance: %s is a run on sequences; --variance is for runs "
                             "on images", dirs[r]);
-        for (int i = 0; !rc && i < n_sides; i++)
+        for (int i = 0; !rc && i < n_sides; i++) {
+            G[i] = sides[i] ? sides[i] : G0;
             for (int k = 0; !rc && k < i; k++)
-                if ((sides[i] ? sides[i] : G0) == (sides[k] ? sides[k] : G0))
+                if (G[k] == G[i])
                     rc = pelab_fail(PELAB_ERR_USAGE, "--grid %s: side %d twice for %s (0 is its training grid, "
-                                    "%d)", pelab_opt_str(opts, seqpe_options, "grid"), sides[i] ? sides[i] : G0,
-                                    dirs[r], G0);
-        for (int i = 0; !rc && i < n_sides; i++) rc = write_variance(f, &run.model, dirs[r], sides[i] ? sides[i] : G0);
+                                    "%d)", pelab_opt_str(opts, seqpe_options, "grid"), G[i], dirs[r], G0);
+        }
+        for (int i = 0; !rc && i < n_sides; i++) rc = write_variance(f, &run.model, dirs[r], G[i]);
         pelab_run_close(&run);
     }
     if (f != stdout) {

@@ -65,15 +65,11 @@ static int cache_open(struct pelab_run *run, struct sweep_cache *sc, const char 
 /* sc's file parsed, if it was made with sc's options from the weights of sc's step; NULL
  * otherwise (no file, one that does not parse, or another's). */
 static struct pelab_json *cache_load(const struct sweep_cache *sc) {
-    char *text;
-    size_t size;
-    struct pelab_json *j = NULL;
-    if (pelab_read_file(sc->path, &text, &size) == 0) {
-        if (pelab_json_parse(text, size, &j)) j = NULL;
-        free(text);
+    struct pelab_json *j;
+    if (pelab_json_load(sc->path, &j)) {
+        pelab_clear_error();
+        return NULL;
     }
-    pelab_clear_error();
-    if (!j) return NULL;
     const struct pelab_json *st = pelab_json_get(j, "step"), *e = pelab_json_get(j, "eval_options");
     const int same_step = st && st->type == PELAB_JSON_NUMBER && st->number == (double)sc->step;
     const int same_options = e ? e->type == PELAB_JSON_STRING && strcmp(e->string, sc->etext) == 0 : !sc->etext[0];

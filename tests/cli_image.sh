@@ -187,8 +187,17 @@ PY
 # the sweep is kept by side: sides asked again are read back (a marked accuracy shows it), new ones
 # are evaluated and added, and the file lists every side, by size
 R=$W/cmp/seqpe-s2/resolutions.json
-sed -i 's/"side": 16, "grid": 4, "examples": \([0-9]*\), "accuracy": [0-9.e-]*/"side": 16, "grid": 4, "examples": \1, "accuracy": 0.123456/' "$R"
-grep -q '"accuracy": 0.123456' "$R" || fail "the test could not mark the cached side: $(cat "$R")"
+mark() { # EDITS...: python statements on the file's rows, by side, then written back
+    /usr/bin/python3 - "$R" "$@" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+row = {r["side"]: r for r in j["rows"]}
+for edit in sys.argv[2:]:
+    exec(edit)
+json.dump(j, open(sys.argv[1], "w"))
+PY
+}
+mark 'row[16]["accuracy"] = 0.123456'
 "$P" compare $TINY --steps 4 --pe seqpe --seeds 2 --resolutions 2x,20,1x --out "$W/cmp" >"$W/out" 2>"$W/err" ||
     fail "compare --resolutions again: $(tail -3 "$W/err")"
 "$P" eval --model "$W/cmp/seqpe-s2" --resolutions 20 --json >"$W/r20.json" 2>"$W/err" || fail "eval at 20: $(cat "$W/err")"
@@ -204,16 +213,6 @@ PY
 # a row that is not a whole measurement of this run's test split (here: of fewer images) is measured
 # again and the others kept, a null loss (non-finite) among them; a file of other weights (another
 # step) or other evaluation-time options counts for none
-mark() { # EDITS...: python statements on the file's rows, by side, then written back
-    /usr/bin/python3 - "$R" "$@" <<'PY'
-import json, sys
-j = json.load(open(sys.argv[1]))
-row = {r["side"]: r for r in j["rows"]}
-for edit in sys.argv[2:]:
-    exec(edit)
-json.dump(j, open(sys.argv[1], "w"))
-PY
-}
 acc_of() { # SIDES: seed 2's accuracies in compare.json after a compare at SIDES
     "$P" compare $TINY --steps 4 --pe seqpe --seeds 2 --resolutions "$1" --out "$W/cmp" >/dev/null 2>"$W/err" ||
         fail "compare --resolutions $1: $(tail -3 "$W/err")"

@@ -103,10 +103,10 @@ grep -q "^| JSD (nats) | [0-9.]* ± [0-9.]* | — |$" "$W/README3.md" || fail "t
 # an analysis that writes a CSV (--out FILE.csv) is recorded with it: the grid variance of two
 # image runs at two sides, a table of each run's shares in percent
 install_images "$D"
+IMG="--task image --data-dir $D --image-side 8 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0
+     --eval-batches 1 --pe seqpe --steps 2"
 for s in 1 2; do
-    "$P" train --task image --data-dir "$D" --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 \
-        --threads 1 --eval-every 0 --eval-batches 1 --pe seqpe --steps 2 --seed $s --out "$W/img$s" >/dev/null 2>"$W/e" ||
-        fail "train an image run: $(tail -3 "$W/e")"
+    "$P" train $IMG --patch 4 --seed $s --out "$W/img$s" >/dev/null 2>"$W/e" || fail "train an image run: $(tail -3 "$W/e")"
 done
 bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img1,$W/img2" --grid 0,3 --out "$W/var.csv" \
     >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
@@ -127,9 +127,7 @@ for k, run in enumerate(("img1", "img2")):
     assert lines[3 + k] == "| `%s` | %s |" % (run, " | ".join(want)), (lines[3 + k], want)
 PY
 # runs of different training grids: a side asked as 0 is each run's own, named "training grid"
-"$P" train --task image --data-dir "$D" --image-side 8 --patch 2 --d-model 16 --heads 2 --layers 1 --batch 8 \
-    --threads 1 --eval-every 0 --eval-batches 1 --pe seqpe --steps 2 --out "$W/img4" >/dev/null 2>"$W/e" ||
-    fail "train an image run of patch 2: $(tail -3 "$W/e")"
+"$P" train $IMG --patch 2 --out "$W/img4" >/dev/null 2>"$W/e" || fail "train an image run of patch 2: $(tail -3 "$W/e")"
 bash scripts/record.sh grid-var2 "$P" analyze seqpe --variance --model "$W/img1,$W/img4" --grid 0,3 --out "$W/var2.csv" \
     >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
 printf '<!-- results:grid-var2 -->\n<!-- /results:grid-var2 -->\n' >"$W/README5.md"
