@@ -216,7 +216,9 @@ static int divergences(const struct member *xs, int n, const struct inputs *in, 
                 for (int k = 0; k < x->H * y->H; k++) lo = fmin(lo, hd[k]), mean += hd[k];
                 mean /= x->H * y->H;
                 sum += lo;
-                pelab_sb_printf(csv, "%s,%s,%s,%s,%d,%.9g,%.9g\n", x->dir, y->dir, x->group, y->group, l, lo, mean);
+                const char *names[4] = {x->dir, y->dir, x->group, y->group};
+                for (int k = 0; k < 4; k++) pelab_sb_csv_cell(csv, names[k]), pelab_sb_append(csv, ",", 1);
+                pelab_sb_printf(csv, "%d,%.9g,%.9g\n", l, lo, mean);
             }
             dab[a * n + b] = dab[b * n + a] = sum / x->N;
         }

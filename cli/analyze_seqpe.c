@@ -55,6 +55,7 @@
 #include "checkpoints.h"
 #include "plot.h"
 #include "pelab/io.h"
+#include "pelab/json.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/train.h"
@@ -314,11 +315,14 @@ static int write_variance(FILE *f, struct pelab_model *m, const char *dir, int G
     const double varied = ss_row + ss_col + ss_int;
     const char *parts[4] = {"mean", "rows", "columns", "interaction"};
     const double ss[4] = {ss_mean, ss_row, ss_col, ss_int};
+    struct pelab_sb name = {0};
+    pelab_sb_csv_cell(&name, dir);
     for (int i = 0; i < 4; i++) {
-        fprintf(f, "%s,%d,%s,%.9g,%.6f,", dir, G, parts[i], ss[i], ss_all > 0 ? ss[i] / ss_all : 0);
+        fprintf(f, "%s,%d,%s,%.9g,%.6f,", name.data, G, parts[i], ss[i], ss_all > 0 ? ss[i] / ss_all : 0);
         if (i) fprintf(f, "%.6f", varied > 0 ? ss[i] / varied : 0);
         fprintf(f, "\n");
     }
+    pelab_sb_free(&name);
 done:
     free(pos);
     free(e);

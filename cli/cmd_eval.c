@@ -299,7 +299,8 @@ static int by_size(const char *dir, struct pelab_run *run, int batch, int json, 
         if (!json)
             pelab_sb_printf(&sb, "%4d  %8" PRIu64 "  %10.1f%%  %8.1f%%  %7.4f%s\n", n, e->examples,
                             100 * e->exact_match, 100 * e->acc, e->loss, n <= train_max ? "  trained" : "");
-        pelab_sb_printf(&text, "%s,%d,%d,%" PRIu64 ",%.9g,%.9g,%.9g\n", run->model.cfg.pe, n,
+        pelab_sb_csv_cell(&text, run->model.cfg.pe);
+        pelab_sb_printf(&text, ",%d,%d,%" PRIu64 ",%.9g,%.9g,%.9g\n", n,
                         n <= train_max, e->examples, e->exact_match, e->acc, e->loss);
     }
     if (json) pelab_sb_printf(&sb, "}\n");
@@ -358,10 +359,12 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
     pelab_sb_free(&sb);
     if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK;
     pelab_sb_printf(&text, "pe,side,grid,multiple,tokens,examples,accuracy,loss\n");
-    for (int i = 0; i < n; i++)
-        pelab_sb_printf(&text, "%s,%d,%d,%.6g,%d,%" PRIu64 ",%.6g,%.6g\n", run->model.cfg.pe, sides[i],
-                        sides[i] / patch, (double)sides[i] / train_side,
-                        1 + (sides[i] / patch) * (sides[i] / patch), r[i].examples, r[i].acc, r[i].loss);
+    for (int i = 0; i < n; i++) {
+        pelab_sb_csv_cell(&text, run->model.cfg.pe);
+        pelab_sb_printf(&text, ",%d,%d,%.6g,%d,%" PRIu64 ",%.6g,%.6g\n", sides[i], sides[i] / patch,
+                        (double)sides[i] / train_side, 1 + (sides[i] / patch) * (sides[i] / patch),
+                        r[i].examples, r[i].acc, r[i].loss);
+    }
     rc = pelab_write_file_atomic(csv, text.data, text.len);
     pelab_sb_free(&text);
     return rc;

@@ -15,7 +15,7 @@
 
 static const struct pelab_optdef plot_options[] = {
     {"csv", PELAB_OPT_STR, "", 0, 0, NULL, "CSV file to read (required; - for standard input): a header line, "
-     "then rows of comma-separated fields, no quoting"},
+     "then rows of comma-separated cells (RFC 4180: a cell holding a comma, quote or line break is quoted)"},
     {"x", PELAB_OPT_STR, "", 0, 0, NULL, "column of the x values (required)"},
     {"y", PELAB_OPT_STR, "", 0, 0, NULL, "column of the y values (required)"},
     {"group", PELAB_OPT_STR, "", 0, 0, NULL, "column whose values name the lines, one line per value (at most 100) "

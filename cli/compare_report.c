@@ -208,9 +208,11 @@ static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes
     if (sw->sizes) { /* algorithmic: DIR/sizes.csv, the exact match at every size */
         pelab_sb_printf(&sb, "pe,size,trained,em_mean,em_std\n");
         for (int p = 0; p < n_pes; p++)
-            for (int z = 0; z < sw->test_max; z++)
-                pelab_sb_printf(&sb, "%s,%d,%d,%.9g,%.9g\n", st[p].pe, z + 1, z < sw->train_max,
-                                st[p].size_mean[z], st[p].size_std[z]);
+            for (int z = 0; z < sw->test_max; z++) {
+                pelab_sb_csv_cell(&sb, st[p].pe);
+                pelab_sb_printf(&sb, ",%d,%d,%.9g,%.9g\n", z + 1, z < sw->train_max, st[p].size_mean[z],
+                                st[p].size_std[z]);
+            }
         return write_report(dir, "sizes.csv", &sb);
     }
     pelab_sb_printf(&sb, "%s\n", sw->image ? "pe,label,side,acc_mean,acc_std"
@@ -218,8 +220,8 @@ static int write_sweep_csv(const char *dir, const struct pe_stats *st, int n_pes
                                             : "pe,label,length,ppl_mean,ppl_std");
     for (int p = 0; p < n_pes; p++)
         for (int l = 0; l < sw->n; l++) {
-            pelab_sb_printf(&sb, "%s,%s,%d,%.9g,%.9g", st[p].pe, sw->lengths[l].label,
-                            sw->lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
+            pelab_sb_csv_cell(&sb, st[p].pe);
+            pelab_sb_printf(&sb, ",%s,%d,%.9g,%.9g", sw->lengths[l].label, sw->lengths[l].tokens, st[p].len_mean[l], st[p].len_std[l]);
             if (sw->qa) pelab_sb_printf(&sb, ",%.9g,%.9g", st[p].em_mean[l], st[p].em_std[l]);
             pelab_sb_printf(&sb, "\n");
         }

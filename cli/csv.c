@@ -1,5 +1,6 @@
-/* The strict CSV reader: the whole file in one buffer, split in place (separators become NULs),
- * cells pointing into it. */
+/* The strict CSV reader (RFC 4180): the whole file in one buffer, cut in place (the byte after
+ * a cell becomes its NUL, and a quoted cell is unquoted where it stands: it only shrinks), cells
+ * pointing into it. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,49 +9,80 @@
 #include "pelab/io.h"
 #include "pelab/status.h"
 
-/* Fields of a line, without cutting it. */
-static int count_fields(const char *s) {
-    int n = 1;
-    for (const char *p = s; (p = strchr(p, ',')); p++) n++;
-    return n;
+/* Makes room for one more element in *v (n held, *cap allocated, elem bytes each); -1 when out
+ * of memory (*v kept). */
+static int grow(void *v, long n, long *cap, size_t elem) {
+    if (n < *cap) return 0;
+    const long want = *cap ? 2 * *cap : 256;
+    void *grown = realloc(*(void **)v, (size_t)want * elem);
+    if (!grown) return -1;
+    *(void **)v = grown, *cap = want;
+    return 0;
 }
 
-/* Splits the line s (NUL-terminated, no newline) at its commas, in place, into out[0..max);
- * returns the number of fields, or max + 1 when there are more (then s is left whole). */
-static int split_fields(char *s, char **out, int max) {
-    int n = count_fields(s);
-    if (n > max) return max + 1;
-    for (int i = 0; i < n; i++) {
-        out[i] = s;
-        char *comma = strchr(s, ',');
-        if (comma) *comma = '\0', s = comma + 1;
-    }
-    return n;
+/* The parser's place in the buffer: buf[i] is the next byte (buf[size] is a NUL), on line `line`. */
+struct cursor {
+    const char *path;
+    char *buf;
+    size_t i, size;
+    long line;
+    char **cells; /* every cell read, the header's first */
+    long n, cap;
+};
+
+/* Whether the cursor is at an empty line: a line break (\n or \r\n) and nothing before it. */
+static int at_empty_line(const struct cursor *k) {
+    const char *s = k->buf + k->i;
+    return s[0] == '\n' || (s[0] == '\r' && s[1] == '\n');
 }
 
-/* Cuts the buffer into lines in place: returns the count, each start in starts (malloc'ed). */
-static long split_lines(char *buf, size_t size, char ***starts) {
-    long n = 0, cap = 64;
-    char **v = malloc((size_t)cap * sizeof *v);
-    for (size_t i = 0; v && i < size;) {
-        if (n == cap) {
-            char **grown = realloc(v, (size_t)(cap *= 2) * sizeof *v);
-            if (!grown) {
-                free(v);
-                v = NULL;
-                break;
-            }
-            v = grown;
+/* One cell at the cursor, cut (and unquoted) in place and appended to k->cells; *sep is what ended
+ * it: ',', '\n' or '\0' (the end of the file). A quoted cell may hold commas, line breaks and
+ * quotes, doubled ("a ""b"", c" is: a "b", c); a quote anywhere else is refused, and so is text
+ * after the closing quote. */
+static int cell(struct cursor *k, char *sep) {
+    char *start = k->buf + k->i, *end;
+    if (*start == '"') {
+        const long opened = k->line;
+        end = start;
+        for (k->i++;; k->i++) {
+            if (k->i >= k->size)
+                return pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: a quote opened here is never closed", k->path, opened);
+            const char c = k->buf[k->i];
+            if (c == '"' && k->buf[k->i + 1] != '"') break; /* the closing quote */
+            k->i += c == '"';                               /* "" is one quote */
+            k->line += c == '\n';
+            *end++ = c;
         }
-        v[n++] = buf + i;
-        char *nl = memchr(buf + i, '\n', size - i);
-        size_t end = nl ? (size_t)(nl - buf) : size;
-        buf[end] = '\0'; /* buf has a NUL after its last byte */
-        if (end > i && buf[end - 1] == '\r') buf[end - 1] = '\0';
-        i = end + 1;
+        k->i++;
+        k->i += k->buf[k->i] == '\r' && k->buf[k->i + 1] == '\n';
+        if (k->i < k->size && k->buf[k->i] != ',' && k->buf[k->i] != '\n')
+            return pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: text after a quoted cell's closing quote", k->path, k->line);
+    } else {
+        for (; k->i < k->size && k->buf[k->i] != ',' && k->buf[k->i] != '\n'; k->i++)
+            if (k->buf[k->i] == '"')
+                return pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: a quote inside a cell that does not begin with "
+                                  "one (quote the whole cell and double the quotes in it)", k->path, k->line);
+        end = k->buf + k->i;
+        end -= end > start && end[-1] == '\r' && *end == '\n'; /* a \r\n line end */
     }
-    *starts = v;
-    return v ? n : -1;
+    *sep = k->buf[k->i]; /* ',', '\n', or the NUL after the buffer */
+    k->i += *sep != '\0';
+    k->line += *sep == '\n';
+    *end = '\0';         /* at or before the separator, read already */
+    if (grow(&k->cells, k->n, &k->cap, sizeof *k->cells))
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", k->path);
+    k->cells[k->n++] = start;
+    return PELAB_OK;
+}
+
+/* The record at the cursor, its cells appended; their count in *n, which stops at max + 1 (the
+ * rest of the record then unread). */
+static int record(struct cursor *k, int max, int *n) {
+    char sep = ',';
+    int rc = PELAB_OK;
+    for (*n = 0; !rc && sep == ',' && *n <= max; ++*n) rc = cell(k, &sep);
+    return rc;
 }
 
 int pelab_csv_read(struct pelab_csv *c, const char *path) {
@@ -66,68 +98,46 @@ int pelab_csv_parse(struct pelab_csv *c, const char *name, char *buf, size_t siz
     memset(c, 0, sizeof *c);
     c->path = name;
     c->buf = buf;
-    int rc = PELAB_OK;
-    if (memchr(c->buf, '\0', size)) {
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", c->path);
-        pelab_csv_free(c);
-        return rc;
+    struct cursor k = {.path = name, .buf = buf, .size = size, .line = 1};
+    long lines_cap = 0;
+    int rc = PELAB_OK, got = 0;
+    if (memchr(buf, '\0', size)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", name);
+    else if (size == 0 || at_empty_line(&k)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", name);
+    else if (!(rc = record(&k, PELAB_CSV_MAX_COLS, &got)) && got > PELAB_CSV_MAX_COLS)
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: more than %d columns", name, PELAB_CSV_MAX_COLS);
+    c->cols = rc ? 0 : got;
+    for (int j = 0; j < c->cols && !rc; j++) {
+        if (!k.cells[j][0]) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: column %d of the header has no name", name, j + 1);
+        for (int m = 0; m < j && !rc; m++)
+            if (strcmp(k.cells[j], k.cells[m]) == 0)
+                rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: column '%s' appears twice in the header", name, k.cells[j]);
     }
-    char **lines;
-    long n = split_lines(c->buf, size, &lines);
-    if (n < 0) {
-        pelab_csv_free(c);
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", name);
-    }
-    while (n > 0 && lines[n - 1][0] == '\0') n--; /* empty lines at the end */
-    if (n == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", c->path);
-    else if (n > 2147483647L) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: too many lines", c->path);
-    for (long i = 0; !rc && i < n; i++)
-        if (strchr(lines[i], '"'))
-            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: quoted fields are not supported", c->path, i + 1);
-    if (!rc && count_fields(lines[0]) > PELAB_CSV_MAX_COLS)
-        rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: more than %d columns", c->path, PELAB_CSV_MAX_COLS);
-    /* Rows that fit the file: a row of cols fields takes at least cols bytes (cols - 1 commas and
-     * a newline; the last row cols - 1), as the header does, so there are at most size / cols of
-     * them. Sizing cells by the line count instead would let a file of short lines under a wide
-     * header ask for cols pointers per byte. */
-    long cap = 0;
-    if (!rc) {
-        int cols = count_fields(lines[0]);
-        cap = (long)(size / (size_t)cols) < n - 1 ? (long)(size / (size_t)cols) : n - 1;
-        c->names = malloc((size_t)cols * sizeof *c->names);
-        c->cells = malloc((size_t)cap * cols * sizeof *c->cells + 1);
-        c->lines = malloc((size_t)cap * sizeof *c->lines + 1);
-        if (!c->names || !c->cells || !c->lines) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", c->path);
-        else c->cols = split_fields(lines[0], c->names, cols);
-    }
-    for (int j = 0; !rc && j < c->cols; j++) {
-        if (!c->names[j][0])
-            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: column %d of the header has no name", c->path, j + 1);
-        for (int k = 0; !rc && k < j; k++)
-            if (strcmp(c->names[j], c->names[k]) == 0)
-                rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: column '%s' appears twice in the header", c->path, c->names[j]);
-    }
-    for (long i = 1; !rc && i < n; i++) {
-        if (lines[i][0] == '\0') {
-            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: empty line inside the table", c->path, i + 1);
+    while (!rc && k.i < k.size) {
+        if (at_empty_line(&k)) { /* empty lines are allowed at the end only */
+            const long empty = k.line;
+            while (k.i < k.size && (k.buf[k.i] == '\n' || k.buf[k.i] == '\r')) k.i++;
+            if (k.i < k.size) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: empty line inside the table", name, empty);
             break;
         }
-        PELAB_ASSERT(c->rows < cap); /* the bound above: rows before this one were whole */
-        int got = split_fields(lines[i], c->cells + (long)c->rows * c->cols, c->cols);
+        const long line = k.line;
+        if ((rc = record(&k, c->cols, &got))) break;
         if (got != c->cols)
-            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: %s%d fields, but the header has %d", c->path, i + 1,
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: %s%d fields, but the header has %d", name, line,
                             got > c->cols ? "more than " : "", got > c->cols ? c->cols : got, c->cols);
-        else c->lines[c->rows++] = (int)(i + 1);
+        else if (line > 2147483647L) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: too many lines", name);
+        else if (grow(&c->lines, c->rows, &lines_cap, sizeof *c->lines))
+            rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", name);
+        else c->lines[c->rows++] = (int)line;
     }
-    if (!rc && c->rows == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: a header and no rows", c->path);
-    free(lines);
+    if (!rc && c->rows == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: a header and no rows", name);
+    c->names = k.cells; /* the header's cells, then the rows' */
+    c->cells = k.cells + c->cols;
     if (rc) pelab_csv_free(c);
     return rc;
 }
 
 void pelab_csv_free(struct pelab_csv *c) {
-    free(c->names);
-    free(c->cells);
+    free(c->names); /* the cells too */
     free(c->lines);
     free(c->buf);
     memset(c, 0, sizeof *c);

@@ -1,8 +1,10 @@
-/* cli/csv.h — a small, strict CSV reader for the tables pelab writes (and tables like them):
- * a header line of unique, non-empty column names (at most PELAB_CSV_MAX_COLS), then rows with
- * exactly as many fields, separated by commas; no quoting. Lines end in \n (a \r before it is
- * dropped); the last may lack it; empty lines are refused except at the end. Anything else is
- * an error naming the file, line and what is wrong.
+/* cli/csv.h — a small, strict CSV reader (RFC 4180) for the tables pelab writes (and tables like
+ * them): a header line of unique, non-empty column names (at most PELAB_CSV_MAX_COLS), then rows
+ * with exactly as many cells, separated by commas. A cell that begins with a quote is quoted: it
+ * may hold commas, line breaks and quotes (doubled), and ends at the next single quote; a quote
+ * anywhere else is an error. Lines end in \n (a \r before it is dropped); the last may lack it;
+ * empty lines are refused except at the end. Anything else is an error naming the file, line and
+ * what is wrong. pelab_sb_csv_cell (pelab/json.h) writes cells this reads back.
  */
 #ifndef PELAB_CLI_CSV_H
 #define PELAB_CLI_CSV_H
@@ -14,9 +16,9 @@
 struct pelab_csv {
     const char *path;  /* for messages */
     int cols, rows;
-    char **names;      /* (cols,) */
+    char **names;      /* (cols,), pointing into buf; the cells follow in the same allocation */
     char **cells;      /* (rows, cols), pointing into buf */
-    int *lines;        /* (rows,) the file's line number of each row */
+    int *lines;        /* (rows,) the file's line number of each row's first line */
     char *buf;
 };
 

@@ -120,6 +120,9 @@ printf 'pe,label,length,multiple,documents,windows,tokens,nll,ppl,bpb\nrope,1x,3
 printf 'pe,label,length,ppl_mean,ppl_std\nrope,1x,32,14.5,0.25\npope,1x,32,nan,inf\npope,2x,64,-inf,1e-320' >$C/csv/compare-sweep
 printf 'layer,head,distance,bias\r\n0,0,0,0\r\n0,0,1,-0.5\r\n0,1,0x1p3, 2 \r\n\r\n\n' >$C/csv/crlf
 printf 'a,b\n1,"2"\n' >$C/csv/quoted
+printf 'pe,"le,n ""x"""\r\n"a\nb",3\n"",4' >$C/csv/quoted-breaks
+printf 'a,b\n"1,2\n' >$C/csv/quote-open
+printf 'a,b\n"1"x,2\n1,2"\n' >$C/csv/quote-stray
 printf 'a,b,a\n1,2,3\n' >$C/csv/twice
 printf 'a,,c\n1,2,3\n' >$C/csv/unnamed
 printf 'x,y\n1,2\n\n3,4\n' >$C/csv/empty-line

@@ -24,9 +24,13 @@ table=$1; shift
 case $table in */* | .* | "") echo "record: '$table' is not a table name" >&2; exit 2 ;; esac
 out="" json="" csv=""
 args=("$@")
-for ((i = 0; i + 1 < ${#args[@]}; i++)); do
-    [ "${args[i]}" = "--out" ] && out=${args[i + 1]}
-    [ "${args[i]}" = "--json" ] && json=${args[i + 1]}
+for ((i = 0; i < ${#args[@]}; i++)); do  # --out V or --out=V, as pelab reads them
+    case ${args[i]} in
+    --out) out=${args[i + 1]:-} ;;
+    --out=*) out=${args[i]#--out=} ;;
+    --json) json=${args[i + 1]:-} ;;
+    --json=*) json=${args[i]#--json=} ;;
+    esac
 done
 if [ "${args[1]:-}" = analyze ]; then
     [ -n "$json" ] || { [[ $out == *.csv ]] && csv=$out; }

@@ -365,12 +365,16 @@ def own_options(commands):
     def options(words):
         found, i = [], 0
         while i < len(words):
-            if words[i].startswith("--") and words[i] not in ("--out", "--pe"):
+            name = words[i].split("=", 1)[0]
+            if not words[i].startswith("--") or name in ("--out", "--pe"):
+                i += 2 if words[i] in ("--out", "--pe") else 1  # '--out DIR' two words, '--out=DIR' one
+            elif "=" in words[i]:
+                found.append(words[i].replace("=", " ", 1))
+                i += 1
+            else:
                 value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
                 found.append((words[i] + " " + value).strip())
                 i += 2 if value else 1
-            else:
-                i += 2 if words[i] in ("--out", "--pe") else 1
         return found
     sets = [options(c) for c in commands]
     return [" ".join(o for o in own if not all(o in other for other in sets)) for own in sets]

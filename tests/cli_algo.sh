@@ -117,11 +117,16 @@ for a in range(4):
         mine = [float(r["min"]) for r in rows if r["run_a"] == j["runs"][a]["dir"] and r["run_b"] == j["runs"][b]["dir"]]
         assert abs(statistics.mean(mine) - d[a][b]) < 1e-8, (a, b, mine, d[a][b])
 PY
-# --groups names each run's group: two runs of one encoding kept apart
-"$P" analyze attn-similarity --models "$W/cmp/nope-s1,$W/cmp/nope-s2,$W/cmp/rope-s1" --groups a,b,b --examples 5 \
-    --threads 1 --json "$W/as2.json" >/dev/null 2>"$W/e" || fail "attn-similarity --groups: $(cat "$W/e")"
-[ "$(json "$W/as2.json" 'j["groups"], j["mean"][0][0], abs(j["mean"][0][1] - (j["runs"][0]["d"][1] + j["runs"][0]["d"][2]) / 2) < 1e-15, j["mean"][1][1] == j["runs"][1]["d"][2]')" = "(['a', 'b'], None, True, True)" ] ||
+# --groups names each run's group: two runs of one encoding kept apart; a name with a quote is a
+# quoted CSV cell that reads back (RFC 4180), by Python and by pelab plot
+"$P" analyze attn-similarity --models "$W/cmp/nope-s1,$W/cmp/nope-s2,$W/cmp/rope-s1" --groups 'a "x",b,b' --examples 5 \
+    --threads 1 --json "$W/as2.json" --out "$W/as2.csv" >/dev/null 2>"$W/e" || fail "attn-similarity --groups: $(cat "$W/e")"
+[ "$(json "$W/as2.json" 'j["groups"], j["mean"][0][0], abs(j["mean"][0][1] - (j["runs"][0]["d"][1] + j["runs"][0]["d"][2]) / 2) < 1e-15, j["mean"][1][1] == j["runs"][1]["d"][2]')" = "(['a \"x\"', 'b'], None, True, True)" ] ||
     fail "--groups: $(cat "$W/as2.json")"
+grep -q '^[^,]*,[^,]*,"a ""x""",b,0,' "$W/as2.csv" &&
+    [ "$(/usr/bin/python3 -c 'import csv, sys; print(sorted({r["group_a"] for r in csv.DictReader(open(sys.argv[1]))}))' "$W/as2.csv")" = "['a \"x\"', 'b']" ] &&
+    "$P" plot lines --csv "$W/as2.csv" --x layer --y mean --group group_a --png "$W/as2.png" 2>"$W/e" ||
+    fail "a group name with a quote in the CSV: $(cat "$W/as2.csv" "$W/e")"
 expect 2 "--groups: 2 names for 3 runs" -- analyze attn-similarity --models "$W/cmp/nope-s1,$W/cmp/nope-s2,$W/cmp/rope-s1" --groups a,b --examples 5
 # a comparison that would reuse runs trained on other sizes is refused, not mislabelled
 "$P" compare --task copy --pe rope --seeds 1 $TINY --algo-train-max 3 --algo-test-per-size 5 --out "$W/cmp" >/dev/null 2>"$W/e"

@@ -100,15 +100,15 @@ bash scripts/record.sh algo-attn2 "$P" analyze attn-similarity --models "$W/cmpa
 printf '<!-- results:algo-attn2 -->\n<!-- /results:algo-attn2 -->\n' >"$W/README3.md"
 /usr/bin/python3 scripts/tables.py "$W/README3.md" >/dev/null || fail "tables.py on an analysis with a null cell"
 grep -q "^| JSD (nats) | [0-9.]* ± [0-9.]* | — |$" "$W/README3.md" || fail "the null cell: $(cat "$W/README3.md")"
-# an analysis that writes a CSV (--out FILE.csv) is recorded with it: the grid variance of two
-# image runs at two sides, a table of each run's shares in percent
+# an analysis that writes a CSV (--out FILE.csv, here in the form --out=FILE.csv) is recorded with
+# it: the grid variance of two image runs at two sides, a table of each run's shares in percent
 install_images "$D"
 IMG="--task image --data-dir $D --image-side 8 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0
      --eval-batches 1 --pe seqpe --steps 2"
 for s in 1 2; do
     "$P" train $IMG --patch 4 --seed $s --out "$W/img$s" >/dev/null 2>"$W/e" || fail "train an image run: $(tail -3 "$W/e")"
 done
-bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img1,$W/img2" --grid 0,3 --out "$W/var.csv" \
+bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img1,$W/img2" --grid=0,3 --out="$W/var.csv" \
     >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
 cmp -s "$W/var.csv" "$W/results/grid-var/analysis.csv" || fail "the record's analysis.csv is not the analysis's"
 bash scripts/reproduce.sh grid-var >/dev/null 2>"$W/e"; rc=$?

@@ -55,9 +55,9 @@ text = open(sys.argv[1]).read()
 assert "| encoding | 28 (224, trained) | 40 (320) | 48 (384) | 56 (448) | AVG |\n|---|---|---|---|---|---|\n" + sys.argv[2] + "\n" in text
 PY
 # two records in one table (NAME+NAME): each row labelled by the options its command gives that the
-# other's does not; records of two commits refused
+# other's does not ('--name=V' as '--name V'); records of two commits refused
 cp -r "$R" "$W/results/image-aug-check"
-sed -i 's/"compare"\]/"compare", "--aug-scale", "0.5,1", "--aug-flip", "--out", "d"]/' "$W/results/image-aug-check/record.json"
+sed -i 's/"compare"\]/"compare", "--aug-scale=0.5,1", "--aug-flip", "--out=d"]/' "$W/results/image-aug-check/record.json"
 printf '<!-- results:image-table5-check+image-aug-check -->\n<!-- /results:image-table5-check+image-aug-check -->\n' >"$W/TWO.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/TWO.md" >"$W/o" 2>&1 || fail "two records in one table: $(cat "$W/o")"
 # a record that stands for none of the paper's tables names our sides alone

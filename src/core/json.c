@@ -476,6 +476,20 @@ void pelab_sb_json_string(struct pelab_sb *sb, const char *s) {
     pelab_sb_append(sb, "\"", 1);
 }
 
+void pelab_sb_csv_cell(struct pelab_sb *sb, const char *s) {
+    if (*s && !strpbrk(s, ",\"\n\r")) { /* an empty cell quoted: a row of one is no empty line */
+        pelab_sb_append(sb, s, strlen(s));
+        return;
+    }
+    pelab_sb_append(sb, "\"", 1);
+    for (const char *quote; (quote = strchr(s, '"')); s = quote + 1) { /* up to and with it, then again */
+        pelab_sb_append(sb, s, (size_t)(quote + 1 - s));
+        pelab_sb_append(sb, "\"", 1);
+    }
+    pelab_sb_append(sb, s, strlen(s));
+    pelab_sb_append(sb, "\"", 1);
+}
+
 /* 0.1 stays "0.1" while every value still round-trips. JSON has no inf/nan: those become null. */
 void pelab_json_number_text(char *buf, size_t size, double x) {
     if (!isfinite(x)) {

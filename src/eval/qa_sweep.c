@@ -304,7 +304,8 @@ void pelab_qa_sweep_csv(struct pelab_sb *sb, const char *pe, const struct pelab_
     pelab_sb_printf(sb, "pe,label,length,multiple,examples,tokens,nll,ppl,em,forced_em\n");
     for (int i = 0; i < n; i++) {
         const struct pelab_qa_row *r = &rows[i];
-        pelab_sb_printf(sb, "%s,%s,%d,%.9g,%llu,%llu,%.9g,%.9g,%.9g,%.9g\n", pe, r->label,
+        pelab_sb_csv_cell(sb, pe);
+        pelab_sb_printf(sb, ",%s,%d,%.9g,%llu,%llu,%.9g,%.9g,%.9g,%.9g\n", r->label,
                         r->length, r->multiple, (unsigned long long)r->examples,
                         (unsigned long long)r->tokens, r->loss, r->ppl, r->exact_match,
                         r->forced_match);

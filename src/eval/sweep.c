@@ -147,7 +147,8 @@ void pelab_sweep_csv(struct pelab_sb *sb, const char *pe, const struct pelab_swe
                     bpb ? ",bpb" : "");
     for (int i = 0; i < n; i++) {
         const struct pelab_sweep_row *r = &rows[i];
-        pelab_sb_printf(sb, "%s,%s,%d,%.9g,%llu,%llu,%llu,%.9g,%.9g", pe, r->label, r->length,
+        pelab_sb_csv_cell(sb, pe);
+        pelab_sb_printf(sb, ",%s,%d,%.9g,%llu,%llu,%llu,%.9g,%.9g", r->label, r->length,
                         r->multiple, (unsigned long long)r->documents,
                         (unsigned long long)r->windows, (unsigned long long)r->tokens, r->loss,
                         r->ppl);
