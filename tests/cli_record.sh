@@ -126,12 +126,16 @@ for k, run in enumerate(("img1", "img2")):
     want = [share[run, "2", p] for p in ("rows", "columns", "interaction")] + [share[run, "3", "columns"]]
     assert lines[3 + k] == "| `%s` | %s |" % (run, " | ".join(want)), (lines[3 + k], want)
 PY
-# runs of different training grids: a side asked as 0 is each run's own, named "training grid"
+# runs of different training grids: a side asked as 0 is each run's own, named "training grid"; two
+# runs of one name in two directories are told apart by their directories
 "$P" train $IMG --patch 2 --out "$W/img4" >/dev/null 2>"$W/e" || fail "train an image run of patch 2: $(tail -3 "$W/e")"
-bash scripts/record.sh grid-var2 "$P" analyze seqpe --variance --model "$W/img1,$W/img4" --grid 0,3 --out "$W/var2.csv" \
+mkdir "$W/copy" && cp -r "$W/img1" "$W/copy/"
+bash scripts/record.sh grid-var2 "$P" analyze seqpe --variance --model "$W/img1,$W/img4,$W/copy/img1" --grid 0,3 --out "$W/var2.csv" \
     >/dev/null 2>"$W/e" || fail "record.sh of a CSV analysis: $(tail -3 "$W/e")"
 printf '<!-- results:grid-var2 -->\n<!-- /results:grid-var2 -->\n' >"$W/README5.md"
 /usr/bin/python3 scripts/tables.py "$W/README5.md" >/dev/null 2>"$W/e" || fail "tables.py on runs of two grids: $(cat "$W/e")"
 grep -q "^| run | rows (training grid) | columns (training grid) | interaction (training grid) | columns (3 × 3) |$" \
     "$W/README5.md" || fail "the table of runs of two grids: $(cat "$W/README5.md")"
+[ "$(grep -o '^| `[^`]*` |' "$W/README5.md" | tr '\n' ' ')" = "| \`${W##*/}/img1\` | | \`img4\` | | \`copy/img1\` | " ] ||
+    fail "runs of one name in two directories: $(cat "$W/README5.md")"
 echo "cli_record: ok"
