@@ -14,14 +14,19 @@
  * [{"side", "grid", "examples", "accuracy", "loss"}, ...]}, the whole test split at each side,
  * kept by side: a sweep evaluates only the sides the file lacks (or holds a row of that is not a
  * whole measurement of the test split) and adds them (Table V's four sides reuse Table III's
- * seven). Runs of an algorithmic task keep RUN/sizes.json: {"sizes": "1-<test max>", "step": N,
- * "train_max": L, "rows": [the rows of 'pelab eval --json' on the test split]}, every size of the
- * test split.
+ * seven); the file is written under a lock (RUN/resolutions.json.lock), read again there, so that
+ * two compares adding sides to one run at the same moment keep both's. Runs of an algorithmic
+ * task keep RUN/sizes.json: {"sizes": "1-<test max>", "step": N, "train_max": L, "rows": [the
+ * rows of 'pelab eval --json' on the test split]}, every size of the test split.
  */
+#define _DEFAULT_SOURCE /* flock */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include "compare_sweep.h"
 #include "pelab/image.h"
 #include "pelab/io.h"
@@ -118,6 +123,25 @@ static void cache_head_as(struct pelab_sb *sb, const char *spec_key, const char 
 
 static void cache_head(struct pelab_sb *sb, const char *spec, const struct sweep_cache *sc) {
     cache_head_as(sb, "lengths", spec, sc);
+}
+
+/* An exclusive lock on sc's file for a read-merge-write, against another compare adding sides to
+ * the same run at the same moment: flock on <file>.lock beside it (made once and kept: a lock file
+ * removed and made again could let two processes hold a lock each). The lock's descriptor, or -1
+ * on a file system without locks, where the merge goes unguarded (then only reuse can be lost). */
+static int cache_lock(const struct sweep_cache *sc) {
+    char path[sizeof sc->path + 8];
+    snprintf(path, sizeof path, "%s.lock", sc->path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void cache_unlock(int fd) {
+    if (fd >= 0) close(fd);
 }
 
 /* Closes the object in sb, writes it to path atomically and frees sb. */
@@ -278,15 +302,28 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         for (int k = 0; k < total; k++)
             if (rows[k].side == sides[i]) acc[i] = rows[k].acc;
     if (!n_missing) return PELAB_OK;
-    /* more than the file holds: the sides not asked now go, smallest first */
-    qsort(rows, (size_t)total, sizeof *rows, by_side);
-    for (int k = 0; total > PELAB_IMAGE_MAX_SIDES && k < total;) {
-        int asked = 0;
-        for (int i = 0; i < *n; i++) asked |= rows[k].side == sides[i];
-        if (asked) k++;
-        else memmove(rows + k, rows + k + 1, sizeof *rows * (size_t)(--total - k));
+    /* The file read again under its lock, with the sides another compare of this run may have
+     * added since the read above, and ours; more than it holds: the sides not asked now go,
+     * smallest first. */
+    static struct side_row all[3 * PELAB_IMAGE_MAX_SIDES];
+    const int lock = cache_lock(&sc);
+    int n_all = read_side_rows(&sc, patch, examples, all, PELAB_IMAGE_MAX_SIDES);
+    for (int k = 0; k < total; k++) {
+        int j = 0;
+        while (j < n_all && all[j].side != rows[k].side) j++;
+        all[j] = rows[k];
+        n_all += j == n_all;
     }
-    return write_side_rows(&sc, rows, total);
+    qsort(all, (size_t)n_all, sizeof *all, by_side);
+    for (int k = 0; n_all > PELAB_IMAGE_MAX_SIDES && k < n_all;) {
+        int asked = 0;
+        for (int i = 0; i < *n; i++) asked |= all[k].side == sides[i];
+        if (asked) k++;
+        else memmove(all + k, all + k + 1, sizeof *all * (size_t)(--n_all - k));
+    }
+    rc = write_side_rows(&sc, all, n_all);
+    cache_unlock(lock);
+    return rc;
 }
 
 int pelab_compare_sizes(const char *run_dir, const struct pelab_opts *eval, int *train_max, int *test_max,

@@ -226,6 +226,19 @@ mark 'row[12]["accuracy"] = 0.654321' 'j["step"] = 3'
 [ "$(acc_of 12)" != "[0.654321]" ] && grep -q '"step": 4' "$R" || fail "a file of another step was reused: $(cat "$R")"
 mark 'row[12]["accuracy"] = 0.654321' 'j["eval_options"] = "ape-extend=interpolate"'
 [ "$(acc_of 12)" != "[0.654321]" ] || fail "a file of other evaluation-time options was reused: $(cat "$R")"
+# two compares adding sides to one run at the same moment keep both's: a compare writes the file
+# under its lock (RUN/resolutions.json.lock), reading it again there. Here the lock is held while a
+# compare measures side 28, and side 24 is added meanwhile, as another compare would: both stay.
+exec 9>"$R.lock" && flock 9 || fail "cannot lock $R.lock"
+"$P" compare $TINY --steps 4 --pe seqpe --seeds 2 --resolutions 28 --out "$W/cmp" >/dev/null 2>"$W/err" 9>&- &
+pid=$!
+for _ in $(seq 300); do grep -q -- '-> FLOCK' /proc/locks && break; sleep 0.1; done
+grep -q -- '-> FLOCK' /proc/locks || fail "the compare did not wait for the lock of $R"
+mark 'j["rows"].append({"side": 24, "grid": 6, "examples": 4, "accuracy": 0.777, "loss": 1.0})'
+exec 9>&-
+wait $pid || fail "compare after a held lock: $(tail -3 "$W/err")"
+[ "$(json_text "$R" '[r["side"] for r in j["rows"]], [r["accuracy"] for r in j["rows"] if r["side"] == 24]')" = \
+  "([12, 24, 28], [0.777])" ] || fail "a side added by another compare was lost: $(cat "$R")"
 # an evaluation-time option reaches the image sweep: the learned table interpolated at 2x
 "$P" compare $TINY --steps 2 --positions raster --pe learned --ape-extend interpolate --seeds 1 --resolutions 1x,2x \
     --out "$W/cmp2" >"$W/out" 2>"$W/err" || fail "compare --resolutions with --ape-extend: $(tail -3 "$W/err")"
