@@ -20,6 +20,7 @@
  * rows of 'pelab eval --json' on the test split]}, every size of the test split.
  */
 #define _DEFAULT_SOURCE /* flock */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -128,12 +129,14 @@ static void cache_head(struct pelab_sb *sb, const char *spec, const struct sweep
 /* An exclusive lock on sc's file for a read-merge-write, against another compare adding sides to
  * the same run at the same moment: flock on <file>.lock beside it (made once and kept: a lock file
  * removed and made again could let two processes hold a lock each). The lock's descriptor, or -1
- * on a file system without locks, where the merge goes unguarded (then only reuse can be lost). */
+ * where it cannot be had (a file system without locks, a directory this user cannot write): the
+ * merge then goes unguarded, where the worst a race can do is lose a side to be measured again. */
 static int cache_lock(const struct sweep_cache *sc) {
     char path[sizeof sc->path + 8];
     snprintf(path, sizeof path, "%s.lock", sc->path);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+    int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644), locked;
+    while (fd >= 0 && (locked = flock(fd, LOCK_EX)) != 0 && errno == EINTR) continue;
+    if (fd >= 0 && locked != 0) {
         close(fd);
         fd = -1;
     }
@@ -302,13 +305,13 @@ int pelab_compare_resolutions(const char *run_dir, const char *spec, const struc
         for (int k = 0; k < total; k++)
             if (rows[k].side == sides[i]) acc[i] = rows[k].acc;
     if (!n_missing) return PELAB_OK;
-    /* The file read again under its lock, with the sides another compare of this run may have
-     * added since the read above, and ours; more than it holds: the sides not asked now go,
+    /* The file read again under its lock, with whatever another compare of this run added since
+     * the read above, and the sides measured here; more than it holds: the sides not asked now go,
      * smallest first. */
-    static struct side_row all[3 * PELAB_IMAGE_MAX_SIDES];
+    static struct side_row all[2 * PELAB_IMAGE_MAX_SIDES];
     const int lock = cache_lock(&sc);
     int n_all = read_side_rows(&sc, patch, examples, all, PELAB_IMAGE_MAX_SIDES);
-    for (int k = 0; k < total; k++) {
+    for (int k = kept; k < total; k++) {
         int j = 0;
         while (j < n_all && all[j].side != rows[k].side) j++;
         all[j] = rows[k];

@@ -9,15 +9,14 @@
 #include "pelab/io.h"
 #include "pelab/status.h"
 
-/* Makes room for one more element in *v (n held, *cap allocated, elem bytes each); -1 when out
- * of memory (*v kept). */
-static int grow(void *v, long n, long *cap, size_t elem) {
-    if (n < *cap) return 0;
+/* v (n elements held, *cap allocated, elem bytes each) with room for one more: v itself, or v
+ * reallocated with *cap doubled; NULL when out of memory (v then left as it was). */
+static void *grow(void *v, long n, long *cap, size_t elem) {
+    if (n < *cap) return v;
     const long want = *cap ? 2 * *cap : 256;
-    void *grown = realloc(*(void **)v, (size_t)want * elem);
-    if (!grown) return -1;
-    *(void **)v = grown, *cap = want;
-    return 0;
+    void *grown = realloc(v, (size_t)want * elem);
+    if (grown) *cap = want;
+    return grown;
 }
 
 /* The parser's place in the buffer: buf[i] is the next byte (buf[size] is a NUL), on line `line`. */
@@ -30,10 +29,14 @@ struct cursor {
     long n, cap;
 };
 
-/* Whether the cursor is at an empty line: a line break (\n or \r\n) and nothing before it. */
+/* Whether buf[i] is a \r that ends a line: one before a \n, or the file's last byte. */
+static int line_end_cr(const struct cursor *k, size_t i) {
+    return k->buf[i] == '\r' && (k->buf[i + 1] == '\n' || i + 1 == k->size);
+}
+
+/* Whether the cursor is at an empty line: a line end (\n, \r\n, or a last \r) and nothing before. */
 static int at_empty_line(const struct cursor *k) {
-    const char *s = k->buf + k->i;
-    return s[0] == '\n' || (s[0] == '\r' && s[1] == '\n');
+    return k->buf[k->i] == '\n' || line_end_cr(k, k->i);
 }
 
 /* One cell at the cursor, cut (and unquoted) in place and appended to k->cells; *sep is what ended
@@ -55,7 +58,7 @@ static int cell(struct cursor *k, char *sep) {
             *end++ = c;
         }
         k->i++;
-        k->i += k->buf[k->i] == '\r' && k->buf[k->i + 1] == '\n';
+        k->i += line_end_cr(k, k->i);
         if (k->i < k->size && k->buf[k->i] != ',' && k->buf[k->i] != '\n')
             return pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: text after a quoted cell's closing quote", k->path, k->line);
     } else {
@@ -64,14 +67,15 @@ static int cell(struct cursor *k, char *sep) {
                 return pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: a quote inside a cell that does not begin with "
                                   "one (quote the whole cell and double the quotes in it)", k->path, k->line);
         end = k->buf + k->i;
-        end -= end > start && end[-1] == '\r' && *end == '\n'; /* a \r\n line end */
+        end -= end > start && line_end_cr(k, k->i - 1); /* a \r\n line end, or a last \r */
     }
     *sep = k->buf[k->i]; /* ',', '\n', or the NUL after the buffer */
     k->i += *sep != '\0';
     k->line += *sep == '\n';
     *end = '\0';         /* at or before the separator, read already */
-    if (grow(&k->cells, k->n, &k->cap, sizeof *k->cells))
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", k->path);
+    char **cells = grow(k->cells, k->n, &k->cap, sizeof *k->cells);
+    if (!cells) return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", k->path);
+    k->cells = cells;
     k->cells[k->n++] = start;
     return PELAB_OK;
 }
@@ -100,9 +104,11 @@ int pelab_csv_parse(struct pelab_csv *c, const char *name, char *buf, size_t siz
     c->buf = buf;
     struct cursor k = {.path = name, .buf = buf, .size = size, .line = 1};
     long lines_cap = 0;
+    int *lines;
     int rc = PELAB_OK, got = 0;
     if (memchr(buf, '\0', size)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", name);
-    else if (size == 0 || at_empty_line(&k)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", name);
+    else if (size == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", name);
+    else if (at_empty_line(&k)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: the header line is empty", name);
     else if (!(rc = record(&k, PELAB_CSV_MAX_COLS, &got)) && got > PELAB_CSV_MAX_COLS)
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: more than %d columns", name, PELAB_CSV_MAX_COLS);
     c->cols = rc ? 0 : got;
@@ -125,13 +131,13 @@ int pelab_csv_parse(struct pelab_csv *c, const char *name, char *buf, size_t siz
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:%ld: %s%d fields, but the header has %d", name, line,
                             got > c->cols ? "more than " : "", got > c->cols ? c->cols : got, c->cols);
         else if (line > 2147483647L) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: too many lines", name);
-        else if (grow(&c->lines, c->rows, &lines_cap, sizeof *c->lines))
+        else if (!(lines = grow(c->lines, c->rows, &lines_cap, sizeof *c->lines)))
             rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", name);
-        else c->lines[c->rows++] = (int)line;
+        else c->lines = lines, c->lines[c->rows++] = (int)line;
     }
     if (!rc && c->rows == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: a header and no rows", name);
     c->names = k.cells; /* the header's cells, then the rows' */
-    c->cells = k.cells + c->cols;
+    c->cells = rc ? NULL : k.cells + c->cols;
     if (rc) pelab_csv_free(c);
     return rc;
 }

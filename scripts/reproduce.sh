@@ -21,8 +21,11 @@ what=$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))
 mapfile -t cmd < <(/usr/bin/python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))["command"]
-i = c.index("--out")
-c[i + 1] = sys.argv[2]
+i = next(i for i, w in enumerate(c) if w == "--out" or w.startswith("--out="))
+if c[i] == "--out":
+    c[i + 1] = sys.argv[2]
+else:
+    c[i] = "--out=" + sys.argv[2]
 print("\n".join(c))' "$results/$name/record.json" "$out")
 # the datasets its runs read, installed where they read them when missing (pelab data install
 # leaves an installed one alone)

@@ -232,8 +232,9 @@ mark 'row[12]["accuracy"] = 0.654321' 'j["eval_options"] = "ape-extend=interpola
 exec 9>"$R.lock" && flock 9 || fail "cannot lock $R.lock"
 "$P" compare $TINY --steps 4 --pe seqpe --seeds 2 --resolutions 28 --out "$W/cmp" >/dev/null 2>"$W/err" 9>&- &
 pid=$!
-for _ in $(seq 300); do grep -q -- '-> FLOCK' /proc/locks && break; sleep 0.1; done
-grep -q -- '-> FLOCK' /proc/locks || fail "the compare did not wait for the lock of $R"
+waiting="-> FLOCK .*:$(stat -c %i "$R.lock") " # a request blocked on this file, in /proc/locks
+for _ in $(seq 300); do grep -q -- "$waiting" /proc/locks && break; sleep 0.1; done
+grep -q -- "$waiting" /proc/locks || fail "the compare did not wait for the lock of $R"
 mark 'j["rows"].append({"side": 24, "grid": 6, "examples": 4, "accuracy": 0.777, "loss": 1.0})'
 exec 9>&-
 wait $pid || fail "compare after a held lock: $(tail -3 "$W/err")"

