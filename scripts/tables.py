@@ -12,7 +12,10 @@
 
 A block may name several records of one kind, NAME+NAME+... (a sweep of a task's options, each
 record one setting): their runs make one table, each row labelled by the options its record's
-command gives that the others' do not.
+command gives that the others' do not. A block BASE>VARIANT+BASE>VARIANT+... sets runs against
+runs: a row for each pair, its variant's runs beside the base's of the same encoding and seed
+(the last validation loss of training, the test loss and the perplexity at each length), the
+variant labelled by the options its command changes.
 
 A block's table is made from the record alone: its compare.json (each run's metrics) and its
 record.json (commit, CPU, command): perplexities at each length of a text compare, exact
@@ -38,7 +41,8 @@ NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5":
          "cope": "CoPE"}
 # NAME, or NAME+NAME+... (several records of one kind in one table, each row labelled by the options
 # its command gives that the others' do not)
-BLOCK = re.compile(r"(<!-- results:([\w.+-]+) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
+# (or BASE>VARIANT+BASE>VARIANT+...: runs against runs)
+BLOCK = re.compile(r"(<!-- results:([\w.+>-]+) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
 
 
 def load(name):
@@ -413,7 +417,87 @@ def merged(names):
     return record, compare
 
 
+# Options that choose which runs a command trains and how many at once, not what a run computes:
+# left out when two commands are set against each other.
+SCHEDULING = ("--seeds", "--jobs", "--out", "--pe")
+
+
+def last_val_loss(name, run):
+    """The validation loss of a run's last evaluation during training (its recorded log's tail)."""
+    base = os.path.basename(run["dir"].rstrip("/"))
+    with open(os.path.join(RESULTS, name, "runs", base, "log-tail.jsonl")) as f:
+        losses = [json.loads(line)["val_loss"] for line in f if '"val_loss"' in line]
+    if not losses:
+        sys.exit("tables: results/%s: run %s logged no validation loss in its last lines" % (name, base))
+    return losses[-1]
+
+
+def changed_options(base, variant):
+    """The options variant's command gives that base's does not, scheduling aside ('--precision bf16')."""
+    def options(command):
+        found, i = [], 2
+        while i < len(command):
+            word, value = command[i], command[i + 1] if i + 1 < len(command) else ""
+            if "=" in word:
+                word, value = word.split("=", 1)
+                i += 1
+            elif value.startswith("--") or not value:
+                value, i = "", i + 1
+            else:
+                i += 2
+            if word not in SCHEDULING:
+                found.append((word + " " + value).strip())
+        return found
+    own = options(base["command"])
+    return " ".join(o for o in options(variant["command"]) if o not in own)
+
+
+def pairs_table(name):
+    """BASE>VARIANT+...: for each pair, each run of VARIANT against the run of BASE of the same
+    encoding and seed: last validation loss, its change, test loss, and the perplexity at each
+    swept length (where the task sweeps lengths)."""
+    pairs = [p.split(">") for p in name.split("+")]
+    if any(len(p) != 2 for p in pairs):
+        sys.exit("tables: results:%s: a block of pairs is BASE>VARIANT+BASE>VARIANT+..." % name)
+    loaded = {n: load(n) for p in pairs for n in p}
+    if len({record["commit"] for record, _ in loaded.values()}) > 1:
+        sys.exit("tables: results:%s: records of different commits in one table" % name)
+    head = ["task", "against", "val loss", "variant", "Δ", "test loss", "variant",
+            "perplexity at each length", "variant"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    seeds = set()
+    for base, variant in pairs:
+        (brec, bcmp), (vrec, vcmp) = loaded[base], loaded[variant]
+        if bcmp.get("task") != vcmp.get("task") or bcmp.get("lengths") != vcmp.get("lengths"):
+            sys.exit("tables: results/%s and results/%s are not runs of one task and sweep" % (base, variant))
+        by_run = {(r["pe"], r["seed"]): r for r in bcmp["runs"]}
+        for v in vcmp["runs"]:
+            b = by_run.get((v["pe"], v["seed"]))
+            if b is None:
+                sys.exit("tables: results/%s has no run of %s, seed %d, to set results/%s's against"
+                         % (base, v["pe"], v["seed"], variant))
+            seeds.add(v["seed"])
+            steps = run_config(base, b)["training"]["steps"]
+            vb, vv = last_val_loss(base, b), last_val_loss(variant, v)
+            sweep = lambda r: ", ".join("%.3f" % x for x in r["sweep_ppl"]) if "sweep_ppl" in r else "—"
+            row = ["%s, %s (%s updates, seed %d)" % (bcmp["task"], entry_name(v["pe"]), format(steps, ","), v["seed"]),
+                   "`%s`" % changed_options(brec, vrec), "%.5f" % vb, "%.5f" % vv, ("%+.2f %%" % (100 * (vv / vb - 1))).replace("-", "−"),
+                   "%.5f" % b["test_loss"], "%.5f" % v["test_loss"], sweep(b), sweep(v)]
+            lines.append("| " + " | ".join(row) + " |")
+    record = loaded[pairs[0][0]][0]
+    swept = {c["task"]: ", ".join(l.replace("x", "×") for l in c["lengths"]) for _, c in loaded.values() if c.get("lengths")}
+    where = ", ".join("`results/%s`" % n for n in dict.fromkeys(n for p in pairs for n in p))
+    lines += ["", "<sub>each row a run of the variant's record against the run of the same encoding and seed of "
+              "the base's; val loss the last evaluation of training, Δ the variant's change of it%s; commit `%s` "
+              "on %s (%d cores); records in %s, regenerated by `make tables`.</sub>"
+              % ("; perplexity at %s the training length" % "; ".join("%s (%s)" % (l, t) for t, l in swept.items())
+                 if swept else "", short_commit(record), record["cpu"], record["cores"], where)]
+    return "\n".join(lines) + "\n"
+
+
 def render(name):
+    if ">" in name:
+        return pairs_table(name)
     names = name.split("+")
     record, compare = merged(names) if len(names) > 1 else load(name)
     if record["command"][1:3] == ["analyze", "attn-similarity"]:

@@ -72,4 +72,35 @@ sed -i 's/0123456789ab/ba9876543210/' "$W/results/image-aug-check/record.json"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/TWO.md" >"$W/o" 2>&1 &&
     fail "records of two commits made one table"
 grep -q "records of different commits" "$W/o" || fail "two commits: $(cat "$W/o")"
+# runs set against runs (BASE>VARIANT): each run of the variant beside the base's of its encoding
+# and seed, labelled by the options the variant's command changes (scheduling aside), Δ of the last
+# validation loss of training; a variant run the base lacks is refused
+for rec in base:1,2 var:1; do
+    name=txt-${rec%%:*} R=$W/results/txt-${rec%%:*}
+    for s in $(tr , ' ' <<<"${rec#*:}"); do
+        mkdir -p "$R/runs/rope-s$s"
+        echo '{"task": {"seq-len": 32}, "training": {"threads": 1, "steps": 1200}}' >"$R/runs/rope-s$s/config.json"
+        printf '{"step": 1100, "val_loss": 9}\n{"step": 1200, "val_loss": %s}\n{"step": 1200, "test_loss": 2}\n' \
+            "$([ "$name" = txt-base ] && echo 1.0 || echo 1.01)" >"$R/runs/rope-s$s/log-tail.jsonl"
+    done
+done
+cat >"$W/results/txt-base/record.json" <<'JSON'
+{"command": ["./pelab", "compare", "--task", "text", "--pe", "rope,pope", "--seeds", "2", "--jobs", "2", "--out", "a"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}
+JSON
+cat >"$W/results/txt-var/record.json" <<'JSON'
+{"command": ["./pelab", "compare", "--task", "text", "--pe", "rope", "--seeds", "1", "--precision=bf16", "--out", "b"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}
+JSON
+echo '{"task": "text", "lengths": ["1x", "2x"], "runs": [
+ {"pe": "rope", "seed": 1, "dir": "a/rope-s1", "test_loss": 2.0, "sweep_ppl": [3.0, 4.0]},
+ {"pe": "rope", "seed": 2, "dir": "a/rope-s2", "test_loss": 2.5, "sweep_ppl": [3.5, 4.5]}]}' >"$W/results/txt-base/compare.json"
+echo '{"task": "text", "lengths": ["1x", "2x"], "runs": [
+ {"pe": "rope", "seed": 1, "dir": "b/rope-s1", "test_loss": 2.1, "sweep_ppl": [3.1, 4.2]}]}' >"$W/results/txt-var/compare.json"
+printf '<!-- results:txt-base>txt-var -->\n<!-- /results:txt-base>txt-var -->\n' >"$W/PAIR.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/PAIR.md" >"$W/o" 2>&1 || fail "a table of pairs: $(cat "$W/o")"
+grep -qxF '| text, RoPE (1,200 updates, seed 1) | `--precision bf16` | 1.00000 | 1.01000 | +1.00 % | 2.00000 | 2.10000 | 3.000, 4.000 | 3.100, 4.200 |' "$W/PAIR.md" &&
+    [ "$(grep -c '^| text' "$W/PAIR.md")" = 1 ] && grep -q 'perplexity at 1×, 2× (text) the training length' "$W/PAIR.md" ||
+    fail "a table of pairs: $(cat "$W/PAIR.md")"
+sed -i 's/"seed": 1, "dir": "b/"seed": 3, "dir": "b/' "$W/results/txt-var/compare.json"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/PAIR.md" >"$W/o" 2>&1 && fail "a variant run without a base run passed"
+grep -q "results/txt-base has no run of rope, seed 3" "$W/o" || fail "a variant run without a base run: $(cat "$W/o")"
 echo "cli_tables: ok ($n recorded tables)"
