@@ -378,25 +378,26 @@ def grid_variance(name, record, rows):
     return "\n".join(lines) + "\n"
 
 
+def command_options(words, leave_out):
+    """The options of a command (a list of words) as texts '--name value' ('--name=value' alike,
+    a switch alone), but for those named in leave_out."""
+    found, i = [], 0
+    while i < len(words):
+        name, eq, value = words[i].partition("=")
+        if not eq:  # '--name value' two words, '--name' a switch
+            value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
+            i += 1 if value else 0
+        i += 1
+        if name.startswith("--") and name not in leave_out:
+            found.append((name + " " + value).strip())
+    return found
+
+
 def own_options(commands):
     """For each command (a list of words), the options it gives that not every other one gives
     alike ('--aug-scale 0.08,1'), as text; --out and its directory, and --pe (the row's name), left
     out."""
-    def options(words):
-        found, i = [], 0
-        while i < len(words):
-            name = words[i].split("=", 1)[0]
-            if not words[i].startswith("--") or name in ("--out", "--pe"):
-                i += 2 if words[i] in ("--out", "--pe") else 1  # '--out DIR' two words, '--out=DIR' one
-            elif "=" in words[i]:
-                found.append(words[i].replace("=", " ", 1))
-                i += 1
-            else:
-                value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else ""
-                found.append((words[i] + " " + value).strip())
-                i += 2 if value else 1
-        return found
-    sets = [options(c) for c in commands]
+    sets = [command_options(c, ("--out", "--pe")) for c in commands]
     return [" ".join(o for o in own if not all(o in other for other in sets)) for own in sets]
 
 
@@ -434,22 +435,8 @@ def last_val_loss(name, run):
 
 def changed_options(base, variant):
     """The options variant's command gives that base's does not, scheduling aside ('--precision bf16')."""
-    def options(command):
-        found, i = [], 2
-        while i < len(command):
-            word, value = command[i], command[i + 1] if i + 1 < len(command) else ""
-            if "=" in word:
-                word, value = word.split("=", 1)
-                i += 1
-            elif value.startswith("--") or not value:
-                value, i = "", i + 1
-            else:
-                i += 2
-            if word not in SCHEDULING:
-                found.append((word + " " + value).strip())
-        return found
-    own = options(base["command"])
-    return " ".join(o for o in options(variant["command"]) if o not in own)
+    own = command_options(base["command"], SCHEDULING)
+    return " ".join(o for o in command_options(variant["command"], SCHEDULING) if o not in own)
 
 
 def pairs_table(name):
