@@ -68,10 +68,16 @@ def cell(values, digits=3):
     return "%.*f ± %.*f" % (digits, statistics.mean(values), digits, statistics.stdev(values))
 
 
+def run_file(name, run, file):
+    """The path of a file kept in record `name` for one run of its compare.json (of the run's own
+    record where a table merges records)."""
+    base = os.path.basename(run["dir"].rstrip("/"))
+    return os.path.join(RESULTS, run.get("record", name), "runs", base, file)
+
+
 def run_config(name, run):
     """The recorded config.json of one run of compare.json."""
-    base = os.path.basename(run["dir"].rstrip("/"))
-    with open(os.path.join(RESULTS, run.get("record", name), "runs", base, "config.json")) as f:
+    with open(run_file(name, run, "config.json")) as f:
         return json.load(f)
 
 
@@ -401,13 +407,18 @@ def own_options(commands):
     return [" ".join(o for o in own if not all(o in other for other in sets)) for own in sets]
 
 
+def one_commit(block, records):
+    """Refuses a table of records of different builds."""
+    if len({record["commit"] for record in records}) > 1:
+        sys.exit("tables: results:%s: records of different commits in one table" % block)
+
+
 def merged(names):
     """Records NAME+NAME+... as one: the first record's, with every record's runs, each run
     labelled by the options its record alone gives and naming its record."""
     loaded = [load(n) for n in names]
     labels = own_options([record["command"] for record, _ in loaded])
-    if len({record["commit"] for record, _ in loaded}) > 1:
-        sys.exit("tables: results/%s: records of different commits in one table" % "+".join(names))
+    one_commit("+".join(names), [record for record, _ in loaded])
     kind = lambda compare: {k: v for k, v in compare.items() if k not in ("runs", "encodings")}  # task, sweep
     record, compare = loaded[0]
     compare = dict(compare, runs=[])
@@ -425,11 +436,10 @@ SCHEDULING = ("--seeds", "--jobs", "--out", "--pe")
 
 def last_val_loss(name, run):
     """The validation loss of a run's last evaluation during training (its recorded log's tail)."""
-    base = os.path.basename(run["dir"].rstrip("/"))
-    with open(os.path.join(RESULTS, name, "runs", base, "log-tail.jsonl")) as f:
+    with open(run_file(name, run, "log-tail.jsonl")) as f:
         losses = [json.loads(line)["val_loss"] for line in f if '"val_loss"' in line]
     if not losses:
-        sys.exit("tables: results/%s: run %s logged no validation loss in its last lines" % (name, base))
+        sys.exit("tables: results/%s: run %s logged no validation loss in its last lines" % (name, run["dir"]))
     return losses[-1]
 
 
@@ -447,12 +457,11 @@ def pairs_table(name):
     if any(len(p) != 2 for p in pairs):
         sys.exit("tables: results:%s: a block of pairs is BASE>VARIANT+BASE>VARIANT+..." % name)
     loaded = {n: load(n) for p in pairs for n in p}
-    if len({record["commit"] for record, _ in loaded.values()}) > 1:
-        sys.exit("tables: results:%s: records of different commits in one table" % name)
+    one_commit(name, [record for record, _ in loaded.values()])
     head = ["task", "against", "val loss", "variant", "Δ", "test loss", "variant",
             "perplexity at each length", "variant"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    seeds = set()
+    sweep = lambda r: ", ".join("%.3f" % x for x in r["sweep_ppl"]) if "sweep_ppl" in r else "—"
     for base, variant in pairs:
         (brec, bcmp), (vrec, vcmp) = loaded[base], loaded[variant]
         if bcmp.get("task") != vcmp.get("task") or bcmp.get("lengths") != vcmp.get("lengths"):
@@ -463,22 +472,23 @@ def pairs_table(name):
             if b is None:
                 sys.exit("tables: results/%s has no run of %s, seed %d, to set results/%s's against"
                          % (base, v["pe"], v["seed"], variant))
-            seeds.add(v["seed"])
             steps = run_config(base, b)["training"]["steps"]
             vb, vv = last_val_loss(base, b), last_val_loss(variant, v)
-            sweep = lambda r: ", ".join("%.3f" % x for x in r["sweep_ppl"]) if "sweep_ppl" in r else "—"
+            change = ("%+.2f %%" % (100 * (vv / vb - 1))).replace("-", "−")
             row = ["%s, %s (%s updates, seed %d)" % (bcmp["task"], entry_name(v["pe"]), format(steps, ","), v["seed"]),
-                   "`%s`" % changed_options(brec, vrec), "%.5f" % vb, "%.5f" % vv, ("%+.2f %%" % (100 * (vv / vb - 1))).replace("-", "−"),
+                   "`%s`" % changed_options(brec, vrec), "%.5f" % vb, "%.5f" % vv, change,
                    "%.5f" % b["test_loss"], "%.5f" % v["test_loss"], sweep(b), sweep(v)]
             lines.append("| " + " | ".join(row) + " |")
     record = loaded[pairs[0][0]][0]
-    swept = {c["task"]: ", ".join(l.replace("x", "×") for l in c["lengths"]) for _, c in loaded.values() if c.get("lengths")}
+    swept = {c["task"]: ", ".join(l.replace("x", "×") for l in c["lengths"])
+             for _, c in loaded.values() if c.get("lengths")}
     where = ", ".join("`results/%s`" % n for n in dict.fromkeys(n for p in pairs for n in p))
     lines += ["", "<sub>each row a run of the variant's record against the run of the same encoding and seed of "
               "the base's; val loss the last evaluation of training, Δ the variant's change of it%s; commit `%s` "
               "on %s (%d cores); records in %s, regenerated by `make tables`.</sub>"
-              % ("; perplexity at each multiple of the training length, %s" % "; ".join("%s (%s)" % (l, t) for t, l in swept.items())
-                 if swept else "", short_commit(record), record["cpu"], record["cores"], where)]
+              % ("; perplexity at each multiple of the training length, %s"
+                 % "; ".join("%s (%s)" % (l, t) for t, l in swept.items()) if swept else "",
+                 short_commit(record), record["cpu"], record["cores"], where)]
     return "\n".join(lines) + "\n"
 
 
