@@ -104,11 +104,11 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         return pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive"));
     int T = s->L, rc;
     const uint64_t all = count;
-    uint64_t s0, s1;
-    pelab_dist_share(count, &s0, &s1);
+    if ((uint64_t)batch > count) batch = count > 0 ? (int)count : 1; /* no larger than needed */
+    uint64_t s0, s1; /* whole passes of `batch` examples: alike on any number of ranks */
+    pelab_dist_share_blocks(count, (uint64_t)batch, &s0, &s1);
     first += s0;
     count = s1 - s0;
-    if ((uint64_t)batch > count) batch = count > 0 ? (int)count : 1; /* no larger than needed */
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc_for(&b, s->t, batch, T))) return rc;
     const int own_span = !meter.open;
@@ -122,14 +122,14 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     int was_training = m->training;
     m->training = 0;
     const uint16_t *nbytes = s->t->token_bytes;
-    /* Sum per-position losses in double, so the mean does not depend on how examples fall
-     * into batches. */
+    /* Sum per-position losses in double: the ranks' shares differ from one process's sum only
+     * by double rounding. */
     double loss_sum = 0;
     for (uint64_t done = 0; done < count;) {
         int n = count - done < (uint64_t)batch ? (int)(count - done) : batch;
         b.B = n;
         source_fill(s, first + done, &b);
-        if ((rc = pelab_eval_positions(m, s->t, &b, first + done))) break; /* alike in any batch, on any rank */
+        if ((rc = pelab_eval_positions(m, s->t, &b, first + done))) break; /* alike on any rank */
         /* forward only: memory for one layer, not the activations a backward pass would read */
         pelab_model_set_inputs(m, b.inputs);
         pelab_model_forward_eval(m, b.tokens, b.targets, b.pos, n, T);

@@ -156,7 +156,7 @@ static int generate_all(struct pelab_model *m, const struct pelab_task *t, enum 
     if (rc) goto done;
     for (int p = 0; p < limit; p++) g.pos[p] = p;
     uint64_t s0, s1;
-    pelab_dist_share(count, &s0, &s1);
+    pelab_dist_share_blocks(count, (uint64_t)g.group, &s0, &s1); /* the groups one process makes */
     for (uint64_t i0 = s0; i0 < s1 && !rc; i0 += (uint64_t)g.group) { /* examples i0 .. i0 + k − 1 */
         const int k = s1 - i0 < (uint64_t)g.group ? (int)(s1 - i0) : g.group;
         int p0[GROUP], ans[GROUP], a[GROUP], want[GROUP], made[GROUP];

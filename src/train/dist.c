@@ -91,6 +91,13 @@ void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1) {
     *r1 = *r0 + q + (r < rem);
 }
 
+void pelab_dist_share_blocks(uint64_t n, uint64_t block, uint64_t *i0, uint64_t *i1) {
+    uint64_t b0, b1;
+    pelab_dist_share((n + block - 1) / block, &b0, &b1);
+    *i0 = b0 * block < n ? b0 * block : n;
+    *i1 = b1 * block < n ? b1 * block : n;
+}
+
 int pelab_dist_agree(int rc) {
     follower_ = agreed_ = 0;
     if (size_ == 1) return rc;
