@@ -33,8 +33,8 @@ int pelab_dist_threads(int threads);
 /* Rows [*r0, *r1) of a batch of B rows that this rank takes: contiguous shares whose sizes differ
  * by at most one, rank 0 first. */
 void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1);
-/* Items [*i0, *i1) of n that this rank takes in whole blocks of `block` (the last block of the n
- * may be short): the blocks shared as pelab_dist_share shares rows. An evaluation shares its
+/* Items [*i0, *i1) of n that this rank takes in whole blocks of `block` >= 1 (the last block of
+ * the n may be short): the blocks shared as pelab_dist_share shares rows. An evaluation shares its
  * examples so, a block being one forward pass: a row's float32 results can depend on the shapes
  * of the products it is part of (OpenBLAS takes other paths for other sizes), so each pass must
  * hold on every rank the examples it holds in one process. */
