@@ -5,7 +5,8 @@
  * --buckets range of sizes: the sweeps of cli/compare_sweep.c). An entry of --pe may be a variant
  * of an encoding with settings of its own, NAME:option=value:... (cli/compare_variant.c), so one
  * command runs an ablation (seqpe:seqpe-alpha=0,seqpe). Finished runs (summary.json present) are
- * reused, unfinished ones resumed, so an interrupted comparison continues where it stopped. With
+ * reused, unfinished ones resumed, so an interrupted comparison continues where it stopped: either
+ * only when the run's config.json records the settings asked (pelab_train_check_run_settings). With
  * --jobs N, N runs train at once, each in a child process (cli/jobs.c) that runs what the
  * sequential loop runs. The statistics and the reports are cli/compare_report.c's. */
 #include <inttypes.h>
@@ -215,8 +216,10 @@ void pelab_cmd_compare_help(FILE *f) {
                "reverse, ...) the columns are the test exact match over --buckets of instance\n"
                "sizes, inside and beyond the trained ones, first one row per run, then the\n"
                "mean and std over seeds (RUN/sizes.json; DIR/sizes.csv for 'pelab plot lines').\n"
-               "Runs with a summary.json are not retrained; interrupted ones\n"
-               "continue where they stopped. An encoding option applies to the runs of its\n"
+               "A run DIR holds already is reused (finished) or continued (interrupted) only\n"
+               "if its config.json records the settings asked (all but --out, --threads,\n"
+               "--keep); otherwise compare stops before training, naming the settings that\n"
+               "differ. An encoding option applies to the runs of its\n"
                "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
                "e.g. --ape-extend interpolate), which applies to the sweeps of its runs (a\n"
                "variant may give one: learned:ape-extend=interpolate; entries that differ only in\n"
@@ -234,6 +237,16 @@ static int fail_naming(int code, const char *where) {
     const size_t n = strlen(where);
     if (strncmp(msg, where, n) == 0 && msg[n] == ':') return pelab_fail(code, "%s", msg);
     return pelab_fail(code, "%s: %s", where, msg);
+}
+
+/* Whether two variants' settings are the same, in any order. */
+static int same_settings(const struct pelab_opts *a, const struct pelab_opts *b) {
+    if (a->count != b->count) return 0;
+    for (int i = 0; i < a->count; i++) {
+        const char *v = pelab_opts_get(b, a->kv[i].key);
+        if (!v || strcmp(v, a->kv[i].val) != 0) return 0;
+    }
+    return 1;
 }
 
 static void run_label(char *buf, size_t size, const struct compare_result *r) {
@@ -526,13 +539,15 @@ int pelab_cmd_compare(int argc, char **argv) {
             r->variant = p;
             r->seed = seed0 + (uint64_t)s;
             snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pl.variants[p].run_name, r->seed);
-            /* a variant's init-from path: one directory, its slashes written as '_' */
-            for (char *c = r->dir + strlen(out) + 1; *c; c++)
-                if (*c == '/') *c = '_';
             r->shares = -1;
             for (int j = 0; j < n && r->shares < 0; j++)
                 if (strcmp(rs[j].dir, r->dir) == 0) r->shares = j;
+            if (r->shares >= 0 && !same_settings(&pl.variants[rs[r->shares].variant].set, &pl.variants[p].set))
+                return pelab_fail(PELAB_ERR_USAGE, "--pe: %s and %s would train in one directory, %s",
+                                  rs[r->shares].pe, r->pe, r->dir);
             if ((rc = compare_variant_run_opts(&pl.variants[p], &opts, r->seed, r->dir, &one))) return rc;
+            /* a run this --out holds already is reused only if it was made with these settings */
+            if (r->shares < 0 && (rc = pelab_train_check_run_settings(&one, r->dir))) return rc;
             struct lengths_check lc = {lengths, &one, &pl.variants[p].eval, sweep};
             if (image_sweeps) {
                 lc.spec = resolutions;

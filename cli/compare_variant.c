@@ -1,11 +1,13 @@
 /* The entries of compare's --pe (cli/compare.h): an encoding, or a variant of one with settings
  * of its own (NAME:option=value:...), its evaluation-time options, the name of its runs, and the
  * options of each of its runs. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include "compare.h"
 #include "pelab/posenc.h"
+#include "pelab/rng.h"
 #include "pelab/status.h"
 
 /* src with every "{seed}" written as `seed`, into out (size bytes); PELAB_ERR_USAGE when it
@@ -23,6 +25,50 @@ static int replace_seed(char *out, size_t size, const char *src, const char *see
         src += at_seed ? 6 : 1;
     }
     out[n] = '\0';
+    return PELAB_OK;
+}
+
+/* Whether a value can stand in a directory name as it is: letters, digits, '.', '_' and '-'
+ * (no '/', '+', ':', '=', '{', white space; so that the name is one directory that any file
+ * system and shell takes, and splits back into its settings). */
+static int plain_value(const char *val) {
+    if (!*val) return 0;
+    for (const char *c = val; *c; c++)
+        if (!isalnum((unsigned char)*c) && !strchr("._-", *c)) return 0;
+    return 1;
+}
+
+/* The name of v's runs (their directories are NAME-s<seed>): NAME+option-value+... of the
+ * settings in the order given, when every value is plain and the whole is at most
+ * RUN_STEM_MAX characters. Otherwise, so that no two variants share a directory, the readable
+ * stem (each character of a value that is not plain written as '_', at most RUN_STEM_MAX
+ * characters) followed by '~' and 12 hexadecimal digits of a hash of the settings as given
+ * (init-from=../pre/a_b and init-from=../pre/a/b: one stem, ..._pre_a_b, two hashes). A plain
+ * name has no '~': it never equals a hashed one. */
+#define RUN_STEM_MAX 200 /* with '~', the hash and "-s" and a seed's 16 digits: under NAME_MAX 255 */
+static int run_name(struct compare_variant *v) {
+    char stem[RUN_STEM_MAX * 2];
+    size_t len = (size_t)snprintf(stem, sizeof stem, "%s", v->name);
+    uint64_t h = 0;
+    int plain = 1;
+    for (int i = 0; i < v->set.count; i++) {
+        const char *key = v->set.kv[i].key, *val = v->set.kv[i].val;
+        plain = plain && plain_value(val);
+        for (const char *c = key; *c; c++) h = pelab_hash64(h ^ (unsigned char)*c);
+        h = pelab_hash64(h ^ '=');
+        for (const char *c = val; *c; c++) h = pelab_hash64(h ^ (unsigned char)*c);
+        h = pelab_hash64(h ^ ':');
+        if (len < sizeof stem) len += (size_t)snprintf(stem + len, sizeof stem - len, "+%s-", key);
+        for (const char *c = val; *c && len + 1 < sizeof stem; c++)
+            stem[len++] = isalnum((unsigned char)*c) || strchr("._-", *c) ? *c : '_';
+        stem[len < sizeof stem ? len : sizeof stem - 1] = '\0';
+    }
+    if (plain && strlen(stem) <= RUN_STEM_MAX) {
+        snprintf(v->run_name, sizeof v->run_name, "%s", stem);
+        return PELAB_OK;
+    }
+    stem[RUN_STEM_MAX] = '\0';
+    snprintf(v->run_name, sizeof v->run_name, "%s~%012" PRIx64, stem, h >> 16);
     return PELAB_OK;
 }
 
@@ -71,19 +117,7 @@ int compare_variant_parse(const char *entry, struct compare_variant *v) {
         for (int i = v->eval.count - 1; i >= 0; i--)
             if (pelab_posenc_fine_tune_option(v->eval.kv[i].key)) pelab_opts_unset(&v->eval, v->eval.kv[i].key);
     }
-    /* NAME+option-value+... of the settings, in the order given: a directory name that any file
-     * system and shell takes as it is (no ':' or '='; an init-from path's '/' become '_' later;
-     * {seed} is written as 'seed') */
-    char run[sizeof v->run_name];
-    size_t len = (size_t)snprintf(run, sizeof run, "%s", v->name);
-    for (int i = 0; i < v->set.count && len < sizeof run; i++) {
-        char val[PELAB_OPT_VAL_MAX];
-        int rc = replace_seed(val, sizeof val, v->set.kv[i].val, "seed");
-        if (rc) return rc;
-        len += (size_t)snprintf(run + len, sizeof run - len, "+%s-%s", v->set.kv[i].key, val);
-    }
-    memcpy(v->run_name, run, sizeof run);
-    return PELAB_OK;
+    return run_name(v);
 }
 
 int compare_variants_take_eval_opts(struct pelab_opts *opts, struct compare_variant *variants, int n_pes) {

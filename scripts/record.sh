@@ -4,7 +4,8 @@
 #
 #   bash scripts/record.sh TABLE ./pelab compare ... --out DIR
 #
-# runs the command (a `pelab compare`; runs it finished before are reused, as compare does), then
+# runs the command (a `pelab compare`; runs it finished before are reused, as compare does: only
+# those of the settings asked, else compare stops and no record is kept), then
 # keeps, in results/TABLE/ ($PELAB_RESULTS/TABLE when set):
 #   record.json      the command, its pelab's `--version` and the commit that names (the one the
 #                    binary was built from, "+changes" when the tree differed from it), the environment's

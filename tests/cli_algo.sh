@@ -131,7 +131,7 @@ expect 2 "--groups: 2 names for 3 runs" -- analyze attn-similarity --models "$W/
 # a comparison that would reuse runs trained on other sizes is refused, not mislabelled
 "$P" compare --task copy --pe rope --seeds 1 $TINY --algo-train-max 3 --algo-test-per-size 5 --out "$W/cmp" >/dev/null 2>"$W/e"
 [ $? -eq 2 ] && [ "$(grep -c '^pelab: ' "$W/e")" = 1 ] &&
-    grep -q "rope-s1: it was trained on sizes 1..4 and tested on 1..8, this comparison asks 1..3 and 1..6" "$W/e" ||
+    grep -q "rope-s1 holds a run of other settings: --algo-train-max 4 (asked: 3)" "$W/e" ||
     fail "a comparison reusing runs of other sizes: $(cat "$W/e")"
 expect 2 "compare runs of one task" -- analyze attn-similarity --models "$W/copy,$W/parity" --examples 5
 expect 2 "--examples 10: the test split of task copy has 5 of that size" -- analyze attn-similarity --models "$W/copy,$W/copy"

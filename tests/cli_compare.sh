@@ -80,13 +80,19 @@ before=$(ls -l --time-style=+%s.%N "$W"/par/*/model.safetensors)
 [ "$before" = "$(ls -l --time-style=+%s.%N "$W"/par/*/model.safetensors)" ] \
     || fail "second --jobs 2 rewrote models"
 
-# A run failing in its child: the others finish, the failure is named with its error, no table,
-# exit 1. A bad option is caught before anything starts.
+# A run whose config.json cannot be read is refused before anything starts.
 mkdir -p "$W/bad/nope-s1" && echo garbage >"$W/bad/nope-s1/config.json"
+"$P" compare $J --threads 2 --jobs 2 --out "$W/bad" >/dev/null 2>"$W/berr"
+[ $? -eq 1 ] && grep -q "^pelab: $W/bad/nope-s1/config.json: JSON: at byte 0" "$W/berr" && [ ! -e "$W/bad/rope-s1" ] ||
+    fail "an unreadable config.json was not refused before the runs: $(cat "$W/berr")"
+# A run failing in its child (one of these settings that lost its checkpoints): the others
+# finish, the failure is named with its error, no table, exit 1. A bad option is caught before
+# anything starts.
+rm -r "$W/bad/nope-s1" && cp -r "$W/par/nope-s1" "$W/bad/" && rm -r "$W/bad/nope-s1/checkpoints" "$W/bad/nope-s1/summary.json"
 "$P" compare $J --threads 2 --jobs 2 --out "$W/bad" >"$W/bout" 2>"$W/berr"
 rc=$?
 [ $rc -eq 1 ] || fail "failed child: exit $rc, not 1"
-grep -q '^\[nope s1\]  failed: .*config.json' "$W/berr" || fail "failed run not named: $(cat "$W/berr")"
+grep -q '^\[nope s1\]  failed: .*holds no checkpoint to resume from' "$W/berr" || fail "failed run not named: $(cat "$W/berr")"
 grep -q 'pelab: 1 of 4 runs failed' "$W/berr" || fail "no failure count: $(cat "$W/berr")"
 grep -q '^|' "$W/bout" && fail "a table despite a failed run"
 for r in rope-s1 rope-s2 nope-s2; do

@@ -129,7 +129,7 @@ done
     --batch 4 --steps 2 --threads 1 --eval-every 0 --lengths 1x --rope-scaling pi --rope-scale 4 --out "$W/cft" \
     >/dev/null 2>"$W/err" || fail "compare with init-from=...-s{seed}: $(cat "$W/err")"
 for s in 1 2; do
-    R=$(ls -d "$W"/cft/rope+init-from-*_pre_rope-sseed+rope-scaling-yarn+rope-scale-2-s$s)
+    R=$(ls -d "$W"/cft/rope+init-from-*_pre_rope-s_seed_+rope-scaling-yarn+rope-scale-2~*-s$s)
     swept=$(json "$R/sweep.json" 'j["rows"][0]["loss"]')
     [ "$swept" = "$(json <("$P" eval --model "$R" --lengths 64 --json --threads 1) 'j["rows"][0]["loss"]')" ] &&
         [ "$swept" != "$(json <("$P" eval --model "$R" --lengths 64 --json --threads 1 --rope-scaling pi --rope-scale 4) 'j["rows"][0]["loss"]')" ] ||

@@ -136,6 +136,13 @@ int pelab_train_validate_with(const struct pelab_opts *opts,
                               int (*check)(struct pelab_model *m, const struct pelab_task *t, void *ctx),
                               void *ctx);
 
+/* Whether `dir` may be reused as the run `opts` asks for: PELAB_OK when it holds no run
+ * (no config.json) or one whose recorded settings (config.json: presets applied, automatic
+ * settings resolved) are the ones `opts` resolve to, apart from --out, --threads and --keep;
+ * else PELAB_ERR_USAGE naming the settings that differ, "--steps 3 (asked: 300)". compare
+ * reuses a finished run, and resumes an interrupted one, only after this check. */
+int pelab_train_check_run_settings(const struct pelab_opts *opts, const char *dir);
+
 /* Continues the run in `dir` from its newest valid checkpoint (from step 0 when it saved none
  * yet) with the settings of dir/config.json; a damaged checkpoint is passed over for the one
  * before it, with a NOTICE. `overrides` may give only the options pelab_train_resume_option
