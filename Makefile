@@ -18,6 +18,8 @@
 #   make image-tables [PRESET=cpu-aug] [TABLES="3 5 4"]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)
 #   make qa-table2  records the long-context QA (the SeqPE paper's Table II), 3 seeds (hours)
 #   make cpu-tables [TASKS="music text"]  records RoPE, PoPE, NoPE at the cpu presets, 3 seeds (hours)
+#   make indirect-mid [ARMS="mechanism full"]  records RoPE vs PoPE on indirect indexing with heads
+#                   64 wide, 2 seeds (days of both cores; interrupted runs continue)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
@@ -270,6 +272,10 @@ cpu-tables: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/cpu_tables.sh $(TASKS)
 
+indirect-mid: setup
+	@$(MAKE) --no-print-directory -s pelab
+	@bash scripts/indirect_mid.sh $(ARMS)
+
 deps:
 	@bash .ci/deps
 
@@ -288,7 +294,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables indirect-mid
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)

@@ -100,8 +100,11 @@ static void help_tasks(FILE *f) {
 
 static void help_presets(FILE *f) {
     fprintf(f, "presets (--preset NAME; explicit options override):\n");
+    int width = 0; /* the longest name: the summaries in one column */
     for (const struct pelab_preset *p = pelab_presets(); p->name; p++)
-        fprintf(f, "  %-10s %-8s %s\n      %s\n", p->task, p->name, p->summary, p->settings);
+        if ((int)strlen(p->name) > width) width = (int)strlen(p->name);
+    for (const struct pelab_preset *p = pelab_presets(); p->name; p++)
+        fprintf(f, "  %-10s %-*s %s\n      %s\n", p->task, width, p->name, p->summary, p->settings);
 }
 
 static const struct {

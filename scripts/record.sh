@@ -12,8 +12,9 @@
 #                    PELAB_*, OPENBLAS_* and OMP_* settings, the CPU model, the cores, the date,
 #                    the command's wall time
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
-#   runs/RUN/        each run's config.json, summary.json, sweep files, and the last 5 lines of
-#                    its log.jsonl (never weights: a record is kilobytes)
+#   runs/RUN/        each run's config.json, summary.json, sweep files, the last 5 lines of its
+#                    log.jsonl (log-tail.jsonl) and its lines with a validation (log-val.jsonl: the
+#                    learning curve) (never weights: a record is kilobytes)
 # An analysis is recorded alike: record.json, and the file it writes as analysis.json (its --json
 # FILE: pelab analyze attn-similarity ...) or analysis.csv (its --out FILE.csv: pelab analyze seqpe
 # --variance ...).
@@ -69,9 +70,11 @@ for run in json.load(open(compare))["runs"]:
         if name in ("config.json", "summary.json") or (name.startswith(("sweep", "resolutions", "qa_sweep", "sizes")) and name.endswith(".json")):
             shutil.copyfile(os.path.join(src, name), os.path.join(to, name))
     with open(os.path.join(src, "log.jsonl")) as f:
-        tail = f.readlines()[-5:]
+        lines = f.readlines()
     with open(os.path.join(to, "log-tail.jsonl"), "w") as f:
-        f.writelines(tail)
+        f.writelines(lines[-5:])
+    with open(os.path.join(to, "log-val.jsonl"), "w") as f:  # the learning curve
+        f.writelines(l for l in lines if '"val_loss"' in l)
 PY
 /usr/bin/python3 - "$tmp/record.json" "$table" "$commit" "$wall" "$@" <<PY
 import json, os, sys, time

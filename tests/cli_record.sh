@@ -22,9 +22,11 @@ commit=$("$P" --version | sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p')
 [ "$(json "$R/record.json" 'j["commit"], j["command"][1], j["command"][-1], j["cores"] > 0')" = \
   "('$commit', 'compare', '--out=$W/cmp', True)" ] || fail "record.json: $(cat "$R/record.json")"
 for run in rope-s1 rope-s2 nope-s1 nope-s2; do
-    for f in config.json summary.json sweep.json log-tail.jsonl; do
+    for f in config.json summary.json sweep.json log-tail.jsonl log-val.jsonl; do
         [ -s "$R/runs/$run/$f" ] || fail "the record has no $run/$f"
     done
+    grep '"val_loss"' "$W/cmp/$run/log.jsonl" | cmp -s - "$R/runs/$run/log-val.jsonl" ||
+        fail "$run/log-val.jsonl is not the run's validation lines (its learning curve)"
 done
 [ -z "$(find "$R" -name '*.safetensors')" ] || fail "the record holds weights"
 

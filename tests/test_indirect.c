@@ -54,7 +54,7 @@ static int parse(const char *s, struct parts *p) {
 
 /* Why an example breaks the task's rules, or NULL. */
 static const char *invalid(const struct pelab_indirect_example *ex, int min_len, int max_len,
-                           int max_shift) {
+                           int min_shift, int max_shift) {
     struct parts p;
     if (!parse(ex->text, &p)) return "text does not parse";
     if (p.L != ex->source_len) return "source_len disagrees with the text";
@@ -62,7 +62,7 @@ static const char *invalid(const struct pelab_indirect_example *ex, int min_len,
     int seen[128] = {0};
     for (int i = 0; i < p.L; i++)
         if (seen[(int)p.src[i]]++) return "repeated letter";
-    if (p.shift == 0 || abs(p.shift) > max_shift) return "shift out of range";
+    if (abs(p.shift) < min_shift || abs(p.shift) > max_shift) return "shift out of range";
     if (p.shift != ex->q[0].shift) return "shift disagrees with the text";
     if (ex->q[0].source_index < 0 || ex->q[0].source_index >= p.L) return "source index out of range";
     if (p.src[ex->q[0].source_index] != p.letter) return "source letter is not at source_index";
@@ -156,20 +156,25 @@ static void test_defaults_and_vocab(void) {
 }
 
 /* Exact shift, length and source-index probabilities of the sampling procedure: L uniform, index
- * uniform, shift uniform over the nonzero shifts in [-M, M] that land in the string. (Redrawing
- * the letter along with the shift would skew the index towards the middle: pidx catches that.) */
-static void expected_hist(int min_len, int max_len, int M, double *pshift /* [2M+1] */,
+ * uniform over the indices that admit a shift of m..M either way, shift uniform over those that
+ * land in the string. (Redrawing the letter along with the shift would skew the index towards the
+ * middle: pidx catches that.) */
+static int fits(int i, int s, int L, int m) { return abs(s) >= m && i + s >= 0 && i + s < L; }
+static void expected_hist(int min_len, int max_len, int m, int M, double *pshift /* [2M+1] */,
                           double *plen /* [max_len+1] */, double *pidx /* [max_len] */) {
     memset(pshift, 0, sizeof(double) * (size_t)(2 * M + 1));
     for (int L = min_len; L <= max_len; L++) {
         double pL = 1.0 / (max_len - min_len + 1);
         plen[L] = pL;
+        int admissible = 0;
+        for (int i = 0; i < L; i++)
+            for (int s = -M, any = 0; s <= M && !any; s++) admissible += any = fits(i, s, L, m);
         for (int i = 0; i < L; i++) {
-            pidx[i] += pL / L;
             int valid = 0;
-            for (int s = -M; s <= M; s++) valid += s != 0 && i + s >= 0 && i + s < L;
+            for (int s = -M; s <= M; s++) valid += fits(i, s, L, m);
+            if (valid) pidx[i] += pL / admissible;
             for (int s = -M; s <= M; s++)
-                if (s != 0 && i + s >= 0 && i + s < L) pshift[s + M] += pL / L / valid;
+                if (fits(i, s, L, m)) pshift[s + M] += pL / admissible / valid;
         }
     }
 }
@@ -187,7 +192,7 @@ static void check_hist(const int *obs, const double *p, int k, int n, const char
 
 /* N examples of a split: validity, distributions, batch encoding, determinism. Writes the texts. */
 static void check_split(const struct pelab_task *t, enum pelab_split split, int min_len,
-                        int max_len, int M, int T, char (*texts)[PELAB_INDIRECT_TEXT_MAX]) {
+                        int max_len, int m, int M, int T, char (*texts)[PELAB_INDIRECT_TEXT_MAX]) {
     enum { BATCH = 50 };
     struct pelab_batch b;
     CHECK(pelab_batch_alloc(&b, BATCH, T) == PELAB_OK, "alloc");
@@ -203,7 +208,7 @@ static void check_split(const struct pelab_task *t, enum pelab_split split, int 
             pelab_indirect_generate(t, split, (uint64_t)(i0 + r), &ex);
             pelab_indirect_generate(t, split, (uint64_t)(i0 + r), &again);
             nondet += memcmp(&ex, &again, sizeof ex) != 0;
-            const char *w = invalid(&ex, min_len, max_len, M);
+            const char *w = invalid(&ex, min_len, max_len, m, M);
             if (w && !bad++) why = w, strcpy(first_bad, ex.text);
             const char *wr = row_mismatch(&b, r, &ex);
             if (wr && !bad_rows++) why_row = wr;
@@ -222,7 +227,7 @@ static void check_split(const struct pelab_task *t, enum pelab_split split, int 
     CHECK(nondet == 0, "split %d: %d examples differ between two generations", split, nondet);
 
     double *pshift = malloc(sizeof(double) * (size_t)(2 * M + 1)), plen[64] = {0}, pidx[64] = {0};
-    expected_hist(min_len, max_len, M, pshift, plen, pidx);
+    expected_hist(min_len, max_len, m, M, pshift, plen, pidx);
     CHECK(shift_hist[M] == 0, "shift 0 drawn");
     check_hist(shift_hist, pshift, 2 * M + 1, N, "shift", -M);
     check_hist(len_hist + min_len, plen + min_len, max_len - min_len + 1, N, "length", min_len);
@@ -265,7 +270,7 @@ static void test_default_splits(void) {
     CHECK(pelab_task_init(&t, "indirect", NULL) == PELAB_OK, "init");
     char (*texts)[PELAB_INDIRECT_TEXT_MAX] = malloc(sizeof *texts * 3 * N);
     for (int s = 0; s < 3; s++)
-        check_split(&t, (enum pelab_split)s, 20, 40, 15, t.seq_len + 3, texts + s * N);
+        check_split(&t, (enum pelab_split)s, 20, 40, 1, 15, t.seq_len + 3, texts + s * N);
     check_disjoint(texts);
     free(texts);
     pelab_task_free(&t);
@@ -309,7 +314,7 @@ static void test_custom_options(void) {
     CHECK(init_with(&t, kv) == PELAB_OK, "custom init: %s", pelab_last_error());
     CHECK(t.seq_len == 16 + 2 + 1 + 2 + 2 + 2, "custom seq_len %d", t.seq_len);
     char (*texts)[PELAB_INDIRECT_TEXT_MAX] = malloc(sizeof *texts * N);
-    check_split(&t, PELAB_SPLIT_TRAIN, 8, 16, 5, t.seq_len, texts);
+    check_split(&t, PELAB_SPLIT_TRAIN, 8, 16, 1, 5, t.seq_len, texts);
     pelab_task_free(&t);
 
     /* The extremes: every letter, shifts up to ±51, the longest text the buffer must hold. */
@@ -317,7 +322,19 @@ static void test_custom_options(void) {
                           "51", NULL};
     CHECK(init_with(&t, wide) == PELAB_OK, "wide init: %s", pelab_last_error());
     CHECK(t.seq_len == 52 + 2 + 1 + 2 + 3 + 2, "wide seq_len %d", t.seq_len);
-    check_split(&t, PELAB_SPLIT_VAL, 2, 52, 51, t.seq_len, texts);
+    check_split(&t, PELAB_SPLIT_VAL, 2, 52, 1, 51, t.seq_len, texts);
+    pelab_task_free(&t);
+
+    /* --indirect-min-shift: only the far offsets, on the paper's strings and on short ones, where
+     * some source letters admit none (their index is drawn again) */
+    const char *far[] = {"indirect-min-shift", "3", "indirect-max-shift", "5", NULL};
+    CHECK(init_with(&t, far) == PELAB_OK, "min-shift init: %s", pelab_last_error());
+    check_split(&t, PELAB_SPLIT_TEST, 20, 40, 3, 5, t.seq_len, texts);
+    pelab_task_free(&t);
+    const char *short_far[] = {"indirect-min-len", "6", "indirect-max-len", "10", "indirect-min-shift", "5",
+                               "indirect-max-shift", "7", NULL};
+    CHECK(init_with(&t, short_far) == PELAB_OK, "short min-shift init: %s", pelab_last_error());
+    check_split(&t, PELAB_SPLIT_TRAIN, 6, 10, 5, 7, t.seq_len, texts);
     pelab_task_free(&t);
 
     /* Another data seed is another draw, and reproducible. */
@@ -360,6 +377,10 @@ static void test_bad_options(void) {
     const char *e[] = {"indirect-min-len", "1", NULL};
     const char *f[] = {"indirect-max-len", "abc", NULL};
     const char *g[] = {"indirect-train-size", "0", NULL};
+    const char *h[] = {"indirect-min-shift", "6", "indirect-max-shift", "5", NULL};
+    const char *i[] = {"indirect-min-len", "6", "indirect-min-shift", "6", NULL};
+    const char *j[] = {"indirect-min-shift", "2", "indirect-shift-zero", "on", NULL};
+    const char *k[] = {"indirect-min-shift", "2", "indirect-curriculum", "100", NULL};
     expect_refused(a, "--indirect-max-len");
     expect_refused(b, "--indirect-min-len");
     expect_refused(c, "--indirect-max-shift");
@@ -367,6 +388,10 @@ static void test_bad_options(void) {
     expect_refused(e, "--indirect-min-len");
     expect_refused(f, "--indirect-max-len");
     expect_refused(g, "--indirect-train-size");
+    expect_refused(h, "--indirect-min-shift 6 is greater than --indirect-max-shift 5");
+    expect_refused(i, "--indirect-min-shift 6 must be less than --indirect-min-len 6");
+    expect_refused(j, "--indirect-shift-zero draws");
+    expect_refused(k, "--indirect-curriculum draws");
 }
 
 /* --indirect-queries K: one string, K scored queries. Query 0 and the string are those of the

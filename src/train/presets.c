@@ -29,6 +29,23 @@ static const struct pelab_preset presets[] = {
      "d-model=64 heads=4 layers=3 batch=64 lr=3e-3 min-lr=3e-4 warmup=200 steps=3000 "
      "weight-decay=0.01 clip=1.0 eval-every=500 eval-batches=4 indirect-min-len=6 "
      "indirect-max-len=10 indirect-max-shift=3 indirect-queries=4 pope-delta-init=uniform"},
+    /* Between the two: the paper's task and optimiser exactly (strings of 20-40 letters, shifts
+     * ±1..±15 without 0, one query; AdamW β2 0.99, weight decay 0.01, clipping 1, cosine from
+     * 2e-4 to 2e-5 after a warm-up of 4 % of the updates), its head width 64 (D 256, 4 heads, 4
+     * layers: 3.2M parameters against its 25M) and 50k updates against its 100k: the smallest
+     * scale at which PoPE's 32 frequencies per head can show what the paper's Table 1 reports.
+     * Validation every 1,000 updates gives the learning curve. */
+    {"indirect", "mid", "the paper's task and optimiser with heads 64 wide: D 256, 4 heads, 4 layers, 50k steps",
+     "d-model=256 heads=4 layers=4 batch=64 lr=2e-4 min-lr=2e-5 warmup=2000 steps=50000 "
+     "weight-decay=0.01 clip=1.0 beta2=0.99 dropout=0 pope-delta-init=uniform eval-every=1000 "
+     "eval-batches=8 save-every=1000"},
+    /* The mid model on shifts ±3..±5 and 30k updates: every answer asks for one of six offsets
+     * read from the shift tokens, which the ±1 variant does not (one fixed previous-letter head
+     * and a content match solve it), at a sixth of the full task's offsets. */
+    {"indirect", "mid-mechanism", "the mid model on shifts ±3..±5, 30k steps",
+     "d-model=256 heads=4 layers=4 batch=64 lr=2e-4 min-lr=2e-5 warmup=1200 steps=30000 "
+     "weight-decay=0.01 clip=1.0 beta2=0.99 dropout=0 pope-delta-init=uniform eval-every=1000 "
+     "eval-batches=8 save-every=1000 indirect-min-shift=3 indirect-max-shift=5"},
     /* The PoPE paper's language-modelling configuration (Tables 6-7, OpenWebText 124M): GPT-2
      * small, GPT-2's tokenizer, context 1024, lr 6e-4 to 6e-5 over 100k updates after 1000
      * warm-up, beta2 0.95, delta initialised at 0. OpenWebText cannot be installed here: the

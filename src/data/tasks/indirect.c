@@ -11,8 +11,11 @@
  *
  * Sampling (per example):
  *   L ~ U{min-len..max-len}; the string is L letters drawn uniformly without replacement from
- *   [A-Za-z]; source index ~ U{0..L-1}; shift ~ U{−M..−1, 1..M} (M = max-shift), redrawn (the
- *   shift only) until 0 <= index + shift < L. Some shift always fits since L >= 2 and M >= 1.
+ *   [A-Za-z]; source index ~ U{0..L-1}; shift ~ U{−M..−m, m..M} (M = max-shift, m = min-shift,
+ *   default 1), redrawn (the shift only) until 0 <= index + shift < L; a source index that admits
+ *   no such shift is drawn again. Some index always does, since L > m (min-len > min-shift).
+ *   --indirect-min-shift m > 1 leaves out the nearest offsets, which one fixed previous-letter
+ *   head and a content match solve (±1), so that every answer asks for one of several offsets.
  *   --indirect-shift-zero on: shift ~ U{−M..M}, 0 (a copy of the source letter) included. The
  *   paper draws shifts "in the range [−15, +15]" without saying whether 0 is in it.
  *
@@ -64,6 +67,9 @@ static const struct pelab_optdef options[] = {
     {"indirect-max-len", PELAB_OPT_INT, "40", 2, N_LETTERS, NULL, "longest source string"},
     {"indirect-max-shift", PELAB_OPT_INT, "15", 1, N_LETTERS - 1, NULL,
      "shifts are drawn from [-max, max] without 0 (must be < --indirect-max-len)"},
+    {"indirect-min-shift", PELAB_OPT_INT, "1", 1, N_LETTERS - 1, NULL,
+     "the smallest shift: shifts are drawn from [-max, -min] and [min, max] (must be < "
+     "--indirect-min-len; above 1 not with --indirect-shift-zero or --indirect-curriculum)"},
     {"indirect-shift-zero", PELAB_OPT_SWITCH, "off", 0, 0, NULL,
      "shift 0 (the answer is the source letter) is drawn too, 1 in 2·max+1"},
     {"indirect-queries", PELAB_OPT_INT, "1", 1, PELAB_INDIRECT_MAX_QUERIES, NULL,
@@ -83,7 +89,7 @@ static const uint64_t SPLIT_SEED[3] = {
     0x5A17C0DE1D1EC701ull, 0xB3A5E7E4A1D00002ull, 0x7E57DA7A0F00A003ull};
 
 struct indirect {
-    int min_len, max_len, max_shift, queries;
+    int min_len, max_len, min_shift, max_shift, queries;
     int shift_zero;      /* --indirect-shift-zero: 0 among the full task's shifts */
     uint64_t curriculum; /* training examples in the curriculum, 0 = none */
     uint64_t size[3]; /* examples per split */
@@ -125,7 +131,8 @@ static int longest_input(int max_len, int max_shift, int queries) {
 }
 
 /* Cross-option rules the per-option ranges cannot express. */
-static int check_relations(int min_len, int max_len, int max_shift) {
+static int check_relations(int min_len, int max_len, int min_shift, int max_shift, int shift_zero,
+                           uint64_t curriculum) {
     if (min_len > max_len)
         return pelab_fail(PELAB_ERR_USAGE,
                           "--indirect-min-len %d is greater than --indirect-max-len %d", min_len,
@@ -135,6 +142,16 @@ static int check_relations(int min_len, int max_len, int max_shift) {
                           "--indirect-max-shift %d must be less than --indirect-max-len %d "
                           "(a larger shift never fits in the string)",
                           max_shift, max_len);
+    if (min_shift > max_shift)
+        return pelab_fail(PELAB_ERR_USAGE, "--indirect-min-shift %d is greater than --indirect-max-shift %d",
+                          min_shift, max_shift);
+    if (min_shift >= min_len)
+        return pelab_fail(PELAB_ERR_USAGE, "--indirect-min-shift %d must be less than --indirect-min-len %d "
+                          "(a string of min-len letters must hold a shift)", min_shift, min_len);
+    if (min_shift > 1 && (shift_zero || curriculum))
+        return pelab_fail(PELAB_ERR_USAGE, "--indirect-min-shift %d leaves out the near shifts, which "
+                          "--indirect-%s draws: give one or the other", min_shift,
+                          shift_zero ? "shift-zero" : "curriculum");
     return PELAB_OK;
 }
 
@@ -145,19 +162,23 @@ static int indirect_init(struct pelab_task *t, const struct pelab_opts *opts) {
     }
     int min_len = (int)pelab_opt_int(opts, options, "indirect-min-len");
     int max_len = (int)pelab_opt_int(opts, options, "indirect-max-len");
+    int min_shift = (int)pelab_opt_int(opts, options, "indirect-min-shift");
     int max_shift = (int)pelab_opt_int(opts, options, "indirect-max-shift");
     int queries = (int)pelab_opt_int(opts, options, "indirect-queries");
-    int rc = check_relations(min_len, max_len, max_shift);
+    int shift_zero = pelab_opt_switch(opts, options, "indirect-shift-zero");
+    uint64_t curriculum = (uint64_t)pelab_opt_int(opts, options, "indirect-curriculum");
+    int rc = check_relations(min_len, max_len, min_shift, max_shift, shift_zero, curriculum);
     if (rc) return rc;
 
     struct indirect *s = malloc(sizeof *s);
     if (!s) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the indirect task");
     s->min_len = min_len;
     s->max_len = max_len;
+    s->min_shift = min_shift;
     s->max_shift = max_shift;
     s->queries = queries;
-    s->shift_zero = pelab_opt_switch(opts, options, "indirect-shift-zero");
-    s->curriculum = (uint64_t)pelab_opt_int(opts, options, "indirect-curriculum");
+    s->shift_zero = shift_zero;
+    s->curriculum = curriculum;
     s->size[PELAB_SPLIT_TRAIN] = (uint64_t)pelab_opt_int(opts, options, "indirect-train-size");
     s->size[PELAB_SPLIT_VAL] = (uint64_t)pelab_opt_int(opts, options, "indirect-val-size");
     s->size[PELAB_SPLIT_TEST] = (uint64_t)pelab_opt_int(opts, options, "indirect-test-size");
@@ -201,9 +222,9 @@ static void draw_source(struct pelab_rng *rng, int L, char *src) {
     }
 }
 
-/* A shift in [-M, -1] ∪ [1, M] (with_zero: in [-M, M]) with source + shift inside [0, L), or 0
+/* A shift in [-M, -m] ∪ [m, M] (with_zero: in [-M, M]) with source + shift inside [0, L), or 0
  * when none exists. */
-static int draw_shift(struct pelab_rng *rng, int L, int source, int M, int with_zero) {
+static int draw_shift(struct pelab_rng *rng, int L, int source, int m, int M, int with_zero) {
     int lo = -source, hi = L - 1 - source; /* the shifts that land in the string; lo <= 0 <= hi */
     if (with_zero) {
         for (;;) {
@@ -211,17 +232,19 @@ static int draw_shift(struct pelab_rng *rng, int L, int source, int M, int with_
             if (shift >= lo && shift <= hi) return shift;
         }
     }
-    if (lo == 0 && hi == 0) return 0; /* L == 1: only the excluded 0 would fit */
+    if (-lo < m && hi < m) return 0; /* every shift that fits is nearer than m (L == 1: only 0) */
+    const int n = M - m + 1; /* shifts on each side */
     for (;;) {
-        int k = (int)pelab_rng_below(rng, (uint64_t)(2 * M)); /* 0..2M-1 -> -M..-1, 1..M */
-        int shift = k < M ? k - M : k - M + 1;
+        int k = (int)pelab_rng_below(rng, (uint64_t)(2 * n)); /* 0..2n-1 -> -M..-m, m..M */
+        int shift = k < n ? k - M : k - n + m;
         if (shift >= lo && shift <= hi) return shift;
     }
 }
 
-/* The shifts of an example: up to `max`, and 0 among them during the curriculum. */
+/* The shifts of an example: from `min` to `max` either way, and 0 among them during the
+ * curriculum. */
 struct shifts {
-    int max, with_zero;
+    int min, max, with_zero;
 };
 
 /* The shifts of the example at `cursor` (unreduced) of `split`: the full task (0 among them with
@@ -231,9 +254,8 @@ static struct shifts shifts_at(const struct pelab_task *t, enum pelab_split spli
     const struct indirect *s = t->state;
     uint64_t i = cursor - t->train_origin; /* examples the run drew before this one */
     if (split != PELAB_SPLIT_TRAIN || cursor < t->train_origin || i >= s->curriculum)
-        return (struct shifts){s->max_shift, s->shift_zero};
-    return (struct shifts){(int)((double)(s->max_shift + 1) * (double)i / (double)s->curriculum),
-                           1};
+        return (struct shifts){s->min_shift, s->max_shift, s->shift_zero};
+    return (struct shifts){1, (int)((double)(s->max_shift + 1) * (double)i / (double)s->curriculum), 1};
 }
 
 /* Example i (already reduced mod the split size) of a split, with the given shifts: its own
@@ -255,7 +277,7 @@ static void generate(const struct indirect *s, enum pelab_split split, uint64_t 
         struct pelab_indirect_query *q = &ex->q[k];
         do { /* redraw the letter only if it admits no shift (impossible for L >= 2) */
             q->source_index = uniform_int(&rng, 0, L - 1);
-            q->shift = draw_shift(&rng, L, q->source_index, shifts.max, shifts.with_zero);
+            q->shift = draw_shift(&rng, L, q->source_index, shifts.min, shifts.max, shifts.with_zero);
         } while (q->shift == 0 && !shifts.with_zero);
         q->target_index = q->source_index + q->shift;
         q->target = src[q->target_index];
