@@ -19,6 +19,10 @@ for arm in ${*:-mechanism full}; do
         full) table=indirect-mid preset=mid ;;
         *) echo "indirect_mid: no arm '$arm' (mechanism, full)" >&2; exit 2 ;;
     esac
-    bash scripts/record.sh "$table" ./pelab compare --task indirect --preset "$preset" \
-        --pe rope,pope --seeds 2 --jobs 2 --threads 2 --keep 1 --out "$runs/$arm"
+    cmp=(./pelab compare --task indirect --preset "$preset" --pe rope,pope --jobs 2 --threads 2 --keep 1
+         --out "$runs/$arm")
+    # seed 1 of both encodings first, so that a comparison stands as soon as two runs finish;
+    # the record's call then reuses them
+    "${cmp[@]}" --seeds 1
+    bash scripts/record.sh "$table" "${cmp[@]}" --seeds 2
 done
