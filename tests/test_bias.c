@@ -3,7 +3,8 @@
  *    every H up to 64); ALiBi and T5 biases depend on t − s only;
  *  - T5's buckets: exact below nb/2, monotone in distance, the last one from max-distance on, and
  *    the values of the formula for the defaults;
- *  - FIRE equals its formula evaluated here from the parameters, on every path of the tile code;
+ *  - FIRE equals its formula evaluated here from the parameters, on every path of the tile code
+ *    (the tile's own table, per entry, the pass's table, and after a weight changed since it);
  *    it depends on t − s, and on t only through max(t, L);
  *  - whole models: alibi and t5 give the same logits under a global position shift; fire does
  *    exactly when every query stays below L before and after the shift; causality holds for all;
@@ -245,7 +246,29 @@ static void check_fire(const char *name, const char *prefix, double ell) {
     int32_t contiguous[12], crossing[12], scattered[12] = {0, 2, 3, 9, 500, 4, 7, 1, 30, 31, 5, 6};
     for (int i = 0; i < 12; i++) contiguous[i] = i, crossing[i] = (int32_t)L - 6 + i;
     const int32_t *tiles[3] = {contiguous, crossing, scattered};
-    double out[144], worst = 0;
+    double out[144], tile_own[3][3][144], worst = 0;
+    for (int k = 0; k < 3; k++)
+        for (int h = 0; h < 3; h++) {
+            e.pe.ops->bias_tile(&e.pe, 1, h, tile_own[k][h], tiles[k], 12, tiles[k], 12);
+            for (int i = 0; i < 12; i++)
+                for (int j = 0; j < 12; j++)
+                    worst = fmax(worst, fabs(tile_own[k][h][i * 12 + j] - fire_formula(&e, prefix, depth, W, h, tiles[k][i], tiles[k][j])));
+        }
+    CHECK(worst < 1e-12, "%s: tiles differ from the formula by %.3g", name, worst);
+    /* the same tiles after a pass's prepare (its table of every distance to 500) give the same
+     * bits; once a weight changes outside a pass, they are the formula's again, not the table's */
+    int32_t pass[36];
+    for (int k = 0; k < 3; k++) memcpy(pass + 12 * k, tiles[k], sizeof contiguous);
+    CHECK(pelab_posenc_prepare(&e.pe, pass, 3, 12) == PELAB_OK, "%s: prepare: %s", name, pelab_last_error());
+    int same = 1;
+    for (int k = 0; k < 3; k++)
+        for (int h = 0; h < 3; h++) {
+            e.pe.ops->bias_tile(&e.pe, 1, h, out, tiles[k], 12, tiles[k], 12);
+            same = same && memcmp(out, tile_own[k][h], sizeof out) == 0;
+        }
+    CHECK(same, "%s: the pass's table differs from the tiles' own", name);
+    param(&e, pname)[0] = 0.35; /* c */
+    worst = 0;
     for (int k = 0; k < 3; k++)
         for (int h = 0; h < 3; h++) {
             e.pe.ops->bias_tile(&e.pe, 1, h, out, tiles[k], 12, tiles[k], 12);
@@ -253,7 +276,7 @@ static void check_fire(const char *name, const char *prefix, double ell) {
                 for (int j = 0; j < 12; j++)
                     worst = fmax(worst, fabs(out[i * 12 + j] - fire_formula(&e, prefix, depth, W, h, tiles[k][i], tiles[k][j])));
         }
-    CHECK(worst < 1e-12, "%s: tiles differ from the formula by %.3g", name, worst);
+    CHECK(worst < 1e-12, "%s: after a weight changed, tiles differ from the formula by %.3g", name, worst);
     /* below L only t − s matters; at and above L, t itself does through max(t, L) */
     double below = 0, above = 1e300;
     int tl = (int)ceil(L);

@@ -21,17 +21,24 @@
  * small (~0.1) non-linear function of distance whose gradient reaches every layer; N(0, 0.02)
  * weights would start it near 1e-4 with vanishing gradients to the inner layers.
  *
- * Tiles. Rows with t < L share the normaliser ψ(L), so their biases depend only on n = |t − s|:
- * f is evaluated once per distance of the tile's range (when that range is no larger than
- * nq + nk, as for any contiguous or shifted positions) and looked up; rows with t ≥ L, and ranges
- * too wide to tabulate, evaluate f per entry. The table lives on the stack up to FIRE_TAB_STACK
- * distances (any tile of the tiled kernel), so a training step allocates nothing; the reference
- * kernel's whole-sequence tiles past that length allocate it. The MLP runs on FIRE_LANES inputs
- * at once (a table's distances, a row's keys, the backward's pending entries): its W² multiply–adds
- * per input dominate a short sequence's step, and lane-wise they vectorise without horizontal sums.
- * Nothing outlives a call, so bias_tile is safe to call from parallel threads; bias_tile_backward
- * accumulates into the gradient array it is given, which attention kernels keep private to a
- * thread or use serially (posenc.h).
+ * Tiles. Rows with t < L share the normaliser ψ(L), so their biases depend only on n = |t − s|,
+ * and read a table of f by distance: the pass's (prepare evaluates f once per FIRE, head and
+ * distance 0..the pass's largest position, up to FIRE_PASS_DIST_MAX, while the weights are those
+ * it was made with), else the tile's own over its range of distances (when that range is no
+ * larger than nq + nk, as for contiguous or shifted positions, or than FIRE_TAB_STACK, as for the
+ * randomised positions of a short sequence); rows with t ≥ L, and ranges too wide to tabulate,
+ * evaluate f per entry. Every table holds the values the entries would compute (the same inputs
+ * through the same lanes). The tile's table lives on the stack up to FIRE_TAB_STACK distances (any
+ * tile of the tiled kernel), so a training step allocates nothing once the pass's table has grown
+ * to its length; the reference kernel's whole-sequence tiles past that length allocate theirs. The
+ * MLP runs on FIRE_LANES inputs at once (a table's distances, a row's keys, the backward's pending
+ * entries): its W² multiply–adds per input dominate a short sequence's step, and lane-wise they
+ * vectorise without horizontal sums. bias_tile only reads the encoding's state, so it is safe to
+ * call from parallel threads; bias_tile_backward accumulates into the gradient array it is given,
+ * which attention kernels keep private to a thread or use serially (posenc.h). The backward sums
+ * the upstream gradient per distance over a tile's rows t < L when its range is tabulable and
+ * runs the MLP's backward once per distance (randomised positions: a different order of the same
+ * sum than per entry).
  *
  * backward, for one input u with upstream g (the sum of dout over the entries that share u):
  *   the MLP's parameter grads += as for any MLP (only output row h receives gradient);
@@ -42,6 +49,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
@@ -68,6 +76,11 @@ struct fire {
     int width, depth;
     struct fire_net *net; /* (N,) per layer, or (1,) shared */
     int shared;
+    /* The pass's table (prepare): f at every distance 0..n_dist−1 with the normaliser L, per
+     * FIRE and head, (nets, H, n_dist), and the weights each FIRE had when it was made, (nets,
+     * net_size), against which bias_tile checks that it still holds (n_dist 0: no table). */
+    pelab_real *pass_tab, *pass_weights;
+    long n_dist, net_size, cap_dist;
 };
 
 /* One FIRE's parameters (and gradients) for a call. */
@@ -127,6 +140,8 @@ static void fire_free(struct pelab_posenc *pe) {
     struct fire *f = pe->state;
     if (!f) return;
     free(f->net);
+    free(f->pass_tab);
+    free(f->pass_weights);
     free(f);
 }
 
@@ -293,6 +308,11 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
     return du;
 }
 
+/* Distances a tile's table holds on the stack: 2·PELAB_ATTN_TILE at least, so every tile of the
+ * tiled kernel (nq + nk ≤ 2 tiles) is tabulated without an allocation. */
+#define FIRE_TAB_STACK 512
+_Static_assert(FIRE_TAB_STACK >= 2 * PELAB_ATTN_TILE, "a tiled kernel's tile must fit the stack table");
+
 /* Inputs waiting for their backward: distance n, normaliser position m (m = L or not), upstream g. */
 struct pending {
     double n[FIRE_LANES], m[FIRE_LANES];
@@ -330,10 +350,10 @@ static void push_backward(struct view *v, int h, struct pending *p, double n, do
     if (++p->count == FIRE_LANES) flush_backward(v, h, p, act, lane, dz);
 }
 
-/* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough to tabulate
- * (R ≤ nq + nk); *R = 0 otherwise. */
-static void distance_table_range(const struct view *v, const int32_t *pos_q, int nq,
-                                 const int32_t *pos_k, int nk, int64_t *lo, int64_t *R) {
+/* The distances [*lo, *hi] between the tile's rows with t < L and its keys; *lo = −1 when it has
+ * no such row. */
+static void short_distances(const struct view *v, const int32_t *pos_q, int nq, const int32_t *pos_k,
+                            int nk, int64_t *lo, int64_t *hi) {
     int64_t mn = -1, mx = -1;
     for (int i = 0; i < nq; i++) {
         if (!(pos_q[i] < v->L)) continue;
@@ -343,31 +363,104 @@ static void distance_table_range(const struct view *v, const int32_t *pos_q, int
             if (n > mx) mx = n;
         }
     }
-    *lo = mn;
-    *R = mn >= 0 && mx - mn + 1 <= (int64_t)nq + nk ? mx - mn + 1 : 0;
+    *lo = mn, *hi = mx;
 }
 
-/* Distances a tile's table holds on the stack: 2·PELAB_ATTN_TILE at least, so every tile of the
- * tiled kernel (nq + nk ≤ 2 tiles) is tabulated without an allocation. */
-#define FIRE_TAB_STACK 512
-_Static_assert(FIRE_TAB_STACK >= 2 * PELAB_ATTN_TILE, "a tiled kernel's tile must fit the stack table");
+/* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough for the tile to
+ * tabulate: R ≤ nq + nk (contiguous or shifted positions), or R ≤ FIRE_TAB_STACK (randomised
+ * positions of a short sequence, whose distances spread over a range wider than the tile but
+ * still fewer than its entries); *R = 0 otherwise. */
+static void distance_table_range(const struct view *v, const int32_t *pos_q, int nq,
+                                 const int32_t *pos_k, int nk, int64_t *lo, int64_t *R) {
+    int64_t hi;
+    short_distances(v, pos_q, nq, pos_k, nk, lo, &hi);
+    const int64_t range = hi - *lo + 1;
+    *R = *lo >= 0 && (range <= (int64_t)nq + nk || range <= FIRE_TAB_STACK) ? range : 0;
+}
+
+/* f at distances lo..lo+R−1 with the normaliser L (the rows t < L), into tab (R). */
+static void tabulate(const struct view *v, int h, int64_t lo, int64_t R, pelab_real *tab, pelab_real *act) {
+    pelab_real u[FIRE_LANES] = {0}, f[FIRE_LANES];
+    for (int64_t n0 = 0; n0 < R; n0 += FIRE_LANES) {
+        const int K = R - n0 < FIRE_LANES ? (int)(R - n0) : FIRE_LANES;
+        for (int k = 0; k < K; k++) u[k] = (pelab_real)input_of(v, (double)(lo + n0 + k), v->L);
+        pelab_simd_fn(mlp_forward)(v, h, u, f, act);
+        for (int k = 0; k < K; k++) tab[n0 + k] = f[k];
+    }
+}
+
+/* One FIRE's weights (w, b, c, ℓ: consecutive parameters, so one range of values). */
+static const pelab_real *net_weights(const struct pelab_posenc *pe, const struct fire_net *net) {
+    return pelab_params_data(pe->params, net->w[0]);
+}
+
+/* Distances the pass's table holds at most: (layers, heads, distances) reals, 4 MiB for the
+ * 3-layer, 4-head cpu models; a longer pass (an evaluation far beyond training) tabulates per tile. */
+#define FIRE_PASS_DIST_MAX 8192
+
+/* Each pass evaluates f once per FIRE, head and distance its short rows can meet (0..max
+ * position), instead of once per tile: with randomised positions every tile meets hundreds of
+ * distances, and the tiles of a batch (B rows × heads × layers) evaluated them again each time. The
+ * table holds the values the tiles would compute (the same inputs through the same lanes), so a
+ * run is the same with it or without. */
+static int fire_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
+    struct fire *f = pe->state;
+    const int nets = f->shared ? 1 : pe->n_layers;
+    int32_t top = 0;
+    for (long i = 0; i < (long)B * T; i++) top = pos[i] > top ? pos[i] : top;
+    f->n_dist = 0;
+    if ((long)top + 1 > FIRE_PASS_DIST_MAX) return PELAB_OK; /* per tile */
+    const long n_dist = (long)top + 1;
+    if (!f->net_size) f->net_size = pelab_params_data(pe->params, f->net[0].ell) + 1 - net_weights(pe, &f->net[0]);
+    if (n_dist > f->cap_dist) {
+        pelab_real *tab = realloc(f->pass_tab, (size_t)nets * pe->H * n_dist * sizeof *tab);
+        if (tab) f->pass_tab = tab;
+        if (!f->pass_weights) f->pass_weights = malloc((size_t)nets * f->net_size * sizeof *f->pass_weights);
+        if (!tab || !f->pass_weights) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for FIRE's table of distances");
+        f->cap_dist = n_dist;
+    }
+    for (int l = 0; l < nets; l++) {
+        struct view v;
+        load_view(pe, l, NULL, &v);
+        pelab_real act[FIRE_ACT(v)];
+        for (int h = 0; h < pe->H; h++) tabulate(&v, h, 0, n_dist, f->pass_tab + ((long)l * pe->H + h) * n_dist, act);
+        memcpy(f->pass_weights + (long)l * f->net_size, net_weights(pe, &f->net[l]), (size_t)f->net_size * sizeof *f->pass_weights);
+    }
+    f->n_dist = n_dist;
+    return PELAB_OK;
+}
+
+/* The pass's table of FIRE `net`, head h, if it covers distances lo..lo+R−1 and the weights are
+ * still those it was made with (a caller may change them between passes: a gradient check, an
+ * optimiser step before a tile outside any pass); NULL otherwise. */
+static const pelab_real *pass_table(const struct pelab_posenc *pe, int net, int h, int64_t lo, int64_t R) {
+    const struct fire *f = pe->state;
+    if (!f->n_dist || lo + R > f->n_dist ||
+        memcmp(f->pass_weights + (long)net * f->net_size, net_weights(pe, &f->net[net]),
+               (size_t)f->net_size * sizeof *f->pass_weights) != 0)
+        return NULL;
+    return f->pass_tab + ((long)net * pe->H + h) * f->n_dist + lo;
+}
 
 static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                            const int32_t *pos_q, int nq, const int32_t *pos_k, int nk) {
+    const struct fire *fs = pe->state;
     struct view v;
     load_view(pe, layer, NULL, &v);
     pelab_real act[FIRE_ACT(v)], stack_tab[FIRE_TAB_STACK];
     pelab_real u[FIRE_LANES] = {0}, f[FIRE_LANES];
-    int64_t lo, R;
-    distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
-    /* without a table (none fits in memory): per entry */
-    pelab_real *tab = !R ? NULL : R <= FIRE_TAB_STACK ? stack_tab : malloc((size_t)R * sizeof *tab);
-    for (int64_t n0 = 0; tab && n0 < R; n0 += FIRE_LANES) {
-        const int K = R - n0 < FIRE_LANES ? (int)(R - n0) : FIRE_LANES;
-        for (int k = 0; k < K; k++) u[k] = (pelab_real)input_of(&v, (double)(lo + n0 + k), v.L);
-        pelab_simd_fn(mlp_forward)(&v, h, u, f, act);
-        for (int k = 0; k < K; k++) tab[n0 + k] = f[k];
+    /* the rows t < L read a table: the pass's, else the tile's own, else (none fits in memory)
+     * they evaluate f per entry as the rows t ≥ L do */
+    int64_t lo, hi, R;
+    short_distances(&v, pos_q, nq, pos_k, nk, &lo, &hi);
+    const pelab_real *pass = lo >= 0 ? pass_table(pe, fs->shared ? 0 : layer, h, lo, hi - lo + 1) : NULL;
+    pelab_real *own = NULL;
+    if (!pass) {
+        distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+        own = !R ? NULL : R <= FIRE_TAB_STACK ? stack_tab : malloc((size_t)R * sizeof *own);
+        if (own) tabulate(&v, h, lo, R, own, act);
     }
+    const pelab_real *tab = pass ? pass : own;
     for (int i = 0; i < nq; i++) {
         const int is_short = pos_q[i] < v.L;
         const double m = is_short ? v.L : pos_q[i];
@@ -383,7 +476,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
             for (int k = 0; k < K; k++) row[j0 + k] = f[k];
         }
     }
-    if (tab != stack_tab) free(tab);
+    if (own != stack_tab) free(own);
 }
 
 static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
@@ -429,6 +522,7 @@ const struct pelab_posenc_ops pelab_pe_fire = {
     .init = fire_init,
     .free = fire_free,
     .init_params = fire_init_params,
+    .prepare = fire_prepare,
     .bias_tile = fire_bias_tile,
     .bias_tile_backward = fire_bias_tile_backward,
 };
@@ -442,6 +536,7 @@ const struct pelab_posenc_ops pelab_pe_fire_shared = {
     .init = fire_shared_init,
     .free = fire_free,
     .init_params = fire_init_params,
+    .prepare = fire_prepare,
     .bias_tile = fire_bias_tile,
     .bias_tile_backward = fire_bias_tile_backward,
 };
