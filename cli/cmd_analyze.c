@@ -13,6 +13,7 @@
  * Only freq runs the model on the task's examples; bias reads the weights alone, so it opens the
  * run without its task (pelab_run_open_model) and works where the dataset is not installed.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ static const struct pelab_optdef bias_options[] = {
 };
 
 static const struct pelab_optdef freq_options[] = {
-    {"batches", PELAB_OPT_INT, "4", 1, 1e6, NULL, "batches of the split to run the model on"},
+    {"batches", PELAB_OPT_INT, "4", 1, 1e6, NULL,
+     "batches of the split to run the model on (fewer where the split ends: no example counts twice)"},
     {"batch", PELAB_OPT_INT, "0", 0, 65536, NULL, "examples per batch (0: the run's training --batch)"},
     {"split", PELAB_OPT_CHOICE, "val", 0, 0, "val|test|train", "split the examples come from (from its first example)"},
     PELAB_OPT_ROW_THREADS,
@@ -83,7 +85,8 @@ void pelab_cmd_analyze_help(FILE *f) {
                "      PNG: one panel per layer, one line per head, against distance (δ: frequency).\n"
                "freq  rope, xpos, pope, pope2d: frequency usage, the mean magnitude of each frequency's\n"
                "      query and key components over the real (non-padding) tokens of --batches\n"
-               "      batches and every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
+               "      batches (stopping at the split's end, with a notice: no example counts twice)\n"
+               "      and every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
                "      rope, xpos: d/2 frequencies, the norm of pair c in the run's layout (unchanged\n"
                "      by the rotation; xpos before its decay). pope: d frequencies, μ_c = softplus(q_c);\n"
                "      pope2d: the same, the row's d/2 frequencies then the column's.\n"
@@ -328,7 +331,14 @@ static int analyze_freq(const struct pelab_opts *opts, struct pelab_run *run, st
     /* the choice index follows "val|test|train" */
     static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
     enum pelab_split split = splits[pelab_opt_choice(opts, freq_options, "split")];
-    rc = pelab_freq_collect(&fq, m, &run->task, split, 0, (int)pelab_opt_int(opts, freq_options, "batches"), batch);
+    const int batches = (int)pelab_opt_int(opts, freq_options, "batches");
+    rc = pelab_freq_collect(&fq, m, &run->task, split, 0, batches, batch);
+    const uint64_t asked = (uint64_t)batches * (uint64_t)batch;
+    if (!rc && fq.examples < asked)
+        fprintf(stderr, "notice: the %s split holds %" PRIu64 " examples, each counted once: %" PRIu64 " in %d "
+                "batch%s of %d, not the %" PRIu64 " of %d batch%s of %d asked for\n", pelab_split_name(split),
+                run->task.ops->split_size(&run->task, split), fq.examples, fq.batches, fq.batches == 1 ? "" : "es",
+                fq.batch, asked, batches, batches == 1 ? "" : "es", batch);
     v->H = 1;
     v->n = fq.n_freqs;
     if (!rc && fq.tokens == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: the batches hold no tokens but padding", v->dir);
