@@ -2,7 +2,11 @@
 # Requests beyond what the input holds, each kept as a repro:
 #  - analyze freq counts no example twice: a batch larger than the split gives the numbers of one
 #    batch of the whole split, --batches beyond the split those of the batches that cover it,
-#    each with one notice line saying what ran; a request within the split says nothing.
+#    each with one notice line saying what ran; a request within the split says nothing;
+#  - a JSON file (--longrope-factors, a run's config.json, --init-from's) that is /dev/zero, a
+#    FIFO, a directory or larger than 64 MiB is refused in one line, at once: each runs with 1 GB
+#    of address space and 20 s at most, so that a read without a limit fails the test rather
+#    than the machine.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32 --indirect-test-size 32 --steps 4"
@@ -27,4 +31,30 @@ freq beyond --batch 10 --batches 10
 cmp -s "$W/beyond.csv" "$W/covering.csv" || fail "--batches 10 of 10 differs from the 4 that cover the split"
 grep -qF "32 in 4 batches of 10, not the 100 of 10 batches of 10 asked for" "$W/beyond.err" ||
     fail "--batches 10: no notice: $(cat "$W/beyond.err")"
+
+# ---- JSON files: a regular file of at most 64 MiB ----
+cat >"$W/bounded" <<EOS
+#!/bin/sh
+ulimit -v 1000000
+exec timeout 20 "$P" "\$@"
+EOS
+chmod +x "$W/bounded"
+bounded() { local p=$P; P=$W/bounded; expect "$@"; P=$p; } # expect, with pelab bounded
+mkfifo "$W/fifo"
+mkdir "$W/dir"
+truncate -s 65M "$W/huge.json"
+LR="eval --model $W/rope --threads 1 --rope-scaling longrope --longrope-factors"
+bounded 1 "--longrope-factors: /dev/zero: a character device, not a regular file" -- $LR /dev/zero
+bounded 1 "--longrope-factors: $W/fifo: a FIFO, not a regular file" -- $LR "$W/fifo"
+bounded 1 "--longrope-factors: $W/dir: cannot read: Is a directory" -- $LR "$W/dir"
+bounded 1 "--longrope-factors: $W/huge.json: larger than 64 MiB, the most pelab reads of a JSON or vocabulary file" \
+    -- $LR "$W/huge.json"
+cp -r "$W/rope" "$W/cfg"
+ln -sf /dev/zero "$W/cfg/config.json"
+bounded 1 "$W/cfg/config.json: a character device, not a regular file" -- eval --model "$W/cfg" --threads 1
+rm "$W/cfg/config.json" && mkfifo "$W/cfg/config.json"
+bounded 1 "$W/cfg/config.json: a FIFO, not a regular file" -- train --init-from "$W/cfg" $TINY --pe rope --out "$W/ft"
+[ ! -e "$W/ft" ] || fail "a refused --init-from left a run directory"
+rm "$W/cfg/config.json" && truncate -s 65M "$W/cfg/config.json"
+bounded 1 "$W/cfg/config.json: larger than 64 MiB" -- train --resume "$W/cfg"
 echo "ok"

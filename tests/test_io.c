@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "lib/check.h"
 #include "lib/tmpdir.h"
 #include "pelab/io.h"
@@ -68,6 +69,37 @@ static void test_read_write(void) {
     CHECK(strstr(pelab_last_error(), dir) != NULL, "message names the path: %s", pelab_last_error());
 }
 
+/* A small file (JSON, a vocabulary) must be a regular file of at most PELAB_SMALL_FILE_MAX bytes:
+ * a FIFO is refused without waiting for a writer, /dev/zero before memory runs out, a file past
+ * the limit before it is read (sparse files: no disk is used). */
+static void test_small_files(void) {
+    char *data = NULL;
+    size_t size = 0;
+    const char *fifo = tmpdir_path("fifo");
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    CHECK(pelab_read_small_file(fifo, &data, &size) == PELAB_ERR_RUNTIME && data == NULL, "a FIFO is refused");
+    CHECK(strstr(pelab_last_error(), "a FIFO, not a regular file"), "%s", pelab_last_error());
+    CHECK(pelab_read_small_file("/dev/zero", &data, &size) == PELAB_ERR_RUNTIME, "/dev/zero is refused");
+    CHECK(strstr(pelab_last_error(), "a character device, not a regular file"), "%s", pelab_last_error());
+    const char *at = tmpdir_path("at-limit"), *past = tmpdir_path("past-limit");
+    CHECK(pelab_write_file_atomic(at, "", 0) == PELAB_OK && truncate(at, (off_t)PELAB_SMALL_FILE_MAX) == 0, "truncate");
+    CHECK(pelab_write_file_atomic(past, "", 0) == PELAB_OK && truncate(past, (off_t)PELAB_SMALL_FILE_MAX + 1) == 0,
+          "truncate");
+    CHECK(pelab_read_small_file(at, &data, &size) == PELAB_OK && size == PELAB_SMALL_FILE_MAX,
+          "a file of the limit is read: %s", pelab_last_error());
+    free(data);
+    data = NULL;
+    CHECK(pelab_read_small_file(past, &data, &size) == PELAB_ERR_RUNTIME && data == NULL, "past the limit refused");
+    CHECK(strstr(pelab_last_error(), past) && strstr(pelab_last_error(), "larger than 64 MiB"), "%s",
+          pelab_last_error());
+    CHECK(pelab_read_file(past, &data, &size) == PELAB_OK && size == PELAB_SMALL_FILE_MAX + 1,
+          "pelab_read_file has no limit: %s", pelab_last_error());
+    free(data);
+    unlink(fifo);
+    unlink(at);
+    unlink(past);
+}
+
 static void test_atomic_abort(void) {
     const char *p = tmpdir_path("keep.txt");
     CHECK(pelab_write_file_atomic(p, "original", 8) == PELAB_OK, "write");
@@ -123,6 +155,7 @@ int main(void) {
     if (!(dir = tmpdir_create("pelab-test"))) return 1;
     test_crc();
     test_read_write();
+    test_small_files();
     test_atomic_abort();
     test_mkdir();
     tmpdir_remove();

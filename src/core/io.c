@@ -14,12 +14,17 @@
 /* ---- whole reads ----------------------------------------------------------------------------- */
 
 /* Reads fd to EOF into a buffer grown from `hint` bytes; NUL after the last byte. The spare byte
- * beyond hint + NUL lets the read that sees EOF happen without doubling a buffer already right. */
-static int read_all(int fd, size_t hint, char **data, size_t *size) {
+ * beyond hint + NUL lets the read that sees EOF happen without doubling a buffer already right.
+ * EFBIG once more than `max` bytes came (0: no limit): a file that grows while it is read. */
+static int read_all(int fd, size_t hint, size_t max, char **data, size_t *size) {
     size_t cap = hint + 2, len = 0;
     char *buf = malloc(cap);
     if (!buf) return ENOMEM;
     for (;;) {
+        if (max && len > max) {
+            free(buf);
+            return EFBIG;
+        }
         if (len + 1 == cap) {
             char *grown = cap > SIZE_MAX / 2 ? NULL : realloc(buf, 2 * cap);
             if (!grown) {
@@ -50,9 +55,10 @@ static const char *file_kind(mode_t mode) {
          : S_ISSOCK(mode) ? "a socket" : "not a regular file";
 }
 
-/* pelab_read_file, or with `regular` pelab_read_regular_file: opened without blocking (a FIFO must
- * not wait for a writer) and refused unless a regular file, then read as any other. */
-static int read_whole(const char *path, int regular, char **data, size_t *size) {
+/* pelab_read_file, or with `regular` a regular file's (opened without blocking: a FIFO must not
+ * wait for a writer; anything else refused, then read as any other) of at most `max` bytes (0: any
+ * size; a larger one is refused before its first byte is read, or once it grows past max). */
+static int read_whole(const char *path, int regular, size_t max, char **data, size_t *size) {
     *data = NULL;
     *size = 0;
     int fd = open(path, O_RDONLY | (regular ? O_NONBLOCK : 0));
@@ -63,19 +69,27 @@ static int read_whole(const char *path, int regular, char **data, size_t *size) 
         close(fd);
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s, not a regular file", path, file_kind(st.st_mode));
     }
+    if (!err && max && (uint64_t)st.st_size > max) err = EFBIG;
     const int flags = err || !regular ? 0 : fcntl(fd, F_GETFL);
     if (!err && regular && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) err = errno;
     /* st_size is only a hint (the file may grow, or be a pipe); read_all reads to EOF. */
-    if (!err) err = read_all(fd, S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 4096, data, size);
+    if (!err) err = read_all(fd, S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 4096, max, data, size);
     close(fd);
+    if (err == EFBIG && max)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: larger than %zu MiB, the most pelab reads of a JSON or "
+                          "vocabulary file", path, max >> 20);
     if (err) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
     return PELAB_OK;
 }
 
-int pelab_read_file(const char *path, char **data, size_t *size) { return read_whole(path, 0, data, size); }
+int pelab_read_file(const char *path, char **data, size_t *size) { return read_whole(path, 0, 0, data, size); }
 
 int pelab_read_regular_file(const char *path, char **data, size_t *size) {
-    return read_whole(path, 1, data, size);
+    return read_whole(path, 1, 0, data, size);
+}
+
+int pelab_read_small_file(const char *path, char **data, size_t *size) {
+    return read_whole(path, 1, PELAB_SMALL_FILE_MAX, data, size);
 }
 
 /* ---- atomic writes --------------------------------------------------------------------------- */
