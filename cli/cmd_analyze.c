@@ -20,6 +20,7 @@
 #include <string.h>
 #include "args.h"
 #include "plot.h"
+#include "pelab/dist.h"
 #include "pelab/freq.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
@@ -385,7 +386,7 @@ int pelab_cmd_analyze(int argc, char **argv) {
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     if (pelab_opt_str(&opts, common_options, "png")[0] && !pelab_plot_available())
         return pelab_plot_unavailable("--png");
-    if (which == 1) pelab_threads_set((int)pelab_opt_int(&opts, freq_options, "threads"));
+    if (which == 1) pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, freq_options, "threads")));
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, common_options, "edited"));
     const char *out = pelab_opt_str(&opts, common_options, "out");
     const char *png = pelab_opt_str(&opts, common_options, "png");

@@ -6,7 +6,9 @@
 #  - a JSON file (--longrope-factors, a run's config.json, --init-from's) that is /dev/zero, a
 #    FIFO, a directory or larger than 64 MiB is refused in one line, at once: each runs with 1 GB
 #    of address space and 20 s at most, so that a read without a limit fails the test rather
-#    than the machine.
+#    than the machine;
+#  - --threads beyond the cores the process may use (taskset: one) runs on those cores, said in
+#    one notice line, for eval, analyze and train; config.json records the request as given.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32 --indirect-test-size 32 --steps 4"
@@ -57,4 +59,16 @@ bounded 1 "$W/cfg/config.json: a FIFO, not a regular file" -- train --init-from 
 [ ! -e "$W/ft" ] || fail "a refused --init-from left a run directory"
 rm "$W/cfg/config.json" && truncate -s 65M "$W/cfg/config.json"
 bounded 1 "$W/cfg/config.json: larger than 64 MiB" -- train --resume "$W/cfg"
+
+# ---- --threads: at most the cores this process may use ----
+ONE_CORE="notice: --threads 4096 is more than the 1 core this process can use; running on 1"
+taskset -c 0 "$P" eval --model "$W/rope" --threads 4096 >/dev/null 2>"$W/e" || fail "eval --threads 4096: $(cat "$W/e")"
+[ "$(cat "$W/e")" = "$ONE_CORE" ] || fail "eval --threads 4096: not the notice alone: $(cat "$W/e")"
+taskset -c 0 "$P" analyze freq --model "$W/rope" --threads 4096 --batches 1 >/dev/null 2>"$W/e" ||
+    fail "analyze freq --threads 4096: $(cat "$W/e")"
+[ "$(cat "$W/e")" = "$ONE_CORE" ] || fail "analyze freq --threads 4096: not the notice alone: $(cat "$W/e")"
+TINY4096=${TINY/--threads 1/--threads 4096}
+taskset -c 0 "$P" train $TINY4096 --pe rope --out "$W/t4096" >/dev/null 2>"$W/e" || fail "train --threads 4096: $(cat "$W/e")"
+[ "$(grep -c "notice" "$W/e")" -eq 1 ] && grep -qxF "$ONE_CORE" "$W/e" || fail "train --threads 4096: no notice: $(cat "$W/e")"
+[ "$(json "$W/t4096/config.json" 'j["training"]["threads"]')" = 4096 ] || fail "config.json does not record --threads 4096"
 echo "ok"
