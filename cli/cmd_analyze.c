@@ -29,6 +29,11 @@
 #include "pelab/train.h"
 
 #define TWO_PI 6.283185307179586
+/* The most rows of analyze bias's table, layers × heads × (max-distance + 1): 2^24, about 0.4 GB
+ * of CSV and 128 MiB of values in memory. A 12-layer model of 12 heads reaches 116,000
+ * distances, past ten times any training context here; a table beyond it fills a disk before
+ * it shows what a shorter one does not. */
+#define BIAS_MAX_ROWS (1L << 24)
 
 int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
 int pelab_analyze_probe(int argc, char **argv); /* cli/analyze_probe.c */
@@ -46,7 +51,9 @@ static const struct pelab_optdef common_options[] = {
 };
 
 static const struct pelab_optdef bias_options[] = {
-    {"max-distance", PELAB_OPT_INT, "0", 0, 1e7, NULL, "largest distance t − s shown (0: the run's training context T)"},
+    {"max-distance", PELAB_OPT_INT, "0", 0, 1e7, NULL,
+     "largest distance t − s shown (0: the run's training context T); the table holds at most 2^24 "
+     "rows, layers × heads × (max-distance + 1)"},
     {"query-pos", PELAB_OPT_INT, "-1", -1, 2147483647.0, NULL,
      "query position t of every row, the key at s = t − distance (negative keys are "
      "evaluated by the formula as they are); −1: t = distance and s = 0. Only FIRE depends "
@@ -293,6 +300,11 @@ static int analyze_bias(const struct pelab_opts *opts, struct pelab_run *run, st
                           "(bias: alibi, t5, fire, fire-shared; δ: pope)", v->dir, m->pe.ops->name);
     int maxd = (int)pelab_opt_int(opts, bias_options, "max-distance");
     if (maxd == 0) maxd = m->cfg.max_seq;
+    const long rows = (long)v->N * v->H * (maxd + 1L);
+    if (is_bias && rows > BIAS_MAX_ROWS)
+        return pelab_fail(PELAB_ERR_USAGE, "--max-distance %d: %ld rows (%d layer%s × %d head%s × %d distances), "
+                          "more than the %ld (2^24) analyze bias writes", maxd, rows, v->N, v->N == 1 ? "" : "s",
+                          v->H, v->H == 1 ? "" : "s", maxd + 1, BIAS_MAX_ROWS);
     int rc = is_bias ? fill_bias(v, m, maxd, pelab_opt_int(opts, bias_options, "query-pos"))
                      : fill_delta(v, m, &run->settings);
     v->csv = is_bias ? csv_bias : csv_delta;

@@ -8,7 +8,9 @@
 #    of address space and 20 s at most, so that a read without a limit fails the test rather
 #    than the machine;
 #  - --threads beyond the cores the process may use (taskset: one) runs on those cores, said in
-#    one notice line, for eval, analyze and train; config.json records the request as given.
+#    one notice line, for eval, analyze and train; config.json records the request as given;
+#  - analyze bias killed by SIGTERM while it writes its CSV leaves no temporary file (nor the
+#    CSV), and a --max-distance whose table would pass 2^24 rows is refused in one line.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32 --indirect-test-size 32 --steps 4"
@@ -71,4 +73,27 @@ TINY4096=${TINY/--threads 1/--threads 4096}
 taskset -c 0 "$P" train $TINY4096 --pe rope --out "$W/t4096" >/dev/null 2>"$W/e" || fail "train --threads 4096: $(cat "$W/e")"
 [ "$(grep -c "notice" "$W/e")" -eq 1 ] && grep -qxF "$ONE_CORE" "$W/e" || fail "train --threads 4096: no notice: $(cat "$W/e")"
 [ "$(json "$W/t4096/config.json" 'j["training"]["threads"]')" = 4096 ] || fail "config.json does not record --threads 4096"
+
+# ---- analyze bias: a killed write leaves nothing; 2^24 rows at most ----
+train $TINY --pe alibi --out "$W/alibi"
+# 1 layer × 2 heads × 8388608 distances: the largest table allowed, 0.4 GB of CSV, killed once
+# its temporary file holds rows (pelab_check_output's empty one comes and goes before)
+"$P" analyze bias --model "$W/alibi" --max-distance 8388607 --out "$W/bias.csv" 2>"$W/e" &
+pid=$!
+for _ in $(seq 1500); do # 30 s at most
+    tmp=$(ls "$W"/bias.csv.tmp.* 2>/dev/null | head -1)
+    [ -n "$tmp" ] && [ -s "$tmp" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.02
+done
+kill -TERM $pid 2>/dev/null
+wait $pid
+rc=$?
+[ $rc -eq 143 ] || fail "analyze bias was not ended by SIGTERM while writing (exit $rc): $(cat "$W/e")"
+left=$(ls "$W" | grep '\.tmp\.')
+[ -z "$left" ] || { rm -f "$W"/*.tmp.*; fail "SIGTERM left $left"; }
+[ ! -e "$W/bias.csv" ] || fail "a killed analyze bias left its CSV"
+expect 2 "--max-distance 8388608: 16777218 rows (1 layer × 2 heads × 8388609 distances), more than the 16777216 (2^24) analyze bias writes" \
+    -- analyze bias --model "$W/alibi" --max-distance 8388608 --out "$W/bias.csv"
+[ ! -e "$W/bias.csv" ] || fail "a refused analyze bias wrote its CSV"
 echo "ok"

@@ -1,7 +1,9 @@
-/* io: whole reads, atomic writes (no torn or leftover files), mkdir -p, CRC-32. */
+/* io: whole reads, atomic writes (no torn or leftover files, killed or not), mkdir -p, CRC-32. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "lib/check.h"
 #include "lib/tmpdir.h"
@@ -131,6 +133,33 @@ static void test_atomic_abort(void) {
     CHECK(pelab_write_file_atomic(nodir, "x", 1) == PELAB_ERR_RUNTIME, "write in a missing dir");
 }
 
+/* A child with the handlers, two writes under way and one committed, ends by SIGTERM: it dies of
+ * it, the two temporary files are gone, the committed file stays. */
+static void test_signal_removes_temps(void) {
+    char sig[512], done[600], a[600], b[600]; /* tmpdir_path's buffers are reused */
+    snprintf(sig, sizeof sig, "%s", tmpdir_path("sig"));
+    snprintf(done, sizeof done, "%s/done.txt", sig);
+    snprintf(a, sizeof a, "%s/a.csv", sig);
+    snprintf(b, sizeof b, "%s/b.csv", sig);
+    CHECK(pelab_mkdir_p(sig) == PELAB_OK, "mkdir");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pelab_atomic_remove_on_signals();
+        struct pelab_atomic_file fa, fb;
+        if (pelab_write_file_atomic(done, "kept", 4) || pelab_atomic_open(&fa, a) || pelab_atomic_open(&fb, b)) _exit(1);
+        fputs("half-written", fa.f);
+        fflush(fa.f);
+        raise(SIGTERM);
+        _exit(2);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork and wait");
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child died of SIGTERM (status %d)", status);
+    CHECK(tmpdir_count_temps(sig) == 0, "SIGTERM left %d temporary files", tmpdir_count_temps(sig));
+    CHECK(file_is(done, "kept") && !pelab_file_exists(a) && !pelab_file_exists(b), "the committed file alone");
+}
+
 static void test_mkdir(void) {
     const char *deep = tmpdir_path("m/a/b/c");
     CHECK(pelab_mkdir_p(deep) == PELAB_OK, "mkdir -p: %s", pelab_last_error());
@@ -157,6 +186,7 @@ int main(void) {
     test_read_write();
     test_small_files();
     test_atomic_abort();
+    test_signal_removes_temps();
     test_mkdir();
     tmpdir_remove();
     return check_report("test_io");

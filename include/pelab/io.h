@@ -39,6 +39,11 @@ int pelab_atomic_open(struct pelab_atomic_file *af, const char *path);
 int pelab_atomic_commit(struct pelab_atomic_file *af);
 /* Closes and removes the temporary file; the destination is untouched. */
 void pelab_atomic_abort(struct pelab_atomic_file *af);
+/* For a program, called once before it writes: SIGINT, SIGTERM and SIGHUP remove the temporary
+ * files of the atomic writes under way (up to 64 at once), then end the process as the signal
+ * would have. A signal already ignored (nohup) stays ignored; a library caller with handlers of
+ * its own does not call it. */
+void pelab_atomic_remove_on_signals(void);
 /* Convenience: the whole buffer, atomically. */
 int pelab_write_file_atomic(const char *path, const void *data, size_t size);
 

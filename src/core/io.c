@@ -1,7 +1,10 @@
-/* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync), mkdir -p
- * (each new directory's entry fsync'ed in its parent), and CRC-32. */
+/* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync; the
+ * temporary files under way removed by a fatal signal), mkdir -p (each new directory's entry
+ * fsync'ed in its parent), and CRC-32. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,58 @@ int pelab_read_small_file(const char *path, char **data, size_t *size) {
     return read_whole(path, 1, PELAB_SMALL_FILE_MAX, data, size);
 }
 
+/* ---- temporary files a fatal signal removes ------------------------------------------------- */
+
+/* The temporary files of the atomic writes under way: a slot holds one from pelab_atomic_open
+ * until its commit has renamed it or its abort removed it. Slots are taken and given back with
+ * atomic exchanges, so writers on several threads never lose one and the signal handler reads
+ * whole pointers. (A handler running on another thread while a writer frees its path could read
+ * a freed name; the process is ending either way.) */
+#define LIVE_TEMPS 64
+static _Atomic(char *) live_temps[LIVE_TEMPS];
+
+/* With every slot taken the file goes unregistered: commit and abort still remove it, a signal
+ * does not. */
+static void temp_register(char *tmp) {
+    for (int i = 0; i < LIVE_TEMPS; i++) {
+        char *none = NULL;
+        if (atomic_compare_exchange_strong(&live_temps[i], &none, tmp)) return;
+    }
+}
+
+static void temp_unregister(char *tmp) {
+    for (int i = 0; i < LIVE_TEMPS; i++) {
+        char *mine = tmp;
+        if (atomic_compare_exchange_strong(&live_temps[i], &mine, NULL)) return;
+    }
+}
+
+/* Async-signal-safe: unlink and raise only. SA_RESETHAND has restored the default action, which
+ * the raised signal then takes: the process ends as it would have without the handler. */
+static void remove_temps_and_end(int sig) {
+    const int saved_errno = errno;
+    for (int i = 0; i < LIVE_TEMPS; i++) {
+        char *tmp = atomic_load(&live_temps[i]);
+        if (tmp) unlink(tmp);
+    }
+    errno = saved_errno;
+    raise(sig);
+}
+
+void pelab_atomic_remove_on_signals(void) {
+    static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_temps_and_end;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (size_t s = 0; s < sizeof fatal / sizeof fatal[0]; s++) {
+        struct sigaction now;
+        if (sigaction(fatal[s], NULL, &now) == 0 && now.sa_handler != SIG_IGN) /* nohup stays */
+            sigaction(fatal[s], &sa, NULL);
+    }
+}
+
 /* ---- atomic writes --------------------------------------------------------------------------- */
 
 static char *dup_str(const char *s) {
@@ -126,6 +181,7 @@ int pelab_atomic_open(struct pelab_atomic_file *af, const char *path) {
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot create a temporary file beside it: %s",
                           path, strerror(err));
     }
+    temp_register(af->tmp);
     /* mkstemp makes the file 0600; outputs are meant to be shared like any other file. */
     (void)fchmod(fd, 0644);
     af->f = fdopen(fd, "wb");
@@ -133,6 +189,7 @@ int pelab_atomic_open(struct pelab_atomic_file *af, const char *path) {
         int err = errno;
         close(fd);
         unlink(af->tmp);
+        temp_unregister(af->tmp);
         atomic_reset(af);
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(err));
     }
@@ -166,8 +223,9 @@ int pelab_atomic_commit(struct pelab_atomic_file *af) {
     if (fclose(af->f) != 0 && !err) err = errno ? errno : EIO;
     af->f = NULL;
     if (!err && rename(af->tmp, af->path) != 0) err = errno;
+    if (err) unlink(af->tmp);
+    temp_unregister(af->tmp);
     if (err) {
-        unlink(af->tmp);
         int rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot write: %s", af->path, strerror(err));
         atomic_reset(af);
         return rc;
@@ -179,7 +237,10 @@ int pelab_atomic_commit(struct pelab_atomic_file *af) {
 
 void pelab_atomic_abort(struct pelab_atomic_file *af) {
     if (af->f) fclose(af->f);
-    if (af->tmp) unlink(af->tmp);
+    if (af->tmp) {
+        unlink(af->tmp);
+        temp_unregister(af->tmp);
+    }
     atomic_reset(af);
 }
 
