@@ -26,12 +26,12 @@
 #include "args.h"
 #include "plot.h"
 #include "pelab/attn_similarity.h"
+#include "pelab/dist.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/posenc.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
-#include "pelab/dist.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
 

@@ -28,10 +28,10 @@
 #include <string.h>
 #include "args.h"
 #include "checkpoints.h"
+#include "pelab/dist.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
-#include "pelab/dist.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
 

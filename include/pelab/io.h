@@ -17,10 +17,10 @@ int pelab_read_file(const char *path, char **data, size_t *size);
 /* The same for a file that must be a regular file (a data file): a FIFO, a device (a link to
  * /dev/zero) or a socket is refused at once, without blocking on it. */
 int pelab_read_regular_file(const char *path, char **data, size_t *size);
-/* The most bytes of a small file: 64 MiB. The largest of them are a tokenizer's vocabulary
- * (GPT-2's encoder.json holds 1 MB; one of 256k tokens stays under 10 MB) and a compare's
- * records; a run's config.json holds a few kB. Far above all of them, and far below the memory
- * a file named by mistake (a dataset, /dev/zero through a link) would take before failing. */
+/* The most bytes of a small file: 64 MiB. The largest of them is a tokenizer's vocabulary
+ * (GPT-2's encoder.json: 1 MB); a run's config.json holds a few kB. Far above all of them, and
+ * far below the memory a file named by mistake (a dataset, /dev/zero through a link) would take
+ * before failing. */
 #define PELAB_SMALL_FILE_MAX ((size_t)64 << 20)
 /* The same for a small file, one that is not data: JSON (config.json, summary.json, a
  * dataset's info.json, --longrope-factors, --init-from's record, a compare's records) and a
