@@ -26,6 +26,7 @@
 #include "args.h"
 #include "plot.h"
 #include "pelab/attn_similarity.h"
+#include "pelab/dist.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
 #include "pelab/posenc.h"
@@ -349,7 +350,7 @@ int pelab_analyze_attn_similarity(int argc, char **argv) {
     if (out[0] && (rc = pelab_check_output("--out", out))) return rc;
     if (json[0] && (rc = pelab_check_output("--json", json))) return rc;
     if (png[0] && (rc = pelab_check_output("--png", png))) return rc;
-    pelab_threads_set((int)pelab_opt_int(&opts, options, "threads"));
+    pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, options, "threads")));
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, options, "edited"));
 
     static struct member xs[MAX_RUNS];

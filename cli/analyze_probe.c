@@ -28,6 +28,7 @@
 #include <string.h>
 #include "args.h"
 #include "checkpoints.h"
+#include "pelab/dist.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
@@ -236,7 +237,7 @@ int pelab_analyze_probe(int argc, char **argv) {
     }
     const char *dir = pelab_opt_str(&opts, probe_options, "model");
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
-    pelab_threads_set((int)pelab_opt_int(&opts, probe_options, "threads"));
+    pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, probe_options, "threads")));
     static struct pelab_run run;
     if ((rc = open_run(&run, dir))) return rc;
 

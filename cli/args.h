@@ -14,7 +14,7 @@ struct pelab_group {
 
 /* Option rows that several commands' tables share (each table is a static array, so a shared row
  * is an initialiser). */
-#define PELAB_OPT_ROW_THREADS {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores)"}
+#define PELAB_OPT_ROW_THREADS {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores; at most the cores this process may use)"}
 #define PELAB_OPT_ROW_PRECISION                                                                   \
     {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",                                    \
      "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "   \

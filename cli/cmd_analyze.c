@@ -13,12 +13,14 @@
  * Only freq runs the model on the task's examples; bias reads the weights alone, so it opens the
  * run without its task (pelab_run_open_model) and works where the dataset is not installed.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "args.h"
 #include "plot.h"
+#include "pelab/dist.h"
 #include "pelab/freq.h"
 #include "pelab/io.h"
 #include "pelab/safetensors.h"
@@ -27,6 +29,11 @@
 #include "pelab/train.h"
 
 #define TWO_PI 6.283185307179586
+/* The most rows of analyze bias's table, layers × heads × (max-distance + 1): 2^24, about 0.4 GB
+ * of CSV and 128 MiB of values in memory. A 12-layer model of 12 heads reaches 116,000
+ * distances, past ten times any training context here; a table beyond it fills a disk before
+ * it shows what a shorter one does not. */
+#define BIAS_MAX_ROWS (1L << 24)
 
 int pelab_analyze_seqpe(int argc, char **argv); /* cli/analyze_seqpe.c */
 int pelab_analyze_probe(int argc, char **argv); /* cli/analyze_probe.c */
@@ -44,7 +51,9 @@ static const struct pelab_optdef common_options[] = {
 };
 
 static const struct pelab_optdef bias_options[] = {
-    {"max-distance", PELAB_OPT_INT, "0", 0, 1e7, NULL, "largest distance t − s shown (0: the run's training context T)"},
+    {"max-distance", PELAB_OPT_INT, "0", 0, 1e7, NULL,
+     "largest distance t − s shown (0: the run's training context T); the table holds at most 2^24 "
+     "rows, layers × heads × (max-distance + 1)"},
     {"query-pos", PELAB_OPT_INT, "-1", -1, 2147483647.0, NULL,
      "query position t of every row, the key at s = t − distance (negative keys are "
      "evaluated by the formula as they are); −1: t = distance and s = 0. Only FIRE depends "
@@ -53,7 +62,8 @@ static const struct pelab_optdef bias_options[] = {
 };
 
 static const struct pelab_optdef freq_options[] = {
-    {"batches", PELAB_OPT_INT, "4", 1, 1e6, NULL, "batches of the split to run the model on"},
+    {"batches", PELAB_OPT_INT, "4", 1, 1e6, NULL,
+     "batches of the split to run the model on (fewer where the split ends: no example counts twice)"},
     {"batch", PELAB_OPT_INT, "0", 0, 65536, NULL, "examples per batch (0: the run's training --batch)"},
     {"split", PELAB_OPT_CHOICE, "val", 0, 0, "val|test|train", "split the examples come from (from its first example)"},
     PELAB_OPT_ROW_THREADS,
@@ -83,7 +93,8 @@ void pelab_cmd_analyze_help(FILE *f) {
                "      PNG: one panel per layer, one line per head, against distance (δ: frequency).\n"
                "freq  rope, xpos, pope, pope2d: frequency usage, the mean magnitude of each frequency's\n"
                "      query and key components over the real (non-padding) tokens of --batches\n"
-               "      batches and every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
+               "      batches (stopping at the split's end, with a notice: no example counts twice)\n"
+               "      and every head, per layer; columns layer,freq,theta,query_norm,key_norm.\n"
                "      rope, xpos: d/2 frequencies, the norm of pair c in the run's layout (unchanged\n"
                "      by the rotation; xpos before its decay). pope: d frequencies, μ_c = softplus(q_c);\n"
                "      pope2d: the same, the row's d/2 frequencies then the column's.\n"
@@ -289,6 +300,11 @@ static int analyze_bias(const struct pelab_opts *opts, struct pelab_run *run, st
                           "(bias: alibi, t5, fire, fire-shared; δ: pope)", v->dir, m->pe.ops->name);
     int maxd = (int)pelab_opt_int(opts, bias_options, "max-distance");
     if (maxd == 0) maxd = m->cfg.max_seq;
+    const long rows = (long)v->N * v->H * (maxd + 1L);
+    if (is_bias && rows > BIAS_MAX_ROWS)
+        return pelab_fail(PELAB_ERR_USAGE, "--max-distance %d: %ld rows (%d layer%s × %d head%s × %d distances), "
+                          "more than the %ld (2^24) analyze bias writes", maxd, rows, v->N, v->N == 1 ? "" : "s",
+                          v->H, v->H == 1 ? "" : "s", maxd + 1, BIAS_MAX_ROWS);
     int rc = is_bias ? fill_bias(v, m, maxd, pelab_opt_int(opts, bias_options, "query-pos"))
                      : fill_delta(v, m, &run->settings);
     v->csv = is_bias ? csv_bias : csv_delta;
@@ -328,7 +344,14 @@ static int analyze_freq(const struct pelab_opts *opts, struct pelab_run *run, st
     /* the choice index follows "val|test|train" */
     static const enum pelab_split splits[] = {PELAB_SPLIT_VAL, PELAB_SPLIT_TEST, PELAB_SPLIT_TRAIN};
     enum pelab_split split = splits[pelab_opt_choice(opts, freq_options, "split")];
-    rc = pelab_freq_collect(&fq, m, &run->task, split, 0, (int)pelab_opt_int(opts, freq_options, "batches"), batch);
+    const int batches = (int)pelab_opt_int(opts, freq_options, "batches");
+    rc = pelab_freq_collect(&fq, m, &run->task, split, 0, batches, batch);
+    const uint64_t asked = (uint64_t)batches * (uint64_t)batch;
+    if (!rc && fq.examples < asked)
+        fprintf(stderr, "notice: the %s split holds %" PRIu64 " examples, each counted once: %" PRIu64 " in %d "
+                "batch%s of %d, not the %" PRIu64 " of %d batch%s of %d asked for\n", pelab_split_name(split),
+                run->task.ops->split_size(&run->task, split), fq.examples, fq.batches, fq.batches == 1 ? "" : "es",
+                fq.batch, asked, batches, batches == 1 ? "" : "es", batch);
     v->H = 1;
     v->n = fq.n_freqs;
     if (!rc && fq.tokens == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: the batches hold no tokens but padding", v->dir);
@@ -375,7 +398,7 @@ int pelab_cmd_analyze(int argc, char **argv) {
     if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     if (pelab_opt_str(&opts, common_options, "png")[0] && !pelab_plot_available())
         return pelab_plot_unavailable("--png");
-    if (which == 1) pelab_threads_set((int)pelab_opt_int(&opts, freq_options, "threads"));
+    if (which == 1) pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(&opts, freq_options, "threads")));
     pelab_safetensors_accept_edited(pelab_opt_switch(&opts, common_options, "edited"));
     const char *out = pelab_opt_str(&opts, common_options, "out");
     const char *png = pelab_opt_str(&opts, common_options, "png");

@@ -14,12 +14,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "args.h"
 #include "compare.h"
 #include "compare_sweep.h"
 #include "jobs.h"
 #include "pelab/clock.h"
+#include "pelab/dist.h"
 #include "pelab/image.h"
 #include "pelab/io.h"
 #include "pelab/json.h"
@@ -490,9 +490,8 @@ int pelab_cmd_compare(int argc, char **argv) {
      * does not survive fork(), so none may exist when the children are forked. */
     char child_threads[32] = "";
     if (jobs > 1) {
-        long threads = (long)pelab_opt_int(&opts, pelab_train_options, "threads");
-        if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
-        snprintf(child_threads, sizeof child_threads, "%ld", threads / jobs > 1 ? threads / jobs : 1);
+        const int threads = pelab_dist_threads((int)pelab_opt_int(&opts, pelab_train_options, "threads"));
+        snprintf(child_threads, sizeof child_threads, "%d", threads / jobs > 1 ? threads / jobs : 1);
         if ((rc = pelab_opts_set(&opts, "threads", "1"))) return rc;
     }
 

@@ -6,6 +6,7 @@
 #include "args.h"
 #include "plot.h"
 #include "pelab/dist.h"
+#include "pelab/io.h"
 #include "pelab/posenc.h"
 #include "pelab/precision.h"
 #include "pelab/status.h"
@@ -182,6 +183,7 @@ static int run(int argc, char **argv) {
 int main(int argc, char **argv) {
     pelab_blas_mend(argv); /* before MPI or any thread starts: it may run pelab again */
     if (pelab_dist_init(&argc, &argv)) return fail(PELAB_ERR_RUNTIME);
+    pelab_atomic_remove_on_signals(); /* a killed command leaves no NAME.tmp.XXXXXX behind */
     if (pelab_dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
         fprintf(stderr, "pelab: rank %d: cannot silence standard output\n", pelab_dist_rank());
         pelab_dist_abort(PELAB_ERR_RUNTIME);

@@ -1,7 +1,10 @@
-/* io: whole reads, atomic writes (no torn or leftover files), mkdir -p, CRC-32. */
+/* io: whole reads, atomic writes (no torn or leftover files, killed or not), mkdir -p, CRC-32. */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "lib/check.h"
 #include "lib/tmpdir.h"
 #include "pelab/io.h"
@@ -68,6 +71,37 @@ static void test_read_write(void) {
     CHECK(strstr(pelab_last_error(), dir) != NULL, "message names the path: %s", pelab_last_error());
 }
 
+/* A small file (JSON, a vocabulary) must be a regular file of at most PELAB_SMALL_FILE_MAX bytes:
+ * a FIFO is refused without waiting for a writer, /dev/zero before memory runs out, a file past
+ * the limit before it is read (sparse files: no disk is used). */
+static void test_small_files(void) {
+    char *data = NULL;
+    size_t size = 0;
+    const char *fifo = tmpdir_path("fifo");
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    CHECK(pelab_read_small_file(fifo, &data, &size) == PELAB_ERR_RUNTIME && data == NULL, "a FIFO is refused");
+    CHECK(strstr(pelab_last_error(), "a FIFO, not a regular file"), "%s", pelab_last_error());
+    CHECK(pelab_read_small_file("/dev/zero", &data, &size) == PELAB_ERR_RUNTIME, "/dev/zero is refused");
+    CHECK(strstr(pelab_last_error(), "a character device, not a regular file"), "%s", pelab_last_error());
+    const char *at = tmpdir_path("at-limit"), *past = tmpdir_path("past-limit");
+    CHECK(pelab_write_file_atomic(at, "", 0) == PELAB_OK && truncate(at, (off_t)PELAB_SMALL_FILE_MAX) == 0, "truncate");
+    CHECK(pelab_write_file_atomic(past, "", 0) == PELAB_OK && truncate(past, (off_t)PELAB_SMALL_FILE_MAX + 1) == 0,
+          "truncate");
+    CHECK(pelab_read_small_file(at, &data, &size) == PELAB_OK && size == PELAB_SMALL_FILE_MAX,
+          "a file of the limit is read: %s", pelab_last_error());
+    free(data);
+    data = NULL;
+    CHECK(pelab_read_small_file(past, &data, &size) == PELAB_ERR_RUNTIME && data == NULL, "past the limit refused");
+    CHECK(strstr(pelab_last_error(), past) && strstr(pelab_last_error(), "larger than 64 MiB"), "%s",
+          pelab_last_error());
+    CHECK(pelab_read_file(past, &data, &size) == PELAB_OK && size == PELAB_SMALL_FILE_MAX + 1,
+          "pelab_read_file has no limit: %s", pelab_last_error());
+    free(data);
+    unlink(fifo);
+    unlink(at);
+    unlink(past);
+}
+
 static void test_atomic_abort(void) {
     const char *p = tmpdir_path("keep.txt");
     CHECK(pelab_write_file_atomic(p, "original", 8) == PELAB_OK, "write");
@@ -99,6 +133,33 @@ static void test_atomic_abort(void) {
     CHECK(pelab_write_file_atomic(nodir, "x", 1) == PELAB_ERR_RUNTIME, "write in a missing dir");
 }
 
+/* A child with the handlers, two writes under way and one committed, ends by SIGTERM: it dies of
+ * it, the two temporary files are gone, the committed file stays. */
+static void test_signal_removes_temps(void) {
+    char sig[512], done[600], a[600], b[600]; /* tmpdir_path's buffers are reused */
+    snprintf(sig, sizeof sig, "%s", tmpdir_path("sig"));
+    snprintf(done, sizeof done, "%s/done.txt", sig);
+    snprintf(a, sizeof a, "%s/a.csv", sig);
+    snprintf(b, sizeof b, "%s/b.csv", sig);
+    CHECK(pelab_mkdir_p(sig) == PELAB_OK, "mkdir");
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pelab_atomic_remove_on_signals();
+        struct pelab_atomic_file fa, fb;
+        if (pelab_write_file_atomic(done, "kept", 4) || pelab_atomic_open(&fa, a) || pelab_atomic_open(&fb, b)) _exit(1);
+        fputs("half-written", fa.f);
+        fflush(fa.f);
+        raise(SIGTERM);
+        _exit(2);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork and wait");
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "the child died of SIGTERM (status %d)", status);
+    CHECK(tmpdir_count_temps(sig) == 0, "SIGTERM left %d temporary files", tmpdir_count_temps(sig));
+    CHECK(file_is(done, "kept") && !pelab_file_exists(a) && !pelab_file_exists(b), "the committed file alone");
+}
+
 static void test_mkdir(void) {
     const char *deep = tmpdir_path("m/a/b/c");
     CHECK(pelab_mkdir_p(deep) == PELAB_OK, "mkdir -p: %s", pelab_last_error());
@@ -123,7 +184,9 @@ int main(void) {
     if (!(dir = tmpdir_create("pelab-test"))) return 1;
     test_crc();
     test_read_write();
+    test_small_files();
     test_atomic_abort();
+    test_signal_removes_temps();
     test_mkdir();
     tmpdir_remove();
     return check_report("test_io");

@@ -26,9 +26,11 @@ void pelab_dist_finalize(void);
 void pelab_dist_abort(int code);
 int pelab_dist_rank(void);
 int pelab_dist_size(void);
-/* The thread count for `threads` (an option; 0: all cores): unchanged when given or in one
- * process; 0 under several ranks becomes this machine's cores divided among its ranks
- * (OMPI_COMM_WORLD_LOCAL_SIZE), so that ranks sharing a machine do not oversubscribe it. */
+/* The thread count a --threads request runs on, the one place the option becomes a count: 0, the
+ * cores this process may use (pelab_threads_available), or under several ranks this machine's
+ * cores divided among its ranks (OMPI_COMM_WORLD_LOCAL_SIZE), so that ranks sharing a machine do
+ * not oversubscribe it; more than the cores this process may use, those cores, said in one
+ * notice line on stderr (once per process, by rank 0); else as given. */
 int pelab_dist_threads(int threads);
 /* Rows [*r0, *r1) of a batch of B rows that this rank takes: contiguous shares whose sizes differ
  * by at most one, rank 0 first. */

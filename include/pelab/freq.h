@@ -22,6 +22,8 @@ struct pelab_freq {
     double *theta;                  /* (F,) radians per position */
     double *q_sum, *k_sum;          /* (N, F) sums over the counted tokens and every head */
     uint64_t tokens;                /* tokens counted (each adds H terms to every sum) */
+    uint64_t examples;              /* the last pelab_freq_collect: examples counted, in */
+    int batches, batch;             /* `batches` forward passes of `batch` examples */
     double *mag;                    /* (F,) scratch: one head vector's magnitudes */
 };
 
@@ -35,8 +37,11 @@ void pelab_freq_free(struct pelab_freq *f);
 void pelab_freq_add(struct pelab_freq *f, const struct pelab_model *m, const unsigned char *keep);
 
 /* Forward passes (training off) over `batches` batches of `batch` examples of `split` from
- * example `first` (wrapping at the split's end), adding every position that is not the task's
- * padding. PELAB_ERR_RUNTIME when a forward fails. */
+ * example `first`, adding every position that is not the task's padding. No example counts
+ * twice: the batches stop at the split's end (a batch larger than the examples left shrinks to
+ * them, no batch starts past the end, the last one's rows beyond it are left out), and
+ * f->examples, f->batches and f->batch say what ran. PELAB_ERR_USAGE when `first` is past the
+ * split; PELAB_ERR_RUNTIME when a forward fails. */
 int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct pelab_task *t,
                        enum pelab_split split, uint64_t first, int batches, int batch);
 

@@ -17,6 +17,16 @@ int pelab_read_file(const char *path, char **data, size_t *size);
 /* The same for a file that must be a regular file (a data file): a FIFO, a device (a link to
  * /dev/zero) or a socket is refused at once, without blocking on it. */
 int pelab_read_regular_file(const char *path, char **data, size_t *size);
+/* The most bytes of a small file: 64 MiB. The largest of them is a tokenizer's vocabulary
+ * (GPT-2's encoder.json: 1 MB); a run's config.json holds a few kB. Far above all of them, and
+ * far below the memory a file named by mistake (a dataset, /dev/zero through a link) would take
+ * before failing. */
+#define PELAB_SMALL_FILE_MAX ((size_t)64 << 20)
+/* The same for a small file, one that is not data: JSON (config.json, summary.json, a
+ * dataset's info.json, --longrope-factors, --init-from's record, a compare's records) and a
+ * tokenizer's vocabulary. Refused also when larger than PELAB_SMALL_FILE_MAX bytes ("PATH:
+ * larger than 64 MiB, …"), before it is read. */
+int pelab_read_small_file(const char *path, char **data, size_t *size);
 
 struct pelab_atomic_file {
     FILE *f;       /* write here */
@@ -29,6 +39,11 @@ int pelab_atomic_open(struct pelab_atomic_file *af, const char *path);
 int pelab_atomic_commit(struct pelab_atomic_file *af);
 /* Closes and removes the temporary file; the destination is untouched. */
 void pelab_atomic_abort(struct pelab_atomic_file *af);
+/* For a program, called once before it writes: SIGINT, SIGTERM and SIGHUP remove the temporary
+ * files of the atomic writes under way (up to 64 at once), then end the process as the signal
+ * would have. A signal already ignored (nohup) stays ignored; a library caller with handlers of
+ * its own does not call it. */
+void pelab_atomic_remove_on_signals(void);
 /* Convenience: the whole buffer, atomically. */
 int pelab_write_file_atomic(const char *path, const void *data, size_t size);
 

@@ -28,8 +28,9 @@ struct pelab_json {
  * finite. On failure returns PELAB_ERR_RUNTIME with a message giving the byte offset and what was
  * expected; *out is NULL. */
 int pelab_json_parse(const char *text, size_t len, struct pelab_json **out);
-/* Reads the file at path and parses it whole; a fault of the text is reported as "PATH: <what
- * pelab_json_parse says>". *out is NULL on failure. */
+/* Reads the file at path (a regular file of at most PELAB_SMALL_FILE_MAX bytes: pelab/io.h) and
+ * parses it whole; a fault of the text is reported as "PATH: <what pelab_json_parse says>". *out
+ * is NULL on failure. */
 int pelab_json_load(const char *path, struct pelab_json **out);
 void pelab_json_free(struct pelab_json *j);
 /* Member of an object by key (first match), or NULL (also when j is not an object). */

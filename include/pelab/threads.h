@@ -2,9 +2,14 @@
 #ifndef PELAB_THREADS_H
 #define PELAB_THREADS_H
 
-/* n <= 0: all cores. One pool of n threads runs everything: OpenMP's, with OpenBLAS called
- * single-threaded inside them (without OpenMP, OpenBLAS's own n threads run the products).
- * On x86-64 it also sets the pool's threads, the caller's among them, to flush subnormal floats
+/* The cores this process may run on: its CPU affinity (taskset, a container's cpuset, an MPI
+ * launcher's binding), or every online core where that cannot be read. At least 1. */
+int pelab_threads_available(void);
+/* n <= 0: pelab_threads_available(). n > 0 is taken as given, above the cores too (the
+ * determinism tests run 3 threads on any machine); a --threads option comes through
+ * pelab_dist_threads, which keeps it to the cores. One pool of n threads runs everything:
+ * OpenMP's, with OpenBLAS called single-threaded inside them (without OpenMP, OpenBLAS's own n
+ * threads run the products). On x86-64 it also sets the pool's threads, the caller's among them, to flush subnormal floats
  * to zero (FTZ and DAZ: on Intel cores each operation on one costs a microcode assist), unless
  * the environment has PELAB_SUBNORMALS=keep. Without OpenMP, OpenBLAS's threads keep theirs. */
 void pelab_threads_set(int n);

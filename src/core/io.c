@@ -1,7 +1,10 @@
-/* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync), mkdir -p
- * (each new directory's entry fsync'ed in its parent), and CRC-32. */
+/* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync; the
+ * temporary files under way removed by a fatal signal), mkdir -p (each new directory's entry
+ * fsync'ed in its parent), and CRC-32. */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +17,17 @@
 /* ---- whole reads ----------------------------------------------------------------------------- */
 
 /* Reads fd to EOF into a buffer grown from `hint` bytes; NUL after the last byte. The spare byte
- * beyond hint + NUL lets the read that sees EOF happen without doubling a buffer already right. */
-static int read_all(int fd, size_t hint, char **data, size_t *size) {
+ * beyond hint + NUL lets the read that sees EOF happen without doubling a buffer already right.
+ * EFBIG once more than `max` bytes came (0: no limit): a file that grows while it is read. */
+static int read_all(int fd, size_t hint, size_t max, char **data, size_t *size) {
     size_t cap = hint + 2, len = 0;
     char *buf = malloc(cap);
     if (!buf) return ENOMEM;
     for (;;) {
+        if (max && len > max) {
+            free(buf);
+            return EFBIG;
+        }
         if (len + 1 == cap) {
             char *grown = cap > SIZE_MAX / 2 ? NULL : realloc(buf, 2 * cap);
             if (!grown) {
@@ -50,9 +58,10 @@ static const char *file_kind(mode_t mode) {
          : S_ISSOCK(mode) ? "a socket" : "not a regular file";
 }
 
-/* pelab_read_file, or with `regular` pelab_read_regular_file: opened without blocking (a FIFO must
- * not wait for a writer) and refused unless a regular file, then read as any other. */
-static int read_whole(const char *path, int regular, char **data, size_t *size) {
+/* pelab_read_file, or with `regular` a regular file's (opened without blocking: a FIFO must not
+ * wait for a writer; anything else refused, then read as any other) of at most `max` bytes (0: any
+ * size; a larger one is refused before its first byte is read, or once it grows past max). */
+static int read_whole(const char *path, int regular, size_t max, char **data, size_t *size) {
     *data = NULL;
     *size = 0;
     int fd = open(path, O_RDONLY | (regular ? O_NONBLOCK : 0));
@@ -63,19 +72,79 @@ static int read_whole(const char *path, int regular, char **data, size_t *size) 
         close(fd);
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: %s, not a regular file", path, file_kind(st.st_mode));
     }
+    if (!err && max && (uint64_t)st.st_size > max) err = EFBIG;
     const int flags = err || !regular ? 0 : fcntl(fd, F_GETFL);
     if (!err && regular && (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) err = errno;
     /* st_size is only a hint (the file may grow, or be a pipe); read_all reads to EOF. */
-    if (!err) err = read_all(fd, S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 4096, data, size);
+    if (!err) err = read_all(fd, S_ISREG(st.st_mode) && st.st_size > 0 ? (size_t)st.st_size : 4096, max, data, size);
     close(fd);
+    if (err == EFBIG && max)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: larger than %zu MiB, the most pelab reads of a JSON or "
+                          "vocabulary file", path, max >> 20);
     if (err) return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot read: %s", path, strerror(err));
     return PELAB_OK;
 }
 
-int pelab_read_file(const char *path, char **data, size_t *size) { return read_whole(path, 0, data, size); }
+int pelab_read_file(const char *path, char **data, size_t *size) { return read_whole(path, 0, 0, data, size); }
 
 int pelab_read_regular_file(const char *path, char **data, size_t *size) {
-    return read_whole(path, 1, data, size);
+    return read_whole(path, 1, 0, data, size);
+}
+
+int pelab_read_small_file(const char *path, char **data, size_t *size) {
+    return read_whole(path, 1, PELAB_SMALL_FILE_MAX, data, size);
+}
+
+/* ---- temporary files a fatal signal removes ------------------------------------------------- */
+
+/* The temporary files of the atomic writes under way: a slot holds one from pelab_atomic_open
+ * until its commit has renamed it or its abort removed it. Slots are taken and given back with
+ * atomic exchanges, so writers on several threads never lose one and the signal handler reads
+ * whole pointers. (A handler running on another thread while a writer frees its path could read
+ * a freed name; the process is ending either way.) */
+#define LIVE_TEMPS 64
+static _Atomic(char *) live_temps[LIVE_TEMPS];
+
+/* With every slot taken the file goes unregistered: commit and abort still remove it, a signal
+ * does not. */
+static void temp_register(char *tmp) {
+    for (int i = 0; i < LIVE_TEMPS; i++) {
+        char *none = NULL;
+        if (atomic_compare_exchange_strong(&live_temps[i], &none, tmp)) return;
+    }
+}
+
+static void temp_unregister(char *tmp) {
+    for (int i = 0; i < LIVE_TEMPS; i++) {
+        char *mine = tmp;
+        if (atomic_compare_exchange_strong(&live_temps[i], &mine, NULL)) return;
+    }
+}
+
+/* Async-signal-safe: unlink and raise only. SA_RESETHAND has restored the default action, which
+ * the raised signal then takes: the process ends as it would have without the handler. */
+static void remove_temps_and_end(int sig) {
+    const int saved_errno = errno;
+    for (int i = 0; i < LIVE_TEMPS; i++) {
+        char *tmp = atomic_load(&live_temps[i]);
+        if (tmp) unlink(tmp);
+    }
+    errno = saved_errno;
+    raise(sig);
+}
+
+void pelab_atomic_remove_on_signals(void) {
+    static const int fatal[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = remove_temps_and_end;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (size_t s = 0; s < sizeof fatal / sizeof fatal[0]; s++) {
+        struct sigaction now;
+        if (sigaction(fatal[s], NULL, &now) == 0 && now.sa_handler != SIG_IGN) /* nohup stays */
+            sigaction(fatal[s], &sa, NULL);
+    }
 }
 
 /* ---- atomic writes --------------------------------------------------------------------------- */
@@ -112,6 +181,7 @@ int pelab_atomic_open(struct pelab_atomic_file *af, const char *path) {
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot create a temporary file beside it: %s",
                           path, strerror(err));
     }
+    temp_register(af->tmp);
     /* mkstemp makes the file 0600; outputs are meant to be shared like any other file. */
     (void)fchmod(fd, 0644);
     af->f = fdopen(fd, "wb");
@@ -119,6 +189,7 @@ int pelab_atomic_open(struct pelab_atomic_file *af, const char *path) {
         int err = errno;
         close(fd);
         unlink(af->tmp);
+        temp_unregister(af->tmp);
         atomic_reset(af);
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot open: %s", path, strerror(err));
     }
@@ -152,8 +223,9 @@ int pelab_atomic_commit(struct pelab_atomic_file *af) {
     if (fclose(af->f) != 0 && !err) err = errno ? errno : EIO;
     af->f = NULL;
     if (!err && rename(af->tmp, af->path) != 0) err = errno;
+    if (err) unlink(af->tmp);
+    temp_unregister(af->tmp);
     if (err) {
-        unlink(af->tmp);
         int rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot write: %s", af->path, strerror(err));
         atomic_reset(af);
         return rc;
@@ -165,7 +237,10 @@ int pelab_atomic_commit(struct pelab_atomic_file *af) {
 
 void pelab_atomic_abort(struct pelab_atomic_file *af) {
     if (af->f) fclose(af->f);
-    if (af->tmp) unlink(af->tmp);
+    if (af->tmp) {
+        unlink(af->tmp);
+        temp_unregister(af->tmp);
+    }
     atomic_reset(af);
 }
 

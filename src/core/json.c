@@ -516,7 +516,7 @@ int pelab_json_load(const char *path, struct pelab_json **out) {
     *out = NULL;
     char *text;
     size_t size;
-    int rc = pelab_read_file(path, &text, &size);
+    int rc = pelab_read_small_file(path, &text, &size);
     if (rc) return rc;
     rc = pelab_json_parse(text, size, out);
     free(text);

@@ -1,5 +1,6 @@
 /* Frequency usage: mean magnitude per (layer, frequency) of the projected queries and keys, over
  * tokens and heads; each encoding says what its frequencies and magnitudes are (posenc.h). */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include "pelab/freq.h"
@@ -68,6 +69,20 @@ void pelab_freq_add(struct pelab_freq *f, const struct pelab_model *m, const uns
     f->tokens += counted;
 }
 
+/* The batches that cover examples [first, first + batches·batch) of a split of `size`, cut at its
+ * end so that no example counts twice: a batch larger than the examples left shrinks to them, and
+ * no batch starts past the end (the last one may reach beyond it: its rows there, which the task's
+ * fill takes from the split's start again, are left out). A request within the split runs as
+ * asked. */
+static void plan_batches(uint64_t size, uint64_t first, int *batches, int *batch, uint64_t *examples) {
+    const uint64_t left = size - first;
+    if ((uint64_t)*batch > left) *batch = (int)left;
+    const uint64_t covering = (left + (uint64_t)*batch - 1) / (uint64_t)*batch;
+    if ((uint64_t)*batches > covering) *batches = (int)covering;
+    const uint64_t asked = (uint64_t)*batches * (uint64_t)*batch;
+    *examples = asked < left ? asked : left;
+}
+
 int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct pelab_task *t,
                        enum pelab_split split, uint64_t first, int batches, int batch) {
     if (batch <= 0 || batches <= 0) return pelab_fail(PELAB_ERR_USAGE, "batch and batch count must be positive");
@@ -76,6 +91,11 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
     if (rc) return rc;
     const uint64_t size = t->ops->split_size(t, split);
     if (size == 0) return pelab_fail(PELAB_ERR_RUNTIME, "the task's split is empty");
+    if (first >= size)
+        return pelab_fail(PELAB_ERR_USAGE, "example %" PRIu64 " is past the split's %" PRIu64, first, size);
+    plan_batches(size, first, &batches, &batch, &f->examples);
+    f->batches = batches;
+    f->batch = batch;
     if ((rc = pelab_model_reserve(m, batch, T))) return rc;
     struct pelab_batch b;
     if ((rc = pelab_batch_alloc_for(&b, t, batch, T))) return rc; /* images: pixels and (row, col) */
@@ -87,7 +107,8 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
     const int was_training = m->training;
     m->training = 0;
     for (int n = 0; n < batches && !rc; n++) {
-        const uint64_t at = (first + (uint64_t)n * batch) % size;
+        const uint64_t at = first + (uint64_t)n * batch;
+        const long rows = size - at < (uint64_t)batch ? (long)(size - at) : batch; /* the rest: wrapped */
         t->ops->fill(t, split, at, &b);
         if ((rc = pelab_eval_positions(m, t, &b, at))) break; /* as in an evaluation */
         pelab_model_set_inputs(m, b.inputs);
@@ -95,7 +116,8 @@ int pelab_freq_collect(struct pelab_freq *f, struct pelab_model *m, const struct
         if ((rc = m->status)) break;
         /* text: every token but padding; images: every patch and the class token (their token
          * ids are not read: the inputs are pixels) */
-        for (long i = 0; i < (long)batch * T; i++) keep[i] = t->io.input_dim > 0 || b.tokens[i] != t->pad;
+        for (long i = 0; i < (long)batch * T; i++)
+            keep[i] = i / T < rows && (t->io.input_dim > 0 || b.tokens[i] != t->pad);
         pelab_freq_add(f, m, keep);
     }
     m->training = was_training;

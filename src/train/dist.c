@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "pelab/dist.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
 #ifdef PELAB_MPI
 #include <limits.h>
 #include <mpi.h>
@@ -78,11 +79,26 @@ int pelab_dist_rank(void) { return rank_; }
 int pelab_dist_size(void) { return size_; }
 
 int pelab_dist_threads(int threads) {
-    if (threads > 0 || size_ == 1) return threads;
+    const int cores = pelab_threads_available();
+    if (threads > cores) {
+        /* Threads beyond the cores only take turns on them, and every parallel loop waits at its
+         * end for the last one's turn (4096 threads on 2 cores: 1.2 s for an evaluation of a
+         * tenth of a second). Said once per process (compare trains its runs in one), by rank 0. */
+        static int said;
+        if (!said++ && rank_ == 0)
+            fprintf(stderr, "notice: --threads %d is more than the %d core%s this process can use; "
+                    "running on %d\n", threads, cores, cores == 1 ? "" : "s", cores);
+        return cores;
+    }
+    if (threads > 0) return threads;
+    if (size_ == 1) return cores;
+    /* several ranks: this machine's cores shared among the ranks on it, and no more than the
+     * cores this rank is bound to */
     const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    long local = v ? atol(v) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long local = v ? atol(v) : 1, machine = sysconf(_SC_NPROCESSORS_ONLN);
     if (local < 1) local = 1;
-    return cores / local > 1 ? (int)(cores / local) : 1;
+    const int share = machine / local > 1 ? (int)(machine / local) : 1;
+    return share < cores ? share : cores;
 }
 
 void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1) {

@@ -30,7 +30,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"seed", PELAB_OPT_INT, "1", 0, SEED_MAX, NULL,
      "fixes initialisation, data order and dropout"},
     {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL,
-     "threads (0: all cores; under mpirun, a machine's cores divided among its ranks)"},
+     "threads (0: all cores; under mpirun, a machine's cores divided among its ranks); at most "
+     "the cores this process may use"},
     {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
      "matrix products (the linear layers' and attention's): fp32, or bf16 operands with float32 "
      "accumulation (CPUs with AVX512-BF16, a build with oneDNN); weights, gradients, optimizer, "

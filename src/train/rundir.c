@@ -51,7 +51,7 @@ int pelab_run_read_config(const char *dir, struct pelab_opts *settings) {
                           dir);
     char *text;
     size_t size;
-    int rc = pelab_read_file(path, &text, &size);
+    int rc = pelab_read_small_file(path, &text, &size);
     if (rc) return rc;
     rc = pelab_config_parse(path, text, size, settings);
     free(text);

@@ -205,11 +205,11 @@ static int read_vocab_file(const char *dir, const char *name, char *path, size_t
     if (!pelab_file_exists(path))
         return pelab_fail(PELAB_ERR_RUNTIME, "%s: not found: the GPT-2 vocabulary is not installed "
                           "(run: pelab data install gpt2)", path);
-    return pelab_read_file(path, data, size);
+    return pelab_read_small_file(path, data, size);
 }
 
 /* Loading in two steps, as the files are read: encoder.json's text (with a NUL after its last
- * byte, as pelab_read_file leaves it), named `name` in messages, then vocab.bpe's. On failure the
+ * byte, as pelab_read_small_file leaves it), named `name` in messages, then vocab.bpe's. On failure the
  * caller frees the state (gpt2_free). */
 static int load_encoder_text(struct pelab_tokenizer *tk, const char *name, const char *enc,
                              size_t enc_size) {

@@ -1,6 +1,8 @@
 /* Thread count shared by OpenMP and OpenBLAS: with OpenMP, OpenBLAS is single-threaded and runs
  * inside OpenMP's threads (matmul.c), so one pool of threads does all the work. The pool's
  * threads also flush subnormal floats to zero (below). */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +63,19 @@ int pelab_subnormals_flushed(void) {
 #endif
 }
 
+int pelab_threads_available(void) {
+#ifdef CPU_COUNT
+    /* the cores taskset, a container's cpuset or mpirun's binding leave this process (a set of
+     * more than CPU_SETSIZE = 1024 cores fails: then every online core) */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? (int)cores : 1;
+}
+
 void pelab_threads_set(int n) {
-    if (n <= 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        n = cores > 0 ? (int)cores : 1;
-    }
+    if (n <= 0) n = pelab_threads_available();
     n_threads = n;
     const int flush = flush_wanted();
 #ifdef _OPENMP
