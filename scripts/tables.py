@@ -40,9 +40,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.environ.get("PELAB_RESULTS", os.path.join(ROOT, "results"))  # another one for the tests
 # The tree whose Markdown files are searched for blocks (another one for the tests), and the
-# directories of it that hold no documentation: the records, runs, data, builds, hidden ones.
+# directories at its top that hold no documentation: the records, runs, data and builds (and
+# hidden directories anywhere).
 DOCS_ROOT = os.environ.get("PELAB_DOCS_ROOT", ROOT)
-NOT_DOCS = {"results", "runs", "data", "build", "node_modules"}
+NOT_DOCS = {"results", "runs", "data", "build"}
 FILE = None  # the file whose blocks are being made, as the messages name it
 NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5": "T5", "fire": "FIRE",
          "seqpe": "SeqPE", "xpos": "xPos", "learned": "learned", "sinusoidal": "sinusoidal", "fox": "FoX",
@@ -564,7 +565,7 @@ def documents():
     """Every Markdown file under DOCS_ROOT that holds a block, README.md first, then by path."""
     found = []
     for d, dirs, files in os.walk(DOCS_ROOT):
-        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x not in NOT_DOCS)
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and not (d == DOCS_ROOT and x in NOT_DOCS))
         for f in sorted(files):
             path = os.path.join(d, f)
             if f.endswith(".md"):
