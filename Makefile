@@ -34,7 +34,7 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 PELAB_LIB ?= libpelab.a
 PELAB_BIN ?= pelab
-VERSION := 0.1.0
+VERSION := 0.2.0
 
 # `make demo` and `make test` install missing packages first and then build in a second make, which
 # looks for the packages again: the first one keeps its notices to itself. (No comma in a

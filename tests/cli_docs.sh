@@ -2,7 +2,8 @@
 # The documentation holds together: every relative link and image of README.md and of every other
 # Markdown file of the repository (docs/, bench/RESULTS.md, ...) names a file that exists, and a
 # link to a heading (FILE.md#anchor, #anchor) names a heading that file has, as GitHub anchors
-# them; README.md, the front page, stays under 500 lines. Nothing is built or run.
+# them; README.md, the front page, stays under 500 lines; the project's files name the license
+# and version they ship with. Nothing is built or run.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 /usr/bin/python3 - >"$W/o" 2>&1 <<'PY' || fail "$(cat "$W/o")"
@@ -62,4 +63,9 @@ PY
 checked=$(cat "$W/o")
 lines=$(wc -l <README.md)
 [ "$lines" -lt 500 ] || fail "README.md has $lines lines: the front page stays under 500 (the rest belongs in docs/)"
+# the license, the citation and the version agree with the Makefile's
+grep -q "^MIT License" LICENSE || fail "LICENSE is not the MIT license"
+version=$(sed -n 's/^VERSION := //p' Makefile)
+grep -q "^version: $version$" CITATION.cff || fail "CITATION.cff's version is not the Makefile's $version"
+grep -q "^## $version " CHANGELOG.md || fail "CHANGELOG.md has no entry for $version"
 echo "cli_docs: ok ($checked; README.md $lines lines)"
