@@ -11,7 +11,8 @@
 #                   at the demo preset: perplexity at 1x..10x the training length, and its figure
 #   make demo-indirect  RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make setup      the packages of make deps and the test data (.ci/deps, .ci/deps-data)
-#   make tables     rewrites the README's recorded tables from results/ (scripts/tables.py)
+#   make tables     rewrites the recorded tables of README.md and docs/ from results/: every
+#                   Markdown file holding a results block (scripts/tables.py; --check in make test)
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
@@ -35,7 +36,7 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 PELAB_LIB ?= libpelab.a
 PELAB_BIN ?= pelab
-VERSION := 0.1.0
+VERSION := 0.2.0
 
 # `make demo` and `make test` install missing packages first and then build in a second make, which
 # looks for the packages again: the first one keeps its notices to itself. (No comma in a
@@ -245,6 +246,7 @@ setup:
 bench: pelab $(BENCH_BIN)
 	@bash bench/run.sh
 
+# every Markdown file of the repository that holds a <!-- results:NAME --> block (scripts/tables.py --list)
 tables:
 	@/usr/bin/python3 scripts/tables.py
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's "Results at the cpu presets", 3 seeds, recorded (make cpu-tables [TASKS="music text"]):
+# docs/results/cpu-presets.md's tables, 3 seeds, recorded (make cpu-tables [TASKS="music text"]):
 #   results/cpu-TASK   RoPE, PoPE and NoPE at the task's cpu preset, seeds 1-3, one thread a run,
 #                      two runs at a time: test accuracy for indirect; for music (JSB chorales),
 #                      dna (human chromosome X) and text (sotu bytes) the test perplexity and the

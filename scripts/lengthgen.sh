@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The README's length-generalisation records (results/lengthgen-TASK): every encoding, and every
-# one that reads positions with randomised positions too, on each algorithmic task at its cpu
-# preset, three seeds, two runs at a time (make lengthgen TASKS="copy reverse"; default all). Runs
-# live in $PELAB_LENGTHGEN_RUNS (runs/lengthgen); finished ones are reused, so an interrupted
-# sitting continues where it stopped. Each task takes 1-2 hours on two cores.
+# The length-generalisation records of docs/results/lengthgen.md (results/lengthgen-TASK): every
+# encoding, and every one that reads positions with randomised positions too, on each algorithmic
+# task at its cpu preset, three seeds, two runs at a time (make lengthgen TASKS="copy reverse";
+# default all). Runs live in $PELAB_LENGTHGEN_RUNS (runs/lengthgen); finished ones are reused,
+# so an interrupted sitting continues where it stopped. Each task takes 1-2 hours on two cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${PELAB_LENGTHGEN_RUNS:-runs/lengthgen}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's long-context QA (the SeqPE paper's Table II at CPU scale), 3 seeds, recorded
-# (make qa-table2):
+# The long-context QA of docs/results/qa.md (the SeqPE paper's Table II at CPU scale), 3 seeds,
+# recorded (make qa-table2):
 #   results/qa-pretrain     the pre-trained models: make demo's text preset (Moby Dick bytes,
 #                           T 128, 600 updates) for NoPE, RoPE, ALiBi, PoPE and SeqPE (attn-bias),
 #                           SeqPE under both regulariser profiles; perplexity at 1T and 2T

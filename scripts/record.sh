@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Records the runs behind a README table in results/TABLE/, so that every number of the table can
-# be traced to the runs that made it and regenerated from the record (scripts/tables.py):
+# Records the runs behind a recorded table (of README.md or docs/) in results/TABLE/, so that every
+# number of the table can be traced to the runs that made it and regenerated from the record
+# (scripts/tables.py):
 #
 #   bash scripts/record.sh TABLE ./pelab compare ... --out DIR
 #

@@ -7,7 +7,7 @@
 # The runs go to runs/reproduce/NAME (removed first, so that nothing is reused); the command is
 # the record's own (results/NAME/record.json) with only its --out changed. How close another
 # machine comes: the same binary, SIMD level, BLAS kernels and thread count give the same bits;
-# another CPU or kernel sums in another order (README, Correctness).
+# another CPU or kernel sums in another order (docs/TESTING.md, "What repeats exactly").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's SeqPE regulariser ablation, the text half of the paper's Table IV, under both
-# regulariser profiles (make seqpe-table4 [PROFILES="paper authors"]). For each profile:
-#   results/seqpe-table4-PROFILE      the README's flat configuration (attn-bias, L_max 10T, half
+# SeqPE's regulariser ablation (docs/results/seqpe.md), the text half of the paper's Table IV,
+# under both regulariser profiles (make seqpe-table4 [PROFILES="paper authors"]). For each profile:
+#   results/seqpe-table4-PROFILE      the flat configuration (attn-bias, L_max 10T, half
 #                                     the windows shifted) with α, β ∈ {0, 0.1}; the authors'
 #                                     profile also with β = 1.6, which gives its L_OOD about the
 #                                     paper's strength (theirs divides by m·m where the paper's

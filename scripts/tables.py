@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""The README's recorded tables, regenerated from results/ (scripts/record.sh writes a record).
+"""The recorded tables of README.md and docs/, regenerated from results/ (scripts/record.sh writes
+a record).
 
     scripts/tables.py                 rewrite every block <!-- results:NAME --> ... <!-- /results:NAME -->
-                                      of README.md from results/NAME
-    scripts/tables.py --check         the same, writing nothing: exit 1, with a diff, where README.md
+                                      from results/NAME, in every Markdown file of the repository that
+                                      holds one (README.md, docs/**/*.md; found by the marker)
+    scripts/tables.py --check         the same, writing nothing: exit 1, with a diff, where a file
                                       differs from what its records give (make test runs this)
-    scripts/tables.py [--check] FILE  the same for another file than README.md
+    scripts/tables.py --list          the files that hold a block, one a line
+    scripts/tables.py [--check] FILE...  the same for the files given alone (the tests')
     scripts/tables.py --drift NAME COMPARE_JSON
                                       each number of record NAME beside the same number of another
                                       run of its command (scripts/reproduce.sh), with the relative drift
@@ -36,6 +39,12 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.environ.get("PELAB_RESULTS", os.path.join(ROOT, "results"))  # another one for the tests
+# The tree whose Markdown files are searched for blocks (another one for the tests), and the
+# directories at its top that hold no documentation: the records, runs, data and builds (and
+# hidden directories anywhere).
+DOCS_ROOT = os.environ.get("PELAB_DOCS_ROOT", ROOT)
+NOT_DOCS = {"results", "runs", "data", "build"}
+FILE = None  # the file whose blocks are being made, as the messages name it
 NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5": "T5", "fire": "FIRE",
          "seqpe": "SeqPE", "xpos": "xPos", "learned": "learned", "sinusoidal": "sinusoidal", "fox": "FoX",
          "cope": "CoPE"}
@@ -45,12 +54,18 @@ NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5":
 BLOCK = re.compile(r"(<!-- results:([\w.+>-]+) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
 
 
+def fail(message):
+    """Stops, naming the file whose block is being made (when one is)."""
+    sys.exit("tables: %s%s" % (FILE + ": " if FILE else "", message))
+
+
 def load(name):
     """A record's record.json and its compare.json (or, for an analysis, its analysis.json, or the
     rows of its analysis.csv as dicts)."""
     d = os.path.join(RESULTS, name)
     if not os.path.isdir(d):
-        sys.exit("tables: README.md names results/%s, which does not exist (record it: scripts/record.sh)" % name)
+        sys.exit("tables: %sresults/%s, which does not exist (record it: scripts/record.sh)"
+                 % (FILE + " names " if FILE else "no ", name))
     with open(os.path.join(d, "record.json")) as f:
         record = json.load(f)
     if os.path.exists(os.path.join(d, "analysis.csv")):
@@ -410,7 +425,7 @@ def own_options(commands):
 def one_commit(block, records):
     """Refuses a table of records of different builds."""
     if len({record["commit"] for record in records}) > 1:
-        sys.exit("tables: results:%s: records of different commits in one table" % block)
+        fail("results:%s: records of different commits in one table" % block)
 
 
 def merged(names):
@@ -424,7 +439,7 @@ def merged(names):
     compare = dict(compare, runs=[])
     for (_, comp), label, n in zip(loaded, labels, names):
         if kind(comp) != kind(loaded[0][1]):
-            sys.exit("tables: results/%s and results/%s are not one kind of table (task, sweep)" % (names[0], n))
+            fail("results/%s and results/%s are not one kind of table (task, sweep)" % (names[0], n))
         compare["runs"] += [dict(r, label=label, record=n) for r in comp["runs"]]
     return record, compare
 
@@ -439,7 +454,7 @@ def last_val_loss(name, run):
     with open(run_file(name, run, "log-tail.jsonl")) as f:
         losses = [json.loads(line)["val_loss"] for line in f if '"val_loss"' in line]
     if not losses:
-        sys.exit("tables: results/%s: run %s logged no validation loss in its last lines" % (name, run["dir"]))
+        fail("results/%s: run %s logged no validation loss in its last lines" % (name, run["dir"]))
     return losses[-1]
 
 
@@ -455,7 +470,7 @@ def pairs_table(name):
     swept length (where the task sweeps lengths)."""
     pairs = [p.split(">") for p in name.split("+")]
     if any(len(p) != 2 for p in pairs):
-        sys.exit("tables: results:%s: a block of pairs is BASE>VARIANT+BASE>VARIANT+..." % name)
+        fail("results:%s: a block of pairs is BASE>VARIANT+BASE>VARIANT+..." % name)
     loaded = {n: load(n) for p in pairs for n in p}
     one_commit(name, [record for record, _ in loaded.values()])
     head = ["task", "against", "val loss", "variant", "Δ", "test loss", "variant",
@@ -465,12 +480,12 @@ def pairs_table(name):
     for base, variant in pairs:
         (brec, bcmp), (vrec, vcmp) = loaded[base], loaded[variant]
         if bcmp.get("task") != vcmp.get("task") or bcmp.get("lengths") != vcmp.get("lengths"):
-            sys.exit("tables: results/%s and results/%s are not runs of one task and sweep" % (base, variant))
+            fail("results/%s and results/%s are not runs of one task and sweep" % (base, variant))
         by_run = {(r["pe"], r["seed"]): r for r in bcmp["runs"]}
         for v in vcmp["runs"]:
             b = by_run.get((v["pe"], v["seed"]))
             if b is None:
-                sys.exit("tables: results/%s has no run of %s, seed %d, to set results/%s's against"
+                fail("results/%s has no run of %s, seed %d, to set results/%s's against"
                          % (base, v["pe"], v["seed"], variant))
             steps = run_config(base, b)["training"]["steps"]
             vb, vv = last_val_loss(base, b), last_val_loss(variant, v)
@@ -502,7 +517,7 @@ def render(name):
     if record["command"][1:3] == ["analyze", "seqpe"] and switch(record["command"], "variance"):
         return grid_variance(name, record, compare)
     if record["command"][1] == "analyze":
-        sys.exit("tables: results/%s: no table kind for this analysis (attn-similarity, or seqpe "
+        fail("results/%s: no table kind for this analysis (attn-similarity, or seqpe "
                  "--variance)" % name)
     if compare.get("lengths") and "sweep_ppl" in compare["runs"][0]:
         return text_sweep(name, record, compare)
@@ -514,7 +529,7 @@ def render(name):
         return accuracy_table(name, record, compare)
     if compare.get("lengths") and "sweep_span_ppl" in compare["runs"][0]:
         return qa_table(name, record, compare)
-    sys.exit("tables: results/%s: no table kind for this record (a text compare with --lengths, an "
+    fail("results/%s: no table kind for this record (a text compare with --lengths, an "
              "algorithmic task's with --buckets, an image task's with --resolutions, a qa "
              "task's with --lengths, or indirect indexing's)" % name)
 
@@ -546,33 +561,68 @@ def drift(name, path):
     print("largest drift: %.3f %%" % (100 * worst))
 
 
+def documents():
+    """Every Markdown file under DOCS_ROOT that holds a block, README.md first, then by path."""
+    found = []
+    for d, dirs, files in os.walk(DOCS_ROOT):
+        dirs[:] = sorted(x for x in dirs if not x.startswith(".") and not (d == DOCS_ROOT and x in NOT_DOCS))
+        for f in sorted(files):
+            path = os.path.join(d, f)
+            if f.endswith(".md"):
+                with open(path) as fh:
+                    if BLOCK.search(fh.read()):
+                        found.append(path)
+    readme = os.path.join(DOCS_ROOT, "README.md")
+    return sorted(found, key=lambda p: (p != readme, os.path.relpath(p, DOCS_ROOT)))
+
+
+def shown(path):
+    """A path as the messages name it: relative to the repository when inside it."""
+    rel = os.path.relpath(path, DOCS_ROOT)
+    return path if rel.startswith("..") else rel
+
+
 def main(argv):
-    readme = os.path.join(ROOT, "README.md")
+    global FILE
     if argv[:1] == ["--drift"] and len(argv) == 3:
         drift(argv[1], argv[2])
         return 0
-    if argv and argv[-1] != "--check":  # another file than README.md (the tests')
-        readme, argv = argv[-1], argv[:-1]
-    if argv not in ([], ["--check"]) or readme.startswith("-"):
-        sys.exit("usage: scripts/tables.py [--check] [FILE] | --drift NAME COMPARE_JSON")
-    if not os.path.isfile(readme):
-        sys.exit("tables: %s: no such file" % readme)
-    with open(readme) as f:
-        text = f.read()
-    new = regenerate(text)
-    if argv == ["--check"]:
-        if new != text:
-            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
-                                                       "README.md", "README.md from results/"))
-            print("tables: README.md differs from its records (above); 'make tables' rewrites it")
-            return 1
-        print("tables: %d recorded tables in README.md match results/" % len(BLOCK.findall(text)))
+    if argv == ["--list"]:
+        print("\n".join(shown(p) for p in documents()))
         return 0
-    if new != text:
-        with open(readme + ".tmp", "w") as f:
-            f.write(new)
-        os.replace(readme + ".tmp", readme)
-    print("tables: %d recorded tables written from results/" % len(BLOCK.findall(new)))
+    check = argv[:1] == ["--check"]
+    paths = argv[1:] if check else argv
+    if any(p.startswith("-") for p in paths):
+        sys.exit("usage: scripts/tables.py [--check] [FILE...] | --list | --drift NAME COMPARE_JSON")
+    for p in paths:
+        if not os.path.isfile(p):
+            sys.exit("tables: %s: no such file" % p)
+    paths = paths or documents()
+    if not paths:
+        sys.exit("tables: no Markdown file under %s holds a block <!-- results:NAME -->" % DOCS_ROOT)
+    differ, tables = [], 0
+    for path in paths:
+        FILE = shown(path)
+        with open(path) as f:
+            text = f.read()
+        new = regenerate(text)
+        tables += len(BLOCK.findall(new))
+        if new == text:
+            continue
+        if check:
+            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
+                                                       FILE, FILE + " from results/"))
+            print("tables: %s differs from its records (above); 'make tables' rewrites it" % FILE)
+            differ.append(FILE)
+        else:
+            with open(path + ".tmp", "w") as f:
+                f.write(new)
+            os.replace(path + ".tmp", path)
+    if differ:
+        return 1
+    print("tables: %d recorded tables in %d file%s %s results/ (%s)"
+          % (tables, len(paths), "" if len(paths) == 1 else "s", "match" if check else "written from",
+             ", ".join(shown(p) for p in paths)))
     return 0
 
 

@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# The README's recorded tables (<!-- results:NAME --> blocks) are what their records in results/
-# give (scripts/tables.py, make tables): no number typed by hand. Nothing is trained here: the
-# tables are made from the records alone. An edit of one digit in a table, or a record's
-# number, is caught; so is a record of a build from uncommitted changes.
+# The recorded tables (<!-- results:NAME --> blocks) of README.md and of every document under docs/
+# are what their records in results/ give (scripts/tables.py, make tables): no number typed by hand.
+# Nothing is trained here: the tables are made from the records alone. An edit of one digit in a
+# table of any of those files, or a record's number, is caught, naming the file; so is a record of
+# a build from uncommitted changes.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
-out=$(/usr/bin/python3 scripts/tables.py --check 2>&1) || fail "README.md differs from results/: $out"
-n=$(grep -c '^<!-- results:' README.md)
-[ "$n" -ge 1 ] || fail "README.md has no recorded table"
+out=$(/usr/bin/python3 scripts/tables.py --check 2>&1) || fail "the recorded tables differ from results/: $out"
+# the files tables.py checks are every Markdown file that holds a block
+/usr/bin/python3 scripts/tables.py --list >"$W/listed" || fail "tables.py --list: $(cat "$W/listed")"
+find . \( -path ./.git -o -path ./results -o -path ./runs -o -path ./data -o -path ./build \) -prune -o \
+    -name '*.md' -print | sed 's|^\./||' | xargs grep -l '^<!-- results:' | sort >"$W/marked"
+[ "$(sort "$W/listed")" = "$(cat "$W/marked")" ] ||
+    fail "tables.py covers $(tr '\n' ' ' <"$W/listed"), the files with a block are $(tr '\n' ' ' <"$W/marked")"
+grep -qx README.md "$W/listed" || fail "README.md holds no recorded table"
+n=$(xargs cat <"$W/listed" | grep -c '^<!-- results:')
+[ "$n" -ge 1 ] || fail "no recorded table"
 # every committed record names a commit one can check out: none built from a changed tree
 dirty=$(grep -l '"commit": "[^"]*+changes"' results/*/record.json || true)
 [ -z "$dirty" ] || fail "records of a build from uncommitted changes (record them again from a clean tree): $dirty"
-# one digit of the first recorded table's first row changed: caught, with a diff naming it
-cp README.md "$W/README.md"
-/usr/bin/python3 - "$W/README.md" <<'PY' || fail "no table row to edit"
+# one digit of the first recorded table's first row changed, in README.md and in the last document
+# that holds a table, in a copy of the tree: the check without arguments catches both, with a diff
+# naming each file
+last=$(tail -1 "$W/listed")
+edited=$(printf '%s\n' README.md "$last" | sort -u)
+while read -r f; do mkdir -p "$W/tree/$(dirname "$f")" && cp "$f" "$W/tree/$f"; done <"$W/listed"
+for f in $edited; do
+    /usr/bin/python3 - "$W/tree/$f" <<'PY' || fail "no table row to edit in $f"
 import re, sys
 p = sys.argv[1]
 t = open(p).read()
@@ -23,9 +36,23 @@ assert row, "no row"
 i = row.start(1) + len(row.group(1)) - 1
 open(p, "w").write(t[:i] + ("1" if t[i] != "1" else "2") + t[i + 1:])
 PY
-/usr/bin/python3 scripts/tables.py --check "$W/README.md" >"$W/o" 2>&1 && fail "an edited table number passed the check"
-grep -q "^tables: README.md differs from its records" "$W/o" && grep -q '^-| ' "$W/o" ||
-    fail "the check does not show the edit: $(cat "$W/o")"
+done
+PELAB_DOCS_ROOT=$W/tree /usr/bin/python3 scripts/tables.py --check >"$W/o" 2>&1 && fail "an edited table number passed the check"
+for f in $edited; do
+    grep -q "^tables: $f differs from its records" "$W/o" && grep -q "^--- $f$" "$W/o" ||
+        fail "the check does not name $f: $(cat "$W/o")"
+done
+[ "$(grep -c '^-| ' "$W/o")" = "$(wc -w <<<"$edited")" ] || fail "the check does not show the edits: $(cat "$W/o")"
+# a file given alone: only it is checked
+/usr/bin/python3 scripts/tables.py --check "$W/tree/$last" >"$W/o" 2>&1 && fail "an edited file given alone passed the check"
+grep -q "differs from its records" "$W/o" && { [ "$last" = README.md ] || ! grep -q "README.md" "$W/o"; } ||
+    fail "a file given alone: $(cat "$W/o")"
+# a block naming a record that does not exist: the error names the file
+mkdir -p "$W/tree/docs"
+printf '<!-- results:no-such-record -->\n<!-- /results:no-such-record -->\n' >"$W/tree/docs/missing.md"
+PELAB_DOCS_ROOT=$W/tree /usr/bin/python3 scripts/tables.py --check >"$W/o" 2>&1 && fail "a block of a missing record passed"
+grep -q "^tables: docs/missing.md names results/no-such-record, which does not exist" "$W/o" ||
+    fail "a missing record: $(cat "$W/o")"
 # an image compare's record (made up here: two seeds of two SeqPE modes at the sides of the paper's
 # Table V): accuracy at each side and its average over the sides, mean ± sample sd over the seeds,
 # each row with the paper's row beneath it, and its average where the sides are the paper's
@@ -103,4 +130,4 @@ grep -qxF '| text, RoPE (1,200 updates, seed 1) | `--precision bf16` | 1.00000 |
 sed -i 's/"seed": 1, "dir": "b/"seed": 3, "dir": "b/' "$W/results/txt-var/compare.json"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/PAIR.md" >"$W/o" 2>&1 && fail "a variant run without a base run passed"
 grep -q "results/txt-base has no run of rope, seed 3" "$W/o" || fail "a variant run without a base run: $(cat "$W/o")"
-echo "cli_tables: ok ($n recorded tables)"
+echo "cli_tables: ok ($n recorded tables in $(wc -l <"$W/listed") files)"
