@@ -21,9 +21,8 @@ static const struct pelab_optdef data_options[] = {
     {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
      "data directory; when not given, $PELAB_DATA, else ./data"},
     {"jsb-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "install: the directory holding Jsb16thSeparated.json; when not given, "
-     "../shared/data/jsb-chorales beside the repository (an installed pelab, or a checkout "
-     "elsewhere, must give it to install jsb)"},
+     "install: the directory holding Jsb16thSeparated.json; when not given, the copy the "
+     "repository keeps, datasets/jsb-chorales (an installed pelab must give it to install jsb)"},
     {"force", PELAB_OPT_SWITCH, "off", 0, 0, NULL, "install: fetch and rebuild even if installed"},
     {"split", PELAB_OPT_CHOICE, "all", 0, 0, "all|train|val|test|long", "cat: documents of this split"},
     {"doc", PELAB_OPT_STR, "", 0, 0, NULL, "cat: only the document with this id"},

@@ -99,10 +99,11 @@ fashion-mnist)
     done
     ;;
 jsb)
-    from=${jsb_dir:-$repo/../shared/data/jsb-chorales}
+    from=${jsb_dir:-$repo/datasets/jsb-chorales}
     [ -r "$from/Jsb16thSeparated.json" ] ||
         fail "no Jsb16thSeparated.json in $from (give its directory with --jsb-dir)"
     cp "$from/Jsb16thSeparated.json" "$tmp/" || fail "cannot copy $from/Jsb16thSeparated.json"
+    echo "jsb: copied from $from"
     ;;
 *) fail "no dataset called '$name'" ;;
 esac

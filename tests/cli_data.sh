@@ -45,6 +45,10 @@ mkdir -p "$S/fashion-mnist" && /usr/bin/python3 tests/lib/make_idx.py "$S/fashio
 grep -q '^sotu  *text  *no ' "$W/list" || fail "list before install: $(cat "$W/list")"
 PELAB_FETCH= "$P" data install jsb --data-dir "$D" --jsb-dir "$W/jsb" >"$W/out" 2>&1 || fail "install jsb: $(cat "$W/out")"
 [ -f "$S/jsb/Jsb16thSeparated.json" ] || fail "the fetch script did not copy the JSB file"
+# without --jsb-dir: the copy the repository keeps (a fresh clone has nothing beside it)
+PELAB_FETCH= "$P" data install jsb --data-dir "$W/fresh" >"$W/out" 2>&1 || fail "install jsb from the repository: $(cat "$W/out")"
+grep -q "jsb: copied from $PWD/datasets/jsb-chorales$" "$W/out" && grep -q "(text CRC-32 1554220f)" "$W/out" ||
+    fail "jsb did not install from datasets/jsb-chorales: $(cat "$W/out")"
 "$P" data install --data-dir "$D" >"$W/out" 2>"$W/err"; rc=$?
 [ $rc -eq 0 ] || fail "install all: exit $rc: $(cat "$W/err") $(cat "$W/out")"
 for n in sotu moby-dick brown bible dna-human dna-pfal jsb gpt2 fashion-mnist; do

@@ -1,6 +1,6 @@
 /* jsb — the JSB chorales (Boulanger-Lewandowski et al., 2012), 16th-note grid, voices
- * separated, from the project's shared data (sources/jsb/Jsb16thSeparated.json, copied there by
- * the fetch script from --jsb-dir, by default ../shared/data/jsb-chorales beside the repository).
+ * separated, from the copy the repository keeps (datasets/jsb-chorales, with its SOURCE.md; copied
+ * to sources/jsb/Jsb16thSeparated.json by the fetch script, from --jsb-dir when given).
  * The file's own split is kept: train 229, valid 76 (val), test 77 chorales. A chorale's text is
  * one line per step with its four MIDI pitches (soprano, alto, tenor, bass; -1 silence), the form
  * the jsb tokenizer reads; ids "train-000", "val-000", "test-000", ….
@@ -80,7 +80,7 @@ const struct pelab_dataset_ops pelab_dataset_jsb = {
     .name = "jsb",
     .kind = "music",
     .summary = "JSB chorales, 16th-note grid, 4 voices; the published 229/76/77 split",
-    .source = "shared data jsb-chorales/Jsb16thSeparated.json (--jsb-dir)",
+    .source = "the repository's datasets/jsb-chorales/Jsb16thSeparated.json (--jsb-dir)",
     .license = "public domain music (J. S. Bach); cite Boulanger-Lewandowski et al. 2012",
     .tokenizers = music_tokenizers,
     .long_docs = 0,
