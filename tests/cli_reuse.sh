@@ -7,6 +7,8 @@
 #  - a fine-tune whose source run was trained again is refused (its source's step and checksum);
 #  - two variants differing in any setting never share a run directory, however their values
 #    are spelled (init-from=pre/a_b and init-from=pre/a/b), and a long value gives a bounded name;
+#  - an --out its user may not write: the runs are read, compare.json refused in one line, nothing
+#    changed; a new --out there refused in one line;
 #  - scripts/record.sh over an --out of other settings fails and keeps no record.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
@@ -67,6 +69,21 @@ mkdir -p "$(dirname "$long")"
     fail "a fine-tune of a long path: $(cat "$W/err")"
 name=$(ls "$W/L" | grep -v compare.json)
 [ ${#name} -le 230 ] || fail "a run name of ${#name} characters: $name"
+
+# ---- an --out its user may not write (as nobody: root writes anywhere) ----
+if [ "$(id -u)" = 0 ] && command -v runuser >/dev/null && chmod 755 "$W" &&
+    runuser -u nobody -- "$P" --version >/dev/null 2>&1; then
+    sums "$W/X" >"$W/before"
+    runuser -u nobody -- "$P" compare $TINY --pe rope --steps 3 --out "$W/X" >/dev/null 2>"$W/e"
+    [ $? -eq 1 ] && grep -q "^pelab: $W/X/compare.json: cannot create a temporary file beside it: Permission denied$" "$W/e" ||
+        fail "a compare over runs it may not write: $(cat "$W/e")"
+    sums "$W/X" | diff - "$W/before" >/dev/null || fail "a compare that could not write changed the runs"
+    runuser -u nobody -- "$P" compare $TINY --pe rope --steps 3 --out "$W/X/new" >/dev/null 2>"$W/e"
+    [ $? -eq 1 ] && grep -q "^pelab: $W/X/new: cannot create directory: Permission denied$" "$W/e" ||
+        fail "a compare into a directory it may not create: $(cat "$W/e")"
+else
+    echo "notice: not root with runuser and a binary user nobody may run: the read-only --out checks are left out"
+fi
 
 # ---- a record over an --out of other settings ----
 export PELAB_RESULTS=$W/results
