@@ -70,6 +70,11 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if ((rc = pelab_precision_set(c->precision))) return rc;
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
+    /* Every split the run reads (training and val by init; val during training, val and test at
+     * its end), read now: a damaged file stops the run before its first update, not after its
+     * last. */
+    for (int s = PELAB_SPLIT_VAL; s <= PELAB_SPLIT_TEST; s++)
+        if ((rc = pelab_task_open_split(&tr->task, (enum pelab_split)s))) return rc;
     tr->task.augment = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
