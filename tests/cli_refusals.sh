@@ -3,6 +3,8 @@
 #  - a damaged split that training reads only at its end (an image test label out of range) stops
 #    a new run and a resumed one before their first update, naming the file and the image, and
 #    writes nothing;
+#  - PELAB_SIMD and PELAB_SUBNORMALS hold a name the kernels know (in any case: AVX2 caps the
+#    level at avx2), and summary.json records the SIMD level and the subnormal mode that ran;
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32
@@ -22,5 +24,19 @@ expect 1 "$labels: label 200 of image 2 is not a class 0..9" -- train $IMG --out
 [ ! -e "$W/img" ] || fail "a run with a damaged test split was written: $(ls -R "$W/img")"
 expect 1 "pelab: $labels: label 200 of image 2 is not a class 0..9" -- train --resume "$W/done" --steps 4
 sums "$W/done" | cmp -s - "$W/before" || fail "a resume refused for a damaged test split changed the run"
+
+# ---- the kernels' settings: a value they do not know is refused; the run records what ran ----
+PELAB_SIMD=bogus expect 2 "PELAB_SIMD=bogus: expected portable, avx2 or avx512 (in any case)" -- train $TINY --out "$W/k"
+PELAB_SUBNORMALS=xyz expect 2 "PELAB_SUBNORMALS=xyz: expected flush or keep (in any case)" -- train $TINY --out "$W/k"
+[ ! -e "$W/k" ] || fail "a run with a bad kernel setting was written"
+level() { sed -n 's/.*, \([a-z0-9]*\) kernels, subnormals \([a-z]*\),.*/\1 \2/p'; } # of pelab --version
+kernels() { json_text "$1/summary.json" '"%s %s" % (j["simd"], j["subnormals"])'; }
+train $TINY --out "$W/k"
+[ "$(kernels "$W/k")" = "$("$P" --version | level)" ] || fail "summary.json's kernels: $(cat "$W/k/summary.json")"
+# AVX2, in any case, caps the level at avx2 (on a CPU that runs it, whatever more it runs)
+want=$(PELAB_SIMD=avx2 "$P" --version | level)
+grep -qw avx2 /proc/cpuinfo && [ "${want% *}" != avx2 ] && fail "PELAB_SIMD=avx2 runs ${want% *} on an AVX2 CPU"
+PELAB_SIMD=AVX2 PELAB_SUBNORMALS=Keep train $TINY --out "$W/avx2"
+[ "$(kernels "$W/avx2")" = "${want% *} kept" ] || fail "PELAB_SIMD=AVX2 PELAB_SUBNORMALS=Keep: $(cat "$W/avx2/summary.json")"
 
 echo "cli_refusals: ok"

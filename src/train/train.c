@@ -414,8 +414,11 @@ static int write_summary(struct pelab_trainer *tr, const struct pelab_eval_resul
         }
     }
     pelab_sb_printf(&sb, ",\n  \"val_examples\": %" PRIu64 ",\n  \"test_examples\": %" PRIu64
-                    ",\n  \"parameters\": %zu\n}\n",
+                    ",\n  \"parameters\": %zu",
                     val->examples, test->examples, tr->model.params.total);
+    /* the kernels this process ran on (PELAB_SIMD and PELAB_SUBNORMALS change their bits) */
+    pelab_sb_printf(&sb, ",\n  \"simd\": \"%s\",\n  \"subnormals\": \"%s\"\n}\n", pelab_simd_used(),
+                    pelab_subnormal_mode());
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "summary.json");
     int rc = pelab_write_file_atomic(path, sb.data, sb.len);
