@@ -333,27 +333,39 @@ static int train_one(struct plan *pl, const struct pelab_opts *opts, const struc
     return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
 
-/* The line after each run: how many of this invocation's runs are done and about how long the
- * rest take: each run still to go is taken to last the mean of the finished ones (w), a running
- * one what it has left of w, and `parallel` of them run at once. */
+/* The line after each run: how many of this invocation's runs are done, and apart those that
+ * failed or were stopped by a signal (never counted as done), and about how long the rest take:
+ * each run still to go is taken to last the mean of those done (w), a running one what it has left
+ * of w, and `parallel` of them run at once. No estimate before a run is done. */
 static void overall_progress(const struct pelab_job *js, int total, int parallel, double started_s) {
     double now = pelab_clock_s(), w = 0, work = 0;
-    int done = 0;
-    for (int i = 0; i < total; i++)
-        if (js[i].end_s > 0) {
-            w += js[i].end_s - js[i].start_s;
-            done++;
+    int done = 0, failed = 0, stopped = 0;
+    for (int i = 0; i < total; i++) {
+        if (js[i].end_s == 0) continue;
+        if (js[i].status >= 128) { /* 128 + the signal that killed its child (cli/jobs.h) */
+            stopped++;
+            continue;
         }
-    w /= done;
+        if (js[i].status) {
+            failed++;
+            continue;
+        }
+        w += js[i].end_s - js[i].start_s;
+        done++;
+    }
+    if (done) w /= done;
     for (int i = 0; i < total; i++)
         if (js[i].end_s == 0) work += js[i].start_s > 0 ? fmax(0, w - (now - js[i].start_s)) : w;
-    char el[32], left[32];
+    char el[32], left[48] = "", others[48] = "";
     pelab_format_duration(el, sizeof el, now - started_s);
-    pelab_format_duration(left, sizeof left, work / parallel);
-    if (done < total)
-        fprintf(stderr, "compare: %d of %d runs done in %s; about %s left\n", done, total, el, left);
-    else
-        fprintf(stderr, "compare: %d of %d runs done in %s\n", done, total, el);
+    if (failed) snprintf(others, sizeof others, ", %d failed", failed);
+    if (stopped) snprintf(others + strlen(others), sizeof others - strlen(others), ", %d stopped", stopped);
+    if (done && done + failed + stopped < total) {
+        char t[32];
+        pelab_format_duration(t, sizeof t, work / parallel);
+        snprintf(left, sizeof left, "; about %s left", t);
+    }
+    fprintf(stderr, "compare: %d of %d runs done%s in %s%s\n", done, total, others, el, left);
 }
 
 /* --jobs: the unfinished runs, `jobs` at a time, each trained by train_one in a child. */
@@ -372,7 +384,7 @@ static int train_job(void *ctx, int i) {
     return train_one(b->pl, b->opts, &b->rs[b->todo[i]], 1);
 }
 
-static void job_ended(void *ctx, int i, int done) {
+static void job_ended(void *ctx, int i, int reaped) {
     const struct batch *b = ctx;
     overall_progress(b->js, b->total, b->parallel, b->started_s);
 }

@@ -5,6 +5,7 @@
 #    writes nothing;
 #  - PELAB_SIMD and PELAB_SUBNORMALS hold a name the kernels know (in any case: AVX2 caps the
 #    level at avx2), and summary.json records the SIMD level and the subnormal mode that ran;
+#  - compare --jobs stopped by SIGTERM counts no stopped run as done;
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32
@@ -38,5 +39,16 @@ want=$(PELAB_SIMD=avx2 "$P" --version | level)
 grep -qw avx2 /proc/cpuinfo && [ "${want% *}" != avx2 ] && fail "PELAB_SIMD=avx2 runs ${want% *} on an AVX2 CPU"
 PELAB_SIMD=AVX2 PELAB_SUBNORMALS=Keep train $TINY --out "$W/avx2"
 [ "$(kernels "$W/avx2")" = "${want% *} kept" ] || fail "PELAB_SIMD=AVX2 PELAB_SUBNORMALS=Keep: $(cat "$W/avx2/summary.json")"
+
+# ---- compare's messages ----
+# SIGTERM to compare --jobs 2 stops both runs: neither is counted as done
+"$P" compare $TINY --steps 1000000 --pe rope,nope --seeds 1 --jobs 2 --threads 2 --out "$W/term" >/dev/null 2>"$W/e" &
+pid=$!
+for _ in $(seq 300); do [ "$(grep -c '  training ' "$W/e")" -ge 2 ] && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+rc=$?
+[ $rc -eq 143 ] && [ "$(grep -c '^compare: 0 of 2 runs done, [12] stopped in [0-9hms]*$' "$W/e")" -eq 2 ] &&
+    ! grep -q '^compare: [1-9]' "$W/e" || fail "compare after SIGTERM: exit $rc, $(cat "$W/e")"
 
 echo "cli_refusals: ok"
