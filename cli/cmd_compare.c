@@ -216,13 +216,15 @@ void pelab_cmd_compare_help(FILE *f) {
                "sizes, inside and beyond the trained ones, first one row per run, then the\n"
                "mean and std over seeds (RUN/sizes.json; DIR/sizes.csv for 'pelab plot lines').\n"
                "Runs with a summary.json are not retrained; interrupted ones\n"
-               "continue where they stopped. An encoding option applies to the runs of its\n"
-               "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
-               "e.g. --ape-extend interpolate), which applies to the sweeps of its runs (a\n"
-               "variant may give one: learned:ape-extend=interpolate; entries that differ only in\n"
-               "such options share their runs, each with its own sweep). With --jobs N > 1 the runs\n"
-               "print a line when they start and end and one about every 30 s; the results equal\n"
-               "--jobs 1 at the same threads per run.\n");
+               "continue where they stopped. A run another process is training (a second\n"
+               "compare on the same --out) is waited for, with a line naming that process, then\n"
+               "read if it finished the run or continued if it stopped. An encoding option\n"
+               "applies to the runs of its encoding only; so does an encoding's evaluation-time\n"
+               "option ('pelab help eval', e.g. --ape-extend interpolate), which applies to the\n"
+               "sweeps of its runs (a variant may give one: learned:ape-extend=interpolate;\n"
+               "entries that differ only in such options share their runs, each with its own\n"
+               "sweep). With --jobs N > 1 the runs print a line when they start and end and one\n"
+               "about every 30 s; the results equal --jobs 1 at the same threads per run.\n");
     pelab_args_help(f, g, n, "pe,out");
 }
 
@@ -333,6 +335,30 @@ static int train_one(struct plan *pl, const struct pelab_opts *opts, const struc
     return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
 
+/* train_one after any other process that trains r (another compare on this --out, a resume by
+ * hand): a line names it and its run is waited for, then read if that process finished it, or
+ * continued here if it stopped. A process that locked r at the same moment as this one (two
+ * compares started together) is waited for alike. */
+static int train_after_others(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *r,
+                              int child) {
+    char label[80], summary[sizeof r->dir + 16];
+    run_label(label, sizeof label, r);
+    snprintf(summary, sizeof summary, "%s/summary.json", r->dir);
+    for (;;) {
+        const long pid = pelab_flock_holder(r->dir);
+        if (pid) {
+            fprintf(stderr, "%s  waits for process %ld, which is training %s\n", label, pid, r->dir);
+            pelab_flock_wait(r->dir);
+            if (pelab_file_exists(summary)) {
+                fprintf(stderr, "%s  finished by process %ld: %s\n", label, pid, r->dir);
+                return PELAB_OK;
+            }
+        }
+        const int rc = train_one(pl, opts, r, child);
+        if (!rc || !pelab_flock_holder(r->dir)) return rc;
+    }
+}
+
 /* The line after each run: how many of this invocation's runs are done, and apart those that
  * failed or were stopped by a signal (never counted as done), and about how long the rest take:
  * each run still to go is taken to last the mean of those done (w), a running one what it has left
@@ -381,7 +407,7 @@ struct batch {
 
 static int train_job(void *ctx, int i) {
     const struct batch *b = ctx;
-    return train_one(b->pl, b->opts, &b->rs[b->todo[i]], 1);
+    return train_after_others(b->pl, b->opts, &b->rs[b->todo[i]], 1);
 }
 
 static void job_ended(void *ctx, int i, int reaped) {
@@ -572,7 +598,7 @@ int pelab_cmd_compare(int argc, char **argv) {
             snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
             if (rs[i].shares < 0 && !pelab_file_exists(path)) {
                 js[done].start_s = pelab_clock_s();
-                if ((rc = train_one(&pl, &opts, &rs[i], 0))) return rc;
+                if ((rc = train_after_others(&pl, &opts, &rs[i], 0))) return rc;
                 js[done++].end_s = pelab_clock_s();
                 if (todo > 1) overall_progress(js, todo, 1, started_s);
             }

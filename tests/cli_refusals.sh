@@ -5,7 +5,9 @@
 #    writes nothing;
 #  - PELAB_SIMD and PELAB_SUBNORMALS hold a name the kernels know (in any case: AVX2 caps the
 #    level at avx2), and summary.json records the SIMD level and the subnormal mode that ran;
-#  - compare --jobs stopped by SIGTERM counts no stopped run as done;
+#  - compare --jobs stopped by SIGTERM counts no stopped run as done; a second compare on one --out
+#    waits for the run the first trains (naming its process) and reads it; a resume meanwhile
+#    names that process;
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32
@@ -50,5 +52,27 @@ wait $pid
 rc=$?
 [ $rc -eq 143 ] && [ "$(grep -c '^compare: 0 of 2 runs done, [12] stopped in [0-9hms]*$' "$W/e")" -eq 2 ] &&
     ! grep -q '^compare: [1-9]' "$W/e" || fail "compare after SIGTERM: exit $rc, $(cat "$W/e")"
+# two compares on one --out: the second waits for the run the first is training, with a line
+# naming it, then reads it rather than stopping; a resume by hand meanwhile names the process
+C="compare $TINY --steps 1500 --eval-every 0 --pe rope,nope --seeds 1 --out $W/two"
+"$P" $C >"$W/a.out" 2>"$W/a.err" &
+a=$!
+for _ in $(seq 300); do grep -q '^\[rope s1\]  training' "$W/a.err" && break; sleep 0.05; done
+expect 1 "$W/two/rope-s1: process $a is training this run" -- train --resume "$W/two/rope-s1"
+"$P" $C >"$W/b.out" 2>"$W/b.err"
+rb=$?
+wait $a
+ra=$?
+[ $ra -eq 0 ] && [ $rb -eq 0 ] || fail "two compares on one --out: exit $ra and $rb: $(tail -3 "$W/a.err" "$W/b.err")"
+grep -q "^\[rope s1\]  waits for process $a, which is training $W/two/rope-s1$" "$W/b.err" &&
+    grep -q "^\[rope s1\]  finished by process $a: $W/two/rope-s1$" "$W/b.err" ||
+    fail "the second compare did not wait for the first: $(grep -v ' step ' "$W/b.err")"
+diff <(grep '^|' "$W/a.out") <(grep '^|' "$W/b.out") >/dev/null || fail "two compares, two tables: $(cat "$W/a.out" "$W/b.out")"
+for r in rope-s1 nope-s1; do # each trained once, from step 1 to the last
+    /usr/bin/python3 -c '
+import json, sys
+steps = [json.loads(l)["step"] for l in open(sys.argv[1])]
+assert steps == sorted(set(steps)) and steps[-1] == 1500, steps' "$W/two/$r/log.jsonl" || fail "$r trained twice"
+done
 
 echo "cli_refusals: ok"

@@ -40,6 +40,13 @@ int pelab_file_exists(const char *path);
  * (PELAB_ERR_RUNTIME; made and removed). `what` names the option in the message ("--csv"). */
 int pelab_check_output(const char *what, const char *path);
 
+/* The process that holds a flock(2) on path (a file or a directory, as a training holds its run's):
+ * its pid, read from /proc/locks (Linux); 0 when none does, or where that cannot be told. */
+long pelab_flock_holder(const char *path);
+/* Waits until no process holds a flock on path, then returns holding none itself; at once when
+ * path cannot be opened. */
+void pelab_flock_wait(const char *path);
+
 /* CRC-32 (IEEE 802.3, the zlib polynomial); start with crc = 0. */
 uint32_t pelab_crc32(uint32_t crc, const void *data, size_t size);
 

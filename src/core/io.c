@@ -1,13 +1,18 @@
 /* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync), mkdir -p
- * (each new directory's entry fsync'ed in its parent), and CRC-32. */
+ * (each new directory's entry fsync'ed in its parent), who holds a lock, and CRC-32. */
+#define _DEFAULT_SOURCE /* flock, major, minor */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/sysmacros.h>
+#endif
 #include "pelab/io.h"
 #include "pelab/status.h"
 
@@ -228,6 +233,41 @@ int pelab_check_output(const char *what, const char *path) {
     if (pelab_atomic_open(&af, path)) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", what);
     pelab_atomic_abort(&af);
     return PELAB_OK;
+}
+
+/* ---- locks ----------------------------------------------------------------------------------- */
+
+long pelab_flock_holder(const char *path) {
+    long pid = 0;
+#ifdef __linux__
+    struct stat st;
+    FILE *f;
+    if (stat(path, &st) != 0 || !(f = fopen("/proc/locks", "r"))) return 0;
+    char line[256];
+    while (!pid && fgets(line, sizeof line, f)) {
+        /* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10953289 0 EOF": device major:minor in hex, inode;
+         * a process waiting for the lock has a line of its own with "->" before FLOCK */
+        char kind[16];
+        long p;
+        unsigned maj, min;
+        unsigned long ino;
+        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%lu", kind, &p, &maj, &min, &ino) == 5 &&
+            strcmp(kind, "FLOCK") == 0 && p > 0 && maj == major(st.st_dev) && min == minor(st.st_dev) &&
+            ino == (unsigned long)st.st_ino)
+            pid = p;
+    }
+    fclose(f);
+#else
+    (void)path;
+#endif
+    return pid;
+}
+
+void pelab_flock_wait(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) continue;
+    close(fd); /* releases it at once: the caller only waited */
 }
 
 /* ---- CRC-32 ---------------------------------------------------------------------------------- */

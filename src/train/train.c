@@ -704,7 +704,8 @@ agree:
             }
         }
         if (!rc) rc = pelab_mkdir_p(tr->dir);
-        if (!rc && ((rc = pelab_run_lock(tr)) || (rc = pelab_trainer_write_config(tr))) && made[0])
+        /* (a directory whose lock another process holds is that process's, even one made here) */
+        if (!rc && !(rc = pelab_run_lock(tr)) && (rc = pelab_trainer_write_config(tr)) && made[0])
             remove_new_dirs(tr->dir, made);
         if (!rc) rc = pelab_log_open(tr, 1);
     }
