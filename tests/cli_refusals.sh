@@ -8,6 +8,7 @@
 #  - compare --jobs stopped by SIGTERM counts no stopped run as done; a second compare on one --out
 #    waits for the run the first trains (naming its process) and reads it; a resume meanwhile
 #    names that process;
+#  - a CSV for plot lines may begin with a UTF-8 byte order mark;
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32
@@ -74,5 +75,15 @@ import json, sys
 steps = [json.loads(l)["step"] for l in open(sys.argv[1])]
 assert steps == sorted(set(steps)) and steps[-1] == 1500, steps' "$W/two/$r/log.jsonl" || fail "$r trained twice"
 done
+
+# ---- a CSV that begins with a UTF-8 byte order mark: the mark is no part of the first column ----
+if "$P" --version | grep -q ", cairo)"; then
+    printf '\xef\xbb\xbflength,ppl\n64,8.2\n128,12.2\n' >"$W/bom.csv"
+    "$P" plot lines --csv "$W/bom.csv" --x length --y ppl --png "$W/bom.png" >/dev/null 2>"$W/e" ||
+        fail "plot lines of a CSV with a byte order mark: $(cat "$W/e")"
+    printf '\xef\xbb\xbf' >"$W/bom-only.csv"
+    expect 1 "$W/bom-only.csv: empty: a CSV file needs a header line" -- plot lines --csv "$W/bom-only.csv" --x length \
+        --y ppl --png "$W/bom.png"
+fi
 
 echo "cli_refusals: ok"
