@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Input that must be refused in one line, before any work, losing nothing:
+# What a hostile user tried, each kept as a repro (bad input is one line before any work and loses
+# nothing; what was fine works):
 #  - a damaged split that training reads only at its end (an image test label out of range) stops
 #    a new run and a resumed one before their first update, naming the file and the image, and
 #    writes nothing;
@@ -8,7 +9,8 @@
 #  - compare --jobs stopped by SIGTERM counts no stopped run as done; a second compare on one --out
 #    waits for the run the first trains (naming its process) and reads it; a resume meanwhile
 #    names that process;
-#  - a CSV for plot lines may begin with a UTF-8 byte order mark;
+#  - an --out that is a symbolic link to nothing is named as such (not "File exists");
+#  - a CSV for plot lines may begin with a UTF-8 byte order mark.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 TINY="--task indirect --d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 32
@@ -75,6 +77,13 @@ import json, sys
 steps = [json.loads(l)["step"] for l in open(sys.argv[1])]
 assert steps == sorted(set(steps)) and steps[-1] == 1500, steps' "$W/two/$r/log.jsonl" || fail "$r trained twice"
 done
+
+# ---- an --out that is a symbolic link to nothing: named as such, and nothing made ----
+ln -s "$W/gone" "$W/dangling"
+expect 1 "$W/dangling is a symbolic link to a missing '$W/gone'" -- train $TINY --out "$W/dangling"
+expect 1 "$W/dangling/c: $W/dangling is a symbolic link to a missing '$W/gone'" -- \
+    compare $TINY --pe rope --seeds 1 --out "$W/dangling/c"
+[ ! -e "$W/gone" ] || fail "the link's target was made"
 
 # ---- a CSV that begins with a UTF-8 byte order mark: the mark is no part of the first column ----
 if "$P" --version | grep -q ", cairo)"; then

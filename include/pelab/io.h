@@ -32,7 +32,7 @@ void pelab_atomic_abort(struct pelab_atomic_file *af);
 /* Convenience: the whole buffer, atomically. */
 int pelab_write_file_atomic(const char *path, const void *data, size_t size);
 
-/* mkdir -p. */
+/* mkdir -p. A symbolic link to nothing on the way is refused, naming it and its target. */
 int pelab_mkdir_p(const char *path);
 int pelab_file_exists(const char *path);
 /* Whether `path` can be written later (checked before long work, so a bad output path fails

@@ -200,23 +200,37 @@ static int make_dir(const char *path) {
     return err;
 }
 
+/* pelab_mkdir_p(path) failing with err at `at`, path or a prefix of it. A symbolic link to
+ * nothing there (mkdir's EEXIST, though nothing exists) is named as such. */
+static int mkdir_error(const char *path, const char *at, int err) {
+    struct stat st;
+    char target[1024];
+    ssize_t n;
+    if (err != EEXIST || lstat(at, &st) != 0 || !S_ISLNK(st.st_mode) ||
+        (n = readlink(at, target, sizeof target - 1)) < 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot create directory: %s", path, strerror(err));
+    target[n] = '\0';
+    const int prefix = strcmp(at, path) != 0;
+    return pelab_fail(PELAB_ERR_RUNTIME, "%s%s%s is a symbolic link to a missing '%s', so no directory can "
+                      "be made there (make its target, or remove the link)", prefix ? path : "",
+                      prefix ? ": " : "", at, target);
+}
+
 int pelab_mkdir_p(const char *path) {
     char *p = dup_str(path);
     if (!p) return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", path);
     int err = 0;
-    /* Create each prefix ending before a '/', then the whole path. */
+    /* Create each prefix ending before a '/', then the whole path; p is left cut at the prefix
+     * that failed. */
     for (char *s = p; *s && !err; s++) {
         if (s == p || *s != '/' || s[-1] == '/') continue;
         *s = '\0';
-        err = make_dir(p);
-        *s = '/';
+        if (!(err = make_dir(p))) *s = '/';
     }
     if (!err) err = make_dir(p);
+    const int rc = err ? mkdir_error(path, p, err) : PELAB_OK;
     free(p);
-    if (err)
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot create directory: %s", path,
-                          strerror(err));
-    return PELAB_OK;
+    return rc;
 }
 
 int pelab_file_exists(const char *path) {
