@@ -219,7 +219,9 @@ void pelab_cmd_compare_help(FILE *f) {
                "A run DIR holds already is reused (finished) or continued (interrupted) only\n"
                "if its config.json records the settings asked (all but --out, --threads,\n"
                "--keep); otherwise compare stops before training, naming the settings that\n"
-               "differ. An encoding option applies to the runs of its\n"
+               "differ. A run another process is training (a second compare on the same --out)\n"
+               "is waited for, with a line naming that process, then read if it finished the run\n"
+               "or continued if it stopped. An encoding option applies to the runs of its\n"
                "encoding only; so does an encoding's evaluation-time option ('pelab help eval',\n"
                "e.g. --ape-extend interpolate), which applies to the sweeps of its runs (a\n"
                "variant may give one: learned:ape-extend=interpolate; entries that differ only in\n"
@@ -346,27 +348,63 @@ static int train_one(struct plan *pl, const struct pelab_opts *opts, const struc
     return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
 
-/* The line after each run: how many of this invocation's runs are done and about how long the
- * rest take: each run still to go is taken to last the mean of the finished ones (w), a running
- * one what it has left of w, and `parallel` of them run at once. */
+/* train_one after any other process that trains r (another compare on this --out, a resume by
+ * hand): a line names it and its run is waited for, then read if that process finished it, or
+ * continued here if it stopped. A process that locked r at the same moment as this one (two
+ * compares started together) is waited for alike. */
+static int train_after_others(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *r,
+                              int child) {
+    char label[80], summary[sizeof r->dir + 16];
+    run_label(label, sizeof label, r);
+    snprintf(summary, sizeof summary, "%s/summary.json", r->dir);
+    for (;;) {
+        const long pid = pelab_flock_holder(r->dir);
+        if (pid) {
+            fprintf(stderr, "%s  waits for process %ld, which is training %s\n", label, pid, r->dir);
+            pelab_flock_wait(r->dir);
+            if (pelab_file_exists(summary)) {
+                fprintf(stderr, "%s  finished by process %ld: %s\n", label, pid, r->dir);
+                return PELAB_OK;
+            }
+        }
+        const int rc = train_one(pl, opts, r, child);
+        if (!rc || !pelab_flock_holder(r->dir)) return rc;
+    }
+}
+
+/* The line after each run: how many of this invocation's runs are done, and apart those that
+ * failed or were stopped by a signal (never counted as done), and about how long the rest take:
+ * each run still to go is taken to last the mean of those done (w), a running one what it has left
+ * of w, and `parallel` of them run at once. No estimate before a run is done. */
 static void overall_progress(const struct pelab_job *js, int total, int parallel, double started_s) {
     double now = pelab_clock_s(), w = 0, work = 0;
-    int done = 0;
-    for (int i = 0; i < total; i++)
-        if (js[i].end_s > 0) {
-            w += js[i].end_s - js[i].start_s;
-            done++;
+    int done = 0, failed = 0, stopped = 0;
+    for (int i = 0; i < total; i++) {
+        if (js[i].end_s == 0) continue;
+        if (js[i].status >= 128) { /* 128 + the signal that killed its child (cli/jobs.h) */
+            stopped++;
+            continue;
         }
-    w /= done;
+        if (js[i].status) {
+            failed++;
+            continue;
+        }
+        w += js[i].end_s - js[i].start_s;
+        done++;
+    }
+    if (done) w /= done;
     for (int i = 0; i < total; i++)
         if (js[i].end_s == 0) work += js[i].start_s > 0 ? fmax(0, w - (now - js[i].start_s)) : w;
-    char el[32], left[32];
+    char el[32], left[48] = "", others[48] = "";
     pelab_format_duration(el, sizeof el, now - started_s);
-    pelab_format_duration(left, sizeof left, work / parallel);
-    if (done < total)
-        fprintf(stderr, "compare: %d of %d runs done in %s; about %s left\n", done, total, el, left);
-    else
-        fprintf(stderr, "compare: %d of %d runs done in %s\n", done, total, el);
+    if (failed) snprintf(others, sizeof others, ", %d failed", failed);
+    if (stopped) snprintf(others + strlen(others), sizeof others - strlen(others), ", %d stopped", stopped);
+    if (done && done + failed + stopped < total) {
+        char t[32];
+        pelab_format_duration(t, sizeof t, work / parallel);
+        snprintf(left, sizeof left, "; about %s left", t);
+    }
+    fprintf(stderr, "compare: %d of %d runs done%s in %s%s\n", done, total, others, el, left);
 }
 
 /* --jobs: the unfinished runs, `jobs` at a time, each trained by train_one in a child. */
@@ -382,10 +420,10 @@ struct batch {
 
 static int train_job(void *ctx, int i) {
     const struct batch *b = ctx;
-    return train_one(b->pl, b->opts, &b->rs[b->todo[i]], 1);
+    return train_after_others(b->pl, b->opts, &b->rs[b->todo[i]], 1);
 }
 
-static void job_ended(void *ctx, int i, int done) {
+static void job_ended(void *ctx, int i, int reaped) {
     const struct batch *b = ctx;
     overall_progress(b->js, b->total, b->parallel, b->started_s);
 }
@@ -574,7 +612,7 @@ int pelab_cmd_compare(int argc, char **argv) {
             snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
             if (rs[i].shares < 0 && !pelab_file_exists(path)) {
                 js[done].start_s = pelab_clock_s();
-                if ((rc = train_one(&pl, &opts, &rs[i], 0))) return rc;
+                if ((rc = train_after_others(&pl, &opts, &rs[i], 0))) return rc;
                 js[done++].end_s = pelab_clock_s();
                 if (todo > 1) overall_progress(js, todo, 1, started_s);
             }

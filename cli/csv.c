@@ -102,12 +102,14 @@ int pelab_csv_parse(struct pelab_csv *c, const char *name, char *buf, size_t siz
     memset(c, 0, sizeof *c);
     c->path = name;
     c->buf = buf;
-    struct cursor k = {.path = name, .buf = buf, .size = size, .line = 1};
+    /* a UTF-8 byte order mark, which spreadsheets write first, is no part of the first column's name */
+    const size_t bom = size >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    struct cursor k = {.path = name, .buf = buf, .i = bom, .size = size, .line = 1};
     long lines_cap = 0;
     int *lines;
     int rc = PELAB_OK, got = 0;
     if (memchr(buf, '\0', size)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: not a CSV file (it holds NUL bytes)", name);
-    else if (size == 0) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", name);
+    else if (size == bom) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s: empty: a CSV file needs a header line", name);
     else if (at_empty_line(&k)) rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: the header line is empty", name);
     else if (!(rc = record(&k, PELAB_CSV_MAX_COLS, &got)) && got > PELAB_CSV_MAX_COLS)
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s:1: more than %d columns", name, PELAB_CSV_MAX_COLS);

@@ -2,7 +2,8 @@
  * them): a header line of unique, non-empty column names (at most PELAB_CSV_MAX_COLS), then rows
  * with exactly as many cells, separated by commas. A cell that begins with a quote is quoted: it
  * may hold commas, line breaks and quotes (doubled), and ends at the next single quote; a quote
- * anywhere else is an error. Lines end in \n (a \r before it is dropped); the last may lack it;
+ * anywhere else is an error. A UTF-8 byte order mark at the start (spreadsheets write one) is
+ * skipped. Lines end in \n (a \r before it is dropped); the last may lack it;
  * empty lines are refused except at the end. Anything else is an error naming the file, line and
  * what is wrong. pelab_sb_csv_cell (pelab/json.h) writes cells this reads back.
  */

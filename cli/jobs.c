@@ -133,7 +133,7 @@ int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void
         jobs[i].error[0] = '\0';
     }
 
-    int next = 0, running = 0, failed = 0, done = 0;
+    int next = 0, running = 0, failed = 0, reaped = 0; /* reaped: failed ones too */
     for (;;) {
         while (!caught && running < parallel && next < n) {
             int k = 0;
@@ -165,7 +165,7 @@ int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void
         job->end_s = pelab_clock_s();
         finish(job, wstatus, pl.fd_of[k]);
         if (job->status) failed++;
-        if (ended) ended(ctx, pl.job_of[k], ++done);
+        if (ended) ended(ctx, pl.job_of[k], ++reaped);
     }
 
     for (int s = 0; s < N_FORWARDED; s++) sigaction(forwarded[s], &pl.saved[s], NULL);

@@ -22,9 +22,10 @@ struct pelab_job {
  * SIGINT, SIGTERM and SIGHUP to the parent go on to the running children, no new child starts,
  * and once the children have exited the parent dies of the same signal (after a line on stderr):
  * an interrupted pelab leaves no process behind. `ended` (may be NULL) is called in the parent
- * after each job's child has been reaped, with the job's index and how many have ended so far:
- * where a caller reports overall progress. Returns the number of jobs that failed. */
+ * after each job's child has been reaped, with the job's index and how many have ended so far,
+ * failed or killed ones included (jobs[i].status tells them apart): where a caller reports
+ * overall progress. Returns the number of jobs that failed. */
 int pelab_jobs_run(struct pelab_job *jobs, int n, int parallel, int (*work)(void *ctx, int i),
-                   void (*ended)(void *ctx, int i, int done), void *ctx);
+                   void (*ended)(void *ctx, int i, int reaped), void *ctx);
 
 #endif

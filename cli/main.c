@@ -148,6 +148,8 @@ static int run(int argc, char **argv) {
         c->help(stdout);
         return PELAB_OK;
     }
+    /* the kernels' settings, which they read only once they run */
+    if (pelab_kernels_check_env()) return fail(PELAB_ERR_USAGE);
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK; /* oneDNN and the CPU */
         pelab_clear_error();

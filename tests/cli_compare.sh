@@ -94,6 +94,7 @@ rc=$?
 [ $rc -eq 1 ] || fail "failed child: exit $rc, not 1"
 grep -q '^\[nope s1\]  failed: .*holds no checkpoint to resume from' "$W/berr" || fail "failed run not named: $(cat "$W/berr")"
 grep -q 'pelab: 1 of 4 runs failed' "$W/berr" || fail "no failure count: $(cat "$W/berr")"
+grep -q '^compare: 3 of 4 runs done, 1 failed in [0-9hms]*$' "$W/berr" || fail "the failed run counted as done: $(cat "$W/berr")"
 grep -q '^|' "$W/bout" && fail "a table despite a failed run"
 for r in rope-s1 rope-s2 nope-s2; do
     [ -f "$W/bad/$r/summary.json" ] || fail "$r did not finish beside the failed run"

@@ -101,15 +101,15 @@ for cfg in "--pe rope --save-every 1 --keep 2:1" "--pe pope --dropout 0.1 --accu
 done
 [ $total_kills -ge "$MIN_KILLS" ] || fail "only $total_kills kills landed (want $MIN_KILLS)"
 
-# One run, one writer: while a process trains a run, another resume of it is refused (the
-# directory is locked); the lock dies with its holder, even a killed one.
+# One run, one writer: while a process trains a run, another resume of it is refused, naming that
+# process (the directory is locked); the lock dies with its holder, even a killed one.
 rm -rf "$W/run"
 "$P" train $S --pe rope --steps 100000 --save-every 0 --log-every 1000 --out "$W/run" >/dev/null 2>&1 &
 pid=$!
 for i in $(seq 100); do [ -f "$W/run/log.jsonl" ] && break; sleep 0.05; done
 "$P" train --resume "$W/run" >/dev/null 2>"$W/err"; rc=$?
 kill -KILL $pid; { wait $pid; } 2>/dev/null
-[ $rc -eq 1 ] && grep -q "^pelab: $W/run: another pelab process is training this run$" "$W/err" ||
+[ $rc -eq 1 ] && grep -q "^pelab: $W/run: process $pid is training this run (a pelab train or compare that holds its lock)$" "$W/err" ||
     fail "a second writer of a run: exit $rc: $(cat "$W/err")"
 "$P" train --resume "$W/run" --steps 3 >/dev/null 2>"$W/err" || fail "resume after the holder was killed: $(cat "$W/err")"
 echo "ok: $total_kills kills, $total_in_write during a file write"

@@ -4,8 +4,9 @@
 # CPU; each run's settings, summary, sweep and log tail, no weights); scripts/tables.py writes a
 # table from it whose cells are the runs' mean ± sample standard deviation, and --check catches a
 # changed record; scripts/reproduce.sh trains it all again and finds no drift (same binary, same
-# machine: the same bits). An algorithmic task's record makes a table of exact matches per bucket;
-# an analysis's record keeps its --json output, or its CSV.
+# machine: the same bits), and refuses a name with a path, an output directory it did not make
+# and a record whose command has no --out, removing nothing. An algorithmic task's record makes a
+# table of exact matches per bucket; an analysis's record keeps its --json output, or its CSV.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 D=$W/data
@@ -53,6 +54,31 @@ cp "$W/cmp/compare.json" "$R/compare.json" # the record as it was
 PELAB_REPRODUCE_OUT=$W/again bash scripts/reproduce.sh tiny >"$W/o" 2>"$W/e" || fail "reproduce.sh: $(tail -3 "$W/e")"
 [ "$(grep -c '^rope \|^nope ' "$W/o")" -eq 12 ] || fail "reproduce: not 12 numbers: $(cat "$W/o")"
 grep -q "^largest drift: 0.000 %$" "$W/o" || fail "reproduce on the same machine and binary drifts: $(tail -14 "$W/o")"
+[ -f "$W/again/.made-by-reproduce" ] || fail "reproduce did not mark its directory as its own"
+# reproduce removes only what it made: a name is a directory of results/ (no path), and an --out
+# it did not make is refused and kept; its own directory it replaces
+refused() { # CODE PATTERN NAME: reproduce NAME exits CODE with one line on stderr containing PATTERN
+    bash scripts/reproduce.sh "$3" >"$W/o" 2>"$W/e"; local rc=$?
+    [ $rc -eq "$1" ] && [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$2" "$W/e" ||
+        fail "reproduce $3: exit $rc, expected $1 and one line with '$2': $(head -c 2000 "$W/e")"
+}
+mkdir "$W/victim" && cp "$R/record.json" "$W/victim/" && echo precious >"$W/victim/file"
+# from results/ and from runs/reproduce/ alike, this name leads to $W/victim
+refused 2 "is not a table name" "../../../../../../../../../..$W/victim"
+mkdir "$W/mine" && echo precious >"$W/mine/file"
+PELAB_REPRODUCE_OUT=$W/mine refused 2 "$W/mine exists and was not made by reproduce" tiny
+ln -s "$W/mine" "$W/link"
+PELAB_REPRODUCE_OUT=$W/link refused 2 "$W/link exists and was not made by reproduce" tiny
+[ "$(cat "$W/victim/file" "$W/mine/file")" = "$(printf 'precious\nprecious')" ] && [ -f "$W/victim/record.json" ] ||
+    fail "a refused reproduce removed a directory it did not make"
+mkdir "$W/results/no-out" && /usr/bin/python3 -c '
+import json, sys
+json.dump({"command": [sys.argv[1], "compare", "--task", "indirect"], "environment": {}}, open(sys.argv[2], "w"))' \
+    "$P" "$W/results/no-out/record.json"
+PELAB_REPRODUCE_OUT=$W/none refused 2 "its command names no --out DIR" no-out
+[ ! -e "$W/none" ] || fail "a refused reproduce made its directory"
+PELAB_REPRODUCE_OUT=$W/again bash scripts/reproduce.sh tiny >"$W/o" 2>"$W/e" || fail "reproduce into its own directory: $(tail -3 "$W/e")"
+grep -q "^largest drift: 0.000 %$" "$W/o" || fail "reproduce into its own directory: $(tail -14 "$W/o")"
 # an algorithmic task's record: its table has a column per bucket of sizes, exact match in %
 ALG="--task copy --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --steps 3 --algo-train-max 4 --algo-test-per-size 5"
 bash scripts/record.sh algo "$P" compare $ALG --pe rope,rope:random-positions=32 --seeds 2 --buckets 1-4,5-8 \

@@ -1,7 +1,11 @@
-/* io: whole reads, atomic writes (no torn or leftover files, killed or not), mkdir -p, CRC-32. */
+/* io: whole reads, atomic writes (no torn or leftover files, killed or not), mkdir -p, who holds
+ * a lock, CRC-32. */
+#define _DEFAULT_SOURCE /* flock */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,6 +182,33 @@ static void test_mkdir(void) {
           pelab_last_error());
     CHECK(pelab_mkdir_p(f) == PELAB_ERR_RUNTIME, "an existing file is not a directory");
     CHECK(pelab_mkdir_p("") == PELAB_ERR_RUNTIME, "empty path refused");
+
+    /* a symbolic link to nothing, as the path or on the way, is named with its target */
+    const char *link = tmpdir_path("m/dangling");
+    CHECK(symlink("nowhere", link) == 0, "symlink");
+    CHECK(pelab_mkdir_p(tmpdir_path("m/dangling")) == PELAB_ERR_RUNTIME &&
+          strstr(pelab_last_error(), "m/dangling is a symbolic link to a missing 'nowhere'") != NULL,
+          "a dangling link: %s", pelab_last_error());
+    const char *below = tmpdir_path("m/dangling/x");
+    CHECK(pelab_mkdir_p(below) == PELAB_ERR_RUNTIME && strncmp(pelab_last_error(), below, strlen(below)) == 0 &&
+          strstr(pelab_last_error(), "m/dangling is a symbolic link to a missing 'nowhere'") != NULL,
+          "a dangling link on the way: %s", pelab_last_error());
+    CHECK(!pelab_file_exists(tmpdir_path("m/nowhere")), "the link's target was not made");
+}
+
+/* pelab_flock_holder: none on a free directory, this process while it holds one (Linux). */
+static void test_flock_holder(void) {
+    const char *d = tmpdir_path("locked");
+    CHECK(pelab_mkdir_p(d) == PELAB_OK, "mkdir");
+    CHECK(pelab_flock_holder(d) == 0, "a free directory has no holder");
+#ifdef __linux__
+    int fd = open(d, O_RDONLY);
+    CHECK(fd >= 0 && flock(fd, LOCK_EX) == 0, "flock");
+    CHECK(pelab_flock_holder(d) == (long)getpid(), "the holder: %ld, not %ld", pelab_flock_holder(d),
+          (long)getpid());
+    close(fd);
+    CHECK(pelab_flock_holder(d) == 0, "released");
+#endif
 }
 
 int main(void) {
@@ -188,6 +219,7 @@ int main(void) {
     test_atomic_abort();
     test_signal_removes_temps();
     test_mkdir();
+    test_flock_holder();
     tmpdir_remove();
     return check_report("test_io");
 }

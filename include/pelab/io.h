@@ -47,13 +47,20 @@ void pelab_atomic_remove_on_signals(void);
 /* Convenience: the whole buffer, atomically. */
 int pelab_write_file_atomic(const char *path, const void *data, size_t size);
 
-/* mkdir -p. */
+/* mkdir -p. A symbolic link to nothing on the way is refused, naming it and its target. */
 int pelab_mkdir_p(const char *path);
 int pelab_file_exists(const char *path);
 /* Whether `path` can be written later (checked before long work, so a bad output path fails
  * first): not a directory (PELAB_ERR_USAGE), and a temporary file can be made beside it
  * (PELAB_ERR_RUNTIME; made and removed). `what` names the option in the message ("--csv"). */
 int pelab_check_output(const char *what, const char *path);
+
+/* The process that holds a flock(2) on path (a file or a directory, as a training holds its run's):
+ * its pid, read from /proc/locks (Linux); 0 when none does, or where that cannot be told. */
+long pelab_flock_holder(const char *path);
+/* Waits until no process holds a flock on path, then returns holding none itself; at once when
+ * path cannot be opened. */
+void pelab_flock_wait(const char *path);
 
 /* CRC-32 (IEEE 802.3, the zlib polynomial); start with crc = 0. */
 uint32_t pelab_crc32(uint32_t crc, const void *data, size_t size);

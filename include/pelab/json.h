@@ -47,8 +47,8 @@ void pelab_sb_printf(struct pelab_sb *sb, const char *fmt, ...) __attribute__((f
 void pelab_sb_append(struct pelab_sb *sb, const char *s, size_t n);
 /* Appends s as a quoted, escaped JSON string. */
 void pelab_sb_json_string(struct pelab_sb *sb, const char *s);
-/* Appends s as one CSV cell (RFC 4180): as it is, or, when it is empty or holds a comma, a quote
- * or a line break, quoted with its quotes doubled. */
+/* Appends s as one CSV cell (RFC 4180): as it is, or, when it is empty, holds a comma, a quote or
+ * a line break, or begins with a UTF-8 byte order mark, quoted with its quotes doubled. */
 void pelab_sb_csv_cell(struct pelab_sb *sb, const char *s);
 /* Appends a number in its canonical text (pelab_json_number_text). */
 void pelab_sb_json_number(struct pelab_sb *sb, double x);

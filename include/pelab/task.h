@@ -100,7 +100,8 @@ struct pelab_task_ops {
     /* Optional: reads a split's data on its first use (the image task's test images), so that
      * what a command does not read cannot stop it (a damaged test file, evaluating val).
      * PELAB_ERR_RUNTIME naming the file at fault. Called through pelab_task_open_split before
-     * split_size or fill of that split (the training split and val are read by init). */
+     * split_size or fill of that split (the training split and val are read by init); training
+     * opens every split it evaluates before its first update. */
     int (*open_split)(const struct pelab_task *t, enum pelab_split split);
     /* Optional (the algorithmic tasks): instance sizes. Training and validation sizes run 1..
      * *train_max; the test split holds *per_size examples of each size 1..*test_max in order of

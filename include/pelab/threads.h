@@ -11,11 +11,21 @@ int pelab_threads_available(void);
  * OpenMP's, with OpenBLAS called single-threaded inside them (without OpenMP, OpenBLAS's own n
  * threads run the products). On x86-64 it also sets the pool's threads, the caller's among them, to flush subnormal floats
  * to zero (FTZ and DAZ: on Intel cores each operation on one costs a microcode assist), unless
- * the environment has PELAB_SUBNORMALS=keep. Without OpenMP, OpenBLAS's threads keep theirs. */
+ * the environment has PELAB_SUBNORMALS=keep (any case). Without OpenMP, OpenBLAS's threads keep
+ * theirs. */
 void pelab_threads_set(int n);
 int pelab_threads_get(void);
 /* 1 when the calling thread flushes subnormals to zero (both FTZ and DAZ set), else 0. */
 int pelab_subnormals_flushed(void);
+/* PELAB_SIMD and PELAB_SUBNORMALS hold values the kernels know (each unset, empty, or one of its
+ * names in any case: portable, avx2, avx512; flush, keep); else PELAB_ERR_USAGE naming them.
+ * Commands call it before any work, since the kernels read them later and cannot refuse. */
+int pelab_kernels_check_env(void);
+/* The vector kernels that run ("portable", "avx2", "avx512": the best this CPU runs, capped by
+ * PELAB_SIMD) and what pelab_threads_set does with subnormals ("flushed", "kept", or "as the
+ * CPU's default" off x86-64): what a run records of the kernels it ran on. */
+const char *pelab_simd_used(void);
+const char *pelab_subnormal_mode(void);
 /* How the build does matrix products and threads, what it was compiled for and which vector
  * kernels run on this CPU, and whether pelab_threads_set flushes subnormals, e.g. "OpenBLAS,
  * OpenMP, portable x86-64 build, avx512 kernels, subnormals flushed". */

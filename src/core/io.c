@@ -1,6 +1,7 @@
 /* Files: whole reads, atomic writes (temp sibling + fsync + rename + directory fsync; the
  * temporary files under way removed by a fatal signal), mkdir -p (each new directory's entry
- * fsync'ed in its parent), and CRC-32. */
+ * fsync'ed in its parent), who holds a lock, and CRC-32. */
+#define _DEFAULT_SOURCE /* flock, major, minor */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -8,9 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/sysmacros.h>
+#endif
 #include "pelab/io.h"
 #include "pelab/status.h"
 
@@ -270,23 +275,37 @@ static int make_dir(const char *path) {
     return err;
 }
 
+/* pelab_mkdir_p(path) failing with err at `at`, path or a prefix of it. A symbolic link to
+ * nothing there (mkdir's EEXIST, though nothing exists) is named as such. */
+static int mkdir_error(const char *path, const char *at, int err) {
+    struct stat st;
+    char target[1024];
+    ssize_t n;
+    if (err != EEXIST || lstat(at, &st) != 0 || !S_ISLNK(st.st_mode) ||
+        (n = readlink(at, target, sizeof target - 1)) < 0)
+        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot create directory: %s", path, strerror(err));
+    target[n] = '\0';
+    const int prefix = strcmp(at, path) != 0;
+    return pelab_fail(PELAB_ERR_RUNTIME, "%s%s%s is a symbolic link to a missing '%s', so no directory can "
+                      "be made there (make its target, or remove the link)", prefix ? path : "",
+                      prefix ? ": " : "", at, target);
+}
+
 int pelab_mkdir_p(const char *path) {
     char *p = dup_str(path);
     if (!p) return pelab_fail(PELAB_ERR_RUNTIME, "%s: out of memory", path);
     int err = 0;
-    /* Create each prefix ending before a '/', then the whole path. */
+    /* Create each prefix ending before a '/', then the whole path; p is left cut at the prefix
+     * that failed. */
     for (char *s = p; *s && !err; s++) {
         if (s == p || *s != '/' || s[-1] == '/') continue;
         *s = '\0';
-        err = make_dir(p);
-        *s = '/';
+        if (!(err = make_dir(p))) *s = '/';
     }
     if (!err) err = make_dir(p);
+    const int rc = err ? mkdir_error(path, p, err) : PELAB_OK;
     free(p);
-    if (err)
-        return pelab_fail(PELAB_ERR_RUNTIME, "%s: cannot create directory: %s", path,
-                          strerror(err));
-    return PELAB_OK;
+    return rc;
 }
 
 int pelab_file_exists(const char *path) {
@@ -303,6 +322,41 @@ int pelab_check_output(const char *what, const char *path) {
     if (pelab_atomic_open(&af, path)) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", what);
     pelab_atomic_abort(&af);
     return PELAB_OK;
+}
+
+/* ---- locks ----------------------------------------------------------------------------------- */
+
+long pelab_flock_holder(const char *path) {
+    long pid = 0;
+#ifdef __linux__
+    struct stat st;
+    FILE *f;
+    if (stat(path, &st) != 0 || !(f = fopen("/proc/locks", "r"))) return 0;
+    char line[256];
+    while (!pid && fgets(line, sizeof line, f)) {
+        /* "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10953289 0 EOF": device major:minor in hex, inode;
+         * a process waiting for the lock has a line of its own with "->" before FLOCK */
+        char kind[16];
+        long p;
+        unsigned maj, min;
+        unsigned long ino;
+        if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%lu", kind, &p, &maj, &min, &ino) == 5 &&
+            strcmp(kind, "FLOCK") == 0 && p > 0 && maj == major(st.st_dev) && min == minor(st.st_dev) &&
+            ino == (unsigned long)st.st_ino)
+            pid = p;
+    }
+    fclose(f);
+#else
+    (void)path;
+#endif
+    return pid;
+}
+
+void pelab_flock_wait(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) continue;
+    close(fd); /* releases it at once: the caller only waited */
 }
 
 /* ---- CRC-32 ---------------------------------------------------------------------------------- */

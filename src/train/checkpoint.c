@@ -245,6 +245,10 @@ int pelab_run_lock(struct pelab_trainer *tr) {
         int err = errno;
         if (err == EWOULDBLOCK) {
             pelab_run_unlock(tr);
+            const long pid = pelab_flock_holder(tr->dir);
+            if (pid)
+                return pelab_fail(PELAB_ERR_RUNTIME, "%s: process %ld is training this run (a pelab "
+                                  "train or compare that holds its lock)", tr->dir, pid);
             return pelab_fail(PELAB_ERR_RUNTIME, "%s: another pelab process is training this run",
                               tr->dir);
         }

@@ -109,9 +109,10 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     }
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "config.json");
-    if (pelab_trainer_setup(tr, NULL)) {
-        /* The overrides were checked above: the fault is in the file. */
-        rc = pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
+    if ((rc = pelab_trainer_setup(tr, NULL))) {
+        /* The overrides were checked above: a refused setting is the file's fault; a damaged
+         * data file names itself. */
+        if (rc == PELAB_ERR_USAGE) rc = pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
         goto agree;
     }
     if ((rc = pelab_trainer_buffers(tr))) goto agree;

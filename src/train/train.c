@@ -70,6 +70,11 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if ((rc = pelab_precision_set(c->precision))) return rc;
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
+    /* Every split the run reads (training and val by init; val during training, val and test at
+     * its end), read now: a damaged file stops the run before its first update, not after its
+     * last. */
+    for (int s = PELAB_SPLIT_VAL; s <= PELAB_SPLIT_TEST; s++)
+        if ((rc = pelab_task_open_split(&tr->task, (enum pelab_split)s))) return rc;
     tr->task.augment = 1;
     tr->task.train_origin = pelab_hash64(c->seed ^ CURSOR_SALT) %
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
@@ -414,8 +419,11 @@ static int write_summary(struct pelab_trainer *tr, const struct pelab_eval_resul
         }
     }
     pelab_sb_printf(&sb, ",\n  \"val_examples\": %" PRIu64 ",\n  \"test_examples\": %" PRIu64
-                    ",\n  \"parameters\": %zu\n}\n",
+                    ",\n  \"parameters\": %zu",
                     val->examples, test->examples, tr->model.params.total);
+    /* the kernels this process ran on (PELAB_SIMD and PELAB_SUBNORMALS change their bits) */
+    pelab_sb_printf(&sb, ",\n  \"simd\": \"%s\",\n  \"subnormals\": \"%s\"\n}\n", pelab_simd_used(),
+                    pelab_subnormal_mode());
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "summary.json");
     int rc = pelab_write_file_atomic(path, sb.data, sb.len);
@@ -779,7 +787,8 @@ agree:
             }
         }
         if (!rc) rc = pelab_mkdir_p(tr->dir);
-        if (!rc && ((rc = pelab_run_lock(tr)) || (rc = pelab_trainer_write_config(tr))) && made[0])
+        /* (a directory whose lock another process holds is that process's, even one made here) */
+        if (!rc && !(rc = pelab_run_lock(tr)) && (rc = pelab_trainer_write_config(tr)) && made[0])
             remove_new_dirs(tr->dir, made);
         if (!rc) rc = pelab_log_open(tr, 1);
     }

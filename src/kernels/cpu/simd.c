@@ -2,7 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "kernels/cpu/simd.h"
+#include "pelab/status.h"
 
 static const char *const names[PELAB_SIMD_LEVELS] = {"portable", "avx2", "avx512"};
 static int level = -1; /* not chosen yet */
@@ -28,6 +30,22 @@ int pelab_simd_supported(enum pelab_simd_level l) {
 #endif
 }
 
+/* The cap PELAB_SIMD names: a level's name in any case ("AVX2" is avx2); PELAB_SIMD_LEVELS, no
+ * cap, when it is unset or empty; -1 for any other value (pelab_simd_check_env refuses it). */
+static int env_cap(void) {
+    const char *cap = getenv("PELAB_SIMD");
+    if (!cap || !cap[0]) return PELAB_SIMD_LEVELS;
+    for (int l = 0; l < PELAB_SIMD_LEVELS; l++)
+        if (strcasecmp(cap, names[l]) == 0) return l;
+    return -1;
+}
+
+int pelab_simd_check_env(void) {
+    if (env_cap() >= 0) return PELAB_OK;
+    return pelab_fail(PELAB_ERR_USAGE, "PELAB_SIMD=%s: expected %s, %s or %s (in any case), or unset for the "
+                      "best level this CPU runs", getenv("PELAB_SIMD"), names[0], names[1], names[2]);
+}
+
 static int choose(void) {
     int best = PELAB_SIMD_PORTABLE;
     for (int l = PELAB_SIMD_LEVELS - 1; l > PELAB_SIMD_PORTABLE; l--)
@@ -35,10 +53,8 @@ static int choose(void) {
             best = l;
             break;
         }
-    const char *cap = getenv("PELAB_SIMD");
-    for (int l = 0; cap && l < best; l++)
-        if (strcmp(cap, names[l]) == 0) best = l;
-    return best;
+    const int cap = env_cap();
+    return cap >= 0 && cap < best ? cap : best;
 }
 
 enum pelab_simd_level pelab_simd_level(void) {

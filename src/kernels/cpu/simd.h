@@ -13,8 +13,8 @@
  *   ...  pelab_simd_fn(gelu)(out, x, n);    the current level's variant
  *
  * Kernels take ranges, and their OpenMP loops stay outside the bodies: an outlined parallel
- * region would not inherit a target attribute. PELAB_SIMD=portable|avx2|avx512 in the
- * environment caps the level (to compare them); tests force each level in turn.
+ * region would not inherit a target attribute. PELAB_SIMD=portable|avx2|avx512 (in any case) in
+ * the environment caps the level (to compare them); tests force each level in turn.
  */
 #ifndef PELAB_KERNELS_SIMD_H
 #define PELAB_KERNELS_SIMD_H
@@ -34,6 +34,9 @@ int pelab_simd_supported(enum pelab_simd_level level);
 enum pelab_simd_level pelab_simd_force(enum pelab_simd_level level);
 /* "portable", "avx2", "avx512" */
 const char *pelab_simd_name(enum pelab_simd_level level);
+/* PELAB_SIMD unset, empty or a level's name (in any case); else PELAB_ERR_USAGE naming the names
+ * (the level itself then ignores it: the commands check first, pelab_kernels_check_env). */
+int pelab_simd_check_env(void);
 
 #define PELAB_ALWAYS_INLINE inline __attribute__((always_inline))
 

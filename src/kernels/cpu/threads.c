@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include "kernels/cpu/simd.h"
+#include "pelab/status.h"
 #include "pelab/threads.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -40,20 +42,33 @@ static void set_subnormal_mode(int flush) {
 #endif
 }
 
-/* What pelab_threads_set gives its threads: flush, unless PELAB_SUBNORMALS=keep. */
-static int flush_wanted(void) {
+/* PELAB_SUBNORMALS: 1 flush (unset, empty or "flush"), 0 keep ("keep"), in any case; -1 for any
+ * other value, which pelab_kernels_check_env refuses. */
+static int env_flush(void) {
     const char *mode = getenv("PELAB_SUBNORMALS");
-    return !(mode && strcmp(mode, "keep") == 0);
+    if (!mode || !mode[0] || strcasecmp(mode, "flush") == 0) return 1;
+    return strcasecmp(mode, "keep") == 0 ? 0 : -1;
 }
 
-/* The mode pelab_threads_set gives, as pelab_build_info names it. */
-static const char *subnormal_mode(void) {
+/* What pelab_threads_set gives its threads: flush, unless PELAB_SUBNORMALS=keep. */
+static int flush_wanted(void) { return env_flush() != 0; }
+
+const char *pelab_subnormal_mode(void) {
 #ifdef MXCSR_FTZ
     return flush_wanted() ? "flushed" : "kept";
 #else
     return "as the CPU's default";
 #endif
 }
+
+int pelab_kernels_check_env(void) {
+    if (env_flush() < 0)
+        return pelab_fail(PELAB_ERR_USAGE, "PELAB_SUBNORMALS=%s: expected flush or keep (in any case), or "
+                          "unset to flush", getenv("PELAB_SUBNORMALS"));
+    return pelab_simd_check_env();
+}
+
+const char *pelab_simd_used(void) { return pelab_simd_name(pelab_simd_level()); }
 
 int pelab_subnormals_flushed(void) {
 #ifdef MXCSR_FTZ
@@ -123,6 +138,6 @@ static const char *threads_info(void) {
 const char *pelab_build_info(void) {
     static char info[200];
     snprintf(info, sizeof info, "%s, %s, %s kernels, subnormals %s", threads_info(), BUILD_TARGET,
-             pelab_simd_name(pelab_simd_level()), subnormal_mode());
+             pelab_simd_used(), pelab_subnormal_mode());
     return info;
 }
