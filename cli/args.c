@@ -231,6 +231,7 @@ int pelab_args_run_command(int argc, char **argv, const struct pelab_optdef *tab
     pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(opts, table, "threads")));
     if ((rc = pelab_precision_set((enum pelab_precision)pelab_opt_choice(opts, table, "precision"))))
         return rc;
+    pelab_bf16_advise();
     pelab_safetensors_accept_edited(pelab_opt_switch(opts, table, "edited"));
     return PELAB_OK;
 }

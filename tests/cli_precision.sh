@@ -6,6 +6,8 @@
 #     PELAB_BF16_EMULATION unset; with it, such a CPU runs bf16 on oneDNN's emulation, said in one
 #     line (tests/run.sh sets it on an AVX-512 CPU without AVX512-BF16, so the rest runs there).
 #   - fp32 is the default and --precision fp32 changes no bit of a run.
+#   - The first bf16 run of a process measures bf16 against float32 once per CPU (cached) and says
+#     so in one line where bf16 is the slower.
 #   - A bf16 run records its precision in config.json, trains to losses near the fp32 run's but
 #     not equal to them, and resumes bit for bit; a run is evaluated in either precision.
 # Skips (77) after the refusal checks when this machine or build cannot run bf16.
@@ -51,6 +53,38 @@ if ! "$P" train $S --pe rope --steps 1 --precision bf16 --out "$W/probe" 2>"$W/e
     grep -q "precision bf16" "$W/err" || fail "bf16 failed for another reason: $(cat "$W/err")"
     echo "skipped: $(sed 's/^pelab: //' "$W/err")"
     exit 77
+fi
+
+# the bf16 probe (src/kernels/cpu/bf16_probe.c): one product measured both ways, kept per CPU, bf16
+# kernels and thread count in $XDG_CACHE_HOME/pelab/bf16-probe and read back from there; a notice
+# when bf16 is the slower (the cached speedups below are written by hand: no timing is tested);
+# none on the emulation, whose slowness is said already
+probe=$W/cache/pelab/bf16-probe
+if [ -z "${PELAB_BF16_EMULATION:-}" ]; then
+    [ -f "$probe" ] || fail "no probe measured in $probe"
+    /usr/bin/python3 - "$probe" "$("$P" --version 2>/dev/null | sed -n 's/^bf16 products: //p')" <<'EOF' || fail "the probe's line: $(cat "$probe")"
+import sys
+cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+f = open(sys.argv[1]).read().rstrip("\n").split("\t")
+assert f[:3] == [cpu, sys.argv[2], "2"] and 0 < float(f[3]) < 1e3, f
+EOF
+    key=$(cut -f1-3 "$probe")
+    for s in 0.500 2.000; do
+        printf '%s\t%s\n' "$key" "$s" >"$probe"
+        "$P" eval --model "$W/fp32run" --precision bf16 --threads 2 >/dev/null 2>"$W/err" || fail "eval bf16: $(cat "$W/err")"
+        [ "$(cat "$probe")" = "$(printf '%s\t%s' "$key" "$s")" ] || fail "the cached probe was measured again"
+        if [ $s = 0.500 ]; then
+            grep -q "^pelab: notice: --precision bf16 is slower than float32 on this CPU: its products run at 0.50x float32's here" "$W/err" ||
+                fail "bf16 cached as slower, and no notice: $(cat "$W/err")"
+        else
+            grep -q "slower than float32" "$W/err" && fail "bf16 cached as faster, and a notice: $(cat "$W/err")"
+        fi
+    done
+    printf 'garbage\n' >"$probe"
+    "$P" eval --model "$W/fp32run" --precision bf16 --threads 2 >/dev/null 2>&1 && [ "$(cut -f1-3 "$probe")" = "$key" ] ||
+        fail "a damaged probe file was not measured again: $(cat "$probe")"
+else
+    [ -e "$probe" ] && fail "the emulation was probed"
 fi
 
 # --version names the instructions of both kinds of bf16 product; oneDNN's cap below AMX keeps the

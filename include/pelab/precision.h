@@ -55,4 +55,14 @@ int pelab_precision_set(enum pelab_precision p);
 /* The calling thread's precision. */
 enum pelab_precision pelab_precision_get(void);
 
+/* bf16's products against float32's here: float32's time of one 4096x512x512 product over bf16's
+ * (> 1: bf16 is faster), on the thread count in force; measured once per CPU, bf16 kernels and
+ * thread count and kept in $XDG_CACHE_HOME/pelab/bf16-probe (src/kernels/cpu/bf16_probe.c). 0 where
+ * bf16 cannot run. */
+double pelab_bf16_speedup(void);
+
+/* When the calling thread's precision is bf16 (not emulated) and bf16 is slower than float32 here
+ * (pelab_bf16_speedup below 1): one notice line on stderr saying so, once per process. */
+void pelab_bf16_advise(void);
+
 #endif

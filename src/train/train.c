@@ -68,6 +68,7 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
     pelab_threads_set(pelab_dist_threads(c->threads));
     tr->prev_precision = (int)pelab_precision_get();
     if ((rc = pelab_precision_set(c->precision))) return rc;
+    pelab_bf16_advise();
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
     /* Every split the run reads (training and val by init; val during training, val and test at

@@ -18,6 +18,7 @@ if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
 fi
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+export XDG_CACHE_HOME=$W/cache # pelab's caches (the bf16 probe's) here, not in the user's home
 fail() { echo "FAIL: $*"; exit 1; }
 same_weights() { /usr/bin/python3 -c '
 import json, struct, sys
