@@ -225,7 +225,15 @@ void pelab_cmd_compare_help(FILE *f) {
                "variant may give one: learned:ape-extend=interpolate; entries that differ only in\n"
                "such options share their runs, each with its own sweep). With --jobs N > 1 the runs\n"
                "print a line when they start and end and one about every 30 s; the results equal\n"
-               "--jobs 1 at the same threads per run.\n");
+               "--jobs 1 at the same threads per run.\n\n"
+               "Over several seeds a cell whose runs split between solved (exact match or accuracy\n"
+               ">= 90 %%) and not says \"k of n solved\"; on the algorithmic tasks an entry that fits\n"
+               "its trained sizes (>= 90 %% exact match over them) in fewer than all its seeds is\n"
+               "marked with a dagger and a line under the table. Then one line per two entries: the\n"
+               "mean difference over the same seeds of the main metric (exact match over the trained\n"
+               "sizes; test loss for documents and qa; else test accuracy) and its 95 %% confidence\n"
+               "interval (Student t, n - 1 degrees of freedom), \"ahead\" only when the interval\n"
+               "excludes 0, else \"level\". compare.json adds each mean's interval (*_ci95).\n");
     pelab_args_help(f, g, n, "pe,out");
 }
 
