@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "compare.h"
+#include "compare_tune.h"
 #include "stats.h"
 #include "pelab/clock.h"
 #include "pelab/io.h"
@@ -25,14 +26,15 @@ struct pe_stats {
     int acc_solved, len_solved[PELAB_SWEEP_MAX], fitted;
 };
 
-/* What a report is made of: the runs, their reductions per entry, the sweep and the kind of task
- * (documents: one of documents). */
+/* What a report is made of: the runs, their reductions per entry, the sweep, the tuning grid
+ * (NULL without --tune) and the kind of task (documents: one of documents). */
 struct report {
     const struct compare_result *rs;
     int n;
     const struct pe_stats *st;
     int n_pes;
     const struct compare_sweep *sw;
+    const struct compare_tune *tune;
     int documents;
 };
 
@@ -247,6 +249,10 @@ static int compare_write_json(const char *dir, const char *task, const char *pre
         }
         pelab_sb_printf(&sb, "]");
     }
+    if (R->tune) {
+        pelab_sb_printf(&sb, ",\n  ");
+        compare_tune_json_head(&sb, R->tune);
+    }
     pelab_sb_printf(&sb, ",\n  \"runs\": [");
     for (int i = 0; i < R->n; i++) {
         pelab_sb_printf(&sb, "%s\n    {\"pe\": ", i ? "," : "");
@@ -304,6 +310,10 @@ static int compare_write_json(const char *dir, const char *task, const char *pre
         }
         if (!sw->n && !R->documents) /* a task scored by accuracy: the table's "solved" */
             pelab_sb_printf(&sb, ", \"test_acc_solved\": %d", e->acc_solved);
+        if (R->tune) {
+            pelab_sb_printf(&sb, ",\n     ");
+            compare_tune_json_entry(&sb, R->tune, p);
+        }
         pelab_sb_printf(&sb, "}");
     }
     pelab_sb_printf(&sb, "\n  ]");
@@ -372,18 +382,24 @@ static int unfitted(const struct report *R, int p) {
     return R->sw->sizes && R->sw->n && R->st[p].fitted < R->st[p].seeds;
 }
 
-/* The header's first cells. */
+/* The header's first cells: the encoding and, with --tune, each tuned option. */
 static void head_cells(const struct report *R, const char *more) {
-    printf("\n| encoding |%s", more);
+    printf("\n| encoding |");
+    for (int k = 0; R->tune && k < R->tune->n_keys; k++) printf(" %s |", R->tune->keys[k]);
+    printf("%s", more);
 }
 
-/* The rule's cells of head_cells' columns after the first. */
+/* "---|" for the tuned options' columns. */
 static void rule_cells(const struct report *R) {
+    for (int k = 0; R->tune && k < R->tune->n_keys; k++) printf("---|");
 }
 
-/* A row's first cells: entry p, with † when it does not fit its trained sizes in every seed. */
+/* A row's first cells: entry p (with † when it does not fit its trained sizes in every seed)
+ * and, with --tune, the value of each option it chose. */
 static void name_cells(const struct report *R, int p) {
     printf("| %s%s |", R->st[p].pe, unfitted(R, p) ? "†" : "");
+    for (int k = 0; R->tune && k < R->tune->n_keys; k++)
+        printf(" %s |", compare_tune_value(R->tune, R->tune->chosen[p], k));
 }
 
 /* Tasks of documents: test NLL and perplexity, then perplexity at each sweep length. image:
@@ -518,10 +534,11 @@ static void print_pairs(const struct report *R) {
 }
 
 int compare_report(const char *dir, const char *task, const char *preset, const struct compare_result *rs,
-                   int n, const char *const *pes, int n_pes, int documents, const struct compare_sweep *sw) {
+                   int n, const char *const *pes, int n_pes, int documents, const struct compare_sweep *sw,
+                   const struct compare_tune *tune) {
     static struct pe_stats st[COMPARE_MAX_PES];
     compare_stats(st, rs, n, pes, n_pes, sw);
-    const struct report R = {rs, n, st, n_pes, sw, documents};
+    const struct report R = {rs, n, st, n_pes, sw, tune, documents};
     if (sw->sizes && sw->n) print_sizes_table(&R);
     else if (sw->image && sw->n) print_sweep_table(&R, 1);
     else if (sw->qa && sw->n) print_qa_table(&R);
