@@ -384,7 +384,8 @@ static int train_one(struct plan *pl, const struct pelab_opts *opts, const struc
     pelab_progress_printer_end(&cp.pp);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (!rc && pl->sweep_spec[0] && r->point < 0) rc = run_sweep(pl, r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
+    if (!rc && pl->sweep_spec[0] && r->point < 0)
+        rc = run_sweep(pl, r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
@@ -694,7 +695,7 @@ int pelab_cmd_compare(int argc, char **argv) {
     static struct compare_result rs[MAX_PES * MAX_SEEDS], tuning[MAX_PES * MAX_SEEDS];
     static struct compare_variant own[MAX_PES]; /* the entries' own variants, at no point */
     int n = 0, n_tuning = 0;
-    memcpy(own, pl.variants, sizeof own);
+    memcpy(own, pl.variants, (size_t)n_pes * sizeof own[0]);
     if (pl.tuning) { /* the grid's runs, first: a grid too large is refused before any check */
         if ((rc = compare_tune_runs(&pl.tune, own, pes, n_pes, out, tuning, MAX_PES * MAX_SEEDS))) return rc;
         n_tuning = pl.tune.n_runs;
@@ -713,7 +714,7 @@ int pelab_cmd_compare(int argc, char **argv) {
                 (rc = pelab_train_check_run_settings(&one, tuning[i].dir)))
                 return rc;
         }
-        memcpy(pl.variants, own, sizeof own); /* the tuning runs train at their points of these */
+        memcpy(pl.variants, own, (size_t)n_pes * sizeof own[0]); /* tuning runs train at their points of these */
     }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
