@@ -190,6 +190,10 @@ $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: TEST_OBJ_EXTRA := $(BUIL
 $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
+# test_stats tests the lab's statistics (cli/stats.c), which the library does not hold.
+$(BUILD)/tests/test_stats: cli/stats.c cli/stats.h
+$(BUILD)/tests/test_stats: TEST_OBJ_EXTRA := cli/stats.c
+
 # (the float build's: check.o has no reals; models.o has, so it is built again in float, and kept)
 .SECONDARY: $(BUILD)/f32/tests/lib/models.o
 $(BUILD)/tests/%_f32: tests/%.c $(BUILD)/f64/tests/lib/check.o $(BUILD)/f32/tests/lib/models.o $(PELAB_LIB)

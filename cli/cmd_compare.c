@@ -8,7 +8,10 @@
  * reused, unfinished ones resumed, so an interrupted comparison continues where it stopped: either
  * only when the run's config.json records the settings asked (pelab_train_check_run_settings). With
  * --jobs N, N runs train at once, each in a child process (cli/jobs.c) that runs what the
- * sequential loop runs. The statistics and the reports are cli/compare_report.c's. */
+ * sequential loop runs. With --tune, each entry first trains at every point of a grid of optimiser
+ * settings on seeds of its own and then trains its seeds at the point of least validation loss
+ * (the grid, its runs and the choice: cli/compare_tune.c). The statistics and the reports are
+ * cli/compare_report.c's. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "args.h"
 #include "compare.h"
 #include "compare_sweep.h"
+#include "compare_tune.h"
 #include "jobs.h"
 #include "pelab/clock.h"
 #include "pelab/dist.h"
@@ -36,13 +40,16 @@
 #define QA_AUTO_LENGTHS "1x,2x,4x,8x"   /* --lengths auto for qa: the SeqPE paper's Table II */
 #define IMAGE_AUTO_RESOLUTIONS "1x,2x,3x" /* --resolutions auto: the SeqPE paper's 224 → 672 */
 
-/* What the runs of a comparison share beyond their options: the entries of --pe, and the sweep
- * each run makes after training (its kind and columns, compare.h, and the checked --lengths,
- * --resolutions or --buckets text; "" for none). */
+/* What the runs of a comparison share beyond their options: the entries of --pe (with --tune,
+ * at the point each chose once the grid is trained), the sweep each run makes after training (its
+ * kind and columns, compare.h, and the checked --lengths, --resolutions or --buckets text; "" for
+ * none), and the tuning grid (tuning: --tune given). */
 struct plan {
     struct compare_variant variants[MAX_PES];
     struct compare_sweep sweep;
     char sweep_spec[PELAB_OPT_VAL_MAX];
+    int tuning;
+    struct compare_tune tune;
 };
 
 
@@ -76,6 +83,15 @@ static const struct pelab_optdef compare_options[] = {
      "image: columns of test accuracy at these sides, the test images resized (bilinear) as "
      "'pelab eval --resolutions' does (sides like 28,56 or multiples like 2x); auto: "
      IMAGE_AUTO_RESOLUTIONS "; none: no such columns"},
+    {"tune", PELAB_OPT_STR, "", 0, 0, NULL,
+     "OPTION=V1,V2,...[:OPTION=...]: a grid of optimiser settings (lr, min-lr, warmup, decay-steps, "
+     "weight-decay, beta1, beta2, eps, clip; e.g. lr=3e-4,1e-3,3e-3,1e-2) each entry of --pe trains "
+     "at on the tuning seeds, in DIR/tune/<pe>+lr-<v>-s<seed>/; the point of least mean validation "
+     "loss (summary.json val_loss; ties to the smaller value) is the entry's, its --seeds runs "
+     "train there, named <pe>+lr-<v>-s<seed>"},
+    {"tune-seeds", PELAB_OPT_INT, "1", 1, MAX_SEEDS, NULL,
+     "--tune: runs per point of the grid, with seeds --seed+1000, --seed+1001, ... (never an "
+     "evaluation seed)"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
@@ -203,6 +219,7 @@ void pelab_cmd_compare_help(FILE *f) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "compare", compare_options);
     fprintf(f, "usage: pelab compare --task T --pe a,b,c [--seeds N] [--jobs N] [--preset P]\n"
+               "                     [--tune OPTION=V1,V2,... [--tune-seeds N]]\n"
                "                     [--out DIR] [training, model, task and encoding options]\n\n"
                "Trains each encoding x seed in DIR/<pe>-s<seed>/ (default DIR runs/compare-<task>),\n"
                "evaluates test accuracy and loss, prints a Markdown table and writes\n"
@@ -227,7 +244,23 @@ void pelab_cmd_compare_help(FILE *f) {
                "variant may give one: learned:ape-extend=interpolate; entries that differ only in\n"
                "such options share their runs, each with its own sweep). With --jobs N > 1 the runs\n"
                "print a line when they start and end and one about every 30 s; the results equal\n"
-               "--jobs 1 at the same threads per run.\n");
+               "--jobs 1 at the same threads per run.\n\n"
+               "Over several seeds a cell whose runs split between solved (exact match or accuracy\n"
+               ">= 90 %%) and not says \"k of n solved\"; on the algorithmic tasks an entry that fits\n"
+               "its trained sizes (>= 90 %% exact match over them) in fewer than all its seeds is\n"
+               "marked with a dagger and a line under the table. Then one line per two entries: the\n"
+               "mean difference over the same seeds of the main metric (exact match over the trained\n"
+               "sizes; test loss for documents and qa; else test accuracy) and its 95 %% confidence\n"
+               "interval (Student t, n - 1 degrees of freedom), \"ahead\" only when the interval\n"
+               "excludes 0, else \"level\". compare.json adds each mean's interval (*_ci95).\n\n"
+               "--tune lr=3e-4,1e-3,3e-3 first trains each entry at every value (every point of\n"
+               "the grid: lr=...:warmup=... tunes both) on --tune-seeds seeds from --seed + 1000,\n"
+               "in DIR/tune/<pe>+lr-<v>-s<seed>/, and takes the point of least mean validation loss\n"
+               "(the runs' summary.json val_loss, never the test split or a sweep; a tie goes to the\n"
+               "smaller value; a point whose run stopped on a non-finite loss is never taken); its\n"
+               "--seeds runs then train there, in DIR/<pe>+lr-<v>-s<seed>/. The table gains a column\n"
+               "per tuned option, compare.json the grid and each choice. Options that place,\n"
+               "schedule or evaluate a run, and the model's, are refused.\n");
     pelab_args_help(f, g, n, "pe,out");
 }
 
@@ -251,18 +284,24 @@ static int same_settings(const struct pelab_opts *a, const struct pelab_opts *b)
     return 1;
 }
 
-static void run_label(char *buf, size_t size, const struct compare_result *r) {
-    snprintf(buf, size, "[%.50s s%" PRIu64 "]", r->pe, r->seed);
+/* "[rope s1]"; a tuning run's with its point, "[rope lr=3e-3 s1001]". */
+static void run_label(char *buf, size_t size, const struct plan *pl, const struct compare_result *r) {
+    char point[96] = "";
+    if (r->point >= 0) {
+        point[0] = ' ';
+        compare_tune_point_text(&pl->tune, r->point, point + 1, sizeof point - 1);
+    }
+    snprintf(buf, size, "[%.50s%s s%" PRIu64 "]", r->pe, point, r->seed);
 }
 
 /* Whether r is not to be trained, said on stderr: it has its summary.json, or it shares the run
  * of an earlier entry (it differs only in evaluation-time options). */
-static int finished_earlier(const struct compare_result *r) {
-    char path[sizeof r->dir + 16], label[80];
+static int finished_earlier(const struct plan *pl, const struct compare_result *r) {
+    char path[sizeof r->dir + 16], label[160];
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     const int done = pelab_file_exists(path);
     if (!done && r->shares < 0) return 0;
-    run_label(label, sizeof label, r);
+    run_label(label, sizeof label, pl, r);
     fprintf(stderr, "%s  %s: %s\n", label, r->shares >= 0 ? "shares the run" : "finished earlier", r->dir);
     return 1;
 }
@@ -315,11 +354,13 @@ static int run_sweep(struct plan *pl, const struct compare_result *r, double *at
 }
 
 /* Trains one run, or continues it from its config.json: the whole work of the sequential loop
- * for a run, and of a --jobs child (`child`: progress as a child prints it). */
+ * for a run, and of a --jobs child (`child`: progress as a child prints it). A tuning run trains
+ * at its point of the grid and is not swept. */
 static int train_one(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *r, int child) {
     static struct pelab_opts one;
-    char path[sizeof r->dir + 16], label[80];
-    run_label(label, sizeof label, r);
+    static struct compare_variant at_point;
+    char path[sizeof r->dir + 16], label[160];
+    run_label(label, sizeof label, pl, r);
     struct child_printer cp = {.last_line_s = 0};
     pelab_progress_printer_init(&cp.pp, label);
     struct pelab_train_hooks hooks = {pelab_progress_print, &cp.pp};
@@ -335,15 +376,18 @@ static int train_one(struct plan *pl, const struct pelab_opts *opts, const struc
         memset(&one, 0, sizeof one);
         const char *threads = pelab_opts_get(opts, "threads");
         if (threads && (rc = pelab_opts_set(&one, "threads", threads))) return rc;
-    } else if ((rc = compare_variant_run_opts(&pl->variants[r->variant], opts, r->seed, r->dir, &one))) {
-        return rc;
+    } else {
+        const struct compare_variant *v = &pl->variants[r->variant];
+        if (r->point >= 0 && (rc = compare_tune_point(&pl->tune, v, r->point, &at_point))) return rc;
+        if ((rc = compare_variant_run_opts(r->point >= 0 ? &at_point : v, opts, r->seed, r->dir, &one))) return rc;
     }
     pelab_eval_set_progress(pelab_eval_progress_print, label); /* its evaluations' progress */
     rc = resume ? pelab_train_resume(r->dir, &one, &hooks) : pelab_train(&one, &hooks);
     pelab_progress_printer_end(&cp.pp);
     /* The run's extrapolation sweep while its process and threads are at hand: with --jobs the
      * sweeps run in parallel too; the parent then reads them from RUN/sweep.json. */
-    if (!rc && pl->sweep_spec[0]) rc = run_sweep(pl, r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
+    if (!rc && pl->sweep_spec[0] && r->point < 0)
+        rc = run_sweep(pl, r, (double[PELAB_SWEEP_MAX]){0}, (double[PELAB_SWEEP_MAX]){0});
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
     return rc ? fail_naming(rc, r->dir) : PELAB_OK;
 }
@@ -355,7 +399,7 @@ static int train_one(struct plan *pl, const struct pelab_opts *opts, const struc
 static int train_after_others(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *r,
                               int child) {
     char label[80], summary[sizeof r->dir + 16];
-    run_label(label, sizeof label, r);
+    run_label(label, sizeof label, pl, r);
     snprintf(summary, sizeof summary, "%s/summary.json", r->dir);
     for (;;) {
         const long pid = pelab_flock_holder(r->dir);
@@ -411,7 +455,7 @@ static void overall_progress(const struct pelab_job *js, int total, int parallel
 struct batch {
     struct plan *pl;
     const struct pelab_opts *opts;
-    const struct compare_result *rs;
+    struct compare_result *rs;
     const int *todo; /* job → index in rs */
     const struct pelab_job *js;
     int total, parallel;
@@ -428,22 +472,127 @@ static void job_ended(void *ctx, int i, int reaped) {
     overall_progress(b->js, b->total, b->parallel, b->started_s);
 }
 
-static int train_parallel(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *rs, int n,
+/* Whether a failed run is a tuning run whose training stopped on a non-finite loss (its error
+ * `error`): then marked diverged, its point of the grid out of the choice, and said on stderr. */
+static int diverged(const struct plan *pl, struct compare_result *r, const char *error) {
+    if (r->point < 0 || !compare_tune_diverged(error)) return 0;
+    char label[160];
+    run_label(label, sizeof label, pl, r);
+    fprintf(stderr, "%s  diverged, its point is not chosen: %s\n", label, error);
+    r->diverged = 1;
+    return 1;
+}
+
+static int train_parallel(struct plan *pl, const struct pelab_opts *opts, struct compare_result *rs, int n,
                           int jobs) {
     static int todo[MAX_PES * MAX_SEEDS];
     static struct pelab_job js[MAX_PES * MAX_SEEDS];
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (!finished_earlier(&rs[i])) {
-            run_label(js[m].name, sizeof js[m].name, &rs[i]);
+        if (!finished_earlier(pl, &rs[i])) {
+            run_label(js[m].name, sizeof js[m].name, pl, &rs[i]);
             todo[m++] = i;
         }
     struct batch b = {pl, opts, rs, todo, js, m, jobs, pelab_clock_s()};
     int failed = pelab_jobs_run(js, m, jobs, train_job, job_ended, &b);
     for (int i = 0; i < m; i++)
-        if (js[i].status) fprintf(stderr, "%s  failed: %s\n", js[i].name, js[i].error);
+        if (js[i].status && diverged(pl, &rs[todo[i]], js[i].error)) failed--;
+        else if (js[i].status) fprintf(stderr, "%s  failed: %s\n", js[i].name, js[i].error);
     if (failed)
         return pelab_fail(PELAB_ERR_RUNTIME, "%d of %d runs failed (listed above)", failed, m);
+    return PELAB_OK;
+}
+
+/* Trains the runs rs (n) that are not finished, `jobs` at a time (1: one after another in this
+ * process; else in children on child_threads threads each), then reads every run's summary.json
+ * (a diverged tuning run has none; a run that shares another's is read from it). */
+static int train_runs(struct plan *pl, struct pelab_opts *opts, struct compare_result *rs, int n, int jobs,
+                      const char *child_threads) {
+    int rc;
+    if (jobs == 1) {
+        static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
+        int todo = 0, done = 0;
+        for (int i = 0; i < n; i++) todo += !finished_earlier(pl, &rs[i]);
+        const double started_s = pelab_clock_s();
+        for (int i = 0; i < n; i++) {
+            char path[sizeof rs[i].dir + 16];
+            snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
+            if (rs[i].shares < 0 && !pelab_file_exists(path)) {
+                js[done].start_s = pelab_clock_s();
+                if ((rc = train_after_others(pl, opts, &rs[i], 0)) && !diverged(pl, &rs[i], pelab_last_error())) return rc;
+                js[done++].end_s = pelab_clock_s();
+                if (todo > 1) overall_progress(js, todo, 1, started_s);
+            }
+        }
+    } else {
+        if ((rc = pelab_opts_set(opts, "threads", child_threads))) return rc;
+        if ((rc = train_parallel(pl, opts, rs, n, jobs))) return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        if (rs[i].shares >= 0) rs[i].diverged = rs[rs[i].shares].diverged;
+        if (!rs[i].diverged && (rc = compare_read_summary(&rs[i]))) return rc;
+    }
+    return PELAB_OK;
+}
+
+/* The evaluation runs of the entries (pl->variants, each --seeds times from seed0) into rs (*n):
+ * each in out/<run name>-s<seed>, sharing the run of an earlier entry that differs only in
+ * evaluation-time options. */
+static int plan_runs(const struct plan *pl, const char *const *pes, int n_pes, int seeds, uint64_t seed0,
+                     const char *out, struct compare_result *rs, int *n) {
+    *n = 0;
+    for (int p = 0; p < n_pes; p++)
+        for (int s = 0; s < seeds; s++) {
+            struct compare_result *r = &rs[*n];
+            memset(r, 0, sizeof *r);
+            snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
+            r->variant = p;
+            r->point = -1;
+            r->seed = seed0 + (uint64_t)s;
+            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pl->variants[p].run_name, r->seed);
+            r->shares = -1;
+            for (int j = 0; j < *n && r->shares < 0; j++)
+                if (strcmp(rs[j].dir, r->dir) == 0) r->shares = j;
+            if (r->shares >= 0 && !same_settings(&pl->variants[rs[r->shares].variant].set, &pl->variants[p].set))
+                return pelab_fail(PELAB_ERR_USAGE, "--pe: %s and %s would train in one directory, %s",
+                                  rs[r->shares].pe, r->pe, r->dir);
+            (*n)++;
+        }
+    return PELAB_OK;
+}
+
+/* What check_runs checks a run's sweep against: the --lengths, --resolutions and --buckets texts
+ * (made concrete by the first check: "auto") and which sweep the runs make. */
+struct checks {
+    char *lengths, *resolutions, *buckets;
+    int sweeps, image_sweeps, size_sweeps;
+};
+
+/* Each run of rs (n): a run its directory holds already must have been made with its settings;
+ * those of a seed below validate_below are validated with their sweep on the task and a fresh
+ * model (pelab_train_validate_with). */
+static int check_runs(struct plan *pl, const struct pelab_opts *opts, const struct compare_result *rs, int n,
+                      const struct checks *ck, uint64_t validate_below) {
+    static struct pelab_opts one;
+    for (int i = 0; i < n; i++) {
+        const struct compare_result *r = &rs[i];
+        int rc = compare_variant_run_opts(&pl->variants[r->variant], opts, r->seed, r->dir, &one);
+        if (rc) return rc;
+        /* a run this --out holds already is reused only if it was made with these settings */
+        if (r->shares < 0 && (rc = pelab_train_check_run_settings(&one, r->dir))) return rc;
+        if (r->seed >= validate_below) continue;
+        struct lengths_check lc = {ck->lengths, &one, &pl->variants[r->variant].eval, &pl->sweep};
+        if (ck->image_sweeps) {
+            lc.spec = ck->resolutions;
+            rc = pelab_train_validate_with(&one, check_resolutions, &lc);
+        } else if (ck->size_sweeps) {
+            lc.spec = ck->buckets;
+            rc = pelab_train_validate_with(&one, check_buckets, &lc);
+        } else {
+            rc = pelab_train_validate_with(&one, ck->sweeps ? check_lengths : NULL, &lc);
+        }
+        if (rc) return rc;
+    }
     return PELAB_OK;
 }
 
@@ -503,6 +652,15 @@ int pelab_cmd_compare(int argc, char **argv) {
     if (!resolutions[0])
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: an empty list (give sides like 28,56,84, "
                           "multiples like 1x,2x,3x, auto or none)");
+    static char tune_spec[PELAB_OPT_VAL_MAX];
+    snprintf(tune_spec, sizeof tune_spec, "%s", pelab_opt_str(&opts, compare_options, "tune"));
+    const int tune_seeds = (int)pelab_opt_int(&opts, compare_options, "tune-seeds");
+    pl.tuning = tune_spec[0] != '\0';
+    if (!pl.tuning && pelab_opts_get(&opts, "tune-seeds"))
+        return pelab_fail(PELAB_ERR_USAGE, "--tune-seeds: no --tune grid to train on them (e.g. --tune "
+                          "lr=3e-4,1e-3,3e-3)");
+    pelab_opts_unset(&opts, "tune");
+    pelab_opts_unset(&opts, "tune-seeds");
     pelab_opts_unset(&opts, "lengths");
     pelab_opts_unset(&opts, "resolutions");
     pelab_opts_unset(&opts, "buckets");
@@ -522,6 +680,7 @@ int pelab_cmd_compare(int argc, char **argv) {
     else
         snprintf(out, sizeof out, "runs/compare-%s", task);
     uint64_t seed0 = (uint64_t)pelab_opt_real(&opts, pelab_train_options, "seed");
+    if (pl.tuning && (rc = compare_tune_parse(tune_spec, tune_seeds, seed0, &opts, &pl.tune))) return rc;
     /* --jobs: each child trains on threads/jobs threads (at least 1), a share fixed by the
      * options rather than by the runs left, so an interrupted run resumes on the thread count it
      * started with. The parent checks the runs on one thread: an OpenMP thread pool (libgomp's)
@@ -566,81 +725,77 @@ int pelab_cmd_compare(int argc, char **argv) {
         int nl;
         if ((rc = pelab_sweep_parse(lengths, 1, l, &nl))) return rc;
     }
-    static struct compare_result rs[MAX_PES * MAX_SEEDS];
-    int n = 0;
-    for (int p = 0; p < n_pes; p++)
-        for (int s = 0; s < seeds; s++, n++) {
-            struct compare_result *r = &rs[n];
-            memset(r, 0, sizeof *r);
-            snprintf(r->pe, sizeof r->pe, "%s", pes[p]);
-            r->variant = p;
-            r->seed = seed0 + (uint64_t)s;
-            snprintf(r->dir, sizeof r->dir, "%s/%s-s%" PRIu64, out, pl.variants[p].run_name, r->seed);
-            r->shares = -1;
-            for (int j = 0; j < n && r->shares < 0; j++)
-                if (strcmp(rs[j].dir, r->dir) == 0) r->shares = j;
-            if (r->shares >= 0 && !same_settings(&pl.variants[rs[r->shares].variant].set, &pl.variants[p].set))
-                return pelab_fail(PELAB_ERR_USAGE, "--pe: %s and %s would train in one directory, %s",
-                                  rs[r->shares].pe, r->pe, r->dir);
-            if ((rc = compare_variant_run_opts(&pl.variants[p], &opts, r->seed, r->dir, &one))) return rc;
-            /* a run this --out holds already is reused only if it was made with these settings */
-            if (r->shares < 0 && (rc = pelab_train_check_run_settings(&one, r->dir))) return rc;
-            struct lengths_check lc = {lengths, &one, &pl.variants[p].eval, sweep};
-            if (image_sweeps) {
-                lc.spec = resolutions;
-                rc = pelab_train_validate_with(&one, check_resolutions, &lc);
-            } else if (size_sweeps) {
-                lc.spec = buckets;
-                rc = pelab_train_validate_with(&one, check_buckets, &lc);
-            } else {
-                rc = pelab_train_validate_with(&one, sweeps ? check_lengths : NULL, &lc);
-            }
-            if (rc) return rc;
+    /* Every run's settings, and its sweep on the task and a fresh model, are checked before any
+     * run trains; with --tune the evaluation runs at every point of the grid (the model and the
+     * sweep at each point once, on the first seed: a point's runs differ in their seed alone), and
+     * the tuning runs' settings (they differ from those in their seed alone). */
+    struct checks ck = {lengths, resolutions, buckets, sweeps, image_sweeps, size_sweeps};
+    static struct compare_result rs[MAX_PES * MAX_SEEDS], tuning[MAX_PES * MAX_SEEDS];
+    static struct compare_variant own[MAX_PES]; /* the entries' own variants, at no point */
+    int n = 0, n_tuning = 0;
+    memcpy(own, pl.variants, (size_t)n_pes * sizeof own[0]);
+    if (pl.tuning) { /* the grid's runs, first: a grid too large is refused before any check */
+        if ((rc = compare_tune_runs(&pl.tune, own, pes, n_pes, out, tuning, MAX_PES * MAX_SEEDS))) return rc;
+        n_tuning = pl.tune.n_runs;
+    }
+    for (int point = 0; point < (pl.tuning ? pl.tune.n_points : 1); point++) {
+        for (int p = 0; pl.tuning && p < n_pes; p++)
+            if ((rc = compare_tune_point(&pl.tune, &own[p], point, &pl.variants[p]))) return rc;
+        if ((rc = plan_runs(&pl, pes, n_pes, seeds, seed0, out, rs, &n))) return rc;
+        if ((rc = check_runs(&pl, &opts, rs, n, &ck, seed0 + (uint64_t)(point == 0 ? seeds : 1)))) return rc;
+    }
+    if (pl.tuning) {
+        for (int i = 0; i < n_tuning; i++) {
+            if (tuning[i].shares >= 0) continue;
+            if ((rc = compare_tune_point(&pl.tune, &own[tuning[i].variant], tuning[i].point, &pl.variants[0])) ||
+                (rc = compare_variant_run_opts(&pl.variants[0], &opts, tuning[i].seed, tuning[i].dir, &one)) ||
+                (rc = pelab_train_check_run_settings(&one, tuning[i].dir)))
+                return rc;
         }
+        memcpy(pl.variants, own, (size_t)n_pes * sizeof own[0]); /* tuning runs train at their points of these */
+    }
     if ((rc = pelab_mkdir_p(out))) return rc;
 
     if ((sweeps || qa_sweeps) && strcmp(lengths, "none") != 0) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", lengths);
     if (image_sweeps) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", resolutions);
     if (size_sweeps) snprintf(pl.sweep_spec, sizeof pl.sweep_spec, "%s", buckets);
-    if (jobs == 1) {
-        static struct pelab_job js[MAX_PES * MAX_SEEDS]; /* the runs to train, for their times */
-        int todo = 0, done = 0;
-        for (int i = 0; i < n; i++) todo += !finished_earlier(&rs[i]);
-        const double started_s = pelab_clock_s();
-        for (int i = 0; i < n; i++) {
-            char path[sizeof rs[i].dir + 16];
-            snprintf(path, sizeof path, "%s/summary.json", rs[i].dir);
-            if (rs[i].shares < 0 && !pelab_file_exists(path)) {
-                js[done].start_s = pelab_clock_s();
-                if ((rc = train_after_others(&pl, &opts, &rs[i], 0))) return rc;
-                js[done++].end_s = pelab_clock_s();
-                if (todo > 1) overall_progress(js, todo, 1, started_s);
-            }
-            if ((rc = compare_read_summary(&rs[i]))) return rc;
+    if (pl.tuning) { /* the grid first, then each entry's evaluation runs at its point */
+        if ((rc = train_runs(&pl, &opts, tuning, n_tuning, jobs, child_threads))) return rc;
+        if ((rc = compare_tune_choose(&pl.tune, pes, n_pes))) return rc;
+        for (int p = 0; p < n_pes; p++) {
+            char point[96];
+            compare_tune_point_text(&pl.tune, pl.tune.chosen[p], point, sizeof point);
+            fprintf(stderr, "compare: %s trains at %s, of least mean validation loss on the tuning seeds\n",
+                    pes[p], point);
+            if ((rc = compare_tune_point(&pl.tune, &own[p], pl.tune.chosen[p], &pl.variants[p]))) return rc;
         }
-    } else {
-        if ((rc = pelab_opts_set(&opts, "threads", child_threads))) return rc;
-        if ((rc = train_parallel(&pl, &opts, rs, n, jobs))) return rc;
-        for (int i = 0; i < n; i++)
-            if ((rc = compare_read_summary(&rs[i]))) return rc;
+        if ((rc = plan_runs(&pl, pes, n_pes, seeds, seed0, out, rs, &n))) return rc;
     }
+    if ((rc = train_runs(&pl, &opts, rs, n, jobs, child_threads))) return rc;
     /* Each run's sweep (kept in its directory): a column per length, side or bucket of sizes. */
     for (int i = 0; !rc && sweep->sizes && i < n; i++)
         if (!(rs[i].size_em = calloc(PELAB_SIZES_MAX, sizeof *rs[i].size_em)))
             rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     for (int i = 0; !rc && pl.sweep_spec[0] && i < n; i++) {
-        char label[80];
-        run_label(label, sizeof label, &rs[i]);
+        char label[160];
+        run_label(label, sizeof label, &pl, &rs[i]);
         pelab_eval_set_progress(pelab_eval_progress_print, label);
         rc = run_sweep(&pl, &rs[i], rs[i].at, rs[i].em);
         pelab_eval_set_progress(pelab_eval_progress_print, NULL);
         if (rc) rc = fail_naming(rc, rs[i].dir);
     }
-    if (!rc) rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, sweep);
+    if (!rc)
+        rc = compare_report(out, task, preset, rs, n, pes, n_pes, tops && tops->windows, sweep,
+                            pl.tuning ? &pl.tune : NULL);
     for (int i = 0; i < n; i++) free(rs[i].size_em);
     if (rc) return rc;
-    int runs = 0;
+    int runs = 0, tuned = 0;
     for (int i = 0; i < n; i++) runs += rs[i].shares < 0;
-    printf("\n%d runs in %s; results in %s/compare.json\n", runs, out, out);
+    for (int i = 0; i < n_tuning; i++) tuned += tuning[i].shares < 0;
+    if (tuned)
+        printf("\n%d runs in %s and %d tuning runs in %s/tune; results in %s/compare.json\n", runs, out, tuned,
+               out, out);
+    else
+        printf("\n%d runs in %s; results in %s/compare.json\n", runs, out, out);
     return PELAB_OK;
 }

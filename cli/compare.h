@@ -18,7 +18,9 @@ struct compare_result {
     uint64_t seed;
     char dir[PELAB_OPT_VAL_MAX + 64];
     int shares;                  /* the index of the earlier result with the same run, or -1 */
-    double test_acc, test_loss, test_ppl, wall_s;
+    int point;                   /* a run of the tuning grid: its point (cli/compare_tune.h); else -1 */
+    int diverged;                /* a tuning run stopped on a non-finite loss: no summary */
+    double test_acc, test_loss, test_ppl, val_loss, wall_s;
     double at[PELAB_SWEEP_MAX];  /* the sweep at each entry: perplexity at each --lengths entry
                                   * (tasks of documents; qa: of the answer span); image: test
                                   * accuracy at each --resolutions side */
@@ -50,6 +52,9 @@ struct compare_variant {
     char run_name[PELAB_OPT_VAL_MAX];
 };
 
+/* v with one more setting key=val (a point of a tuning grid: rope → rope:lr=3e-3), named again
+ * (rope+lr-3e-3); key must not be one of v's settings. */
+int compare_variant_add(struct compare_variant *v, const char *key, const char *val);
 /* "NAME" or "NAME:option=value:..." into v; each option must be the encoding's (or init-from,
  * random-positions), its value valid. PELAB_ERR_USAGE naming the entry otherwise. */
 int compare_variant_parse(const char *entry, struct compare_variant *v);
@@ -62,11 +67,16 @@ int compare_variants_take_eval_opts(struct pelab_opts *opts, struct compare_vari
 int compare_variant_run_opts(const struct compare_variant *v, const struct pelab_opts *shared, uint64_t seed,
                              const char *dir, struct pelab_opts *o);
 
-/* The table on stdout (documents: a task of documents, whose table has perplexities) and every
- * file of the report into dir. PELAB_OK or the status of a write. */
+struct compare_tune;
+/* The table on stdout (documents: a task of documents, whose table has perplexities; tune: the
+ * tuning grid and its choices, NULL without --tune), with, over two seeds or more, the paired
+ * comparison of every two entries on the main metric, and every file of the report into dir.
+ * PELAB_OK or the status of a write. */
 int compare_report(const char *dir, const char *task, const char *preset, const struct compare_result *rs,
-                   int n, const char *const *pes, int n_pes, int documents, const struct compare_sweep *sw);
-/* r's summary.json: its test accuracy, loss, perplexity (tasks of documents) and wall time. */
+                   int n, const char *const *pes, int n_pes, int documents, const struct compare_sweep *sw,
+                   const struct compare_tune *tune);
+/* r's summary.json: its test accuracy, loss, perplexity (tasks of documents), validation loss and
+ * wall time. */
 int compare_read_summary(struct compare_result *r);
 
 #endif

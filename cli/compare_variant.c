@@ -72,6 +72,12 @@ static int run_name(struct compare_variant *v) {
     return PELAB_OK;
 }
 
+int compare_variant_add(struct compare_variant *v, const char *key, const char *val) {
+    PELAB_ASSERT(!pelab_opts_get(&v->set, key));
+    int rc = pelab_opts_set(&v->set, key, val);
+    return rc ? rc : run_name(v);
+}
+
 int compare_variant_parse(const char *entry, struct compare_variant *v) {
     char buf[PELAB_OPT_VAL_MAX];
     snprintf(buf, sizeof buf, "%s", entry);

@@ -15,7 +15,8 @@
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
 #   runs/RUN/        each run's config.json, summary.json, sweep files, the last 5 lines of its
 #                    log.jsonl (log-tail.jsonl) and its lines with a validation (log-val.jsonl: the
-#                    learning curve) (never weights: a record is kilobytes)
+#                    learning curve) (never weights: a record is kilobytes); with --tune the
+#                    tuning runs alike in runs/tune/RUN/
 # An analysis is recorded alike: record.json, and the file it writes as analysis.json (its --json
 # FILE: pelab analyze attn-similarity ...) or analysis.csv (its --out FILE.csv: pelab analyze seqpe
 # --variance ...).
@@ -63,9 +64,12 @@ trap 'rm -rf "$tmp"' EXIT
 [ -z "$out" ] || /usr/bin/python3 - "$out/compare.json" "$tmp" <<'PY'
 import json, os, shutil, sys
 compare, dest = sys.argv[1], sys.argv[2]
-for run in json.load(open(compare))["runs"]:
-    src = run["dir"]
-    to = os.path.join(dest, "runs", os.path.basename(src.rstrip("/")))
+c = json.load(open(compare))
+kept = [(run["dir"], "runs") for run in c["runs"]]  # and with --tune each point's tuning runs
+kept += [(d, os.path.join("runs", "tune")) for e in c["encodings"] for g in e.get("tune", {}).get("grid", [])
+         for d in g["dirs"]]
+for src, under in dict.fromkeys(kept):
+    to = os.path.join(dest, under, os.path.basename(src.rstrip("/")))
     os.makedirs(to, exist_ok=True)
     for name in sorted(os.listdir(src)):
         if name in ("config.json", "summary.json") or (name.startswith(("sweep", "resolutions", "qa_sweep", "sizes")) and name.endswith(".json")):

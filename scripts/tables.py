@@ -20,6 +20,15 @@ runs: a row for each pair, its variant's runs beside the base's of the same enco
 (the last validation loss of training, the test loss and the perplexity at each length), the
 variant labelled by the options its command changes.
 
+A block may ask for more, after '?' (several joined by '&'): <!-- results:NAME?ci --> adds to each
+mean ± sd over several seeds its 95 % confidence interval, [lo, hi] (Student t, n − 1 degrees of
+freedom); ?solved adds "(k of n solved)" to a cell of exact match or accuracy whose seeds split
+between solved (≥ 90 %) and not; ?pairs=COLUMN makes, instead of the record's table, the paired
+comparison of its rows on one column (a run's field, test_acc, test_loss, test_ppl, trained_em,
+or a label of the record's sweep: a bucket 1-10, a length 2x, a side 56): for every two rows over
+their common seeds, each seed's difference, their mean and its 95 % t interval, "ahead" only when
+it excludes 0, else "level". Without '?' a block is what it always was.
+
 A block's table is made from the record alone: its compare.json (each run's metrics) and its
 record.json (commit, CPU, command): perplexities at each length of a text compare, exact
 matches over each bucket of sizes of an algorithmic task's, accuracy at each side of an image
@@ -50,8 +59,49 @@ NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5":
          "cope": "CoPE"}
 # NAME, or NAME+NAME+... (several records of one kind in one table, each row labelled by the options
 # its command gives that the others' do not)
-# (or BASE>VARIANT+BASE>VARIANT+...: runs against runs)
-BLOCK = re.compile(r"(<!-- results:([\w.+>-]+) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
+# (or BASE>VARIANT+BASE>VARIANT+...: runs against runs), then ?OPTION&OPTION=VALUE... (ci, solved,
+# pairs=COLUMN)
+BLOCK = re.compile(r"(<!-- results:([\w.+>-]+(?:\?[\w.=&-]+)?) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
+OPTIONS = {}  # the options of the block being made (ci, solved, pairs)
+SOLVED = 0.9  # exact match or accuracy of a run that solves its column (compare's STATS_SOLVED)
+# t(0.975, ν) for ν = 1..30: the two-sided 95 % critical values of Student's t (NIST/SEMATECH
+# e-Handbook of Statistical Methods, section 1.3.6.7.2, to 3 decimals; here to 6, as cli/stats.c
+# holds them and tests/test_stats.c checks them against the t density integrated numerically)
+T975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+        2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+        2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272)
+
+
+def t975(df):
+    """The 0.975 quantile of Student's t with df ≥ 1 degrees of freedom: the table, and beyond it
+    the Cornish–Fisher expansion about the normal quantile (Abramowitz & Stegun 26.7.5), as
+    cli/stats.c computes it."""
+    if df <= 30:
+        return T975[df - 1]
+    z, v = 1.959963984540054, float(df)
+    g = ((z ** 3 + z) / 4, (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96,
+         (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384,
+         (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160)
+    return z + sum(gk / v ** (k + 1) for k, gk in enumerate(g))
+
+
+def ci95(values):
+    """The mean of values and the half-width of its 95 % confidence interval, t(0.975, n − 1)·sd/√n
+    (None for one value)."""
+    n = len(values)
+    if n < 2:
+        return statistics.mean(values), None
+    return statistics.mean(values), t975(n - 1) * statistics.stdev(values) / n ** 0.5
+
+
+def number(x, digits):
+    """x with `digits` decimals, a minus sign (not a hyphen) when negative."""
+    return ("−" if x < 0 and round(x, digits) != 0 else "") + "%.*f" % (digits, abs(x))
+
+
+def signed(x, digits):
+    """x with `digits` decimals and its sign: '+1.2', '−0.3'."""
+    return ("−" if x < 0 and round(x, digits) != 0 else "+") + "%.*f" % (digits, abs(x))
 
 
 def fail(message):
@@ -77,10 +127,25 @@ def load(name):
 
 
 def cell(values, digits=3):
-    """'5.584' for one value, '5.584 ± 0.012' (sample standard deviation) for several."""
+    """'5.584' for one value, '5.584 ± 0.012' (sample standard deviation) for several; a block with
+    ?ci adds the 95 % confidence interval of the mean, '5.584 ± 0.012 [5.554, 5.614]'."""
     if len(values) == 1:
         return "%.*f" % (digits, values[0])
-    return "%.*f ± %.*f" % (digits, statistics.mean(values), digits, statistics.stdev(values))
+    text = "%.*f ± %.*f" % (digits, statistics.mean(values), digits, statistics.stdev(values))
+    if OPTIONS.get("ci"):
+        mean, half = ci95(values)
+        text += " [%s, %s]" % (number(mean - half, digits), number(mean + half, digits))
+    return text
+
+
+def solved_cell(fractions):
+    """A cell of a fraction (exact match, accuracy) per run, in %: a block with ?solved adds
+    '(k of n solved)' when its runs split between solved (≥ 90 %) and not."""
+    text = cell([100 * x for x in fractions], 1)
+    solved = sum(x >= SOLVED for x in fractions)
+    if OPTIONS.get("solved") and 0 < solved < len(fractions):
+        text += " (%d of %d solved)" % (solved, len(fractions))
+    return text
 
 
 def run_file(name, run, file):
@@ -161,6 +226,10 @@ def caption(name, record, compare, seeds, unit="", shared=()):
     where the records are."""
     what = "seed %d" % seeds[0] if len(seeds) == 1 else \
         "mean ± sample standard deviation over seeds %s" % ", ".join(str(s) for s in seeds)
+    if OPTIONS.get("ci") and len(seeds) > 1:
+        what += ", in brackets the 95 % confidence interval of the mean (Student t, n − 1 degrees of freedom)"
+    if OPTIONS.get("solved") and len(seeds) > 1:
+        what += "; k of n solved: the seeds at 90 % or more, where they split"
     commit = short_commit(record)
     threads = run_config(name, compare["runs"][0])["training"]["threads"]
     if shared:
@@ -194,7 +263,7 @@ def sizes_table(name, record, compare):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     _, seeds = entries(compare)
     for pe, label, runs in rows_of(compare):
-        row = [row_name(pe, label)] + [cell([100 * r["sweep_em"][i] for r in runs], 1)
+        row = [row_name(pe, label)] + [solved_cell([r["sweep_em"][i] for r in runs])
                                        for i in range(len(compare["buckets"]))]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds, "exact match in %, ")) + "\n"
@@ -207,7 +276,7 @@ def accuracy_table(name, record, compare):
     head = ["encoding", "test accuracy (%)", "seeds %s (%%)" % ", ".join(str(s) for s in seeds), "test loss"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for pe, label, runs in rows_of(compare):
-        row = [row_name(pe, label), cell([100 * r["test_acc"] for r in runs], 1),
+        row = [row_name(pe, label), solved_cell([r["test_acc"] for r in runs]),
                ", ".join("%.1f" % (100 * r["test_acc"]) for r in runs), cell([r["test_loss"] for r in runs])]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds)) + "\n"
@@ -507,11 +576,89 @@ def pairs_table(name):
     return "\n".join(lines) + "\n"
 
 
-def render(name):
+# What a column of pairs= is, by the field of compare.json it reads (a sweep's: at one of its labels).
+COLUMNS = {"sweep_em": "exact match over sizes %s", "sweep_ppl": "perplexity at %s",
+           "sweep_acc": "test accuracy at side %s", "sweep_span_ppl": "answer-span perplexity at %s",
+           "test_acc": "test accuracy", "test_loss": "test loss", "test_ppl": "test perplexity",
+           "trained_em": "exact match over the trained sizes", "val_loss": "validation loss"}
+
+
+def column_values(compare, column):
+    """A column of compare.json for pairs=: its value as a function of a run, what it is, whether
+    more is better and whether it is a fraction (shown in %): a run's field (test_acc, test_loss,
+    test_ppl, trained_em ...) or a label of the record's sweep (a bucket, a length, a side)."""
+    sweeps = (("buckets", "sweep_em"), ("lengths", "sweep_ppl"), ("resolutions", "sweep_acc"),
+              ("lengths", "sweep_span_ppl"))
+    for labels, key in sweeps:
+        if column in compare.get(labels, []) and key in compare["runs"][0]:
+            i = compare[labels].index(column)
+            return (lambda r: r[key][i]), COLUMNS[key] % column, "ppl" not in key, "ppl" not in key
+    if not isinstance(compare["runs"][0].get(column), (int, float)):
+        labels = compare.get("buckets", compare.get("lengths", compare.get("resolutions", [])))
+        fail("pairs=%s: neither a number of each run (test_acc, test_loss, ...) nor a label of the "
+             "record's sweep (%s)" % (column, ", ".join(labels) or "none"))
+    lower = "loss" in column or "ppl" in column
+    return (lambda r: r[column]), COLUMNS.get(column, column), not lower, column.endswith(("_acc", "_em"))
+
+
+def paired_table(name, record, compare, column):
+    """?pairs=COLUMN: every two rows of the record on one column, paired by seed: each seed's
+    difference, their mean and its 95 % t interval, "ahead" only when the interval excludes 0."""
+    value, what, higher_better, fraction = column_values(compare, column)
+    scale, digits = (100, 1) if fraction else (1, 3)
+    rows = rows_of(compare)
+    head = ["A − B", "each seed", "mean difference", "95 % CI", "verdict"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i, (pa, la, ra) in enumerate(rows):
+        for pb, lb, rb in rows[i + 1:]:
+            b_by_seed = {r["seed"]: r for r in rb}
+            common = [r for r in ra if r["seed"] in b_by_seed]
+            d = [scale * (value(r) - value(b_by_seed[r["seed"]])) for r in common]
+            a_name, b_name = row_name(pa, la), row_name(pb, lb)
+            if len(d) < 2:
+                lines.append("| %s − %s | %s | — | — | level |" % (a_name, b_name, ", ".join(signed(x, digits) for x in d) or "—"))
+                continue
+            mean, half = ci95(d)
+            side = 1 if mean - half > 0 else -1 if mean + half < 0 else 0
+            side = side if higher_better else -side
+            verdict = "%s ahead" % (a_name if side > 0 else b_name) if side else "level"
+            lines.append("| %s − %s | %s | %s | %s … %s | %s |" % (
+                a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), r["seed"]) for x, r in zip(d, common)),
+                signed(mean, digits), signed(mean - half, digits), signed(mean + half, digits), verdict))
+    commit = short_commit(record)
+    where = ", ".join("`results/%s`" % n for n in name.split("+"))
+    lines += ["", "<sub>%s%s, A − B seed by seed (each difference with its seed in brackets); the 95 %% "
+              "confidence interval of the mean difference (Student t, n − 1 degrees of freedom); ahead only "
+              "when it excludes 0; commit `%s` on %s (%d cores); records in %s, regenerated by `make "
+              "tables`.</sub>" % (what, " in %" if fraction else "", commit, record["cpu"], record["cores"], where)]
+    return "\n".join(lines) + "\n"
+
+
+def block_options(block, text):
+    """The options after '?' of a block: {'ci': True, 'pairs': 'test_acc', ...}."""
+    found = {}
+    for item in text.split("&") if text else []:
+        key, eq, value = item.partition("=")
+        if key not in ("ci", "solved", "pairs") or bool(eq) != (key == "pairs") or (eq and not value):
+            fail("results:%s: '%s' is not an option of a block (ci, solved, pairs=COLUMN)" % (block, item))
+        found[key] = value or True
+    return found
+
+
+def render(block):
+    global OPTIONS
+    name, _, options = block.partition("?")
+    OPTIONS = block_options(block, options)
     if ">" in name:
+        if OPTIONS:
+            fail("results:%s: a block of runs against runs takes no options" % block)
         return pairs_table(name)
     names = name.split("+")
     record, compare = merged(names) if len(names) > 1 else load(name)
+    if OPTIONS.get("pairs"):
+        if record["command"][1] != "compare":
+            fail("results:%s: pairs= is for a record of compare" % block)
+        return paired_table(name, record, compare, OPTIONS["pairs"])
     if record["command"][1:3] == ["analyze", "attn-similarity"]:
         return attn_similarity(name, record, compare)
     if record["command"][1:3] == ["analyze", "seqpe"] and switch(record["command"], "variance"):

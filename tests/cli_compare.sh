@@ -30,6 +30,16 @@ cfg = {r: json.load(open(d + "/" + r + "/config.json")) for r in ["rope-s1", "ro
 assert cfg["rope-s1"]["encoding"]["rope-base"] == 500, "rope-base not passed to the rope runs"
 assert cfg["nope-s1"]["encoding"] == {}, cfg["nope-s1"]["encoding"]
 assert [cfg[r]["training"]["seed"] for r in ["rope-s1", "rope-s2"]] == [1, 2]
+# the 95 % interval of each mean: t(0.975, 1) = 12.706205 (two seeds) times sd / sqrt(2); the pair
+# of encodings on test accuracy, seed by seed
+for e in c["encodings"]:
+    for k in ("test_acc", "test_loss"):
+        assert abs(e[k + "_ci95"] - 12.706205 * e[k + "_std"] / 2 ** 0.5) < 1e-9, (k, e)
+acc = {(r["pe"], r["seed"]): r["test_acc"] for r in c["runs"]}
+p = c["pairs"]
+assert p["metric"] == "test_acc" and p["higher_better"] and len(p["rows"]) == 1, p
+row = p["rows"][0]
+assert (row["a"], row["b"]) == ("rope", "nope") and row["diff"] == [acc["rope", s] - acc["nope", s] for s in (1, 2)], row
 for r, v in cfg.items():  # identical settings otherwise
     t = dict(v["training"]); t.pop("seed"); t.pop("out")
     t0 = dict(cfg["rope-s1"]["training"]); t0.pop("seed"); t0.pop("out")
@@ -43,6 +53,57 @@ before=$(ls -l --time-style=+%s.%N "$W"/cmp/*/model.safetensors)
 after=$(ls -l --time-style=+%s.%N "$W"/cmp/*/model.safetensors)
 [ "$before" = "$after" ] || fail "second compare rewrote models"
 diff <(grep '^|' "$W/out") <(grep '^|' "$W/out2") >/dev/null || fail "second table differs"
+
+# The statistics over seeds on an algorithmic task (copy of 1..2 symbols: 500 updates, where RoPE
+# fits its trained sizes in some seeds and NoPE in none): a run fits its trained sizes when its exact
+# match over them is at least 90 %; an entry that fits in fewer than all its seeds is marked † with
+# a line under the table; a cell whose seeds split between solved (≥ 90 %) and not says "k of n
+# solved"; the 95 % interval of each mean; each pair of entries on the trained sizes' exact match,
+# its interval from t(0.975, 2) = 4.302653, "ahead" only when it excludes 0.
+S="--task copy --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --algo-train-max 2 --algo-test-max 4
+   --warmup 0 --lr 1e-2 --steps 500"
+"$P" compare $S --pe rope,nope --seeds 3 --out "$W/st" >"$W/stout" 2>"$W/err" || fail "compare of copy exited $?: $(tail -3 "$W/err")"
+/usr/bin/python3 - "$W/st/compare.json" "$W/stout" <<'PY' || fail "statistics of copy: $(cat "$W/stout")"
+import json, math, statistics, sys
+c = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+L, T = c["train_max"], 4.302653
+fitted_any = unfitted_any = False
+for e in c["encodings"]:
+    runs = [r for r in c["runs"] if r["pe"] == e["pe"]]
+    for r in runs:
+        em = sum(r["size_em"][:L]) / L
+        assert abs(r["trained_em"] - em) < 1e-12 and r["fits_training"] == (em >= 0.9), r
+        fitted_any |= r["fits_training"]
+        unfitted_any |= not r["fits_training"]
+    k = sum(r["fits_training"] for r in runs)
+    assert e["fitted_seeds"] == k, e
+    row = next(l for l in out.splitlines() if l.startswith("| %s" % e["pe"]) and " ± " in l)
+    assert row.startswith("| %s%s |" % (e["pe"], "†" if k < 3 else "")), row
+    note = "† %s fits its trained sizes (≥ 90 %% exact match) in %d of 3 seeds: left out of extrapolation rankings" % (e["pe"], k)
+    assert (note in out) == (k < 3), (note, out)
+    for i, b in enumerate(c["buckets"]):
+        solved = sum(r["sweep_em"][i] >= 0.9 for r in runs)
+        assert e["sweep_em_solved"][i] == solved, e
+        x = [100 * r["sweep_em"][i] for r in runs]
+        sd = statistics.stdev(x)
+        assert abs(e["sweep_em_ci95"][i] - T * sd / 100 / math.sqrt(3)) < 1e-12, e
+        split = "(%d of 3 solved)" % solved
+        assert (split in row.split("|")[2 + i]) == (0 < solved < 3), (row, b, solved)
+assert fitted_any and unfitted_any, "no run fitted, or every one did: the marks are untested"
+p = c["pairs"]
+assert p["metric"] == "trained_em" and len(p["rows"]) == 1, p
+row = p["rows"][0]
+em = {(r["pe"], r["seed"]): r["trained_em"] for r in c["runs"]}
+d = [em["rope", s] - em["nope", s] for s in (1, 2, 3)]
+mean, half = statistics.mean(d), T * statistics.stdev(d) / math.sqrt(3)
+assert row["diff"] == d and abs(row["mean"] - mean) < 1e-12 and abs(row["ci95"] - half) < 1e-9, row
+verdict = "rope ahead" if mean - half > 0 else "nope ahead" if mean + half < 0 else "level"
+assert row["verdict"] == verdict, (row, verdict)
+sign = lambda x: ("−" if x < 0 else "+") + "%.1f" % abs(x)
+line = "rope − nope: %s (95 %% CI %s … %s), %s" % (sign(100 * mean), sign(100 * (mean - half)), sign(100 * (mean + half)), verdict)
+assert line in out.splitlines(), (line, out)
+PY
 
 # --jobs 2: two runs at a time in child processes, each on --threads 2 / 2 = 1 thread, gives what
 # --jobs 1 gives on one thread; a second call retrains nothing.

@@ -52,7 +52,7 @@ cp "$W/cmp/compare.json" "$R/compare.json" # the record as it was
 
 # reproduce: the same command again, its numbers beside the record's: no drift
 PELAB_REPRODUCE_OUT=$W/again bash scripts/reproduce.sh tiny >"$W/o" 2>"$W/e" || fail "reproduce.sh: $(tail -3 "$W/e")"
-[ "$(grep -c '^rope \|^nope ' "$W/o")" -eq 12 ] || fail "reproduce: not 12 numbers: $(cat "$W/o")"
+[ "$(grep -cE '^(rope|nope) +[0-9]+ ' "$W/o")" -eq 12 ] || fail "reproduce: not 12 numbers: $(cat "$W/o")"
 grep -q "^largest drift: 0.000 %$" "$W/o" || fail "reproduce on the same machine and binary drifts: $(tail -14 "$W/o")"
 [ -f "$W/again/.made-by-reproduce" ] || fail "reproduce did not mark its directory as its own"
 # reproduce removes only what it made: a name is a directory of results/ (no path), and an --out

@@ -130,4 +130,59 @@ grep -qxF '| text, RoPE (1,200 updates, seed 1) | `--precision bf16` | 1.00000 |
 sed -i 's/"seed": 1, "dir": "b/"seed": 3, "dir": "b/' "$W/results/txt-var/compare.json"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/PAIR.md" >"$W/o" 2>&1 && fail "a variant run without a base run passed"
 grep -q "results/txt-base has no run of rope, seed 3" "$W/o" || fail "a variant run without a base run: $(cat "$W/o")"
+# A block's options (a made-up indirect record, three seeds): ?ci adds each mean's 95 % confidence
+# interval, t(0.975, 2) = 4.302653 times sd/√3 (RoPE's 10, 20, 40 %: 23.3 ± 15.3, half-width 37.9);
+# ?solved says "k of n solved" where the seeds split at 90 %; ?pairs=COLUMN sets every two rows
+# against each other seed by seed (RoPE − PoPE 2, 2, 2 points: ahead; RoPE − ALiBi −85, −30, −52:
+# −55.7, interval −124.4 … +13.1, level; on test loss, less is better). Numbers worked out by hand.
+R=$W/results/acc-check
+mkdir -p "$R/runs/a"
+echo '{"task": {}, "training": {"threads": 1}}' >"$R/runs/a/config.json"
+echo '{"command": ["./pelab", "compare", "--task", "indirect"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}' >"$R/record.json"
+/usr/bin/python3 - "$R/compare.json" <<'PY'
+import json, sys
+acc = {"rope": [0.1, 0.2, 0.4], "pope": [0.08, 0.18, 0.38], "alibi": [0.95, 0.5, 0.92]}
+loss = {"rope": [2.0, 2.5, 3.1], "pope": [3.0, 3.5, 4.1], "alibi": [1.0, 2.0, 1.5]}
+runs = [{"pe": pe, "seed": s + 1, "dir": "x/a", "test_acc": acc[pe][s], "test_loss": loss[pe][s]}
+        for pe in acc for s in range(3)]
+json.dump({"task": "indirect", "runs": runs}, open(sys.argv[1], "w"))
+PY
+for b in 'acc-check' 'acc-check?ci&solved' 'acc-check?pairs=test_acc' 'acc-check?pairs=test_loss'; do
+    printf '<!-- results:%s -->\n<!-- /results:%s -->\n' "$b" "$b"
+done >"$W/OPT.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/OPT.md" >"$W/o" 2>&1 || fail "a block's options: $(cat "$W/o")"
+/usr/bin/python3 - "$W/OPT.md" <<'PY' || fail "a block's options: $(cat "$W/OPT.md")"
+import sys
+blocks = open(sys.argv[1]).read().split("<!-- results:")[1:]
+plain, ci, acc, loss = ("\n".join(l for l in b.splitlines() if l.startswith("|")) for b in blocks)
+assert "| RoPE | 23.3 ± 15.3 | 10.0, 20.0, 40.0 | 2.533 ± 0.551 |" in plain.splitlines(), plain  # as it always was
+assert "[" not in plain and "solved" not in plain, plain
+assert "| RoPE | 23.3 ± 15.3 [−14.6, 61.3] | 10.0, 20.0, 40.0 | 2.533 ± 0.551 [1.165, 3.901] |" in ci.splitlines(), ci
+assert ci.splitlines()[4].startswith("| ALiBi | 79.0 ± 25.2 [16.5, 141.5] (2 of 3 solved) | 95.0, 50.0, 92.0 |"), ci
+assert "solved" not in ci.splitlines()[3], ci  # PoPE's seeds do not split
+assert "in brackets the 95 % confidence interval of the mean (Student t" in blocks[1], blocks[1]
+assert acc.splitlines() == [
+    "| A − B | each seed | mean difference | 95 % CI | verdict |", "|---|---|---|---|---|",
+    "| RoPE − PoPE | +2.0 (1), +2.0 (2), +2.0 (3) | +2.0 | +2.0 … +2.0 | RoPE ahead |",
+    "| RoPE − ALiBi | −85.0 (1), −30.0 (2), −52.0 (3) | −55.7 | −124.4 … +13.1 | level |",
+    "| PoPE − ALiBi | −87.0 (1), −32.0 (2), −54.0 (3) | −57.7 | −126.4 … +11.1 | level |"], acc
+assert "<sub>test accuracy in %, A − B seed by seed" in blocks[2], blocks[2]
+assert loss.splitlines()[2] == "| RoPE − PoPE | −1.000 (1), −1.000 (2), −1.000 (3) | −1.000 | −1.000 … −1.000 | RoPE ahead |", loss
+PY
+# tables.py's t quantiles are compare's (cli/stats.c, whose test checks them against the t density)
+/usr/bin/python3 - <<'PY' || fail "tables.py's T975 differs from cli/stats.c's"
+import re, sys
+sys.path.insert(0, "scripts")
+import tables
+c = open("cli/stats.c").read()
+values = tuple(float(x) for x in re.findall(r"[0-9]+\.[0-9]+", c[c.index("T975[30] = {"):c.index("};", c.index("T975[30]"))]))
+assert len(values) == 30 and values == tables.T975, (values, tables.T975)
+assert all(abs(tables.t975(df) - want) < 1e-6 for df, want in ((31, 2.039513), (40, 2.021075), (99, 1.984217)))
+PY
+printf '<!-- results:acc-check?sd -->\n<!-- /results:acc-check?sd -->\n' >"$W/BAD.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "an unknown option passed"
+grep -q "results:acc-check?sd: 'sd' is not an option of a block (ci, solved, pairs=COLUMN)" "$W/o" || fail "an unknown option: $(cat "$W/o")"
+printf '<!-- results:acc-check?pairs=nothing -->\n<!-- /results:acc-check?pairs=nothing -->\n' >"$W/BAD.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "an unknown column passed"
+grep -q "pairs=nothing: neither a number of each run" "$W/o" || fail "an unknown column: $(cat "$W/o")"
 echo "cli_tables: ok ($n recorded tables in $(wc -l <"$W/listed") files)"
