@@ -115,7 +115,7 @@ mkdir "$W/csvdir"
 expect 2 "--csv $W/csvdir: is a directory" -- eval --model "$W/rope" --lengths 1x --csv "$W/csvdir"
 expect 1 "--csv: $W/no/such.csv: cannot create" -- eval --model "$W/rope" --lengths 1x --csv "$W/no/such.csv"
 PELAB_PROGRESS_EVERY=0 "$P" eval --model "$W/rope" --batch 8 >/dev/null 2>"$W/e" || fail "eval with progress"
-grep -q "^evaluating the test split: 50% (16/32 examples), [0-9]*s, about [0-9]*s left$" "$W/e" ||
+grep -q "^evaluating the test split: 50% (16/32 examples), [0-9hm]*[0-9]s, about [0-9hm]*[0-9]s left$" "$W/e" ||
     fail "no progress line: $(cat "$W/e")"
 "$P" eval --model "$W/rope" --batch 8 >/dev/null 2>"$W/e"
 [ -s "$W/e" ] && fail "a short evaluation printed progress: $(cat "$W/e")"
@@ -171,7 +171,7 @@ expect 1 "window 0, position 32: the model's output is not finite (nan)" -- samp
 [ -s "$W/o" ] && fail "sample printed a continuation of non-finite outputs: $(head -3 "$W/o")"
 # a sweep's progress: one span over every length, the length running named
 PELAB_PROGRESS_EVERY=0 "$P" eval --model "$W/t" --lengths 1x,2x --batch 2 >/dev/null 2>"$W/e" || fail "sweep: $(cat "$W/e")"
-grep -q "^length sweep of 2 lengths at 1x: [0-9]*% ([0-9]*/[0-9]* windows), [0-9]*s, about [0-9]*s left$" "$W/e" &&
+grep -q "^length sweep of 2 lengths at 1x: [0-9]*% ([0-9]*/[0-9]* windows), [0-9hm]*[0-9]s, about [0-9hm]*[0-9]s left$" "$W/e" &&
     grep -q "^length sweep of 2 lengths at 2x: 100% " "$W/e" || fail "sweep progress: $(cat "$W/e")"
 # a learned table joins an extrapolation compare with its evaluation-time --ape-extend
 expect 2 "position 63 is beyond the table of 32 positions (--ape-max-len); evaluate with --ape-extend interpolate" -- compare $TT --pe learned,rope --seeds 1 --steps 2 --lengths 1x,2x --out "$W/cmp0"
