@@ -1,6 +1,7 @@
 /* The absolute encodings through the posenc interface and the model (double build):
- *  - sinusoidal adds sin/cos(p·base^(−2i/D)) to columns 2i/2i+1, odd widths and large positions
- *    included;
+ *  - sinusoidal adds σ·sin/cos(p·base^(−2i/D)) to columns 2i/2i+1, odd widths and large positions
+ *    included, σ = --sin-scale (0.02 by default); a run's config.json without sin-scale reads as
+ *    σ = 1, what runs recorded before the option were made with, and one with it as recorded;
  *  - learned adds row p of its table `pos_emb.weight` (Tmax, D), no weight decay, init N(0, 0.02);
  *  - a position beyond the table is a usage error naming the position and --ape-extend, in the
  *    encoding and through the model's forward; with --ape-extend interpolate the table is
@@ -13,6 +14,7 @@
 #include "pelab/model.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "pelab/train.h"
 
 enum { NMAX = 32 };
 
@@ -56,21 +58,58 @@ static int embed(struct emb *s, const int32_t *pos, int n) {
     return rc;
 }
 
-static void check_sinusoidal(int D, const char *base_text, double base) {
+/* scale_text NULL: the default σ, 0.02 */
+static void check_sinusoidal(int D, const char *base_text, double base, const char *scale_text) {
     static struct emb s;
-    PELAB_ASSERT(setup(&s, "sinusoidal", D, 8, base_text ? "sin-base" : NULL, base_text, NULL, NULL) == PELAB_OK);
+    PELAB_ASSERT(setup(&s, "sinusoidal", D, 8, base_text ? "sin-base" : NULL, base_text,
+                       scale_text ? "sin-scale" : NULL, scale_text) == PELAB_OK);
     CHECK(s.params.count == 0, "sinusoidal has no parameters");
+    const double sigma = scale_text ? atof(scale_text) : 0.02;
     const int32_t pos[6] = {0, 1, 7, 100, 5000, 1234567};
     PELAB_ASSERT(embed(&s, pos, 6) == PELAB_OK);
     double worst = 0;
     for (int t = 0; t < 6; t++)
         for (int j = 0; j < D; j++) {
             double a = pos[t] * pow(base, -2.0 * (j / 2) / D);
-            worst = fmax(worst, fabs(s.out[t * D + j] - (j % 2 ? cos(a) : sin(a))));
+            worst = fmax(worst, fabs(s.out[t * D + j] - sigma * (j % 2 ? cos(a) : sin(a))));
         }
-    CHECK(worst < 1e-12, "sinusoidal D=%d base %g: differs from sin/cos by %.3g", D, base, worst);
-    printf("  sinusoidal D=%-3d base %-6g formula agrees to %.3g\n", D, base, worst);
+    CHECK(worst < 1e-12 * sigma, "sinusoidal D=%d base %g σ %g: differs from σ·sin/cos by %.3g", D, base,
+          sigma, worst);
+    printf("  sinusoidal D=%-3d base %-6g σ %-5g formula agrees to %.3g\n", D, base, sigma, worst);
     done(&s);
+}
+
+/* A run's config.json read back: sin-scale as recorded, or 1 when the run predates the option
+ * (what it was made with), while the default for a new run is 0.02; no other encoding's
+ * settings gain a key. */
+static void check_sinusoidal_record(void) {
+    static const char *const configs[][2] = {
+        {"{\"pelab-version\": \"0.1.0\", \"training\": {\"task\": \"copy\"}, "
+         "\"model\": {\"pe\": \"sinusoidal\"}, \"encoding\": {\"sin-base\": 10000}, \"task\": {}}",
+         "1"},
+        {"{\"pelab-version\": \"0.2.0\", \"training\": {\"task\": \"copy\"}, "
+         "\"model\": {\"pe\": \"sinusoidal\"}, \"encoding\": {\"sin-base\": 10000, \"sin-scale\": 0.02}, "
+         "\"task\": {}}",
+         "0.02"},
+        {"{\"pelab-version\": \"0.2.0\", \"training\": {\"task\": \"copy\"}, "
+         "\"model\": {\"pe\": \"sinusoidal\"}, \"encoding\": {\"sin-base\": 10000, \"sin-scale\": 0.5}, "
+         "\"task\": {}}",
+         "0.5"},
+        {"{\"pelab-version\": \"0.1.0\", \"training\": {\"task\": \"copy\"}, "
+         "\"model\": {\"pe\": \"rope\"}, \"encoding\": {}, \"task\": {}}",
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        static struct pelab_opts o;
+        int rc = pelab_config_parse("config.json", configs[i][0], strlen(configs[i][0]), &o);
+        CHECK(rc == PELAB_OK, "config %zu: %s", i, pelab_last_error());
+        const char *got = pelab_opts_get(&o, "sin-scale");
+        CHECK(configs[i][1] ? got && strcmp(got, configs[i][1]) == 0 : got == NULL,
+              "config %zu: sin-scale read back as %s, want %s", i, got ? got : "(none)",
+              configs[i][1] ? configs[i][1] : "(none)");
+    }
+    const struct pelab_optdef *d = pelab_optdef_find(pelab_posenc_find("sinusoidal")->options, "sin-scale");
+    CHECK(d && strcmp(d->def, "0.02") == 0, "a new run's sin-scale defaults to 0.02");
 }
 
 static void check_learned_lookup(void) {
@@ -181,9 +220,10 @@ static void check_model(void) {
 }
 
 int main(void) {
-    check_sinusoidal(16, NULL, 10000);
-    check_sinusoidal(7, NULL, 10000);
-    check_sinusoidal(10, "500", 500);
+    check_sinusoidal(16, NULL, 10000, NULL);
+    check_sinusoidal(7, NULL, 10000, "1");
+    check_sinusoidal(10, "500", 500, "0.3");
+    check_sinusoidal_record();
     check_learned_lookup();
     check_learned_beyond();
     check_learned_interpolate();

@@ -2,7 +2,8 @@
  * parameter, each encoding's QK transform (PoPE's δ included, RoPE's length-extension methods),
  * each BIAS encoding's parameters (T5's tables, FIRE's MLP, c and ℓ), the learned table (direct
  * and interpolated), and the whole model for each encoding (SeqPE in each integration; its
- * encoder alone in test_seqpe), tied and untied, with and without dropout. */
+ * encoder alone in test_seqpe; sinusoidal with P scaled, by its default σ and others, and not),
+ * tied and untied, with and without dropout. */
 #include <stdlib.h>
 #include <string.h>
 #include "lib/check.h"
@@ -490,7 +491,9 @@ int main(void) {
     check_model("learned", (const char *const[]){"pe", "learned", "ape-max-len", "16", NULL}, 0);
     check_model("learned interpolated", (const char *const[]){"pe", "learned", "ape-max-len", "8", "ape-extend", "interpolate", NULL}, 0);
     check_model("learned dropout untied", (const char *const[]){"pe", "learned", "ape-max-len", "16", "tied", "off", NULL}, 0.25);
-    check_model("sinusoidal", (const char *const[]){"pe", "sinusoidal", NULL}, 0);
+    check_model("sinusoidal", (const char *const[]){"pe", "sinusoidal", NULL}, 0); /* E[tok] + 0.02·P */
+    check_model("sinusoidal scale 1 untied", (const char *const[]){"pe", "sinusoidal", "sin-scale", "1", "tied", "off", NULL}, 0);
+    check_model("sinusoidal scale 0.3 dropout", (const char *const[]){"pe", "sinusoidal", "sin-scale", "0.3", NULL}, 0.25);
     check_model("xpos", (const char *const[]){"pe", "xpos", NULL}, 0);
     check_model("xpos fast decay", (const char *const[]){"pe", "xpos", "xpos-scale-base", "4", NULL}, 0);
     check_model("rope resonance", (const char *const[]){"pe", "rope", "rope-resonance", "on", NULL}, 0);

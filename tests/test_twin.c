@@ -63,7 +63,10 @@ static const struct twin_case cases[] = {
     /* positions reach 36 (t + 7b + 3i over the 5 steps); the training context is T = 11 */
     {"learned", {"pe", "learned", "ape-max-len", "40", NULL}},
     {"learned-interpolate", {"pe", "learned", "ape-extend", "interpolate", NULL}},
+    /* P at the token embedding's scale (σ 0.02, the default), as is, and at another σ */
     {"sinusoidal", {"pe", "sinusoidal", "sin-base", "100", NULL}},
+    {"sinusoidal-scale-1", {"pe", "sinusoidal", "sin-base", "100", "sin-scale", "1", NULL}},
+    {"sinusoidal-scale-0.3", {"pe", "sinusoidal", "sin-scale", "0.3", NULL}},
     {"xpos", {"pe", "xpos", NULL}},
     {"xpos-fast-decay", {"pe", "xpos", "xpos-scale-base", "8", "xpos-gamma", "0.2", NULL}},
     {"rope-resonance", {"pe", "rope", "rope-resonance", "on", NULL}},

@@ -90,6 +90,11 @@ struct pelab_posenc_ops {
      * them from the same opts as `options`. */
     const struct pelab_optdef *eval_options;
     struct pelab_pe_contract contract;
+    /* Optional: for each option added after runs of the encoding were recorded whose default is
+     * not what those runs did, "key=value" with the value they were made with; NULL-terminated.
+     * Reading a run's config.json back sets each key it lacks to that value
+     * (pelab_run_read_config), so such a run evaluates and resumes as it was trained. */
+    const char *const *unrecorded;
 
     /* Reads its options (already checked against `options`), validates them against the model
      * shape in `pe`, sets pe->qk_dim when it acts at QK, declares its parameters in `params`
@@ -265,6 +270,10 @@ int pelab_posenc_angles(pelab_real **cos, pelab_real **sin, long *cap, const int
  * (axis NULL: coordinate 0 for every c). */
 int pelab_posenc_angles_nd(pelab_real **cos, pelab_real **sin, long *cap, const int32_t *pos, long ntok,
                            int dims, const int *axis, const double *theta, int n);
+
+/* The value runs of `ops` recorded without its option `name` were made with (ops->unrecorded),
+ * or NULL when the table gives none (such a run's absent option is the default). */
+const char *pelab_posenc_unrecorded(const struct pelab_posenc_ops *ops, const char *name);
 
 /* The encoding, if any, whose evaluation-time table defines option `name`, else NULL. */
 const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name);

@@ -195,7 +195,9 @@ int pelab_run_open_with(struct pelab_run *r, const char *dir, const struct pelab
 int pelab_run_open_model(struct pelab_run *r, const char *dir);
 void pelab_run_close(struct pelab_run *r);
 
-/* Reads dir/config.json into `settings` (the options of every table, as text). */
+/* Reads dir/config.json into `settings` (the options of every table, as text). An option of the
+ * run's encoding that the file lacks and for which the encoding's table gives the value runs
+ * without it were made with (pelab_posenc_ops.unrecorded) is set to that value. */
 int pelab_run_read_config(const char *dir, struct pelab_opts *settings);
 /* The same from the text of a config.json in memory; `path` names it in messages. */
 int pelab_config_parse(const char *path, const char *text, size_t size,

@@ -11,10 +11,21 @@
  * With a KV cache the sum continues from the last cached position's kb. Positions are never read:
  * the model is the same at any offset (PELAB_PE_RELATIVE), and causal only (a decay runs one way).
  *
- * --fox-gate data is the paper's gate (their "full"; w, b learned, w ~ N(0, 0.02), b = 0 at init
- * as their default, so f = 1/2 at first); bias is their data-independent gate f_h = σ(b_h), a
- * learned ALiBi slope per head. The paper's output gate and QK-norm ("FoX Pro") are not here: they
- * act on values and on q, k, not on positions.
+ * --fox-gate data is the paper's gate (their "full"; w, b learned); bias is their data-independent
+ * gate f_h = σ(b_h), a learned ALiBi slope per head. The paper's output gate and QK-norm ("FoX
+ * Pro") are not here: they act on values and on q, k, not on positions.
+ *
+ * Initialisation: w ~ N(0, 0.02), b = --fox-bias-init (0), so f = σ(0) = 1/2 at first — the
+ * authors' default. In their code (github.com/zhixuan-lin/forgetting-transformer, commit 883f260,
+ * src/forgetting_transformer/model/forgetting_transformer/modeling_forgetting_transformer.py) the
+ * "full" gate is nn.Linear(hidden_size, num_heads, bias=True) (line 206), whose weight both
+ * initialisers draw from N(0, initializer_range) with the bias zeroed (lines 270–275, the layer's;
+ * 641–651, the model's, which runs last), initializer_range = 0.02
+ * (configs/model/forgetting_transformer.py:21). Their other bias init, fgate_bias_init (decay times
+ * τ log-spaced in [T_min, T_max], b = −ln(e^{1/τ} − 1), lines 221–230), is off by default
+ * (configs/model/forgetting_transformer.py:37), refused with the full gate (line 205), and meant
+ * for the data-independent and fixed gates; their data-independent gate starts at b = 0 too
+ * (line 208). --fox-bias-init 3 (f ≈ 0.95: a slow decay at first) is the option's other use.
  *
  * backward, per (sequence, head), from dkb = ∂L/∂kb:
  *   ∂L/∂ln f_l = −Σ_{s≥l} dkb_s (a suffix sum);  ∂L/∂z_l = ∂L/∂ln f_l · σ(−z_l)

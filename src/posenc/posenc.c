@@ -51,6 +51,13 @@ const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name) 
     return NULL;
 }
 
+const char *pelab_posenc_unrecorded(const struct pelab_posenc_ops *ops, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *const *u = ops ? ops->unrecorded : NULL; u && *u; u++)
+        if (strncmp(*u, name, n) == 0 && (*u)[n] == '=') return *u + n + 1;
+    return NULL;
+}
+
 int pelab_posenc_fine_tune_option(const char *name) {
     return pelab_optdef_find(pelab_rope_scaling_options, name) != NULL;
 }

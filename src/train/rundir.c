@@ -64,10 +64,8 @@ int pelab_config_parse(const char *path, const char *text, size_t size,
     struct pelab_json *j = NULL;
     int rc = pelab_json_parse(text, size, &j);
     if (rc) return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
-    if (!pelab_json_get(j, "pelab-version")) {
+    if (!pelab_json_get(j, "pelab-version"))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "%s is not a pelab config (no \"pelab-version\")", path);
-        goto done;
-    }
     /* "derived" (vocab, max-seq) follows from the task: not a setting. */
     for (int g = 0; g < PELAB_GROUP_DERIVED && !rc; g++) {
         const struct pelab_json *o = pelab_json_get(j, pelab_group_names[g]);
@@ -78,7 +76,15 @@ int pelab_config_parse(const char *path, const char *text, size_t size,
         }
         rc = read_group(o, path, pelab_group_names[g], settings);
     }
-done:
+    /* A run recorded before one of its encoding's options existed reads as it was made: the
+     * value the encoding's table gives for runs without it, not today's default (posenc.h). */
+    const char *pe = rc ? NULL : pelab_opts_get(settings, "pe");
+    const struct pelab_posenc_ops *ops = pe ? pelab_posenc_find(pe) : NULL;
+    for (const struct pelab_optdef *d = ops ? ops->options : NULL; d && d->name && !rc; d++) {
+        const char *was = pelab_opts_get(settings, d->name) ? NULL : pelab_posenc_unrecorded(ops, d->name);
+        if (was && pelab_opts_set(settings, d->name, was))
+            rc = pelab_fail_context(PELAB_ERR_RUNTIME, "%s", path);
+    }
     pelab_json_free(j);
     return rc;
 }

@@ -654,13 +654,17 @@ static int same_value(const struct pelab_json *recorded, const char *asked, int 
 }
 
 /* Appends "--key recorded (asked: asked)" ("key recorded (now: value)" for a derived one) to the list of differences in sb, the first
- * MAX_SAID of them; n counts them all. */
+ * MAX_SAID of them; n counts them all. unrecorded: what a run without the key was made with, or NULL. */
 #define MAX_SAID 4
 static void say_difference(struct pelab_sb *sb, int *n, int group, const char *key,
-                           const struct pelab_json *recorded, const char *asked) {
+                           const struct pelab_json *recorded, const char *unrecorded, const char *asked) {
     if ((*n)++ >= MAX_SAID) return;
     const int derived = group == PELAB_GROUP_DERIVED; /* not an option: what the settings made */
     pelab_sb_printf(sb, "%s%s%s ", *n > 1 ? ", " : "", derived ? "" : "--", key);
+    if (!recorded && unrecorded) {
+        pelab_sb_printf(sb, "%s (a run from before the option; asked: %s)", unrecorded, asked);
+        return;
+    }
     if (!recorded)
         pelab_sb_printf(sb, "not recorded");
     else if (recorded->type == PELAB_JSON_NUMBER)
@@ -675,18 +679,26 @@ static void say_difference(struct pelab_sb *sb, int *n, int group, const char *k
  * number of differences. */
 static int count_differences(const struct pelab_settings *s, const struct pelab_json *j, struct pelab_sb *diff) {
     int n = 0;
+    const char *pe = pelab_opts_get(&s->group[PELAB_GROUP_MODEL], "pe");
+    const struct pelab_posenc_ops *pe_ops = pe ? pelab_posenc_find(pe) : NULL;
     for (int g = 0; g < PELAB_GROUPS; g++) {
         const struct pelab_json *o = pelab_json_get(j, pelab_group_names[g]);
         const struct pelab_opts *asked = &s->group[g];
         for (int i = 0; i < asked->count; i++) {
             const char *key = asked->kv[i].key;
             const struct pelab_json *v = o ? pelab_json_get(o, key) : NULL;
-            if (!placement_setting(key) && (!v || !same_value(v, asked->kv[i].val, s->number[g][i])))
-                say_difference(diff, &n, g, key, v, asked->kv[i].val);
+            if (placement_setting(key) || (v && same_value(v, asked->kv[i].val, s->number[g][i])))
+                continue;
+            /* an option of the encoding the run predates: made with the value its table gives */
+            const char *unrecorded = v || g != PELAB_GROUP_ENCODING ? NULL : pelab_posenc_unrecorded(pe_ops, key);
+            if (unrecorded && (strcmp(unrecorded, asked->kv[i].val) == 0 ||
+                               (s->number[g][i] && strtod(unrecorded, NULL) == strtod(asked->kv[i].val, NULL))))
+                continue;
+            say_difference(diff, &n, g, key, v, unrecorded, asked->kv[i].val);
         }
         for (int i = 0; o && o->type == PELAB_JSON_OBJECT && i < o->count; i++)
             if (!pelab_opts_get(asked, o->keys[i]) && !placement_setting(o->keys[i]))
-                say_difference(diff, &n, g, o->keys[i], o->items[i], NULL);
+                say_difference(diff, &n, g, o->keys[i], o->items[i], NULL, NULL);
     }
     return n;
 }

@@ -9,7 +9,7 @@ Attention per head (d = D / H): scores = q'.k' / sqrt(d) + bias(t, s), causal (k
 index t), softmax over s, times v. q' and k' come from the positional encoding (`nope`, `rope` with
 its resonance and length-extension options, `pope`, `xpos`), bias from the bias encodings (`alibi`,
 `t5`, `fire`, `fire-shared`; 0 for the others); `learned` and `sinusoidal` add e(pos) to the token
-embedding; `seqpe` encodes each position's digits with a small Transformer and adds the result to
+embedding (`sinusoidal` times its sin-scale); `seqpe` encodes each position's digits with a small Transformer and adds the result to
 the token embedding or, projected, to / onto / beside q and k. Positions are an explicit (B, T) integer array. Parameter names are pelab's, so a pelab
 model.safetensors loads by name and gradients compare by name.
 
@@ -84,13 +84,14 @@ _FLOATS = ("dropout", "rope-base", "pope-base")
 # learned, sinusoidal, xpos; RoPE's resonance and length extension (SPEC §3)
 DEFAULTS.update({
     "ape-max-len": 0, "ape-extend": "error", "sin-base": 10000.0,
+    "sin-scale": 1.0,   # a model file without it predates the option: P was added as is
     "xpos-base": 10000.0, "xpos-scale-base": 512.0, "xpos-gamma": 0.4,
     "rope-resonance": "off", "rope-scaling": "none", "rope-scale": 1.0, "rope-original-len": 0,
     "yarn-beta-fast": 32.0, "yarn-beta-slow": 1.0, "rope-fraction": 1.0, "rope-p": 1.0,
     "llama3-low-freq-factor": 1.0, "llama3-high-freq-factor": 4.0, "longrope-factors": "",
 })
 _INTS += ("ape-max-len", "rope-original-len")
-_FLOATS += ("sin-base", "xpos-base", "xpos-scale-base", "xpos-gamma", "rope-scale", "yarn-beta-fast",
+_FLOATS += ("sin-base", "sin-scale", "xpos-base", "xpos-scale-base", "xpos-gamma", "rope-scale", "yarn-beta-fast",
             "yarn-beta-slow", "rope-fraction", "rope-p", "llama3-low-freq-factor",
             "llama3-high-freq-factor")
 
@@ -359,7 +360,8 @@ class AbsolutePE(nn.Module):
       with ape-extend interpolate, a pass longer than the table (L' = max position + 1 > Tmax)
       reads the table linearly resampled to L' rows (torch's interpolate, align_corners: row p of
       the result sits at p (Tmax - 1) / (L' - 1) of the table).
-    sinusoidal: P[p, 2i] = sin(p base^(-2i/D)), P[p, 2i+1] = cos(p base^(-2i/D))."""
+    sinusoidal: sigma P, P[p, 2i] = sin(p base^(-2i/D)), P[p, 2i+1] = cos(p base^(-2i/D)),
+      sigma = sin-scale."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -369,13 +371,14 @@ class AbsolutePE(nn.Module):
             self.interpolate = cfg["ape-extend"] == "interpolate"
         else:
             self.freq = cfg["sin-base"] ** (-np.arange(0, D, 2, dtype=np.float64) / D)   # 2i/D
+            self.scale = cfg["sin-scale"]
             self.D = D
 
     def forward(self, pos):
         if self.kind == "sinusoidal":
             a = pos.to(torch.float64)[..., None] * torch.as_tensor(self.freq)      # (B, T, ceil(D/2))
             e = torch.stack((a.sin(), a.cos()), dim=-1).flatten(-2)[..., :self.D]
-            return e
+            return self.scale * e
         L = int(pos.max()) + 1
         table = self.weight
         if L > table.shape[0]:
