@@ -601,6 +601,22 @@ def column_values(compare, column):
     return (lambda r: r[column]), COLUMNS.get(column, column), not lower, column.endswith(("_acc", "_em"))
 
 
+def paired(ra, rb, value, higher_better, scale=1):
+    """Runs ra against runs rb seed by seed on value(run): the common seeds, each seed's difference
+    A − B (times scale), their mean, the half-width of its 95 % t interval and who is ahead: 1 (A),
+    −1 (B) or 0, level, when the interval holds 0 (or there are fewer than two common seeds: the
+    mean and the half-width are then None)."""
+    b_by_seed = {r["seed"]: r for r in rb}
+    common = [r["seed"] for r in ra if r["seed"] in b_by_seed]
+    a_by_seed = {r["seed"]: r for r in ra}
+    d = [scale * (value(a_by_seed[s]) - value(b_by_seed[s])) for s in common]
+    if len(d) < 2:
+        return common, d, None, None, 0
+    mean, half = ci95(d)
+    side = 1 if mean - half > 0 else -1 if mean + half < 0 else 0
+    return common, d, mean, half, side if higher_better else -side
+
+
 def paired_table(name, record, compare, column):
     """?pairs=COLUMN: every two rows of the record on one column, paired by seed: each seed's
     difference, their mean and its 95 % t interval, "ahead" only when the interval excludes 0."""
@@ -611,19 +627,14 @@ def paired_table(name, record, compare, column):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, (pa, la, ra) in enumerate(rows):
         for pb, lb, rb in rows[i + 1:]:
-            b_by_seed = {r["seed"]: r for r in rb}
-            common = [r for r in ra if r["seed"] in b_by_seed]
-            d = [scale * (value(r) - value(b_by_seed[r["seed"]])) for r in common]
+            common, d, mean, half, side = paired(ra, rb, value, higher_better, scale)
             a_name, b_name = row_name(pa, la), row_name(pb, lb)
-            if len(d) < 2:
+            if mean is None:
                 lines.append("| %s − %s | %s | — | — | level |" % (a_name, b_name, ", ".join(signed(x, digits) for x in d) or "—"))
                 continue
-            mean, half = ci95(d)
-            side = 1 if mean - half > 0 else -1 if mean + half < 0 else 0
-            side = side if higher_better else -side
             verdict = "%s ahead" % (a_name if side > 0 else b_name) if side else "level"
             lines.append("| %s − %s | %s | %s | %s … %s | %s |" % (
-                a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), r["seed"]) for x, r in zip(d, common)),
+                a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), s) for x, s in zip(d, common)),
                 signed(mean, digits), signed(mean - half, digits), signed(mean + half, digits), verdict))
     commit = short_commit(record)
     where = ", ".join("`results/%s`" % n for n in name.split("+"))
