@@ -29,6 +29,44 @@ or a label of the record's sweep: a bucket 1-10, a length 2x, a side 56): for ev
 their common seeds, each seed's difference, their mean and its 95 % t interval, "ahead" only when
 it excludes 0, else "level". Without '?' a block is what it always was.
 
+The block <!-- results:verdict --> (README.md's "What reproduces") is the verdict table: a row per
+claim of results/claims.json, the claim put to its test against its record, the verdict computed:
+    pair       A better than B on a column (lower perplexity or loss, higher accuracy or exact match,
+               or as "better" says), seed by seed: the 95 % t interval of the mean of A − B over the
+               seeds they share (paired(), as ?pairs= makes it) excludes 0 on A's side: reproduced;
+               on B's: not reproduced; holds 0: inconclusive. Against several B, every one must be
+               for the claim, and one against it makes it not reproduced.
+    threshold  an entry's value (or its change from another label's, relative_to or minus) below or
+               above a limit: the interval of its mean over the seeds (ci95()) and every seed on the
+               claimed side: reproduced; the interval on the other: not reproduced; else
+               inconclusive. Several entries, likewise every one.
+A claim whose record does not exist yet is "not yet measured", with the claim's reason (pending).
+The file is JSON, {"claims": [CLAIM, ...]}, each CLAIM an object of
+    id, paper, where           its name, the paper and where in it (table or figure)
+    claim                      the claim in one sentence
+    paper_number, paper_scale  the paper's number(s) and its model and budget as the paper prints
+                               them, with where ('—' where the papers in hand give none)
+    record, doc                the record that answers it and the document that shows its tables
+                               (a repository path and anchor)
+    test                       {"kind": "pair", "a": E, "b": E | [E, ...] | "*" (every other entry),
+                               "column": C} or {"kind": "pair", "variant": "S=V", "column": C} (each
+                               entry E:S=V against E), or {"kind": "threshold", "entries": [E, ...] |
+                               "*", "column": C, "below" | "above": X, "relative_to" | "minus": C}
+                               (X in the column's unit: a fraction, or a relative change); optionally
+                               "fits": "b" | "both" (algorithmic tasks: leave out a B that does not
+                               fit its trained sizes in every seed; "both": A not fitting is level),
+                               "field" (C a label of that sweep, as a qa record's sweep_em at 8x),
+                               "better": "lower" | "higher", and for an attention-similarity record
+                               "of": E (the column "jsd": each run of E's divergence from the others)
+    pending, scale_from        (optional) why its record does not exist yet; the record whose runs
+                               give the scale (for an analysis)
+C is a column as ?pairs= takes it (test_ppl, test_loss, test_acc, a length 10x, a bucket 11-20, a
+side 84); E an entry by its --pe text or without the settings every row of its record shares and
+without init-from. The claims file lives in results/, beside the records, not in docs/: a claim
+names a record and its test reads the record's fields, so the two are added and changed together;
+it is no record (no directory), so record.sh, reproduce.sh and the checks of records pass it by;
+and PELAB_RESULTS points the tests at made-up records that come with their own claims.
+
 A block's table is made from the record alone: its compare.json (each run's metrics) and its
 record.json (commit, CPU, command): perplexities at each length of a text compare, exact
 matches over each bucket of sizes of an algorithmic task's, accuracy at each side of an image
@@ -54,13 +92,14 @@ RESULTS = os.environ.get("PELAB_RESULTS", os.path.join(ROOT, "results"))  # anot
 DOCS_ROOT = os.environ.get("PELAB_DOCS_ROOT", ROOT)
 NOT_DOCS = {"results", "runs", "data", "build"}
 FILE = None  # the file whose blocks are being made, as the messages name it
+CURRENT = None  # and its path, from which the verdict table's links are made
 NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5": "T5", "fire": "FIRE",
          "seqpe": "SeqPE", "xpos": "xPos", "learned": "learned", "sinusoidal": "sinusoidal", "fox": "FoX",
          "cope": "CoPE"}
 # NAME, or NAME+NAME+... (several records of one kind in one table, each row labelled by the options
 # its command gives that the others' do not)
 # (or BASE>VARIANT+BASE>VARIANT+...: runs against runs), then ?OPTION&OPTION=VALUE... (ci, solved,
-# pairs=COLUMN)
+# pairs=COLUMN); "verdict" is the table of claims (results/claims.json)
 BLOCK = re.compile(r"(<!-- results:([\w.+>-]+(?:\?[\w.=&-]+)?) -->\n)(.*?)(<!-- /results:\2 -->)", re.S)
 OPTIONS = {}  # the options of the block being made (ci, solved, pairs)
 SOLVED = 0.9  # exact match or accuracy of a run that solves its column (compare's STATS_SOLVED)
@@ -601,6 +640,22 @@ def column_values(compare, column):
     return (lambda r: r[column]), COLUMNS.get(column, column), not lower, column.endswith(("_acc", "_em"))
 
 
+def paired(ra, rb, value, higher_better, scale=1):
+    """Runs ra against runs rb seed by seed on value(run): the common seeds, each seed's difference
+    A − B (times scale), their mean, the half-width of its 95 % t interval and who is ahead: 1 (A),
+    −1 (B) or 0, level, when the interval holds 0 (or there are fewer than two common seeds: the
+    mean and the half-width are then None)."""
+    b_by_seed = {r["seed"]: r for r in rb}
+    common = [r["seed"] for r in ra if r["seed"] in b_by_seed]
+    a_by_seed = {r["seed"]: r for r in ra}
+    d = [scale * (value(a_by_seed[s]) - value(b_by_seed[s])) for s in common]
+    if len(d) < 2:
+        return common, d, None, None, 0
+    mean, half = ci95(d)
+    side = 1 if mean - half > 0 else -1 if mean + half < 0 else 0
+    return common, d, mean, half, side if higher_better else -side
+
+
 def paired_table(name, record, compare, column):
     """?pairs=COLUMN: every two rows of the record on one column, paired by seed: each seed's
     difference, their mean and its 95 % t interval, "ahead" only when the interval excludes 0."""
@@ -611,19 +666,14 @@ def paired_table(name, record, compare, column):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i, (pa, la, ra) in enumerate(rows):
         for pb, lb, rb in rows[i + 1:]:
-            b_by_seed = {r["seed"]: r for r in rb}
-            common = [r for r in ra if r["seed"] in b_by_seed]
-            d = [scale * (value(r) - value(b_by_seed[r["seed"]])) for r in common]
+            common, d, mean, half, side = paired(ra, rb, value, higher_better, scale)
             a_name, b_name = row_name(pa, la), row_name(pb, lb)
-            if len(d) < 2:
+            if mean is None:
                 lines.append("| %s − %s | %s | — | — | level |" % (a_name, b_name, ", ".join(signed(x, digits) for x in d) or "—"))
                 continue
-            mean, half = ci95(d)
-            side = 1 if mean - half > 0 else -1 if mean + half < 0 else 0
-            side = side if higher_better else -side
             verdict = "%s ahead" % (a_name if side > 0 else b_name) if side else "level"
             lines.append("| %s − %s | %s | %s | %s … %s | %s |" % (
-                a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), r["seed"]) for x, r in zip(d, common)),
+                a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), s) for x, s in zip(d, common)),
                 signed(mean, digits), signed(mean - half, digits), signed(mean + half, digits), verdict))
     commit = short_commit(record)
     where = ", ".join("`results/%s`" % n for n in name.split("+"))
@@ -632,6 +682,273 @@ def paired_table(name, record, compare, column):
               "when it excludes 0; commit `%s` on %s (%d cores); records in %s, regenerated by `make "
               "tables`.</sub>" % (what, " in %" if fraction else "", commit, record["cpu"], record["cores"], where)]
     return "\n".join(lines) + "\n"
+
+
+# The verdict table (<!-- results:verdict -->): every claim of CLAIMS, put to the test it names
+# against the record it names. The claims file lives in results/ beside the records it reads (see
+# the docstring). Verdicts, as the table prints them:
+REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PENDING = "reproduced", "not reproduced", "inconclusive", "not yet measured"
+CLAIMS = "claims.json"
+CLAIM_FIELDS = ("id", "paper", "where", "claim", "paper_number", "paper_scale", "record", "doc", "test")
+TEST_KINDS = {"pair": ("a", "column"), "threshold": ("entries", "column")}
+
+
+def claim_fail(claim, message):
+    fail("results/%s: claim %s: %s" % (CLAIMS, claim.get("id", "?"), message))
+
+
+def entry_key(pe, shared):
+    """An entry as a claim may name it: its --pe text without the settings every row of its record
+    shares and without init-from ('seqpe:seqpe-beta=0' for the seqpe-table4 records' rows)."""
+    name, *settings = pe.split(":")
+    return ":".join([name] + [s for s in settings if s not in shared and not s.startswith("init-from=")])
+
+
+def claim_record(claim):
+    """The record a claim names as (record, compare, labels): a compare's runs, or, for an
+    attention-similarity analysis, one row per encoding and seed of the test's `of` encoding: the
+    mean divergence ("jsd") between that run's heads and the encoding's runs'."""
+    record, data = load(claim["record"])
+    if record["command"][1] == "compare":
+        return record, data
+    of = claim["test"].get("of")
+    if record["command"][1:3] != ["analyze", "attn-similarity"] or not of:
+        claim_fail(claim, "results/%s is neither a compare nor an attn-similarity analysis with the "
+                          "test's \"of\"" % claim["record"])
+    runs = data["runs"]
+    seed = lambda run: int(re.search(r"-s(\d+)$", run["dir"].rstrip("/")).group(1))
+    rows = []
+    for i, run in enumerate(runs):
+        if run["group"] != of:
+            continue
+        for g in dict.fromkeys(r["group"] for r in runs if r["group"] != of):
+            d = [run["d"][j] for j, r in enumerate(runs) if r["group"] == g]
+            rows.append({"pe": g, "seed": seed(run), "dir": run["dir"], "jsd": statistics.mean(d)})
+    if not rows:
+        claim_fail(claim, "results/%s has no runs of %s" % (claim["record"], of))
+    return record, {"task": "attn-similarity", "runs": rows}
+
+
+def claim_runs(claim, compare, entry):
+    """The runs of one entry a claim names (by its --pe text or its entry_key), by seed."""
+    order, _ = entries(compare)
+    shared = shared_settings(order)
+    found = [pe for pe in order if entry in (pe, entry_key(pe, shared))]
+    if len(found) != 1:
+        claim_fail(claim, "%s names %s entries of results/%s (%s)" % (
+            entry, "no" if not found else "several", claim["record"], ", ".join(entry_key(pe, shared) for pe in order)))
+    return found[0], sorted((r for r in compare["runs"] if r["pe"] == found[0]), key=lambda r: r["seed"])
+
+
+def claim_column(claim, compare, test):
+    """(value of a run, what it is, higher is better, a fraction) for the test's column: a label of
+    the record's sweep or a run's field as pairs= reads it, or test["field"] at label test["column"]
+    (a sweep the labels of which another field shares: a qa record's sweep_em at '8x');
+    test["better"] ('lower' or 'higher') overrides the direction."""
+    column = test["column"]
+    if "field" in test:
+        labels = compare.get("lengths", compare.get("buckets", compare.get("resolutions", [])))
+        if column not in labels or test["field"] not in compare["runs"][0]:
+            claim_fail(claim, "no %s at %s in results/%s" % (test["field"], column, claim["record"]))
+        i = labels.index(column)
+        key = test["field"]
+        what = ("exact match at %s" if key == "sweep_em" and "lengths" in compare else COLUMNS.get(key, key + " at %s")) % column
+        value = lambda r: r[key][i]
+        higher, fraction = "ppl" not in key, key.endswith(("_em", "_acc"))
+    elif column == "jsd":
+        value, what, higher, fraction = (lambda r: r["jsd"]), "divergence (JSD, nats) from %s's heads" % entry_name(test["of"]), False, False
+    else:
+        value, what, higher, fraction = column_values(compare, column)
+    if "better" in test:
+        higher = {"higher": True, "lower": False}[test["better"]]
+    return value, re.sub(r"\b(\d+)x\b", "\\1×", what), higher, fraction
+
+
+def fits(compare, runs):
+    """Whether every run fits its trained sizes: exact match ≥ 90 % over them (compare.json's
+    fits_training, or worked out from size_em in a record older than it)."""
+    def trained(r):
+        return r["trained_em"] if "trained_em" in r else statistics.mean(r["size_em"][:compare["train_max"]])
+    return all(r.get("fits_training", trained(r) >= SOLVED) for r in runs)
+
+
+def test_pair(claim, compare, test):
+    """kind "pair": entry a better than b on the column, seed by seed (paired's interval); b one
+    entry, a list, or "*" (every other entry); "variant": V sets each entry E:V against E instead.
+    "fits" (algorithmic tasks): "b" leaves out a pair whose b does not fit its trained sizes in
+    every seed (nothing to generalise from), "both" also makes a pair level whose a does not.
+    Its parts: (outcome, margin, text), outcome 1 where a is ahead, −1 where b is, 0 level; the
+    margin, how far the interval is from 0 on a's side."""
+    value, what, higher, fraction = claim_column(claim, compare, test)
+    scale, digits = (100, 1) if fraction else (1, 3)
+    order, _ = entries(compare)
+    shared = shared_settings(order)
+    if "variant" in test:
+        pairs = [(entry_key(pe, shared) + ":" + test["variant"], entry_key(pe, shared)) for pe in order
+                 if ":" + test["variant"] not in pe and any(o == pe + ":" + test["variant"] for o in order)]
+    else:
+        b = test.get("b", "*")
+        b = [entry_key(pe, shared) for pe in order if entry_key(pe, shared) != test["a"]] if b == "*" else b
+        pairs = [(test["a"], x) for x in ([b] if isinstance(b, str) else b)]
+    parts, left_out = [], []
+    for a, b in pairs:
+        (pa, ra), (pb, rb) = claim_runs(claim, compare, a), claim_runs(claim, compare, b)
+        name_a, name_b = entry_name(pa, shared), entry_name(pb, shared)
+        if test.get("fits") == "both" and not fits(compare, ra):
+            parts.append((0, 0, "%s does not fit its trained sizes in every seed" % name_a))
+            continue
+        if test.get("fits") and not fits(compare, rb):
+            left_out.append(name_b)
+            continue
+        common, d, mean, half, side = paired(ra, rb, value, higher, scale)
+        if mean is None:
+            parts.append((0, 0, "%s − %s: fewer than two common seeds" % (name_a, name_b)))
+            continue
+        text = "%s − %s: %s [%s, %s], n %d" % (name_a, name_b, signed(mean, digits), signed(mean - half, digits),
+                                                signed(mean + half, digits), len(d))
+        parts.append((side, mean - half if higher else -(mean + half), text))
+    unit = "%s%s" % (what, ", in points" if fraction else "")
+    return parts, unit, left_out
+
+
+def test_threshold(claim, compare, test):
+    """kind "threshold": each entry's value on the column ("relative_to": LABEL, its change
+    from LABEL's value, v/v_LABEL − 1; "minus": LABEL, v − v_LABEL) below test["below"] (or above
+    test["above"]): outcome 1 when the 95 % interval of the mean and every seed are on that side,
+    −1 when the interval is wholly on the other, else 0 (and 0 with "fits" when the entry does not
+    fit its trained sizes in every seed)."""
+    value, what, higher, fraction = claim_column(claim, compare, test)
+    base = test.get("relative_to", test.get("minus"))
+    if base is not None:
+        base_value = claim_column(claim, compare, dict(test, column=base))[0]
+    if "relative_to" in test:
+        v, scale, digits, unit = (lambda r: value(r) / base_value(r) - 1), 100, 1, " %"
+        what = "%s against %s" % (what, base.replace("x", "×"))
+    elif "minus" in test:
+        v, (scale, digits, unit) = (lambda r: value(r) - base_value(r)), (100, 1, " points") if fraction else (1, 3, "")
+        what = "%s less %s" % (what, base.replace("x", "×"))
+    else:
+        v, (scale, digits, unit) = value, (100, 1, " %") if fraction else (1, 3, "")
+    if "below" in test:
+        limit, below = test["below"], True
+    elif "above" in test:
+        limit, below = test["above"], False
+    else:
+        claim_fail(claim, "a threshold test needs \"below\" or \"above\"")
+    order, _ = entries(compare)
+    shared = shared_settings(order)
+    names = [entry_key(pe, shared) for pe in order] if test["entries"] == "*" else test["entries"]
+    parts = []
+    for entry in names:
+        pe, runs = claim_runs(claim, compare, entry)
+        x = [v(r) for r in runs]
+        name = entry_name(pe, shared)
+        if len(x) < 2:
+            parts.append((0, 0, "%s: one seed" % name))
+            continue
+        mean, half = ci95(x)
+        inside = sum(xi < limit if below else xi > limit for xi in x)
+        lo, hi = mean - half, mean + half
+        side = (1 if hi < limit and inside == len(x) else -1 if lo > limit else 0) if below else \
+               (1 if lo > limit and inside == len(x) else -1 if hi < limit else 0)
+        text = "%s: %s%s [%s, %s], %d of %d seeds %s %s%s" % (
+            name, signed(scale * mean, digits), unit, signed(scale * lo, digits), signed(scale * hi, digits),
+            inside, len(x), "below" if below else "above", signed(scale * limit, digits), unit)
+        if test.get("fits") and not fits(compare, runs):
+            parts.append((0, 0, "%s does not fit its trained sizes in every seed" % name))
+            continue
+        parts.append((side, limit - hi if below else lo - limit, text))
+    return parts, what, []
+
+
+def judge(claim):
+    """A claim's verdict, what pelab measured and the record's scale: "not yet measured" (with the
+    claim's "pending" reason) when its record does not exist; otherwise the test's parts: every part
+    for the claim, reproduced; one against it, not reproduced; else inconclusive."""
+    if not os.path.isdir(os.path.join(RESULTS, claim["record"])):
+        if not claim.get("pending"):
+            claim_fail(claim, "results/%s does not exist, and the claim gives no \"pending\" reason" % claim["record"])
+        return PENDING, claim["pending"], "—"
+    test = claim["test"]
+    kind = test.get("kind")
+    if kind not in TEST_KINDS or any(k not in test for k in TEST_KINDS[kind][1:]) or \
+            (kind == "pair" and "a" not in test and "variant" not in test):
+        claim_fail(claim, "a test is {\"kind\": \"pair\", \"a\", \"b\" (or \"variant\"), \"column\"} or "
+                          "{\"kind\": \"threshold\", \"entries\", \"column\", \"below\" or \"above\"}")
+    record, compare = claim_record(claim)
+    parts, what, left_out = (test_pair if kind == "pair" else test_threshold)(claim, compare, test)
+    if not parts:
+        if not left_out:
+            claim_fail(claim, "its test sets nothing against anything in results/%s" % claim["record"])
+        parts = [(0, 0, "nothing left to set against")]
+    against = [p for p in parts if p[0] < 0]
+    level = [p for p in parts if p[0] == 0]
+    verdict = NOT_REPRODUCED if against else INCONCLUSIVE if level else REPRODUCED
+    # the part that decides: the first against the claim, else the first level, else the narrowest
+    # margin for it (how far the interval is from 0, or from the threshold, on the claim's side)
+    shown = against[0] if against else level[0] if level else min(parts, key=lambda p: p[1])
+    text = "%s: %s" % (what[0].upper() + what[1:], shown[2])
+    if len(parts) > 1:
+        text += " (one of %d: %d for the claim, %d against, %d level)" % (
+            len(parts), len(parts) - len(against) - len(level), len(against), len(level))
+    if left_out:
+        text += "; left out, not fitting their trained sizes: %s" % ", ".join(left_out)
+    return verdict, text, record_scale(claim.get("scale_from", claim["record"]))
+
+
+def record_scale(name):
+    """A record's model and budget, from its first run: parameters, layers × width, updates."""
+    _, compare = load(name)
+    run = compare["runs"][0]
+    config = run_config(name, run)
+    with open(run_file(name, run, "summary.json")) as f:
+        params = json.load(f).get("parameters")
+    model = "%s × %s" % (config["model"]["layers"], config["model"]["d-model"])
+    return "%s(%s), %s updates" % ("%.2fM parameters " % (params / 1e6) if params else "", model,
+                                   format(config["training"]["steps"], ","))
+
+
+def link(path):
+    """A repository path as a link from the file being made (README.md or a document)."""
+    target, _, anchor = path.partition("#")
+    target = os.path.join(DOCS_ROOT, target)
+    if CURRENT and anchor and os.path.abspath(target) == CURRENT:
+        return "#" + anchor
+    here = os.path.dirname(CURRENT) if CURRENT else DOCS_ROOT
+    return os.path.relpath(target, here) + ("#" + anchor if anchor else "")
+
+
+def verdict_table():
+    """<!-- results:verdict -->: a line counting the verdicts, then a row per claim of results/
+    claims.json: the claim, the paper's number, pelab's (the deciding comparison's mean, 95 %
+    interval and seeds), the scale of each, and the verdict."""
+    path = os.path.join(RESULTS, CLAIMS)
+    if not os.path.isfile(path):
+        fail("results:verdict needs results/%s, the claims it tests" % CLAIMS)
+    with open(path) as f:
+        claims = json.load(f)["claims"]
+    head = ["claim", "the paper", "pelab (record: the comparison that decides)", "scale: the paper's; pelab's", "verdict"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    count, seen = {}, set()
+    for claim in claims:
+        missing = [k for k in CLAIM_FIELDS if k not in claim]
+        if missing or claim["id"] in seen:
+            claim_fail(claim, "repeats an id" if not missing else "lacks %s" % ", ".join(missing))
+        seen.add(claim["id"])
+        verdict, measured, scale = judge(claim)
+        count[verdict] = count.get(verdict, 0) + 1
+        lines.append("| %s ([%s](%s)) | %s, %s: %s | `%s`: %s | %s; %s | **%s** |" % (
+            claim["claim"], claim["id"], link(claim["doc"]), claim["paper"], claim["where"], claim["paper_number"],
+            claim["record"], measured, claim["paper_scale"], scale, verdict))
+    summary = "**%d claims: %s.**" % (len(claims), ", ".join(
+        "%d %s" % (count[v], v) for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, PENDING) if v in count))
+    lines += ["", "<sub>A − B: the mean of the seeds' differences and its 95 %% confidence interval (Student t, "
+              "n − 1 degrees of freedom), over the seeds the two share; a threshold: the mean over the seeds and "
+              "its interval. Reproduced: the interval (and, for a threshold, every seed) on the claim's side; not "
+              "reproduced: the interval on the other; inconclusive: otherwise. Claims and tests in "
+              "`results/%s`; each record's commit and CPU under its table in the linked document; regenerated by "
+              "`make tables`.</sub>" % CLAIMS]
+    return summary + "\n\n" + "\n".join(lines) + "\n"
 
 
 def block_options(block, text):
@@ -649,6 +966,10 @@ def render(block):
     global OPTIONS
     name, _, options = block.partition("?")
     OPTIONS = block_options(block, options)
+    if name == "verdict":
+        if OPTIONS:
+            fail("results:%s: the verdict block takes no options" % block)
+        return verdict_table()
     if ">" in name:
         if OPTIONS:
             fail("results:%s: a block of runs against runs takes no options" % block)
@@ -730,7 +1051,7 @@ def shown(path):
 
 
 def main(argv):
-    global FILE
+    global FILE, CURRENT
     if argv[:1] == ["--drift"] and len(argv) == 3:
         drift(argv[1], argv[2])
         return 0
@@ -749,7 +1070,7 @@ def main(argv):
         sys.exit("tables: no Markdown file under %s holds a block <!-- results:NAME -->" % DOCS_ROOT)
     differ, tables = [], 0
     for path in paths:
-        FILE = shown(path)
+        FILE, CURRENT = shown(path), os.path.abspath(path)
         with open(path) as f:
             text = f.read()
         new = regenerate(text)

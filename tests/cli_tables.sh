@@ -185,4 +185,144 @@ grep -q "results:acc-check?sd: 'sd' is not an option of a block (ci, solved, pai
 printf '<!-- results:acc-check?pairs=nothing -->\n<!-- /results:acc-check?pairs=nothing -->\n' >"$W/BAD.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "an unknown column passed"
 grep -q "pairs=nothing: neither a number of each run" "$W/o" || fail "an unknown column: $(cat "$W/o")"
+# The verdict table (<!-- results:verdict -->): README.md's is checked above like every block; an
+# edited verdict is caught too. Then made-up records and a claims file that exercise each test kind
+# and each verdict, worked out by hand: a text compare (RoPE, PoPE, ALiBi; seeds 1-3), an
+# algorithmic one (NoPE, RoPE, RoPE with random positions, and a sinusoidal embedding that does not
+# fit its trained sizes) and an attention-similarity analysis.
+mkdir -p "$W/vtree"
+cp README.md "$W/vtree/README.md"
+/usr/bin/python3 - "$W/vtree/README.md" <<'PY' || fail "README.md holds no verdict to edit"
+import sys
+p = sys.argv[1]
+t = open(p).read()
+i = t.index("<!-- results:verdict -->")
+j = t.index("| **reproduced** |", i)
+open(p, "w").write(t[:j] + "| **inconclusive** |" + t[j + len("| **reproduced** |"):])
+PY
+PELAB_DOCS_ROOT=$W/vtree /usr/bin/python3 scripts/tables.py --check >"$W/o" 2>&1 && fail "an edited verdict passed the check"
+grep -q "^tables: README.md differs from its records" "$W/o" && grep -q '^-| .*| \*\*inconclusive\*\* |$' "$W/o" &&
+    grep -q '^+| .*| \*\*reproduced\*\* |$' "$W/o" ||
+    fail "an edited verdict: $(cat "$W/o")"
+V=$W/vresults
+mkdir -p "$V/vtxt/runs/rope-s1" "$V/valg/runs/nope-s1" "$V/vattn"
+echo '{"command": ["./pelab", "compare", "--task", "text"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}' >"$V/vtxt/record.json"
+echo '{"model": {"layers": 2, "d-model": 32}, "training": {"steps": 1500, "threads": 1}, "task": {"seq-len": 64}}' >"$V/vtxt/runs/rope-s1/config.json"
+echo '{"parameters": 250000}' >"$V/vtxt/runs/rope-s1/summary.json"
+cp "$V/vtxt/record.json" "$V/valg/record.json"
+cp "$V/vtxt/runs/rope-s1/config.json" "$V/vtxt/runs/rope-s1/summary.json" "$V/valg/runs/nope-s1/"
+echo '{"command": ["./pelab", "analyze", "attn-similarity"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}' >"$V/vattn/record.json"
+/usr/bin/python3 - "$V" <<'PY'
+import json, os, sys
+V = sys.argv[1]
+# text: PoPE − RoPE at 10x −5.955, −5.745, −5.850 (reproduced); test perplexity +0.5, +0.6, +0.7
+# (RoPE ahead: not reproduced); at 1x −0.1, +0.1, 0 (level: inconclusive); PoPE − ALiBi at 10x
+# −0.015, +0.015, −0.21 (level, so PoPE is not ahead of every other: inconclusive). 10x against 1x: PoPE
+# +5 % in every seed (reproduced below 10 %), RoPE +200 % (not reproduced below 10 %, reproduced
+# above), ALiBi +2, +8, +12 % (interval −5.2 … +19.8 %: inconclusive); PoPE's +5 % is not above 10 %
+ppl = {"rope": ([3.0, 3.1, 3.2], [3.0, 3.0, 3.0], [9.0, 9.0, 9.0]),
+       "pope": ([3.5, 3.7, 3.9], [2.9, 3.1, 3.0], [3.045, 3.255, 3.15]),
+       "alibi": ([3.0, 3.0, 3.0], [3.0, 3.0, 3.0], [3.06, 3.24, 3.36])}
+runs = [{"pe": pe, "seed": s + 1, "dir": "x/%s-s%d" % (pe, s + 1), "test_ppl": t[s], "test_loss": t[s],
+         "sweep_ppl": [one[s], ten[s]]} for pe, (t, one, ten) in ppl.items() for s in range(3)]
+json.dump({"task": "text", "lengths": ["1x", "10x"], "runs": runs}, open(V + "/vtxt/compare.json", "w"))
+# copy, trained on sizes 1-2, tested on 1-4: NoPE − RoPE over 3-4 +40, +50, +45 points (reproduced),
+# the sinusoidal embedding at 10 % inside its trained sizes (left out; as the claim's own encoding,
+# inconclusive); random positions lift RoPE by 20, 25, 30 points (reproduced)
+em = {"nope": ([1, 1, 0.5, 0.5], [1, 1, 0.6, 0.6], [1, 1, 0.55, 0.55]),
+      "rope": ([1, 1, 0.1, 0.1], [1, 1, 0.1, 0.1], [1, 1, 0.1, 0.1]),
+      "sinusoidal": ([0.1, 0.1, 0.9, 0.9], [0.1, 0.1, 0.9, 0.9], [0.1, 0.1, 0.9, 0.9]),
+      "rope:random-positions=256": ([1, 1, 0.3, 0.3], [1, 1, 0.35, 0.35], [1, 1, 0.4, 0.4])}
+runs = [{"pe": pe, "seed": s + 1, "dir": "x/%s-s%d" % (pe.split(":")[0], s + 1), "size_em": e[s],
+         "sweep_em": [e[s][0], e[s][2]]} for pe, e in em.items() for s in range(3)]
+json.dump({"task": "copy", "train_max": 2, "test_max": 4, "buckets": ["1-2", "3-4"], "runs": runs},
+          open(V + "/valg/compare.json", "w"))
+# attention: each NoPE run 0.05 nats from T5's runs and 0.10 from ALiBi's (T5 nearer: reproduced)
+groups = ["nope"] * 3 + ["t5"] * 3 + ["alibi"] * 3
+far = {"nope": 0.02, "t5": 0.05, "alibi": 0.10}
+aruns = [{"dir": "r/%s-s%d" % (g, i % 3 + 1), "group": g, "d": [0 if i == j else far[h] if g == "nope" else 0.07
+          for j, h in enumerate(groups)]} for i, g in enumerate(groups)]
+json.dump({"groups": ["nope", "t5", "alibi"], "runs": aruns}, open(V + "/vattn/analysis.json", "w"))
+def claim(id, record, test, **kw):
+    return dict(id=id, paper="P", where="Table 9", claim="claim " + id, paper_number="1.0",
+                paper_scale="big", record=record, doc="README.md", test=test, **kw)
+claims = [
+    claim("pair-yes", "vtxt", {"kind": "pair", "a": "pope", "b": "rope", "column": "10x"}),
+    claim("pair-no", "vtxt", {"kind": "pair", "a": "pope", "b": "rope", "column": "test_ppl"}),
+    claim("pair-level", "vtxt", {"kind": "pair", "a": "pope", "b": "rope", "column": "1x"}),
+    claim("pair-all", "vtxt", {"kind": "pair", "a": "pope", "b": "*", "column": "10x"}),
+    claim("flat-yes", "vtxt", {"kind": "threshold", "entries": ["pope"], "column": "10x", "relative_to": "1x", "below": 0.1}),
+    claim("flat-no", "vtxt", {"kind": "threshold", "entries": ["rope"], "column": "10x", "relative_to": "1x", "below": 0.1}),
+    claim("flat-level", "vtxt", {"kind": "threshold", "entries": ["alibi"], "column": "10x", "relative_to": "1x", "below": 0.1}),
+    claim("rises-yes", "vtxt", {"kind": "threshold", "entries": ["rope"], "column": "10x", "relative_to": "1x", "above": 0.1}),
+    claim("rises-no", "vtxt", {"kind": "threshold", "entries": ["pope"], "column": "10x", "relative_to": "1x", "above": 0.1}),
+    claim("every-flat", "vtxt", {"kind": "threshold", "entries": "*", "column": "10x", "relative_to": "1x", "below": 0.1}),
+    claim("fits-left-out", "valg", {"kind": "pair", "a": "nope", "b": ["rope", "sinusoidal"], "column": "3-4", "fits": "both"}),
+    claim("fits-own", "valg", {"kind": "pair", "a": "sinusoidal", "b": ["rope"], "column": "3-4", "fits": "both"}),
+    claim("variant", "valg", {"kind": "pair", "variant": "random-positions=256", "column": "3-4", "fits": "b"}),
+    claim("below-em", "valg", {"kind": "threshold", "entries": ["rope"], "column": "3-4", "below": 0.2, "fits": "both"}),
+    claim("attention", "vattn", {"kind": "pair", "of": "nope", "a": "t5", "b": "*", "column": "jsd", "better": "lower"}, scale_from="vtxt"),
+    claim("pending", "not-recorded", {"kind": "pair", "a": "pope", "b": "rope", "column": "10x"}, pending="runs under way"),
+]
+json.dump({"claims": claims}, open(V + "/claims.json", "w"), indent=1)
+PY
+printf '<!-- results:verdict -->\n<!-- /results:verdict -->\n' >"$W/VERDICT.md"
+cp "$W/VERDICT.md" "$W/VERDICT0.md"
+verdicts() {  # each claim's id and verdict, from the table
+    PELAB_RESULTS=$V /usr/bin/python3 scripts/tables.py "$1" >"$W/o" 2>&1 || fail "a verdict table: $(cat "$W/o")"
+    sed -n 's/^| .*(\[\([a-z-]*\)\](.*| \*\*\([a-z ]*\)\*\* |$/\1: \2/p' "$1"
+}
+want='pair-yes: reproduced
+pair-no: not reproduced
+pair-level: inconclusive
+pair-all: inconclusive
+flat-yes: reproduced
+flat-no: not reproduced
+flat-level: inconclusive
+rises-yes: reproduced
+rises-no: not reproduced
+every-flat: not reproduced
+fits-left-out: reproduced
+fits-own: inconclusive
+variant: reproduced
+below-em: reproduced
+attention: reproduced
+pending: not yet measured'
+got=$(verdicts "$W/VERDICT.md")
+[ "$got" = "$want" ] || fail "the verdicts of the made-up claims: $got"
+grep -qF '**16 claims: 7 reproduced, 4 not reproduced, 4 inconclusive, 1 not yet measured.**' "$W/VERDICT.md" &&
+    grep -qF 'Perplexity at 10×: PoPE − RoPE: −5.850 [−6.111, −5.589], n 3 | big; 0.25M parameters (2 × 32), 1,500 updates |' "$W/VERDICT.md" &&
+    grep -qF 'Perplexity at 10× against 1×: ALiBi: +7.3 % [−5.2, +19.8], 2 of 3 seeds below +10.0 %' "$W/VERDICT.md" &&
+    grep -qF 'NoPE − RoPE: +45.0 [+32.6, +57.4], n 3; left out, not fitting their trained sizes: sinusoidal' "$W/VERDICT.md" &&
+    grep -qF 'sinusoidal does not fit its trained sizes in every seed' "$W/VERDICT.md" &&
+    grep -qF 'PoPE − ALiBi: −0.070 [−0.373, +0.233], n 3 (one of 2: 1 for the claim, 0 against, 1 level)' "$W/VERDICT.md" &&
+    grep -qF '| `not-recorded`: runs under way | big; — | **not yet measured** |' "$W/VERDICT.md" &&
+    grep -qF '| P, Table 9: 1.0 |' "$W/VERDICT.md" || fail "the verdict table: $(cat "$W/VERDICT.md")"
+# one seed moved: PoPE's seed 3 at 10x from 3.15 to 20 makes the differences −5.955, −5.745, +11.0,
+# whose interval holds 0: the claim falls from reproduced to inconclusive; so does PoPE's flatness
+# (+5, +5, +567 %: one seed above 10 %, an interval holding it)
+sed -i 's/3\.15\]/20.0]/' "$V/vtxt/compare.json"
+got=$(verdicts "$W/VERDICT0.md" | grep -E '^(pair-yes|flat-yes):')
+[ "$got" = "pair-yes: inconclusive
+flat-yes: inconclusive" ] || fail "one seed moved: $got"
+# a claim naming an entry its record lacks, a missing record without a reason, a claim without its
+# paper's number: each refused, naming the claim
+while IFS='|' read -r old new message; do
+    cp "$V/claims.json" "$W/claims.saved"
+    /usr/bin/python3 - "$V/claims.json" "$old" "$new" <<'PY'
+import re, sys
+p, old, new = sys.argv[1:]
+t = re.sub(r"\s*\n\s*", " ", open(p).read())
+assert old in t, old
+open(p, "w").write(t.replace(old, new, 1))
+PY
+    PELAB_RESULTS=$V /usr/bin/python3 scripts/tables.py "$W/VERDICT0.md" >"$W/o" 2>&1 && fail "a bad claim passed ($message)"
+    grep -qF "tables: $W/VERDICT0.md: results/claims.json: claim $message" "$W/o" || fail "a bad claim ($message): $(cat "$W/o")"
+    cp "$W/claims.saved" "$V/claims.json"
+done <<'CASES'
+"b": "rope", "column": "test_ppl"|"b": "xpos", "column": "test_ppl"|pair-no: xpos names no entries of results/vtxt
+, "pending": "runs under way"||pending: results/not-recorded does not exist, and the claim gives no "pending" reason
+"paper_number": "1.0",||pair-yes: lacks paper_number
+"kind": "threshold"|"kind": "ratio"|flat-yes: a test is
+CASES
 echo "cli_tables: ok ($n recorded tables in $(wc -l <"$W/listed") files)"
