@@ -9,9 +9,11 @@ a record).
                                       differs from what its records give (make test runs this)
     scripts/tables.py --list          the files that hold a block, one a line
     scripts/tables.py [--check] FILE...  the same for the files given alone (the tests')
-    scripts/tables.py --drift NAME COMPARE_JSON
+    scripts/tables.py --drift NAME DIR [X=DIR...]
                                       each number of record NAME beside the same number of another
-                                      run of its command (scripts/reproduce.sh), with the relative drift
+                                      run of its command into DIR (scripts/reproduce.sh; X=DIR: the
+                                      runs of record X, runs/record/X, made again in DIR), with the
+                                      relative drift
 
 A block may name several records of one kind, NAME+NAME+... (a sweep of a task's options, each
 record one setting): their runs make one table, each row labelled by the options its record's
@@ -696,27 +698,87 @@ def regenerate(text):
     return BLOCK.sub(lambda m: m.group(1) + render(m.group(2)) + m.group(4), text)
 
 
-def drift(name, path):
-    """Each recorded number beside the same number of another run (same pe and seed)."""
-    _, compare = load(name)
-    with open(path) as f:
-        fresh = {(r["pe"], r["seed"]): r for r in json.load(f)["runs"]}
+def sweep_numbers(compare, r):
+    """The numbers of one run of compare.json that drift sets beside each other: (what, value)."""
     labels = compare.get("lengths", compare.get("buckets", compare.get("resolutions", [])))
-    key = "sweep_ppl" if "lengths" in compare else "sweep_em" if "buckets" in compare else "sweep_acc"
-    print("%-8s %4s %-10s %12s %12s %9s" % ("pe", "seed", "number", "record", "now", "drift"))
-    worst = 0.0
-    for r in compare["runs"]:
-        now = fresh.get((r["pe"], r["seed"]))
-        numbers = [("test_ppl", r.get("test_ppl"), now and now.get("test_ppl"))] if "test_ppl" in r else []
-        numbers += [(l, r[key][i], now and now[key][i]) for i, l in enumerate(labels)]
-        for what, was, is_ in numbers:
-            if is_ is None:
-                print("%-8s %4d %-10s %12.4f %12s %9s" % (r["pe"], r["seed"], what, was, "—", "—"))
-                continue
+    found = [(k, r[k]) for k in ("test_ppl",) if k in r]
+    if "sweep_span_ppl" in r:
+        found.append(("test_loss", r["test_loss"]))
+    for key, prefix in (("sweep_ppl", ""), ("sweep_span_ppl", "span "),
+                        ("sweep_em", "EM " if "sweep_span_ppl" in r else ""), ("sweep_acc", "")):
+        found += [(prefix + l, r[key][i]) for i, l in enumerate(labels) if key in r]
+    return found or [(k, r[k]) for k in ("test_acc", "test_loss") if k in r]
+
+
+def flat_numbers(x, path=""):
+    """Every number of a JSON value, by where it stands ('.mean[0][1]')."""
+    if isinstance(x, bool) or x is None:
+        return []
+    if isinstance(x, (int, float)):
+        return [(path, x)]
+    if isinstance(x, dict):
+        return [n for k, v in x.items() for n in flat_numbers(v, "%s.%s" % (path, k))]
+    if isinstance(x, list):
+        return [n for i, v in enumerate(x) for n in flat_numbers(v, "%s[%d]" % (path, i))]
+    return []
+
+
+def drift(name, where, dirs):
+    """Each number of record `name` beside the same number made again in directory `where` by
+    scripts/reproduce.sh (dirs: X=DIR, where the runs of each record X of its chain were made
+    again, runs/record/X in the record), with the relative drift: a compare's by run (pe and seed),
+    an analysis's (the numbers of its table; the largest drift over every number of its file)."""
+    record, kept = load(name)
+    written = option(record["command"], "json") or option(record["command"], "out") or ""
+    made = os.path.join(where, "compare.json" if record["command"][1] == "compare" else os.path.basename(written))
+    if not os.path.isfile(made):
+        sys.exit("tables: %s is missing: the command did not write it" % made)
+    back = recordpaths.substitution([[d, "%s/%s" % (recordpaths.ROLE, x)] for x, d in (a.split("=", 1) for a in dirs)])
+    role = lambda text: back(text)[0]
+    rows, worst = [], [0.0]
+    def row(label, what, was, is_, show=True):
+        d = None
+        if is_ is not None:
             d = (is_ - was) / was if was else (0.0 if is_ == was else float("inf"))
-            worst = max(worst, abs(d))
-            print("%-8s %4d %-10s %12.4f %12.4f %+8.3f%%" % (r["pe"], r["seed"], what, was, is_, 100 * d))
-    print("largest drift: %.3f %%" % (100 * worst))
+            worst[0] = max(worst[0], abs(d))
+        if show:
+            rows.append((label, what, was, is_, d))
+    if record["command"][1] == "compare":
+        with open(made) as f:
+            fresh = {(role(r["pe"]), r["seed"]): r for r in json.load(f)["runs"]}
+        for r in kept["runs"]:
+            now = dict(sweep_numbers(kept, fresh[r["pe"], r["seed"]])) if (r["pe"], r["seed"]) in fresh else {}
+            for what, was in sweep_numbers(kept, r):
+                row("%-8s %4d" % (r["pe"], r["seed"]), what, was, now.get(what))
+        head = "%-8s %4s" % ("pe", "seed")
+    else:
+        if isinstance(kept, list):  # an analysis's CSV: each row by its run, side and part
+            with open(made) as f:
+                fresh = {(role(r["model"]), r["grid"], r["part"]): r for r in csv.DictReader(f)}
+            for r in kept:
+                now = fresh.get((r["model"], r["grid"], r["part"]), {})
+                for k, v in r.items():
+                    if k in ("model", "grid", "part") or v == "":
+                        continue
+                    is_ = float(now[k]) if now.get(k) else None
+                    row("%-24s" % ("%s %s" % (os.path.basename(r["model"]), r["grid"])), r["part"],
+                        float(v), is_, show=k == "of_variation")
+            head = "%-24s" % "run, side (share)"
+        else:  # an analysis's JSON: its numbers where they stand
+            with open(made) as f:
+                now = dict(flat_numbers(json.load(f)))
+            for where_, was in flat_numbers(kept):
+                first = re.match(r"\.(mean|std)\[0\]\[(\d+)\]$", where_)
+                label = "%s, %s" % (kept["groups"][0], kept["groups"][int(first.group(2))]) if first else where_
+                row("%-24s" % label, first.group(1) if first else "", was, now.get(where_), show=bool(first))
+            head = "%-24s" % "pair"
+    print("%s %-10s %12s %12s %9s" % (head, "number", "record", "now", "drift"))
+    for label, what, was, is_, d in rows:
+        if is_ is None:
+            print("%s %-10s %12.4f %12s %9s" % (label, what, was, "—", "—"))
+        else:
+            print("%s %-10s %12.4f %12.4f %+8.3f%%" % (label, what, was, is_, 100 * d))
+    print("largest drift: %.3f %%" % (100 * worst[0]))
 
 
 def documents():
@@ -742,8 +804,8 @@ def shown(path):
 
 def main(argv):
     global FILE
-    if argv[:1] == ["--drift"] and len(argv) == 3:
-        drift(argv[1], argv[2])
+    if argv[:1] == ["--drift"] and len(argv) >= 3:
+        drift(argv[1], argv[2], argv[3:])
         return 0
     if argv == ["--list"]:
         print("\n".join(shown(p) for p in documents()))
@@ -751,7 +813,7 @@ def main(argv):
     check = argv[:1] == ["--check"]
     paths = argv[1:] if check else argv
     if any(p.startswith("-") for p in paths):
-        sys.exit("usage: scripts/tables.py [--check] [FILE...] | --list | --drift NAME COMPARE_JSON")
+        sys.exit("usage: scripts/tables.py [--check] [FILE...] | --list | --drift NAME DIR [X=DIR...]")
     for p in paths:
         if not os.path.isfile(p):
             sys.exit("tables: %s: no such file" % p)
