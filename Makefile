@@ -14,6 +14,7 @@
 #   make tables     rewrites the recorded tables of README.md and docs/ from results/: every
 #                   Markdown file holding a results block (scripts/tables.py; --check in make test)
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
+#                              (first the commands of the records whose runs it reads)
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
 #   make seqpe-table4 [PROFILES="paper authors arms lmax"]  records SeqPE's regulariser ablation (hours)
 #   make image-tables [PRESET=cpu-aug] [TABLES="3 5 4"]  records the SeqPE paper's image Tables III-V, 3 seeds (hours)

@@ -20,6 +20,14 @@
 # An analysis is recorded alike: record.json, and the file it writes as analysis.json (its --json
 # FILE: pelab analyze attn-similarity ...) or analysis.csv (its --out FILE.csv: pelab analyze seqpe
 # --variance ...).
+# A record names no directory of this machine (scripts/recordpaths.py): its command's binary is
+# ./pelab, its --out runs/record/TABLE (an analysis's files runs/record/TABLE/FILE), a path into
+# the runs another record keeps (an init-from, an analysis's --models) that record's
+# runs/record/OTHER/RUN, any other path relative to the repository; its runs' config.json "out"
+# and compare.json "dir" alike; record.json's paths_rewritten says what the command ran with.
+# A command that reads runs no record keeps, or names a path outside the repository otherwise, is
+# refused before it runs. The --out DIR of a kept compare is marked (DIR/.records) as holding the
+# runs of TABLE, by which a later record finds them.
 # A record made again replaces the old one; git keeps the history.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +51,13 @@ fi
 [ -n "$out" ] || [ -n "$json" ] || [ -n "$csv" ] ||
     { echo "record: the command names no --out DIR (a compare), --json FILE or --out FILE.csv (an analysis)" >&2; exit 2; }
 
+# what the record names each path of the command (refused here, before anything runs, when it
+# cannot name one)
+results=${PELAB_RESULTS:-results} # another directory for the tests
+map=$(mktemp)
+trap 'rm -f "$map"' EXIT
+/usr/bin/python3 scripts/recordpaths.py resolve "$table" "$@" >"$map" || exit 2
+
 # the build that runs, and the commit it was built from (its --version says; taken before the
 # command: the tree may change while the runs train)
 version=$("$1" --version)
@@ -53,11 +68,10 @@ wall=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 [ -z "$out" ] || [ -f "$out/compare.json" ] || { echo "record: $out/compare.json is missing" >&2; exit 1; }
 [ -n "$out" ] || [ -f "${json:-$csv}" ] || { echo "record: ${json:-$csv} is missing" >&2; exit 1; }
 
-results=${PELAB_RESULTS:-results} # another directory for the tests
 mkdir -p "$results"
 dest=$results/$table
 tmp=$(mktemp -d "$results/.$table.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$map"' EXIT
 [ -z "$json" ] || cp "$json" "$tmp/analysis.json"
 [ -z "$csv" ] || cp "$csv" "$tmp/analysis.csv"
 [ -z "$out" ] || cp "$out/compare.json" "$tmp/"
@@ -93,7 +107,10 @@ json.dump({"table": table, "command": command, "commit": commit, "environment": 
            "wall_s": wall}, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY
+/usr/bin/python3 scripts/recordpaths.py apply "$tmp" "$table" "$map" || exit 1
 rm -rf "$dest"
 mv "$tmp" "$dest"
+rm -f "$map"
 trap - EXIT
+[ -z "$out" ] || /usr/bin/python3 scripts/recordpaths.py mark "$table" "$out"
 echo "record: $dest ($(find "$dest" -type f | wc -l) files, $(du -sk "$dest" | cut -f1) KB)"

@@ -7,10 +7,19 @@
 # The runs go to runs/reproduce/NAME, a directory this script makes and marks as its own (the file
 # .made-by-reproduce in it): the next reproduce of NAME removes it and starts again, so that
 # nothing is reused, and it removes nothing else (a directory there without the mark, or a
-# symbolic link, is refused). The command is the record's own (results/NAME/record.json) with only
-# its --out changed. How close another machine comes: the same binary, SIMD level, BLAS kernels
-# and thread count give the same bits; another CPU or kernel sums in another order
-# (docs/TESTING.md, "What repeats exactly").
+# symbolic link, is refused). The command is the record's own (results/NAME/record.json), run by
+# ./pelab ($PELAB_BIN when set) from the repository's root, with its runs/record/NAME (its --out,
+# an analysis's files) read as runs/reproduce/NAME (scripts/recordpaths.py).
+#
+# A chain: a record whose command reads the runs of other records (runs/record/OTHER/...: a
+# fine-tune's init-from, an analysis's --models) has them made again first, each the same way into
+# runs/reproduce/OTHER (theirs first in turn), and reads them there; each record of the chain
+# prints its numbers beside its record. An analysis is compared number by number with the file it
+# recorded (analysis.json, analysis.csv).
+#
+# How close another machine comes: the same binary, SIMD level, BLAS kernels and thread count give
+# the same bits; another CPU or kernel sums in another order (docs/TESTING.md, "What repeats
+# exactly").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:-}
@@ -22,65 +31,60 @@ case $name in # a directory of results/, named as scripts/record.sh names them
 esac
 record=$results/$name/record.json
 [ -f "$record" ] || { echo "reproduce: $record is missing (NAME one of: $(tables))" >&2; exit 2; }
-out=${PELAB_REPRODUCE_OUT:-runs/reproduce/$name}
+# the records to run, those whose runs NAME reads first (a record that cannot be run again, or a
+# chain that cannot be ordered, is one line on stderr)
+chain=$(/usr/bin/python3 scripts/recordpaths.py chain "$name") || exit
+mapfile -t chain <<<"$chain"
+declare -A out
+for n in "${chain[@]}"; do out[$n]=runs/reproduce/$n; done
+out[$name]=${PELAB_REPRODUCE_OUT:-runs/reproduce/$name}
 mark=.made-by-reproduce
-if [ -e "$out" ] || [ -L "$out" ]; then
-    [ -d "$out" ] && [ ! -L "$out" ] && [ -f "$out/$mark" ] ||
-        { echo "reproduce: $out exists and was not made by reproduce (it has no $mark): move it away" \
-            "or remove it yourself" >&2; exit 2; }
+dirs=()
+for n in "${chain[@]}"; do
+    dirs+=("$n=${out[$n]}")
+    if [ -e "${out[$n]}" ] || [ -L "${out[$n]}" ]; then
+        [ -d "${out[$n]}" ] && [ ! -L "${out[$n]}" ] && [ -f "${out[$n]}/$mark" ] ||
+            { echo "reproduce: ${out[$n]} exists and was not made by reproduce (it has no $mark): move it away" \
+                "or remove it yourself" >&2; exit 2; }
+    fi
+done
+# every command of the chain, a word a line, before any runs
+declare -A words
+for n in "${chain[@]}"; do
+    words[$n]=$(/usr/bin/python3 scripts/recordpaths.py command "$n" "${dirs[@]}") || exit
+done
+if [ ${#chain[@]} -gt 1 ]; then
+    first=$(IFS=,; echo "${chain[*]:0:${#chain[@]}-1}")
+    echo "reproduce: $results/$name needs the runs of ${first//,/, }: made again first$([ ${#chain[@]} -eq 2 ] || echo ", in this order")"
 fi
-# the record's command, a word a line, with its --out replaced; a record that cannot be run again
-# is one line on stderr
-words=$(/usr/bin/python3 - "$record" "$out" <<'PY'
-import json, sys
-record, out = sys.argv[1], sys.argv[2]
-def refuse(why):
-    print("reproduce: " + why, file=sys.stderr)
-    sys.exit(2)
-try:
-    c = json.load(open(record))["command"]
-except (OSError, ValueError, KeyError, TypeError) as e:
-    refuse("%s is not a record with a command (%s)" % (record, e))
-if not isinstance(c, list) or len(c) < 2 or not all(isinstance(w, str) for w in c):
-    refuse("%s: its command is not a list of words" % record)
-if c[1] != "compare":
-    refuse("%s records a pelab %s of existing runs, not a training; reproduce the tables of its runs, "
-           "then run its command (%s) on them" % (record.rsplit("/", 1)[0], c[1], record))
-i = next((i for i, w in enumerate(c) if w == "--out" or w.startswith("--out=")), None)
-if i is None or (c[i] == "--out" and i + 1 == len(c)):
-    refuse("%s: its command names no --out DIR, which reproduce would replace" % record)
-if c[i] == "--out":
-    c[i + 1] = out
-else:
-    c[i] = "--out=" + out
-print("\n".join(c))
-PY
-) || exit
-mapfile -t cmd <<<"$words"
-# the datasets its runs read, installed where they read them when missing (pelab data install
-# leaves an installed one alone)
-mapfile -t installs < <(/usr/bin/python3 -c '
+for n in "${chain[@]}"; do
+    mapfile -t cmd <<<"${words[$n]}"
+    cmd[0]=${PELAB_BIN:-./pelab}
+    # the datasets its runs read, installed where they read them when missing (pelab data install
+    # leaves an installed one alone)
+    mapfile -t installs < <(/usr/bin/python3 -c '
 import glob, json, sys
 seen = set()
 for p in sorted(glob.glob(sys.argv[1] + "/runs/*/config.json")):
     task = json.load(open(p)).get("task", {})
     if task.get("dataset"):
         seen.add((task["dataset"], task.get("data-dir", "")))
-for d, dd in sorted(seen): print(d + ("\t--data-dir\t" + dd if dd else ""))' "$results/$name")
-for line in "${installs[@]}"; do
-    IFS=$'\t' read -r -a args <<<"$line"
-    "${cmd[0]}" data install "${args[@]}" >/dev/null ||
-        { echo "reproduce: dataset ${args[0]} could not be installed (above)" >&2; exit 1; }
-done
-# the record's environment (PELAB_SIMD, OPENBLAS_CORETYPE, ...), as it ran
-mapfile -t env < <(/usr/bin/python3 -c '
+for d, dd in sorted(seen): print(d + ("\t--data-dir\t" + dd if dd else ""))' "$results/$n")
+    for line in "${installs[@]}"; do
+        IFS=$'\t' read -r -a args <<<"$line"
+        "${cmd[0]}" data install "${args[@]}" >/dev/null ||
+            { echo "reproduce: dataset ${args[0]} could not be installed (above)" >&2; exit 1; }
+    done
+    # the record's environment (PELAB_SIMD, OPENBLAS_CORETYPE, ...), as it ran
+    mapfile -t env < <(/usr/bin/python3 -c '
 import json, sys
-for k, v in json.load(open(sys.argv[1])).get("environment", {}).items(): print("%s=%s" % (k, v))' "$record")
-rm -rf "$out"
-mkdir -p "$out"
-echo "made by scripts/reproduce.sh $name, which removes this directory when it runs again" >"$out/$mark"
-echo "reproduce: ${env[*]} ${cmd[*]}"
-env "${env[@]}" "${cmd[@]}"
-echo
-echo "$results/$name against $out ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)):"
-/usr/bin/python3 scripts/tables.py --drift "$name" "$out/compare.json"
+for k, v in json.load(open(sys.argv[1])).get("environment", {}).items(): print("%s=%s" % (k, v))' "$results/$n/record.json")
+    rm -rf "${out[$n]}"
+    mkdir -p "${out[$n]}"
+    echo "made by scripts/reproduce.sh (of $name), which removes this directory when it makes it again" >"${out[$n]}/$mark"
+    echo "reproduce: ${env[*]} ${cmd[*]}"
+    env "${env[@]}" "${cmd[@]}"
+    echo
+    echo "$results/$n against ${out[$n]} ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)):"
+    /usr/bin/python3 scripts/tables.py --drift "$n" "${out[$n]}" "${dirs[@]}"
+done

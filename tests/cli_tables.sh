@@ -7,6 +7,24 @@
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 out=$(/usr/bin/python3 scripts/tables.py --check 2>&1) || fail "the recorded tables differ from results/: $out"
+# no record names a path of the machine that made it, and no document a directory of one
+# (scripts/recordpaths.py check: every absolute path in results/; /work/, /tmp/, /home/, /root/,
+# /Users/ in README.md and docs/)
+out=$(/usr/bin/python3 scripts/recordpaths.py check 2>&1) || fail "the records or documents name paths of a machine: $out"
+# the check itself, on made-up records: an absolute path in a command, a run's config.json and an
+# analysis's CSV is one line each; "1/2", a URL, a relative path and a role path are none
+mkdir -p "$W/abs/r/runs/a" "$W/abs/docs"
+cat >"$W/abs/r/record.json" <<'JSON'
+{"command": ["./pelab", "compare", "--pe", "rope:init-from=/home/x/pre/rope-s{seed},nope", "--lr", "1/2",
+ "--out", "runs/record/r"], "note": "https://example.org/a/b", "environment": {"PELAB_SIMD": "avx2"}}
+JSON
+echo '{"training": {"out": "/srv/runs/a", "init-from": "runs/record/q/rope-s1"}}' >"$W/abs/r/runs/a/config.json"
+printf 'model,grid,part\n/data/x/seqpe-s1,7,rows\nruns/record/x/seqpe-s1,7,rows\n' >"$W/abs/r/analysis.csv"
+printf 'tokens/s, 1/2, `/usr/bin/python3`, (runs/x)\nran in /work/runs/x\n' >"$W/abs/docs/a.md"
+/usr/bin/python3 scripts/recordpaths.py check "$W/abs/r" "$W/abs/docs/a.md" >"$W/o" 2>&1 && fail "the check passed absolute paths"
+[ "$(sed -E 's/^paths: ([^ ]*) names (\/[^ ,]*|a directory of a machine).*/\1 \2/' "$W/o" | sed "s|$W/abs/||" | sort | tr '\n' ' ')" = \
+  "docs/a.md:2 a directory of a machine r/analysis.csv /data/x/seqpe-s1 r/record.json /home/x/pre/rope-s{seed} r/runs/a/config.json /srv/runs/a " ] ||
+    fail "the check of absolute paths: $(cat "$W/o")"
 # the files tables.py checks are every Markdown file that holds a block
 /usr/bin/python3 scripts/tables.py --list >"$W/listed" || fail "tables.py --list: $(cat "$W/listed")"
 find . \( -path ./.git -o -path ./results -o -path ./runs -o -path ./data -o -path ./build \) -prune -o \
