@@ -29,25 +29,63 @@ if [ -n "${PELAB_CLI_TESTS:-}" ]; then
 else
     cli_tests=(tests/cli_*.sh)
 fi
+# The tests run PELAB_TEST_JOBS at a time (default: the cores), each with its output kept apart;
+# a line per test as it ends, then the totals and the wall time. The longest ones start first (by
+# their times in the last run, kept in $test_dir/../test-times), so that the last to start are short.
+jobs=${PELAB_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+times=$test_dir/../test-times
+all=() all_names=()
+[ -z "${PELAB_NO_TWIN:-}" ] && [ -f tests/ref/run.sh ] && all+=("bash tests/ref/run.sh") && all_names+=("pytorch-twin")
+for t in "${cli_tests[@]}"; do [ -f "$t" ] && all+=("bash $t") && all_names+=("$(basename "$t" .sh)"); done
+for t in "$test_dir"/test_*; do [ -x "$t" ] && all+=("$t") && all_names+=("$(basename "$t")"); done
+tests=() names=()
+while read -r i; do tests+=("${all[$i]}"); names+=("${all_names[$i]}"); done < <(
+    for i in "${!all[@]}"; do
+        s=$(awk -v n="${all_names[$i]}" '$1 == n { print $2 }' "$times" 2>/dev/null)
+        echo "${s:-0} $i"
+    done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+started=$SECONDS
 passed=0 failed=0 skipped=0 failures=()
-run() {
-    local name=$1; shift
-    local log; log=$(mktemp)
-    local start=$SECONDS
-    "$@" >"$log" 2>&1
-    local rc=$?
+declare -A pid_of start_of
+report() { # INDEX: the test's line (and, on failure, its output's last lines)
+    local i=$1 name=${names[$1]} rc
+    rc=$(cat "$logs/$i.rc")
     case $rc in
-    0) passed=$((passed + 1)); printf 'ok    %-32s %3ds\n' "$name" $((SECONDS - start)) ;;
-    77) skipped=$((skipped + 1)); printf 'skip  %-32s %s\n' "$name" "$(tail -n 1 "$log")" ;;
-    *) failed=$((failed + 1)); failures+=("$name"); printf 'FAIL  %-32s (exit %d)\n' "$name" $rc
-       sed 's/^/      /' "$log" | tail -n 40 ;;
+    0) passed=$((passed + 1)); printf 'ok    %-32s %3ds\n' "$name" "$(cat "$logs/$i.s")" ;;
+    77) skipped=$((skipped + 1)); printf 'skip  %-32s %s\n' "$name" "$(tail -n 1 "$logs/$i.log")" ;;
+    *) failed=$((failed + 1)); failures+=("$name"); printf 'FAIL  %-32s (exit %d)\n' "$name" "$rc"
+       sed 's/^/      /' "$logs/$i.log" | tail -n 40 ;;
     esac
-    rm -f "$log"
 }
-for t in "$test_dir"/test_*; do [ -x "$t" ] && run "$(basename "$t")" "$t"; done
-for t in "${cli_tests[@]}"; do [ -f "$t" ] && run "$(basename "$t" .sh)" bash "$t"; done
-[ -z "${PELAB_NO_TWIN:-}" ] && [ -f tests/ref/run.sh ] && run "pytorch-twin" bash tests/ref/run.sh
+run_one() { # INDEX, in the background: its status, seconds and output into $logs
+    local i=$1 t0=$SECONDS
+    ${tests[$1]} >"$logs/$i.log" 2>&1
+    echo $? >"$logs/$i.rc.tmp"
+    echo $((SECONDS - t0)) >"$logs/$i.s"
+    mv "$logs/$i.rc.tmp" "$logs/$i.rc"
+}
+running=()
+for i in "${!tests[@]}"; do
+    while [ ${#running[@]} -ge "$jobs" ]; do
+        wait -n 2>/dev/null
+        still=()
+        for r in "${running[@]}"; do
+            if [ -f "$logs/$r.rc" ]; then wait "${pid_of[$r]}" 2>/dev/null; report "$r"; else still+=("$r"); fi
+        done
+        running=("${still[@]}")
+    done
+    run_one "$i" &
+    pid_of[$i]=$!
+    running+=("$i")
+done
+wait
+for r in "${running[@]}"; do report "$r"; done
+for i in "${!tests[@]}"; do echo "${names[$i]} $(cat "$logs/$i.s")"; done >"$times.tmp" 2>/dev/null &&
+    mv "$times.tmp" "$times" 2>/dev/null
 echo
 [ ${#failures[@]} -gt 0 ] && echo "failed: ${failures[*]}"
+echo "tests: $jobs at a time, $((SECONDS - started)) s of wall time"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
