@@ -21,6 +21,7 @@
 #include "pelab/clock.h"
 #include "pelab/io.h"
 #include "pelab/precision.h"
+#include "pelab/real.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
 
@@ -71,12 +72,12 @@ static double cached(const char *path, const char *key) {
 
 /* float32's time of the probe's product over bf16's (0 if bf16's failed). */
 static double measure(void) {
-    float *a = malloc(sizeof(float) * PROBE_M * PROBE_K), *b = malloc(sizeof(float) * PROBE_N * PROBE_K),
-          *c = malloc(sizeof(float) * PROBE_M * PROBE_N);
+    pelab_real *a = malloc(sizeof *a * PROBE_M * PROBE_K), *b = malloc(sizeof *b * PROBE_N * PROBE_K),
+               *c = malloc(sizeof *c * PROBE_M * PROBE_N);
     double best[2] = {1e30, 1e30};
     int failed = !a || !b || !c;
-    for (long i = 0; !failed && i < (long)PROBE_M * PROBE_K; i++) a[i] = (float)((i * 7919 % 1000) / 1000.0 - 0.5);
-    for (long i = 0; !failed && i < (long)PROBE_N * PROBE_K; i++) b[i] = (float)((i * 104729 % 1000) / 1000.0 - 0.5);
+    for (long i = 0; !failed && i < (long)PROBE_M * PROBE_K; i++) a[i] = (pelab_real)((i * 7919 % 1000) / 1000.0 - 0.5);
+    for (long i = 0; !failed && i < (long)PROBE_N * PROBE_K; i++) b[i] = (pelab_real)((i * 104729 % 1000) / 1000.0 - 0.5);
     const enum pelab_precision was = pelab_precision_get();
     pelab_precision_set(PELAB_PRECISION_FP32);
     for (int r = 0; !failed && r <= PROBE_REPS; r++)
