@@ -366,16 +366,13 @@ static void short_distances(const struct view *v, const int32_t *pos_q, int nq, 
     *lo = mn, *hi = mx;
 }
 
-/* The distance range [*lo, *lo + *R) of rows with t < L, when it is small enough for the tile to
- * tabulate: R ≤ nq + nk (contiguous or shifted positions), or R ≤ FIRE_TAB_STACK (randomised
- * positions of a short sequence, whose distances spread over a range wider than the tile but
- * still fewer than its entries); *R = 0 otherwise. */
-static void distance_table_range(const struct view *v, const int32_t *pos_q, int nq,
-                                 const int32_t *pos_k, int nk, int64_t *lo, int64_t *R) {
-    int64_t hi;
-    short_distances(v, pos_q, nq, pos_k, nk, lo, &hi);
-    const int64_t range = hi - *lo + 1;
-    *R = *lo >= 0 && (range <= (int64_t)nq + nk || range <= FIRE_TAB_STACK) ? range : 0;
+/* How many distances from lo to hi a tile tabulates: all of them when the range is no larger
+ * than nq + nk (contiguous or shifted positions) or than FIRE_TAB_STACK (randomised positions of
+ * a short sequence, whose distances spread over a range wider than the tile but still fewer than
+ * its entries); 0 otherwise, or when lo < 0 (no row with t < L). */
+static int64_t table_size(int64_t lo, int64_t hi, int nq, int nk) {
+    const int64_t range = hi - lo + 1;
+    return lo >= 0 && (range <= (int64_t)nq + nk || range <= FIRE_TAB_STACK) ? range : 0;
 }
 
 /* f at distances lo..lo+R−1 with the normaliser L (the rows t < L), into tab (R). */
@@ -456,7 +453,7 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
     const pelab_real *pass = lo >= 0 ? pass_table(pe, fs->shared ? 0 : layer, h, lo, hi - lo + 1) : NULL;
     pelab_real *own = NULL;
     if (!pass) {
-        distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+        R = table_size(lo, hi, nq, nk);
         own = !R ? NULL : R <= FIRE_TAB_STACK ? stack_tab : malloc((size_t)R * sizeof *own);
         if (own) tabulate(&v, h, lo, R, own, act);
     }
@@ -488,8 +485,9 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
     load_view(pe, layer, grad, &v);
     pelab_real act[FIRE_ACT(v)], lane[FIRE_ACT(v) / FIRE_LANES], dz[2 * v.W], stack_g[FIRE_TAB_STACK];
     struct pending p = {.count = 0};
-    int64_t lo, R;
-    distance_table_range(&v, pos_q, nq, pos_k, nk, &lo, &R);
+    int64_t lo, hi, R;
+    short_distances(&v, pos_q, nq, pos_k, nk, &lo, &hi);
+    R = table_size(lo, hi, nq, nk);
     /* summed dout per distance */
     pelab_real *g = !R ? NULL : R <= FIRE_TAB_STACK ? stack_g : malloc((size_t)R * sizeof *g);
     for (int64_t n = 0; g && n < R; n++) g[n] = 0;
