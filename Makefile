@@ -283,6 +283,11 @@ indirect-mid: setup
 	@$(MAKE) --no-print-directory -s pelab
 	@bash scripts/indirect_mid.sh $(ARMS)
 
+# whether this tree trains, evaluates and samples bit for bit as revision BASE does (a refactoring's
+# check): scripts/identical.sh with both binaries, BASE built apart in a temporary worktree
+identical: pelab
+	@bash scripts/identical_base.sh $(or $(BASE),HEAD)
+
 deps:
 	@bash .ci/deps
 
@@ -301,7 +306,7 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables indirect-mid
+.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables indirect-mid identical
 .DELETE_ON_ERROR:
 
 -include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
