@@ -215,7 +215,7 @@ $(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
 
-$(BUILD)/bench/%: bench/%.c $(PELAB_LIB)
+$(BUILD)/bench/%: bench/%.c bench/configs.h $(PELAB_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(PELAB_LIB) $(LDLIBS)
 

@@ -1,6 +1,6 @@
 /* bench_train — training throughput of one benchmark configuration (float build).
  *
- *   build/bench/bench_train --config A|B|C|D|I --pe rope|pope [--steps N] [--warmup N] [--threads N]
+ *   build/bench/bench_train --config A|B|C|D|I|L|M --pe rope|pope [--steps N] [--warmup N] [--threads N]
  *                           [--attention tiled|ref] [--precision fp32|bf16]
  *
  * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
@@ -42,34 +42,22 @@
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "core/prof.h"
-
-struct bench_config {
-    const char *name;
-    int V, D, layers, heads, T, B;
-    int steps, warmup; /* defaults: the whole `make bench` in about 15 minutes on 2 cores */
-    int patch_dim, grid; /* the image model: patch vectors of this width on a grid × grid; 0: text */
-};
-
-/* The configurations of the benchmark issue; keep bench/twin_bench.py's table the same. */
-static const struct bench_config configs[] = {
-    {"A", 64, 128, 4, 4, 64, 32, 12, 2, 0, 0},
-    {"B", 64, 512, 8, 8, 64, 64, 2, 1, 0, 0},
-    {"C", 8192, 384, 6, 6, 256, 8, 3, 1, 0, 0},
-    {"D", 50257, 768, 12, 12, 64, 4, 2, 1, 0, 0},
-    {"I", 10, 64, 4, 4, 50, 128, 4, 1, 16, 7},
-};
+#include "configs.h"
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: bench_train --config A|B|C|D|I --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
+            "usage: bench_train --config NAME --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
             "                   [--attention tiled|ref] [--precision fp32|bf16]\n"
-            "  --config   benchmark configuration (A: V 64 D 128 N 4 H 4 T 64 B 32;\n"
-            "             B: V 64 D 512 N 8 H 8 T 64 B 64; C: V 8192 D 384 N 6 H 6 T 256 B 8;\n"
-            "             D: V 50257 D 768 N 12 H 12 T 64 B 4; I: images, 10 classes D 64 N 4\n"
-            "             H 4, 7x7 patches of 16 and the class token (T 50), B 128)\n"
+            "  --config   benchmark configuration (bench/configs.h):\n");
+    for (size_t i = 0; i < sizeof bench_configs / sizeof bench_configs[0]; i++) {
+        const struct bench_config *c = &bench_configs[i];
+        fprintf(stderr, "             %s: V %d D %d N %d H %d T %d B %d%s, %d timed steps\n", c->name, c->V,
+                c->D, c->layers, c->heads, c->T, c->B, c->patch_dim ? " (images)" : "", c->steps);
+    }
+    fprintf(stderr,
             "  --pe       positional encoding (rope or pope; any registered name works)\n"
-            "  --steps    timed steps (default per configuration: A 12, B 2, C 3, D 2, I 4)\n"
-            "  --warmup   untimed steps first (default: A 2, others 1)\n"
+            "  --steps    timed steps (default: the configuration's)\n"
+            "  --warmup   untimed steps first (default: the configuration's)\n"
             "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n"
             "  --attention  attention kernel (default tiled, the model's default)\n"
             "  --precision  of the matrix products (default fp32; bf16: pelab/precision.h)\n");
@@ -96,9 +84,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_train: %s\n", pelab_last_error());
         return 1;
     }
-    const struct bench_config *c = NULL;
-    for (size_t i = 0; config && i < sizeof configs / sizeof configs[0]; i++)
-        if (strcmp(configs[i].name, config) == 0) c = &configs[i];
+    const struct bench_config *c = bench_config_find(config);
     if (!c || !pe) return usage();
     if (steps <= 0) steps = c->steps;
     if (warmup < 0) warmup = c->warmup;
