@@ -2,9 +2,9 @@
  * pelab_gemm in fp32 (OpenBLAS's sgemm, threaded as pelab threads it), at the products of one
  * training step of the benchmark configurations (float build).
  *
- *   build/bench/bench_gemm_bf16 [--config A|B|C|D|S] [--reps N] [--threads N]
+ *   build/bench/bench_gemm_bf16 [--config NAME|S] [--reps N] [--threads N]
  *
- * A configuration's products are those of its linear layers (bench/bench_train.c's table), for
+ * A configuration's products are those of its linear layers (bench/configs.h), for
  * each weight W (OC,C) with BT = B·T rows: the forward x·Wᵀ (BT,OC,C), the backward dx = dy·W
  * (BT,C,OC) and dW = dyᵀ·x (OC,C,BT); the weights are qkv (3D,D), proj (D,D), fc (4D,D),
  * fcproj (D,4D) and the head (V,D). One pass runs each once (the layers repeat the same shapes),
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "configs.h"
 #include "kernels/cpu/matmul.h"
 #include "pelab/clock.h"
 #include "pelab/precision.h"
@@ -26,15 +27,6 @@
 
 struct shape {
     int ta, tb, M, N, K;
-};
-
-struct bench_config {
-    const char *name;
-    int V, D, T, B; /* bench_train.c's table (layers and heads do not change the shapes) */
-};
-
-static const struct bench_config configs[] = {
-    {"A", 64, 128, 64, 32}, {"B", 64, 512, 64, 64}, {"C", 8192, 384, 256, 8}, {"D", 50257, 768, 64, 4},
 };
 
 static int cmp(const void *a, const void *b) {
@@ -53,9 +45,8 @@ static int shapes_of(const char *name, struct shape *s) {
         s[0] = (struct shape){0, 1, 2048, 2048, 2048};
         return 1;
     }
-    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
-        const struct bench_config *c = &configs[i];
-        if (strcmp(c->name, name) != 0) continue;
+    const struct bench_config *c = bench_config_find(name);
+    if (c) {
         const int BT = c->B * c->T, D = c->D;
         const int w[][2] = {{3 * D, D}, {D, D}, {4 * D, D}, {D, 4 * D}, {c->V, D}}; /* (OC, C) */
         int n = 0;
@@ -84,7 +75,7 @@ int main(int argc, char **argv) {
     struct shape shapes[16];
     const int n = config ? shapes_of(config, shapes) : 0;
     if (n == 0 || reps < 1 || reps > 100) {
-        fprintf(stderr, "usage: bench_gemm_bf16 --config A|B|C|D|S [--reps N (1-100)] [--threads N]\n");
+        fprintf(stderr, "usage: bench_gemm_bf16 --config NAME|S [--reps N (1-100)] [--threads N]\n");
         return 2;
     }
     pelab_threads_set(threads);

@@ -39,12 +39,8 @@
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "core/prof.h"
+#include "configs.h"
 
-/* the model's shape: configurations C and D of bench_train */
-static const struct {
-    const char *name, *d_model, *heads, *layers;
-    int vocab;
-} configs[] = {{"C", "384", "6", "6", 8192}, {"D", "768", "12", "12", 50257}};
 static int V;
 
 static int usage(void) {
@@ -52,7 +48,7 @@ static int usage(void) {
             "usage: bench_generate --context N [--config C|D] [--cache on|off|bf16] [--tokens G] [--pe NAME]\n"
             "                      [--weights fp32|bf16] [--threads N]\n"
             "  --context  tokens the last generated one sees (prompt N - G, then G generated)\n"
-            "  --config   C (default: V 8192 D 384 N 6 H 6) or D (V 50257 D 768 N 12 H 12)\n"
+            "  --config   a language model of bench/configs.h (default C: V 8192 D 384 N 6 H 6)\n"
             "  --cache    on: KV cache (default); bf16: its keys and values in bf16; off: recompute the\n"
             "             context for every token\n"
             "  --tokens   tokens generated and timed (default 16)\n"
@@ -89,18 +85,20 @@ int main(int argc, char **argv) {
     }
     const int kv16 = strcmp(cache, "bf16") == 0, cached = kv16 || strcmp(cache, "on") == 0;
     const int bf16 = strcmp(weights, "bf16") == 0;
-    int cf = 0;
-    while (cf < 2 && strcmp(config, configs[cf].name)) cf++;
-    if (G < 1 || N <= G || (!cached && strcmp(cache, "off")) || (!bf16 && strcmp(weights, "fp32")) || cf == 2 ||
+    const struct bench_config *c = bench_config_find(config);
+    if (G < 1 || N <= G || (!cached && strcmp(cache, "off")) || (!bf16 && strcmp(weights, "fp32")) || !c || c->patch_dim ||
         B < 1 || (B > 1 && !cached))
         return usage();
-    V = configs[cf].vocab;
+    V = c->V;
     pelab_threads_set(threads);
 
     struct pelab_opts opts = {0};
-    pelab_opts_set(&opts, "d-model", configs[cf].d_model);
-    pelab_opts_set(&opts, "heads", configs[cf].heads);
-    pelab_opts_set(&opts, "layers", configs[cf].layers);
+    char buf[3][16];
+    snprintf(buf[0], sizeof buf[0], "%d", c->D), snprintf(buf[1], sizeof buf[1], "%d", c->heads);
+    snprintf(buf[2], sizeof buf[2], "%d", c->layers);
+    pelab_opts_set(&opts, "d-model", buf[0]);
+    pelab_opts_set(&opts, "heads", buf[1]);
+    pelab_opts_set(&opts, "layers", buf[2]);
     pelab_opts_set(&opts, "pe", pe);
     struct pelab_model m;
     memset(&m, 0, sizeof m);

@@ -23,3 +23,12 @@ blas_core_env() {
     fi
     return 0
 }
+
+# The memory bandwidth the rooflines use: bench_stream's triad rate at its default size, measured
+# once per script (threads $1)
+triad_gbs() {
+    [ -n "${TRIAD_GBS:-}" ] || TRIAD_GBS=$(build/bench/bench_stream --threads "$1" | field triad_gbs)
+    echo "$TRIAD_GBS"
+}
+# bench_roofline's line for configuration $1, encoding $2, threads $3: the bound of a training step
+roofline() { build/bench/bench_roofline --config "$1" --pe "$2" --threads "$3" --triad-gbs "$(triad_gbs "$3")"; }

@@ -5,17 +5,19 @@
 # (build/bench/bench_train --precision): pelab fp32, pelab bf16 and the PyTorch twin under
 # torch.autocast("cpu", bfloat16) (bench/twin_bench.py --precision bf16) alternating back to back,
 # medians of BENCH_REPS runs, with the ratios bf16 / fp32 and bf16 / autocast twin and the bf16
-# step's GFLOP/s as a fraction of S's. Writes bench/last_precision.json. Where bf16 cannot run (a
+# step's GFLOP/s as a fraction of S's and its tokens/s as a fraction of the step's bf16 roofline
+# (bench_roofline: each product at the faster of bf16's and float32's rate at its shape). Writes
+# bench/last_precision.json. Where bf16 cannot run (a
 # build without oneDNN, a CPU without AVX512-BF16) it says so in one line and exits 0 (skipped);
 # without python3-torch, one line and no twin column.
 #
-#   BENCH_CONFIGS="A B C D"   configurations (bench/bench_train.c)
+#   BENCH_CONFIGS="A B C D L M" configurations (bench/configs.h)
 #   BENCH_PES="rope"          encodings
 #   BENCH_REPS=3              training runs per precision (the products: 5 passes each)
 #   BENCH_THREADS=N           threads (default: all cores)
 set -u
 cd "$(dirname "$0")/.."
-configs=${BENCH_CONFIGS:-A B C D}
+configs=${BENCH_CONFIGS:-A B C D L M}
 pes=${BENCH_PES:-rope}
 reps=${BENCH_REPS:-3}
 threads=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}
@@ -38,6 +40,7 @@ if ! "$py" -c 'import torch' >/dev/null 2>&1; then
 fi
 
 . bench/lib.sh
+export TRIAD_GBS=$(triad_gbs "$threads")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "null" || b == "null") print "null"; else printf "%.2f", a / b }'; }
 
 echo "precision: $threads threads; products: medians of 5 passes; training: medians of $reps runs"
@@ -53,8 +56,8 @@ for c in $configs S; do
     json+=$'\n'"  {\"kind\": \"products\", \"config\": \"$c\", \"fp32_gflops\": $f, \"bf16_gflops\": $h, \"threads\": $threads}"
 done
 echo
-printf '%-7s %-5s %11s %11s %7s %12s %8s %10s %10s\n' training pe "fp32 tok/s" "bf16 tok/s" bf16/fp32 \
-    "twin bf16" bf16/twin "of ceiling" "bf16 loss"
+printf '%-7s %-5s %11s %11s %7s %12s %8s %10s %9s %10s\n' training pe "fp32 tok/s" "bf16 tok/s" bf16/fp32 \
+    "twin bf16" bf16/twin "of ceiling" "roofline" "bf16 loss"
 status=0
 for c in $configs; do
     for pe in $pes; do
@@ -77,9 +80,10 @@ for c in $configs; do
         done
         f=$(printf '%s' "$runs_f" | median) h=$(printf '%s' "$runs_h" | median)
         t=$(printf '%s' "$runs_t" | median) g=$(printf '%s' "$runs_g" | median)
-        printf '%-7s %-5s %11s %11s %7s %12s %8s %10s %10s\n' "$c" "$pe" "$f" "$h" "$(ratio "$h" "$f")" "$t" \
-            "$(ratio "$h" "$t")" "$(ratio "$g" "$ceiling")" "$loss_h"
-        json+=$',\n'"  {\"kind\": \"training\", \"config\": \"$c\", \"pe\": \"$pe\", \"fp32_tokens_per_s\": $f, \"bf16_tokens_per_s\": $h, \"twin_autocast_tokens_per_s\": $t, \"bf16_gflops\": $g, \"bf16_ceiling_gflops\": $ceiling, \"threads\": $threads}"
+        bound=$(roofline "$c" "$pe" "$threads" | field bound_bf16_tokens_per_s)
+        printf '%-7s %-5s %11s %11s %7s %12s %8s %10s %9s %10s\n' "$c" "$pe" "$f" "$h" "$(ratio "$h" "$f")" "$t" \
+            "$(ratio "$h" "$t")" "$(ratio "$g" "$ceiling")" "$(ratio "$h" "${bound:-null}")" "$loss_h"
+        json+=$',\n'"  {\"kind\": \"training\", \"config\": \"$c\", \"pe\": \"$pe\", \"fp32_tokens_per_s\": $f, \"bf16_tokens_per_s\": $h, \"twin_autocast_tokens_per_s\": $t, \"bf16_gflops\": $g, \"bf16_ceiling_gflops\": $ceiling, \"bf16_roofline_tokens_per_s\": ${bound:-null}, \"threads\": $threads}"
     done
 done
 json+=$'\n]\n'

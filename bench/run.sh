@@ -2,13 +2,16 @@
 # `make bench`: training tokens/s of pelab and of the PyTorch twin on the same configurations,
 # run back to back (pelab, twin, pelab, twin, ...), medians of BENCH_REPS repetitions, printed as a
 # table with the ratio pelab / twin, pelab's GFLOP/s (bench_train counts a step's arithmetic) and
-# their fraction of the sgemm rate measured first with as many threads (bench_sgemm), and written
-# to bench/last.json (a list of objects). Then greedy generation at long contexts with and without
+# their fraction of the sgemm rate measured first with as many threads (bench_sgemm), and pelab's
+# tokens/s as a fraction of the step's roofline (bench_roofline: its products at the rates this
+# machine reaches at their shapes, its element-wise and optimiser passes at bench_stream's
+# bandwidth), written to bench/last.json (a list of objects). Then greedy generation at long contexts with and without
 # the KV cache (bench_generate, configuration C): tokens/s of each and their ratio, written to
 # bench/last_generate.json. Last, --precision bf16 against float32 and against the twin under
 # torch.autocast (bench/precision.sh, bench/last_precision.json; skipped in one line without bf16).
 #
-#   BENCH_CONFIGS="A B C D I" configurations to run (see bench/bench_train.c; I: images)
+#   BENCH_CONFIGS="A B C D I L M" configurations to run (bench/configs.h; I: images, L: the
+#                             length-generalisation model, M: the indirect mid model)
 #   BENCH_PES="rope pope"     encodings to run
 #   BENCH_REPS=3              repetitions of each measurement
 #   BENCH_THREADS=N           threads for both (default: all cores)
@@ -17,7 +20,7 @@
 #                             (bench/generate.sh runs that part alone)
 set -u
 cd "$(dirname "$0")/.."
-configs=${BENCH_CONFIGS:-A B C D I}
+configs=${BENCH_CONFIGS:-A B C D I L M}
 pes=${BENCH_PES:-rope pope}
 reps=${BENCH_REPS:-3}
 threads=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}
@@ -40,6 +43,8 @@ tps() { field tokens_per_s; }
 
 blas_core_env # pelab and the twin on the same OpenBLAS kernels
 echo "CPU: $(cpu_model)"
+export TRIAD_GBS=$(triad_gbs "$threads") # once, for every roofline of this script and those it runs
+echo "triad bandwidth (bench_stream, 256 MiB, $threads threads): $TRIAD_GBS GB/s"
 echo "pelab: $pelab_bin, twin: PyTorch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)," \
      "$threads threads, $reps repetitions (medians)"
 sgemm_json=$("$sgemm_bin" --threads "$threads")
@@ -65,23 +70,25 @@ for c in $configs; do
                 x=$(printf '%s\n' "$out" | tps); [ -n "$x" ] && t_runs+="$x"$'\n'
             fi
         done
+        bound=$(roofline "$c" "$pe" "$threads" | field bound_fp32_tokens_per_s)
         p=$(printf '%s' "$p_runs" | median)
         t=$(printf '%s' "$t_runs" | median)
         g=$(printf '%s' "$g_runs" | median)
-        ratio=null frac=null
+        ratio=null frac=null roof=null
+        [ "$p" != null ] && [ -n "$bound" ] && roof=$(awk -v a="$p" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')
         [ "$p" != null ] && [ "$t" != null ] && ratio=$(awk -v a="$p" -v b="$t" 'BEGIN { printf "%.3f", a / b }')
         [ "$g" != null ] && [ -n "$sgemm" ] && frac=$(awk -v a="$g" -v b="$sgemm" 'BEGIN { printf "%.2f", a / b }')
-        rows+=("$(printf '%-6s %-5s %14s %14s %7s %8s %6s' "$c" "$pe" "$p" "$t" "$ratio" "$g" "$frac")")
-        echo "  $c $pe: pelab $p tok/s ($g GFLOP/s, $frac of sgemm), twin $t tok/s, ratio $ratio" >&2
+        rows+=("$(printf '%-6s %-5s %14s %14s %7s %8s %6s %9s' "$c" "$pe" "$p" "$t" "$ratio" "$g" "$frac" "$roof")")
+        echo "  $c $pe: pelab $p tok/s ($g GFLOP/s, $frac of sgemm, $roof of the roofline's ${bound:-?}), twin $t tok/s, ratio $ratio" >&2
         [ "$json" != "[" ] && json+=","
-        json+=$(printf '\n  {"config": "%s", "pe": "%s", "pelab_tokens_per_s": %s, "twin_tokens_per_s": %s, "ratio": %s, "pelab_gflops": %s, "sgemm_gflops": %s, "sgemm_fraction": %s, "threads": %s}' \
-                "$c" "$pe" "$p" "$t" "$ratio" "$g" "${sgemm:-null}" "$frac" "$threads")
+        json+=$(printf '\n  {"config": "%s", "pe": "%s", "pelab_tokens_per_s": %s, "twin_tokens_per_s": %s, "ratio": %s, "pelab_gflops": %s, "sgemm_gflops": %s, "sgemm_fraction": %s, "roofline_tokens_per_s": %s, "roofline_fraction": %s, "threads": %s}' \
+                "$c" "$pe" "$p" "$t" "$ratio" "$g" "${sgemm:-null}" "$frac" "${bound:-null}" "$roof" "$threads")
     done
 done
 json+=$'\n]\n'
 
 echo
-printf '%-6s %-5s %14s %14s %7s %8s %6s\n' config pe "pelab tok/s" "twin tok/s" ratio GFLOP/s sgemm
+printf '%-6s %-5s %14s %14s %7s %8s %6s %9s\n' config pe "pelab tok/s" "twin tok/s" ratio GFLOP/s sgemm "roofline"
 printf '%s\n' "${rows[@]}"
 tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp" bench/last.json &&
     echo "wrote bench/last.json"

@@ -1,13 +1,13 @@
 """twin_bench — training throughput of the PyTorch twin, as bench/bench_train does it.
 
-    /usr/bin/python3 bench/twin_bench.py --config A|B|C|D|I --pe rope|pope [--steps N] [--warmup N]
+    /usr/bin/python3 bench/twin_bench.py --config NAME --pe rope|pope [--steps N] [--warmup N]
                                          [--threads N] [--eval-T N] [--precision fp32|bf16]
 
 float32 by default; --precision bf16 runs the forward pass (and the loss) under
 torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's CPU mixed precision: its matrix products
 take bf16 operands, the weights and the optimizer stay float32.
 
-Same configuration table, same step (zero_grad, forward, backward, clip_grad_norm_(1.0), AdamW),
+The configurations of bench/configs.h, same step (zero_grad, forward, backward, clip_grad_norm_(1.0), AdamW),
 random tokens with a target at every position, pos = t; prints one JSON line like bench_train.
 With --eval-T N it times instead what build/bench/bench_eval does: forward passes of the
 configuration at batch 1 and length N under torch.no_grad() (one untimed, then --steps, default
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import resource
+import re
 import sys
 import time
 
@@ -25,15 +26,25 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ref"))
 import pelab_twin  # noqa: E402
 
-# name: (V, D, layers, heads, T, B, steps, warmup) — keep in step with bench/bench_train.c
-CONFIGS = {
-    "A": (64, 128, 4, 4, 64, 32, 12, 2),
-    "B": (64, 512, 8, 8, 64, 64, 2, 1),
-    "C": (8192, 384, 6, 6, 256, 8, 3, 1),
-    "D": (50257, 768, 12, 12, 64, 4, 2, 1),
-    "I": (10, 64, 4, 4, 50, 128, 4, 1),   # images: 7x7 patches of 16 and the class token
-}
-IMAGE = {"I": (16, 7)}  # patch width, grid side
+
+
+def read_configs():
+    """bench/configs.h's table, one row a line: {"A", V, D, layers, heads, T, B, steps, warmup,
+    patch_dim, grid}. Returns {name: (V, D, layers, heads, T, B, steps, warmup)} and {name: (patch
+    width, grid side)} for the image configurations."""
+    configs, image = {}, {}
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs.h")
+    for line in open(path):
+        m = re.match(r'\s*\{"(\w+)",([\d,\s]+)\},?\s*$', line)
+        if m:
+            v = [int(x) for x in m.group(2).split(",") if x.strip()]
+            configs[m.group(1)] = tuple(v[:8])
+            if v[8]:
+                image[m.group(1)] = (v[8], v[9])
+    return configs, image
+
+
+CONFIGS, IMAGE = read_configs()
 
 
 def main():
