@@ -1,10 +1,11 @@
 /* bench_train — training throughput of one benchmark configuration (float build).
  *
  *   build/bench/bench_train --config A|B|C|D|I|L|M --pe rope|pope [--steps N] [--warmup N] [--threads N]
- *                           [--attention tiled|ref] [--precision fp32|bf16]
+ *                           [--attention tiled|ref] [--precision fp32|bf16] [--random-positions N]
  *
  * Times whole training steps (zero grad, forward, backward, clip 1.0, AdamW) on random tokens,
- * every position with a target, pos = t, after `warmup` untimed steps. Configuration I is the
+ * every position with a target, pos = t (with --random-positions N: each step draws every row's
+ * positions as training does, a sorted random subset of [0, N)), after `warmup` untimed steps. Configuration I is the
  * image task's model instead (the `cpu` image preset's ViT: 4 × 4 patches of a 28 × 28 image, a
  * 7 × 7 grid and the class token, T 50): random patch vectors, positions (row, column) with the
  * class token at (0, 0), bidirectional attention, a label on the class token only; --pe rope and
@@ -47,7 +48,7 @@
 static int usage(void) {
     fprintf(stderr,
             "usage: bench_train --config NAME --pe rope|pope [--steps N] [--warmup N] [--threads N]\n"
-            "                   [--attention tiled|ref] [--precision fp32|bf16]\n"
+            "                   [--attention tiled|ref] [--precision fp32|bf16] [--random-positions N]\n"
             "  --config   benchmark configuration (bench/configs.h):\n");
     for (size_t i = 0; i < sizeof bench_configs / sizeof bench_configs[0]; i++) {
         const struct bench_config *c = &bench_configs[i];
@@ -60,14 +61,15 @@ static int usage(void) {
             "  --warmup   untimed steps first (default: the configuration's)\n"
             "  --threads  threads for OpenMP and BLAS (default 0: all cores)\n"
             "  --attention  attention kernel (default tiled, the model's default)\n"
-            "  --precision  of the matrix products (default fp32; bf16: pelab/precision.h)\n");
+            "  --precision  of the matrix products (default fp32; bf16: pelab/precision.h)\n"
+            "  --random-positions  N: every step draws the rows' positions from [0, N) (default 0: pos = t)\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     pelab_blas_mend(argv); /* OpenBLAS's best kernels for this CPU (pelab/threads.h) */
     const char *config = NULL, *pe = NULL, *attention = "tiled", *precision = "fp32";
-    int steps = -1, warmup = -1, threads = 0;
+    int steps = -1, warmup = -1, threads = 0, random_positions = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
@@ -78,6 +80,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--threads") == 0) threads = atoi(v);
         else if (strcmp(a, "--attention") == 0) attention = v;
         else if (strcmp(a, "--precision") == 0) precision = v;
+        else if (strcmp(a, "--random-positions") == 0) random_positions = atoi(v);
         else return usage();
     }
     if (pelab_dist_init(&argc, &argv)) {
@@ -108,6 +111,9 @@ int main(int argc, char **argv) {
     snprintf(pe_name, sizeof pe_name, "%s%s", pe, image && (!strcmp(pe, "rope") || !strcmp(pe, "pope")) ? "2d" : "");
     pelab_opts_set(&opts, "pe", pe_name);
     pelab_opts_set(&opts, "attention", attention);
+    char rp[16];
+    snprintf(rp, sizeof rp, "%d", random_positions);
+    pelab_opts_set(&opts, "random-positions", rp);
     if (strcmp(pe, "pope") == 0) { /* the paper's PoPE, as the twin runs it */
         pelab_opts_set(&opts, "pope-softplus", "on");
         pelab_opts_set(&opts, "pope-delta", "on");
@@ -155,6 +161,11 @@ int main(int argc, char **argv) {
     double t0 = 0, loss = 0, allreduce = 0, wait = 0;
     for (int s = 0; s < warmup + steps; s++) {
         if (s == warmup) t0 = pelab_clock_s(), allreduce = wait = 0, pelab_prof_reset();
+        if (random_positions && pelab_random_positions(pos + off, tokens + off, rows, c->T, 0, random_positions,
+                                                       (uint64_t)s, 0) != PELAB_OK) {
+            fprintf(stderr, "bench_train: %s\n", pelab_last_error());
+            return 1;
+        }
         pelab_params_zero_grad(&m.params);
         pelab_model_forward(&m, tokens + off, targets + off, pos + off * dims, rows, c->T);
         loss = m.loss * rows / c->B;
@@ -176,11 +187,11 @@ int main(int argc, char **argv) {
               : 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
                     3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
     if (pelab_dist_rank() == 0)
-        printf("{\"config\":\"%s\",\"pe\":\"%s\",\"precision\":\"%s\",\"tokens_per_s\":%.1f,"
+        printf("{\"config\":\"%s\",\"pe\":\"%s\",\"random_positions\":%d,\"precision\":\"%s\",\"tokens_per_s\":%.1f,"
                "\"step_ms\":%.3f,\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
                "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
                "\"allreduce_ms\":%.3f,\"images_per_s\":%.1f}\n",
-               c->name, pe, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
+               c->name, pe, random_positions, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
                pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
                pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps,
                image ? (double)c->B * steps / elapsed : 0.0);

@@ -13,6 +13,7 @@
 #   BENCH_CONFIGS="A B C D I L M" configurations to run (bench/configs.h; I: images, L: the
 #                             length-generalisation model, M: the indirect mid model)
 #   BENCH_PES="rope pope"     encodings to run
+#   BENCH_EXTRA="L:fire:0 L:fire:256"  more rows, CONFIG:PE:N, N for --random-positions (0: pos = t)
 #   BENCH_REPS=3              repetitions of each measurement
 #   BENCH_THREADS=N           threads for both (default: all cores)
 #   BENCH_GENERATE="C:1024 C:8192 D:1024"  configuration:context rows of the generation benchmark ("none": skip it)
@@ -22,6 +23,7 @@ set -u
 cd "$(dirname "$0")/.."
 configs=${BENCH_CONFIGS:-A B C D I L M}
 pes=${BENCH_PES:-rope pope}
+extra=${BENCH_EXTRA-L:fire:0 L:fire:256}
 reps=${BENCH_REPS:-3}
 threads=${BENCH_THREADS:-$(nproc 2>/dev/null || echo 1)}
 py=/usr/bin/python3
@@ -56,39 +58,43 @@ echo "sgemm (2048³, $threads threads): $sgemm GFLOP/s on $(printf '%s\n' "$sgem
 status=0
 rows=()
 json="["
-for c in $configs; do
-    for pe in $pes; do
-        p_runs="" t_runs="" g_runs=""
-        for ((r = 1; r <= reps; r++)); do
-            out=$("$pelab_bin" --config "$c" --pe "$pe" --threads "$threads") || {
-                echo "bench: pelab failed on config $c, pe $pe" >&2; status=1; }
-            x=$(printf '%s\n' "$out" | tps); [ -n "$x" ] && p_runs+="$x"$'\n'
-            x=$(printf '%s\n' "$out" | field gflops); [ -n "$x" ] && g_runs+="$x"$'\n'
-            if [ $have_twin = 1 ]; then
-                out=$("$py" bench/twin_bench.py --config "$c" --pe "$pe" --threads "$threads") || {
-                    echo "bench: the twin failed on config $c, pe $pe" >&2; status=1; }
-                x=$(printf '%s\n' "$out" | tps); [ -n "$x" ] && t_runs+="$x"$'\n'
-            fi
-        done
-        bound=$(roofline "$c" "$pe" "$threads" | field bound_fp32_tokens_per_s)
-        p=$(printf '%s' "$p_runs" | median)
-        t=$(printf '%s' "$t_runs" | median)
-        g=$(printf '%s' "$g_runs" | median)
-        ratio=null frac=null roof=null
-        [ "$p" != null ] && [ -n "$bound" ] && roof=$(awk -v a="$p" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')
-        [ "$p" != null ] && [ "$t" != null ] && ratio=$(awk -v a="$p" -v b="$t" 'BEGIN { printf "%.3f", a / b }')
-        [ "$g" != null ] && [ -n "$sgemm" ] && frac=$(awk -v a="$g" -v b="$sgemm" 'BEGIN { printf "%.2f", a / b }')
-        rows+=("$(printf '%-6s %-5s %14s %14s %7s %8s %6s %9s' "$c" "$pe" "$p" "$t" "$ratio" "$g" "$frac" "$roof")")
-        echo "  $c $pe: pelab $p tok/s ($g GFLOP/s, $frac of sgemm, $roof of the roofline's ${bound:-?}), twin $t tok/s, ratio $ratio" >&2
-        [ "$json" != "[" ] && json+=","
-        json+=$(printf '\n  {"config": "%s", "pe": "%s", "pelab_tokens_per_s": %s, "twin_tokens_per_s": %s, "ratio": %s, "pelab_gflops": %s, "sgemm_gflops": %s, "sgemm_fraction": %s, "roofline_tokens_per_s": %s, "roofline_fraction": %s, "threads": %s}' \
-                "$c" "$pe" "$p" "$t" "$ratio" "$g" "${sgemm:-null}" "$frac" "${bound:-null}" "$roof" "$threads")
+specs=()
+for c in $configs; do for pe in $pes; do specs+=("$c:$pe:0"); done; done
+for x in $extra; do specs+=("$x"); done
+for spec in "${specs[@]}"; do
+    IFS=: read -r c pe rp <<<"$spec"
+    rp=${rp:-0} label=$pe
+    [ "$rp" != 0 ] && label=$pe+rp$rp
+    p_runs="" t_runs="" g_runs=""
+    for ((r = 1; r <= reps; r++)); do
+        out=$("$pelab_bin" --config "$c" --pe "$pe" --threads "$threads" --random-positions "$rp") || {
+            echo "bench: pelab failed on config $c, pe $label" >&2; status=1; }
+        x=$(printf '%s\n' "$out" | tps); [ -n "$x" ] && p_runs+="$x"$'\n'
+        x=$(printf '%s\n' "$out" | field gflops); [ -n "$x" ] && g_runs+="$x"$'\n'
+        if [ $have_twin = 1 ]; then
+            out=$("$py" bench/twin_bench.py --config "$c" --pe "$pe" --threads "$threads" --random-positions "$rp") || {
+                echo "bench: the twin failed on config $c, pe $label" >&2; status=1; }
+            x=$(printf '%s\n' "$out" | tps); [ -n "$x" ] && t_runs+="$x"$'\n'
+        fi
     done
+    bound=$(roofline "$c" "$pe" "$threads" | field bound_fp32_tokens_per_s)
+    p=$(printf '%s' "$p_runs" | median)
+    t=$(printf '%s' "$t_runs" | median)
+    g=$(printf '%s' "$g_runs" | median)
+    ratio=null frac=null roof=null
+    [ "$p" != null ] && [ -n "$bound" ] && roof=$(awk -v a="$p" -v b="$bound" 'BEGIN { printf "%.2f", a / b }')
+    [ "$p" != null ] && [ "$t" != null ] && ratio=$(awk -v a="$p" -v b="$t" 'BEGIN { printf "%.3f", a / b }')
+    [ "$g" != null ] && [ -n "$sgemm" ] && frac=$(awk -v a="$g" -v b="$sgemm" 'BEGIN { printf "%.2f", a / b }')
+    rows+=("$(printf '%-6s %-12s %14s %14s %7s %8s %6s %9s' "$c" "$label" "$p" "$t" "$ratio" "$g" "$frac" "$roof")")
+    echo "  $c $label: pelab $p tok/s ($g GFLOP/s, $frac of sgemm, $roof of the roofline's ${bound:-?}), twin $t tok/s, ratio $ratio" >&2
+    [ "$json" != "[" ] && json+=","
+    json+=$(printf '\n  {"config": "%s", "pe": "%s", "random_positions": %s, "pelab_tokens_per_s": %s, "twin_tokens_per_s": %s, "ratio": %s, "pelab_gflops": %s, "sgemm_gflops": %s, "sgemm_fraction": %s, "roofline_tokens_per_s": %s, "roofline_fraction": %s, "threads": %s}' \
+            "$c" "$pe" "$rp" "$p" "$t" "$ratio" "$g" "${sgemm:-null}" "$frac" "${bound:-null}" "$roof" "$threads")
 done
 json+=$'\n]\n'
 
 echo
-printf '%-6s %-5s %14s %14s %7s %8s %6s %9s\n' config pe "pelab tok/s" "twin tok/s" ratio GFLOP/s sgemm "roofline"
+printf '%-6s %-12s %14s %14s %7s %8s %6s %9s\n' config pe "pelab tok/s" "twin tok/s" ratio GFLOP/s sgemm "roofline"
 printf '%s\n' "${rows[@]}"
 tmp=$(mktemp bench/last.json.XXXXXX) && printf '%s' "$json" >"$tmp" && mv "$tmp" bench/last.json &&
     echo "wrote bench/last.json"

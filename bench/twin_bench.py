@@ -50,12 +50,14 @@ CONFIGS, IMAGE = read_configs()
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--config", required=True, choices=sorted(CONFIGS))
-    ap.add_argument("--pe", required=True, choices=["nope", "rope", "pope", "fox", "cope"],
+    ap.add_argument("--pe", required=True, choices=["nope", "rope", "pope", "fire", "fox", "cope"],
                     help="configuration I (images) takes rope or pope, in their 2-D forms")
     ap.add_argument("--steps", type=int, default=0, help="timed steps (default per configuration)")
     ap.add_argument("--warmup", type=int, default=-1, help="untimed steps first")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     ap.add_argument("--eval-T", type=int, default=0, help="time evaluation forwards at batch 1, this length")
+    ap.add_argument("--random-positions", type=int, default=0,
+                    help="N: every step draws each row's positions, a sorted random subset of [0, N)")
     ap.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
                     help="bf16: the forward under torch.autocast(cpu, bfloat16)")
     a = ap.parse_args()
@@ -94,6 +96,8 @@ def main():
     for s in range(warmup + steps):
         if s == warmup:
             t0 = time.perf_counter()
+        if a.random_positions:  # as bench_train: T of [0, N) per row, sorted (timed: pelab's draw is)
+            pos = torch.rand(B, a.random_positions, generator=g).argsort(1)[:, :T].sort(1).values
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             _, loss = model(tokens, pos, targets, inputs)
@@ -101,7 +105,8 @@ def main():
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"config": a.config, "pe": a.pe, "precision": a.precision,
+    print(json.dumps({"config": a.config, "pe": a.pe, "random_positions": a.random_positions,
+                      "precision": a.precision,
                       "images_per_s": round(B * steps / elapsed, 1) if image else 0,
                       "tokens_per_s": round(B * T * steps / elapsed, 1),
                       "step_ms": round(1e3 * elapsed / steps, 3), "steps": steps,
