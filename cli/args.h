@@ -4,6 +4,8 @@
 
 #include <stdio.h>
 #include "pelab/options.h"
+#include "pelab/precision.h"
+#include "pelab/threads.h"
 
 /* A titled option table, as `pelab help <command>` shows it. */
 struct pelab_group {
@@ -13,12 +15,7 @@ struct pelab_group {
 #define PELAB_GROUPS_MAX 64
 
 /* Option rows that several commands' tables share (each table is a static array, so a shared row
- * is an initialiser). */
-#define PELAB_OPT_ROW_THREADS {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL, "threads (0: all cores; at most the cores this process may use)"}
-#define PELAB_OPT_ROW_PRECISION                                                                   \
-    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",                                    \
-     "matrix products: fp32, or bf16 operands with float32 accumulation (AVX512-BF16 CPUs); a "   \
-     "run trained in either precision is evaluated in either"}
+ * is an initialiser; --threads and --precision: pelab/threads.h, pelab/precision.h). */
 #define PELAB_OPT_ROW_EDITED                                                                      \
     {"edited", PELAB_OPT_SWITCH, "off", 0, 0, NULL,                                               \
      "load a model.safetensors edited on purpose, its checksum keys removed (docs/FORMATS.md); "  \

@@ -23,6 +23,15 @@ enum pelab_precision {
     PELAB_PRECISION_BF16  /* bf16 operands, float32 accumulation and output */
 };
 
+/* The --precision row of every option table that takes it (training's, eval's, sample's), an
+ * initialiser of struct pelab_optdef (pelab/options.h); its choices are the enum's, in order. */
+#define PELAB_OPT_ROW_PRECISION                                                                      \
+    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",                                       \
+     "matrix products (the linear layers' and attention's): fp32, or bf16 operands with float32 "    \
+     "accumulation (CPUs with AVX512-BF16, a build with oneDNN); weights, gradients, optimizer, "    \
+     "norms, softmax, loss and encodings stay float32; a run trained in either precision is "        \
+     "evaluated in either"}
+
 /* "fp32" or "bf16" into *p; PELAB_ERR_USAGE otherwise. */
 int pelab_precision_parse(const char *name, enum pelab_precision *p);
 

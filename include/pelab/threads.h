@@ -15,6 +15,12 @@ int pelab_threads_available(void);
  * theirs. */
 void pelab_threads_set(int n);
 int pelab_threads_get(void);
+/* The --threads row of every option table that takes it (training's and the commands'), an
+ * initialiser of struct pelab_optdef (pelab/options.h). */
+#define PELAB_OPT_ROW_THREADS                                                                     \
+    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL,                                                \
+     "threads (0: all cores; under mpirun, a machine's cores divided among its ranks); at most "  \
+     "the cores this process may use"}
 /* 1 when the calling thread flushes subnormals to zero (both FTZ and DAZ set), else 0. */
 int pelab_subnormals_flushed(void);
 /* PELAB_SIMD and PELAB_SUBNORMALS hold values the kernels know (each unset, empty, or one of its

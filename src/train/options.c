@@ -3,8 +3,10 @@
 #include <string.h>
 #include "pelab/model.h"
 #include "pelab/posenc.h"
+#include "pelab/precision.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
+#include "pelab/threads.h"
 #include "pelab/train.h"
 
 #define BIG 1e9
@@ -29,13 +31,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"clip", PELAB_OPT_REAL, "1.0", 0, 1e6, NULL, "global gradient-norm clipping (0: off)"},
     {"seed", PELAB_OPT_INT, "1", 0, SEED_MAX, NULL,
      "fixes initialisation, data order and dropout"},
-    {"threads", PELAB_OPT_INT, "0", 0, 4096, NULL,
-     "threads (0: all cores; under mpirun, a machine's cores divided among its ranks); at most "
-     "the cores this process may use"},
-    {"precision", PELAB_OPT_CHOICE, "fp32", 0, 0, "fp32|bf16",
-     "matrix products (the linear layers' and attention's): fp32, or bf16 operands with float32 "
-     "accumulation (CPUs with AVX512-BF16, a build with oneDNN); weights, gradients, optimizer, "
-     "norms, softmax, loss and encodings stay float32"},
+    PELAB_OPT_ROW_THREADS,
+    PELAB_OPT_ROW_PRECISION,
     {"eval-every", PELAB_OPT_INT, "200", 0, BIG, NULL,
      "validate every N updates (0: only at the end)"},
     {"eval-batches", PELAB_OPT_INT, "8", 0, 1e6, NULL,
