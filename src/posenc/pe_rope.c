@@ -144,6 +144,8 @@ const struct pelab_posenc_ops pelab_pe_rope = {
                   NULL}},
     .options = rope_options,
     .eval_options = pelab_rope_scaling_options,
+    .eval_check = pelab_rope_scaling_check,
+    .fine_tune = &pelab_rope_fine_tune,
     .init = rope_init,
     .free = rope_free,
     .prepare = rope_prepare,
