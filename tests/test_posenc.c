@@ -57,6 +57,8 @@ static void check_registry(void) {
     /* what the analyses and a fine-tune read of a table comes with what it needs */
     for (int i = 0; all[i]; i++) {
         const struct pelab_posenc_ops *o = all[i];
+        CHECK(!o->freq_norms || o->freq_label, "%s: freq_norms without freq_label", o->name);
+        CHECK(!o->phase_bias || o->freqs, "%s: phase_bias without freqs", o->name);
         CHECK(!o->fine_tune || (o->eval_options && o->eval_options->name && o->fine_tune->reads),
               "%s: fine_tune without eval_options or reads", o->name);
         CHECK(!o->fine_tune || !o->fine_tune->source_context ||

@@ -221,6 +221,15 @@ struct pelab_posenc_ops {
      * which trains with them, records them and evaluates with them (struct pelab_pe_fine_tune).
      * NULL: training refuses every option of `eval_options`. */
     const struct pelab_pe_fine_tune *fine_tune;
+
+    /* Optional, for analyses (analyze bias, analyze probe): a learned phase bias of the keys,
+     * score(t, s) = Σ_c m_c cos((t − s)·θ_c − δ_c) with θ_c as `freqs` gives them (PoPE's δ).
+     * Writes delta (H, F) of `layer` as the forward pass uses it (clamped as it clamps it);
+     * PELAB_OK, or PELAB_ERR_USAGE saying why the run has none (an option switched it off). */
+    int (*phase_bias)(const struct pelab_posenc *pe, int layer, double *delta);
+    /* With freq_norms: what its magnitude of a frequency is, as analyses label it ("pair norm",
+     * "μ_c"). */
+    const char *freq_label;
 };
 
 /* The evaluation-time options of an encoding that a fine-tune trains with (ops->fine_tune). The

@@ -154,4 +154,5 @@ const struct pelab_posenc_ops pelab_pe_rope = {
     .qk_backward = rope_qk_backward,
     .freqs = rope_freqs,
     .freq_norms = rope_freq_norms,
+    .freq_label = "pair norm",
 };

@@ -140,4 +140,5 @@ const struct pelab_posenc_ops pelab_pe_xpos = {
     .qk_backward = xpos_qk_backward,
     .freqs = xpos_freqs,
     .freq_norms = xpos_freq_norms,
+    .freq_label = "pair norm",
 };
