@@ -230,6 +230,9 @@ struct pelab_posenc_ops {
     /* With freq_norms: what its magnitude of a frequency is, as analyses label it ("pair norm",
      * "μ_c"). */
     const char *freq_label;
+    /* Optional: the encoding's name as tables and figures print it ("RoPE"); NULL: `name`.
+     * `pelab help encodings --json` lists it (docs/encodings.json, read by scripts/tables.py). */
+    const char *display;
 };
 
 /* The evaluation-time options of an encoding that a fine-tune trains with (ops->fine_tune). The
@@ -321,6 +324,9 @@ int pelab_posenc_fine_tune_option(const char *name);
 /* Every registered encoding's eval_check of the options `given` anew against `settings`: the
  * first PELAB_ERR_USAGE, else PELAB_OK. */
 int pelab_posenc_eval_check(const struct pelab_opts *given, const struct pelab_opts *settings);
+
+/* The name tables and figures print: ops->display, else ops->name. */
+const char *pelab_posenc_display(const struct pelab_posenc_ops *ops);
 
 /* The encoding's gradients as one range: pelab_posenc_grad_count reals of the parameter table's
  * gradients from pelab_posenc_table_grad(pe) on. */

@@ -157,6 +157,7 @@ static int pope_phase_bias(const struct pelab_posenc *pe, int layer, double *del
 
 const struct pelab_posenc_ops pelab_pe_pope = {
     .name = "pope",
+    .display = "PoPE",
     .summary = "polar embedding: softplus magnitudes, phases p·base^(-c/d) + δ, width 2d (PoPE paper)",
     .sites = PELAB_SITE_QK,
     .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL, {"pope-softplus=off", "pope-delta=off", "pope-delta-init=uniform",

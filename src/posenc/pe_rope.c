@@ -129,6 +129,7 @@ static void rope_freq_norms(const struct pelab_posenc *pe, double *out, const pe
 
 const struct pelab_posenc_ops pelab_pe_rope = {
     .name = "rope",
+    .display = "RoPE",
     .summary = "rotary embedding: pair c of q and k rotated by p·base^(-2c/d) (Su et al. 2021)",
     .sites = PELAB_SITE_QK,
     /* longrope's L_train 35: the KV-cache test's passes (at most 35 positions) stay on the short

@@ -70,6 +70,10 @@ int pelab_posenc_eval_check(const struct pelab_opts *given, const struct pelab_o
     return PELAB_OK;
 }
 
+const char *pelab_posenc_display(const struct pelab_posenc_ops *ops) {
+    return ops->display ? ops->display : ops->name;
+}
+
 int pelab_posenc_serves(const struct pelab_posenc_ops *ops, int n) {
     return ((ops->dims ? ops->dims : 1u << 1) >> n) & 1u;
 }
