@@ -227,8 +227,8 @@ struct pelab_posenc_ops {
      * Writes delta (H, F) of `layer` as the forward pass uses it (clamped as it clamps it);
      * PELAB_OK, or PELAB_ERR_USAGE saying why the run has none (an option switched it off). */
     int (*phase_bias)(const struct pelab_posenc *pe, int layer, double *delta);
-    /* With freq_norms: what its magnitude of a frequency is, as analyses label it ("pair norm",
-     * "μ_c"). */
+    /* With freq_norms (required then): the name analyses give the magnitude it measures of a
+     * frequency ("pair norm", "μ_c"). */
     const char *freq_label;
     /* Optional: the encoding's name as tables and figures print it ("RoPE"); NULL: `name`.
      * `pelab help encodings --json` lists it (docs/encodings.json, read by scripts/tables.py). */
@@ -241,7 +241,8 @@ struct pelab_posenc_ops {
  * given anew; then the source's settings the new method does not read are left out. */
 struct pelab_pe_fine_tune {
     /* Whether the settings in opts read option `name` of eval_options (RoPE: --rope-original-len
-     * with dynamic-ntk, yarn, llama3 and longrope only; no method reads none of the others). */
+     * only with dynamic-ntk, yarn, llama3 and longrope; without a method, none of the methods'
+     * settings). */
     int (*reads)(const struct pelab_opts *opts, const char *name);
     /* The option of eval_options that measures from the training context, which a fine-tune
      * sets to the source run's context when its settings read it and it is not given (RoPE's

@@ -45,7 +45,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pelab/json.h"
-#include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "posenc/rotary.h"
 
