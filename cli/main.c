@@ -92,7 +92,7 @@ static void help_encodings(FILE *f) {
 }
 
 /* `help encodings --json`: each encoding's name and the name tables and figures print, in
- * registry order. docs/encodings.json is this output, committed, which scripts/tables.py reads
+ * registry order. scripts/encodings.json is this output, committed, which scripts/tables.py reads
  * (tests/cli_tables.sh checks that the two agree). */
 static void help_encodings_json(FILE *f) {
     struct pelab_sb sb = {0};

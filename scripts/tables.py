@@ -98,9 +98,10 @@ NOT_DOCS = {"results", "runs", "data", "build"}
 FILE = None  # the file whose blocks are being made, as the messages name it
 CURRENT = None  # and its path, from which the verdict table's links are made
 # Each encoding's name as tables print it: the `display` of its table in src/posenc, as
-# `pelab help encodings --json` lists them (docs/encodings.json, which tests/cli_tables.sh checks
-# against the binary), so that the tables need no build.
-with open(os.path.join(ROOT, "docs", "encodings.json")) as f:
+# `pelab help encodings --json` lists them (encodings.json beside this script, which
+# tests/cli_tables.sh checks against the binary), so that the tables need neither a build nor
+# anything outside scripts/.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "encodings.json")) as f:
     NAMES = {e["name"]: e["display"] for e in json.load(f)["encodings"]}
 # NAME, or NAME+NAME+... (several records of one kind in one table, each row labelled by the options
 # its command gives that the others' do not)
