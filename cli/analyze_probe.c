@@ -4,10 +4,11 @@
  *
  *   step        the update the weights are from
  *   acc         accuracy at the scored answer positions of the probe batches (the model's argmax)
- *   delta_pref  PoPE: the distance j = 0..T−1 a head's δ prefers, argmax_j Σ_c cos(jθ_c − δ_c)
- *               (the score with equal magnitudes, δ as the forward pass uses it); empty otherwise
- *   delta_cos1  PoPE: (1/d) Σ_c cos(θ_c − δ_c), 1 when δ is tuned exactly to distance 1; empty
- *               otherwise
+ *   delta_pref  an encoding with a phase bias (posenc.h's phase_bias, PoPE's δ): the distance
+ *               j = 0..T−1 a head's δ prefers, argmax_j Σ_c cos(jθ_c − δ_c) (the score with equal
+ *               magnitudes, δ as the forward pass uses it); empty otherwise
+ *   delta_cos1  the same: (1/F) Σ_c cos(θ_c − δ_c) over its F frequencies, 1 when δ is tuned
+ *               exactly to distance 1; empty otherwise
  *   att_pref    the distance j the head attends to most from inside the source string: argmax_j
  *               of the mean over queries t = 1..L−1 of att(t, t − j)
  *   prev_mass   mean over those queries of att(t, t − 1): a previous-letter head has it near 1
@@ -34,8 +35,6 @@
 #include "pelab/status.h"
 #include "pelab/threads.h"
 #include "pelab/train.h"
-
-#define TWO_PI 6.283185307179586
 
 static const struct pelab_optdef probe_options[] = {
     {"model", PELAB_OPT_STR, "", 0, 0, NULL, "run directory of an indirect-indexing run (required)"},
@@ -102,15 +101,19 @@ static int parse_row(const struct pelab_task *t, const struct pelab_batch *b, in
 /* The probe of the weights now in the model: one row per layer and head, over nb batches of the
  * split, filled one at a time into b (the same examples at every step: the fill is indexed). */
 static int probe_step(FILE *f, long step, struct pelab_run *run, struct pelab_batch *b, int nb,
-                      enum pelab_split split, const struct pelab_opts *settings) {
+                      enum pelab_split split) {
     struct pelab_model *m = &run->model;
-    const int N = m->cfg.n_layers, H = m->cfg.n_heads, d = m->cfg.d_model / H;
-    const int is_pope = strcmp(m->pe.ops->name, "pope") == 0;
+    const int N = m->cfg.n_layers, H = m->cfg.n_heads;
+    /* a phase bias δ (H,F) at frequencies θ (F,) (ops->phase_bias: PoPE's) */
+    const struct pelab_posenc_ops *ops = m->pe.ops;
+    const int F = ops->phase_bias ? ops->freqs(&m->pe, NULL) : 0;
     /* (N,H) sums: prev_mass, string queries; answer masses src, prev, next, target and counts */
     double *acc = calloc((size_t)N * H * 16, sizeof *acc);
+    double *theta = F ? malloc((size_t)F * sizeof *theta) : NULL, *delta = F ? malloc((size_t)H * F * sizeof *delta) : NULL;
     double *dist = NULL;
     long correct = 0, scored = 0;
-    int rc = acc ? PELAB_OK : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    int rc = acc && (!F || (theta && delta)) ? PELAB_OK : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    if (F && !rc) ops->freqs(&m->pe, theta);
     for (int k = 0; !rc && k < nb; k++) {
         run->task.ops->fill(&run->task, split, (uint64_t)k * b->B, b);
         if ((rc = pelab_eval_positions(m, &run->task, b, (uint64_t)k * b->B))) break; /* as evaluated */
@@ -160,34 +163,25 @@ static int probe_step(FILE *f, long step, struct pelab_run *run, struct pelab_ba
             }
         }
     }
-    const double base = is_pope ? pelab_opt_real(settings, m->pe.ops->options, "pope-base") : 0;
-    const int clamp = is_pope ? pelab_opt_switch(settings, m->pe.ops->options, "pope-delta-clamp") : 1;
     const int T = b->T;
     for (int l = 0; !rc && l < N; l++) {
-        const pelab_real *delta = NULL;
-        if (is_pope) {
-            char name[PELAB_PARAM_NAME_MAX];
-            snprintf(name, sizeof name, "blocks.%d.attn.pope.delta", l);
-            int i = pelab_params_find(&m->params, name);
-            delta = i >= 0 ? pelab_params_data(&m->params, i) : NULL;
+        if (F && ops->phase_bias(&m->pe, l, delta)) { /* none in this run (switched off): δ = 0 */
+            pelab_clear_error();
+            for (int i = 0; i < H * F; i++) delta[i] = 0;
         }
         for (int h = 0; h < H; h++) {
             const double *s = acc + ((size_t)l * H + h) * 16;
             const double *dd = dist + ((size_t)l * H + h) * T;
             fprintf(f, "%ld,%d,%d,%.6f,", step, l, h, scored ? (double)correct / scored : 0.0);
-            if (is_pope) {
+            if (F) {
                 /* score of distance j with equal magnitudes: Σ_c cos(jθ_c − δ_c) */
                 int pref = 0;
                 double best = -1e300, cos1 = 0;
                 for (int j = 0; j < T; j++) {
                     double sc = 0;
-                    for (int c = 0; c < d; c++) {
-                        double x = delta ? delta[h * d + c] : 0;
-                        if (clamp) x = x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
-                        sc += cos(j * pow(base, -(double)c / d) - x);
-                    }
+                    for (int c = 0; c < F; c++) sc += cos(j * theta[c] - delta[h * F + c]);
                     if (sc > best) best = sc, pref = j;
-                    if (j == 1) cos1 = sc / d;
+                    if (j == 1) cos1 = sc / F;
                 }
                 fprintf(f, "%d,%.6f,", pref, cos1);
             } else {
@@ -202,6 +196,8 @@ static int probe_step(FILE *f, long step, struct pelab_run *run, struct pelab_ba
         }
     }
     free(acc);
+    free(theta);
+    free(delta);
     free(dist);
     return rc;
 }
@@ -266,7 +262,7 @@ int pelab_analyze_probe(int argc, char **argv) {
     for (int i = 0; !rc && i < nf; i++) {
         long step;
         if (!(rc = pelab_load_weights(&run.model, files[i], &step)) && step != last)
-            rc = probe_step(f, step, &run, &batch, nb, split, &run.settings);
+            rc = probe_step(f, step, &run, &batch, nb, split);
         last = step;
     }
     if (f != stdout) {

@@ -2,8 +2,8 @@
  *
  *   bias   BIAS encodings (alibi, t5, fire, fire-shared): bias per layer, head and distance
  *          t − s = 0..max-distance, columns layer,head,distance,bias;
- *          PoPE: δ per layer, head and frequency as the forward pass uses it (clamped to
- *          [−2π, 0]), columns layer,head,freq,theta,delta.
+ *          encodings with a phase bias (ops->phase_bias, PoPE's δ): δ per layer, head and
+ *          frequency as the forward pass uses it, columns layer,head,freq,theta,delta.
  *          PNG: one panel per layer, one line per head.
  *   freq   QK encodings with frequencies (rope, xpos, pope, pope2d): per layer and frequency the mean
  *          magnitude of the query and key components over tokens and heads (pelab/freq.h),
@@ -14,7 +14,6 @@
  * run without its task (pelab_run_open_model) and works where the dataset is not installed.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,6 @@
 #include "pelab/threads.h"
 #include "pelab/train.h"
 
-#define TWO_PI 6.283185307179586
 /* The most rows of analyze bias's table, layers × heads × (max-distance + 1): 2^24, about 0.4 GB
  * of CSV and 128 MiB of values in memory. A 12-layer model of 12 heads reaches 116,000
  * distances, past ten times any training context here; a table beyond it fills a disk before
@@ -135,6 +133,7 @@ struct view {
     int (*csv)(FILE *f, const struct view *v);
     int (*png)(const char *path, int width, int height, const struct view *v);
     const char *dir, *pe;
+    const char *freq_label; /* freq: what a frequency's magnitude is (ops->freq_label) */
     int N, H, n;     /* layers, heads, points per (layer, head): distances or frequencies */
     double *x;       /* (n,) distance or frequency index */
     double *theta;   /* (n,) frequency of each point, or NULL */
@@ -232,7 +231,7 @@ static int csv_delta(FILE *f, const struct view *v) {
 
 static int png_delta(const char *path, int width, int height, const struct view *v) {
     char title[256];
-    snprintf(title, sizeof title, "pope: phase bias δ by frequency, as the forward pass uses it (%s)", v->dir);
+    snprintf(title, sizeof title, "%s: phase bias δ by frequency, as the forward pass uses it (%s)", v->pe, v->dir);
     return png_per_head(path, width, height, v, title, "frequency index c", "δ");
 }
 
@@ -266,38 +265,39 @@ done:
     return rc;
 }
 
-/* PoPE's δ (H, d) per layer as the forward pass uses it (clamped unless --pope-delta-clamp off),
- * with each frequency θ_c = base^(−c/d). */
-static int fill_delta(struct view *v, struct pelab_model *m, const struct pelab_opts *settings) {
-    const int d = m->cfg.d_model / v->H;
-    const double base = pelab_opt_real(settings, m->pe.ops->options, "pope-base");
-    const int clamp = pelab_opt_switch(settings, m->pe.ops->options, "pope-delta-clamp");
-    v->n = d;
+/* The phase bias δ (H, F) per layer as the forward pass uses it (ops->phase_bias), with each
+ * frequency θ_c (ops->freqs). */
+static int fill_delta(struct view *v, struct pelab_model *m) {
+    const struct pelab_posenc_ops *ops = m->pe.ops;
+    v->n = ops->freqs(&m->pe, NULL);
     int rc = view_alloc(v, 1, 0);
     if (rc) return rc;
-    for (int c = 0; c < d; c++) v->x[c] = c, v->theta[c] = pow(base, -(double)c / d);
-    for (int l = 0; l < v->N; l++) {
-        char name[PELAB_PARAM_NAME_MAX];
-        snprintf(name, sizeof name, "blocks.%d.attn.pope.delta", l);
-        int i = pelab_params_find(&m->params, name);
-        if (i < 0)
-            return pelab_fail(PELAB_ERR_USAGE, "%s: a PoPE run without δ (--pope-delta off): no bias to show", v->dir);
-        const pelab_real *delta = pelab_params_data(&m->params, i);
-        for (int j = 0; j < v->H * d; j++) {
-            double x = delta[j];
-            v->a[(size_t)l * v->H * d + j] = !clamp ? x : x < -TWO_PI ? -TWO_PI : x > 0 ? 0 : x;
-        }
-    }
+    ops->freqs(&m->pe, v->theta);
+    for (int c = 0; c < v->n; c++) v->x[c] = c;
+    for (int l = 0; l < v->N; l++)
+        if ((rc = ops->phase_bias(&m->pe, l, v->a + (size_t)l * v->H * v->n)))
+            return pelab_fail(rc, "%s: %s: no bias to show", v->dir, pelab_last_error());
     return PELAB_OK;
+}
+
+/* "a, b": the registered encodings that act at a site in `sites` or have a phase bias. */
+static void names_with(char *out, size_t size, unsigned sites, int phase_bias) {
+    *out = 0;
+    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++)
+        if (((*p)->sites & sites) || (phase_bias && (*p)->phase_bias))
+            snprintf(out + strlen(out), size - strlen(out), "%s%s", *out ? ", " : "", (*p)->name);
 }
 
 static int analyze_bias(const struct pelab_opts *opts, struct pelab_run *run, struct view *v) {
     struct pelab_model *m = &run->model;
     const int is_bias = m->pe.sites & PELAB_SITE_BIAS;
-    const int is_pope = strcmp(m->pe.ops->name, "pope") == 0;
-    if (!is_bias && !is_pope)
-        return pelab_fail(PELAB_ERR_USAGE, "%s: encoding '%s' has no attention bias or PoPE δ to show "
-                          "(bias: alibi, t5, fire, fire-shared; δ: pope)", v->dir, m->pe.ops->name);
+    if (!is_bias && !m->pe.ops->phase_bias) {
+        char bias[256], phase[256];
+        names_with(bias, sizeof bias, PELAB_SITE_BIAS, 0);
+        names_with(phase, sizeof phase, 0, 1);
+        return pelab_fail(PELAB_ERR_USAGE, "%s: encoding '%s' has no attention bias or phase bias δ to show "
+                          "(bias: %s; δ: %s)", v->dir, m->pe.ops->name, bias, phase);
+    }
     int maxd = (int)pelab_opt_int(opts, bias_options, "max-distance");
     if (maxd == 0) maxd = m->cfg.max_seq;
     const long rows = (long)v->N * v->H * (maxd + 1L);
@@ -306,7 +306,7 @@ static int analyze_bias(const struct pelab_opts *opts, struct pelab_run *run, st
                           "more than the %ld (2^24) analyze bias writes", maxd, rows, v->N, v->N == 1 ? "" : "s",
                           v->H, v->H == 1 ? "" : "s", maxd + 1, BIAS_MAX_ROWS);
     int rc = is_bias ? fill_bias(v, m, maxd, pelab_opt_int(opts, bias_options, "query-pos"))
-                     : fill_delta(v, m, &run->settings);
+                     : fill_delta(v, m);
     v->csv = is_bias ? csv_bias : csv_delta;
     v->png = is_bias ? png_bias : png_delta;
     return rc ? rc : emit(opts, v);
@@ -326,7 +326,7 @@ static int csv_freq(FILE *f, const struct view *v) {
 static int png_freq(const char *path, int width, int height, const struct view *v) {
     char title[256];
     snprintf(title, sizeof title, "%s: frequency usage, mean %s over tokens and heads (%s)", v->pe,
-             strcmp(v->pe, "pope") == 0 ? "μ_c" : "pair norm", v->dir);
+             v->freq_label, v->dir);
     struct pelab_plot_matrix maps[2] = {
         {"queries", "frequency index c", "layer", v->a, v->N, v->n},
         {"keys", "frequency index c", "layer", v->b, v->N, v->n},
@@ -408,7 +408,8 @@ int pelab_cmd_analyze(int argc, char **argv) {
     rc = analyses[which].reads_data ? pelab_run_open(&run, dir) : pelab_run_open_model(&run, dir);
     if (rc) return rc;
     struct view v = {.dir = dir, .pe = run.model.pe.ops->name, .N = run.model.cfg.n_layers,
-                     .H = run.model.cfg.n_heads};
+                     .H = run.model.cfg.n_heads,
+                     .freq_label = run.model.pe.ops->freq_label ? run.model.pe.ops->freq_label : "magnitude"};
     rc = which == 0 ? analyze_bias(&opts, &run, &v) : analyze_freq(&opts, &run, &v);
     view_free(&v);
     pelab_run_close(&run);

@@ -695,20 +695,21 @@ int pelab_cmd_compare(int argc, char **argv) {
     /* Every run's settings, and its sweep on the task and a fresh model, are checked before
      * the first one starts. */
     const struct pelab_task_ops *tops = pelab_task_find(task);
-    const int sweeps = tops && tops->windows && strcmp(lengths, "none") != 0;
-    sweep->qa = tops && strcmp(tops->name, "qa") == 0;
+    const enum pelab_task_sweep kind = tops ? tops->sweep : PELAB_TASK_SWEEP_NONE;
+    const int sweeps = kind == PELAB_TASK_SWEEP_LENGTHS && strcmp(lengths, "none") != 0;
+    sweep->qa = kind == PELAB_TASK_SWEEP_QA;
     if (sweep->qa && strcmp(lengths, "auto") == 0) snprintf(lengths, sizeof lengths, QA_AUTO_LENGTHS);
     const int qa_sweeps = sweep->qa && strcmp(lengths, "none") != 0;
-    sweep->image = tops && strcmp(tops->name, "image") == 0;
+    sweep->image = kind == PELAB_TASK_SWEEP_RESOLUTIONS;
     if (resolutions_given && !sweep->image)
         return pelab_fail(PELAB_ERR_USAGE, "--resolutions: task %s has no images (image task only)", task);
     if (sweep->image && lengths_given)
-        return pelab_fail(PELAB_ERR_USAGE, "--lengths: task image is swept over image sides: give "
-                          "--resolutions (e.g. 1x,2x,3x)");
+        return pelab_fail(PELAB_ERR_USAGE, "--lengths: task %s is swept over image sides: give "
+                          "--resolutions (e.g. 1x,2x,3x)", task);
     if (sweep->image && strcmp(resolutions, "auto") == 0)
         snprintf(resolutions, sizeof resolutions, IMAGE_AUTO_RESOLUTIONS);
     const int image_sweeps = sweep->image && strcmp(resolutions, "none") != 0;
-    const int sized = tops && tops->sizes; /* an algorithmic task */
+    const int sized = kind == PELAB_TASK_SWEEP_SIZES; /* an algorithmic task */
     if (!buckets[0])
         return pelab_fail(PELAB_ERR_USAGE, "--buckets: an empty list (give ranges of sizes like "
                           "1-20,21-40, auto or none)");

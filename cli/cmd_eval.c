@@ -404,7 +404,8 @@ int pelab_cmd_eval(int argc, char **argv) {
     static struct pelab_run run;
     /* across MPI ranks the evaluations below are shared out (pelab/dist.h) */
     if ((rc = pelab_dist_agree(pelab_run_open_with(&run, dir, &enc)))) return rc;
-    const int qa = strcmp(run.task.ops->name, "qa") == 0;
+    const enum pelab_task_sweep kind = run.task.ops->sweep;
+    const int qa = kind == PELAB_TASK_SWEEP_QA;
     if (qa && lengths[0] && !pelab_opts_get(&opts, "split")) split = PELAB_SPLIT_TEST;
     if (lengths[0] && !qa && pelab_opts_get(&opts, "examples"))
         rc = pelab_fail(PELAB_ERR_USAGE, "--examples does not apply with --lengths (a sweep "
@@ -422,7 +423,7 @@ int pelab_cmd_eval(int argc, char **argv) {
         rc = sweep(dir, &run, split, lengths, sweep_batch, json, csv, &enc);
     else if (res[0])
         rc = resolutions(dir, &run, split, res, examples, batch, json, csv);
-    else if (run.task.ops->sizes && split == PELAB_SPLIT_TEST && !examples)
+    else if (kind == PELAB_TASK_SWEEP_SIZES && split == PELAB_SPLIT_TEST && !examples)
         rc = by_size(dir, &run, batch, json, csv);
     else if (csv[0]) /* refused once the run says it is not sized (the same line for every rank) */
         rc = pelab_fail(PELAB_ERR_USAGE, "--csv writes the rows of a length sweep: give --lengths "

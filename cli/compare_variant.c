@@ -112,8 +112,9 @@ int compare_variant_parse(const char *entry, struct compare_variant *v) {
         if (!rc) rc = pelab_opts_set(d || !ops ? &v->set : &v->eval, part, eq + 1);
         if (rc) return rc;
     }
-    /* a fine-tune takes RoPE's length extension as a setting of its training, as `pelab train
-     * --init-from` does: the run records it and evaluates with it */
+    /* a fine-tune takes its encoding's fine-tune options (RoPE's length extension) as settings of
+     * its training, as `pelab train --init-from` does: the run records them and evaluates with
+     * them */
     if (pelab_opts_get(&v->set, "init-from")) {
         for (int i = 0; i < v->eval.count; i++) /* in the order given, for the run's name */
             if (pelab_posenc_fine_tune_option(v->eval.kv[i].key)) {
@@ -137,10 +138,10 @@ int compare_variants_take_eval_opts(struct pelab_opts *opts, struct compare_vari
         for (int p = 0; !rc && p < n_pes; p++)
             if (strcmp(variants[p].name, owner->name) == 0) {
                 used = 1;
-                /* a variant's own setting stands; a fine-tune with its own scaling takes none of
-                 * the shared ones, so that two methods never mix */
+                /* a variant's own setting stands; a fine-tune with its own method (the table's
+                 * first option) takes none of the shared ones, so that two methods never mix */
                 const int fine_tuned = pelab_posenc_fine_tune_option(key) &&
-                                       pelab_opts_get(&variants[p].set, "rope-scaling");
+                                       pelab_opts_get(&variants[p].set, owner->eval_options->name);
                 if (!pelab_opts_get(&variants[p].eval, key) && !pelab_opts_get(&variants[p].set, key) && !fine_tuned)
                     rc = pelab_opts_set(&variants[p].eval, key, val);
             }

@@ -7,6 +7,7 @@
 #include "plot.h"
 #include "pelab/dist.h"
 #include "pelab/io.h"
+#include "pelab/json.h"
 #include "pelab/posenc.h"
 #include "pelab/precision.h"
 #include "pelab/status.h"
@@ -90,6 +91,24 @@ static void help_encodings(FILE *f) {
     }
 }
 
+/* `help encodings --json`: each encoding's name and the name tables and figures print, in
+ * registry order. scripts/encodings.json is this output, committed, which scripts/tables.py reads
+ * (tests/cli_tables.sh checks that the two agree). */
+static void help_encodings_json(FILE *f) {
+    struct pelab_sb sb = {0};
+    pelab_sb_printf(&sb, "{\"encodings\": [");
+    for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++) {
+        pelab_sb_printf(&sb, "%s\n  {\"name\": ", p == pelab_posenc_all() ? "" : ",");
+        pelab_sb_json_string(&sb, (*p)->name);
+        pelab_sb_printf(&sb, ", \"display\": ");
+        pelab_sb_json_string(&sb, pelab_posenc_display(*p));
+        pelab_sb_printf(&sb, "}");
+    }
+    pelab_sb_printf(&sb, "\n]}\n");
+    fputs(sb.data, f);
+    pelab_sb_free(&sb);
+}
+
 static void help_tasks(FILE *f) {
     fprintf(f, "tasks (--task NAME):\n");
     int width = 0; /* the longest name's, so that the summaries line up */
@@ -111,7 +130,9 @@ static void help_presets(FILE *f) {
 static const struct {
     const char *name;
     void (*help)(FILE *f);
-} topics[] = {{"encodings", help_encodings}, {"tasks", help_tasks}, {"presets", help_presets}};
+    void (*json)(FILE *f); /* with --json, or NULL */
+} topics[] = {{"encodings", help_encodings, help_encodings_json}, {"tasks", help_tasks, NULL},
+              {"presets", help_presets, NULL}};
 
 static int fail(int rc) {
     const char *msg = pelab_last_error();
@@ -138,7 +159,11 @@ static int run(int argc, char **argv) {
         }
         for (size_t i = 0; i < sizeof topics / sizeof topics[0]; i++)
             if (strcmp(argv[2], topics[i].name) == 0) {
-                topics[i].help(stdout);
+                const int json = argc > 3 && strcmp(argv[3], "--json") == 0 && topics[i].json;
+                if (argc > 3 + json)
+                    return fail(pelab_fail(PELAB_ERR_USAGE, "help %s: unknown argument '%s'%s", argv[2],
+                                           argv[3 + json], topics[i].json ? " (--json lists them as JSON)" : ""));
+                (json ? topics[i].json : topics[i].help)(stdout);
                 return PELAB_OK;
             }
         const struct command *c = find(argv[2]);

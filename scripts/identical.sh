@@ -21,6 +21,10 @@ IMG="--task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 2 --b
      --steps 12 --warmup 2 --eval-every 6 --eval-batches 1 --data-dir $D"
 
 h() { sha256sum | cut -c1-16; }
+# an evaluation's JSON names the run's directory, which is under each invocation's own $W, and a
+# sweep's rows their wall-clock seconds: the hash is of the JSON without either, so two binaries'
+# runs compare equal
+eval_h() { "$P" eval "$@" --json 2>/dev/null | sed -E "s|$W/||g; s/\"seconds\": [0-9.e+-]+//g" | h; }
 weights() { /usr/bin/python3 -c '
 import json, struct, sys, hashlib
 b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]
@@ -40,7 +44,7 @@ case_() {
     local R=$W/runs/$name
     "$P" train "$@" --out "$R" >/dev/null 2>"$W/err" || fail "$name: train failed: $(tail -2 "$W/err")"
     local e s
-    e=$("$P" eval --model "$R" --json 2>/dev/null | h)
+    e=$(eval_h --model "$R")
     s=$("$P" sample --model "$R" --count 2 2>/dev/null | h)
     echo "$name $(weights "$R/model.safetensors") $(summary "$R/summary.json") $e $s"
 }
@@ -78,4 +82,4 @@ echo "rope-resumed $(weights "$W/runs/resumed/model.safetensors")"
 # text, and its sweep of lengths beyond training
 case_ text-pope -- --task text --dataset sotu --tokenizer byte --data-dir "$D" --seq-len 32 --pe pope --d-model 32 --heads 2 \
     --layers 2 --batch 4 --threads 1 --steps 12 --eval-every 0 --eval-batches 1
-echo "text-pope-lengths $("$P" eval --model "$W/runs/text-pope" --lengths 1x,2x --json 2>/dev/null | h)"
+echo "text-pope-lengths $(eval_h --model "$W/runs/text-pope" --lengths 1x,2x)"

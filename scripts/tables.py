@@ -97,9 +97,12 @@ DOCS_ROOT = os.environ.get("PELAB_DOCS_ROOT", ROOT)
 NOT_DOCS = {"results", "runs", "data", "build"}
 FILE = None  # the file whose blocks are being made, as the messages name it
 CURRENT = None  # and its path, from which the verdict table's links are made
-NAMES = {"rope": "RoPE", "pope": "PoPE", "alibi": "ALiBi", "nope": "NoPE", "t5": "T5", "fire": "FIRE",
-         "seqpe": "SeqPE", "xpos": "xPos", "learned": "learned", "sinusoidal": "sinusoidal", "fox": "FoX",
-         "cope": "CoPE"}
+# Each encoding's name as tables print it: the `display` of its table in src/posenc, as
+# `pelab help encodings --json` lists them (encodings.json beside this script, which
+# tests/cli_tables.sh checks against the binary), so that the tables need neither a build nor
+# anything outside scripts/.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "encodings.json")) as f:
+    NAMES = {e["name"]: e["display"] for e in json.load(f)["encodings"]}
 # NAME, or NAME+NAME+... (several records of one kind in one table, each row labelled by the options
 # its command gives that the others' do not)
 # (or BASE>VARIANT+BASE>VARIANT+...: runs against runs), then ?OPTION&OPTION=VALUE... (ci, solved,

@@ -122,9 +122,10 @@ usage() { # pattern args...
     [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" || fail "pelab $*: stderr: $(cat "$W/err")"
 }
 "$P" train --task indirect $TINY --steps 2 --eval-every 0 --out "$W/rope" --pe rope >/dev/null 2>&1 || fail "train rope"
-usage "encoding 'rope' has no attention bias or PoPE δ" analyze bias --model "$W/rope"
+usage "encoding 'rope' has no attention bias or phase bias δ to show (bias: alibi, t5, fire, fire-shared; δ: pope)" \
+    analyze bias --model "$W/rope"
 "$P" train --task indirect $TINY --steps 2 --eval-every 0 --out "$W/pnd" --pe pope --pope-delta off >/dev/null 2>&1 || fail "train pope"
-usage "without δ" analyze bias --model "$W/pnd"
+usage "$W/pnd: a PoPE run without δ (--pope-delta off): no bias to show" analyze bias --model "$W/pnd"
 usage "needs an analysis" analyze --model "$W/t5"
 usage "unknown analysis 'attention'" analyze attention --model "$W/t5"
 usage "--model DIR is required" analyze bias

@@ -46,6 +46,10 @@ for c in eval sample compare; do
 done
 "$P" help eval | grep -qE -- "^  --csv " || fail "--csv missing from 'pelab help eval'"
 "$P" help encodings | grep -q pope || fail "pelab help encodings does not list pope"
+[ "$(json <("$P" help encodings --json) '[e["display"] for e in j["encodings"] if e["name"] == "pope"]')" = "['PoPE']" ] ||
+    fail "pelab help encodings --json: $("$P" help encodings --json)"
+expect 2 "help tasks: unknown argument '--json'" -- help tasks --json
+expect 2 "help encodings: unknown argument 'x'" -- help encodings --json x
 "$P" train --help | grep -q -- "--steps" || fail "pelab train --help does not list --steps"
 
 "$P" help nosuch 2>/dev/null; [ $? -eq 2 ] || fail "pelab help nosuch: expected exit 2"

@@ -7,6 +7,11 @@
 set -u
 . "$(dirname "$0")/lib/cli.sh"
 out=$(/usr/bin/python3 scripts/tables.py --check 2>&1) || fail "the recorded tables differ from results/: $out"
+# the encodings' names as tables print them are the binary's (their tables' `display`): tables.py
+# reads scripts/encodings.json, which must be what `pelab help encodings --json` prints
+"$P" help encodings --json >"$W/encodings.json" 2>"$W/err" || fail "help encodings --json: $(cat "$W/err")"
+cmp -s "$W/encodings.json" scripts/encodings.json ||
+    fail "scripts/encodings.json is not 'pelab help encodings --json' (write it again with: ./pelab help encodings --json >scripts/encodings.json): $(diff scripts/encodings.json "$W/encodings.json")"
 # no record names a path of the machine that made it, and no document a directory of one
 # (scripts/recordpaths.py check: every absolute path in results/; /work/, /tmp/, /home/, /root/,
 # /Users/ in README.md and docs/)

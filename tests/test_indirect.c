@@ -106,6 +106,16 @@ static void test_registry(void) {
     int n = 0, has = 0;
     for (; all[n]; n++) has |= all[n] == ops;
     CHECK(n >= 1 && has, "pelab_task_all lists indirect (%d tasks)", n);
+    /* a task's sweep kind is one its functions can run */
+    for (int i = 0; all[i]; i++) {
+        const struct pelab_task_ops *o = all[i];
+        CHECK((o->sweep == PELAB_TASK_SWEEP_LENGTHS) == (o->windows != NULL), "%s: a lengths sweep is the "
+              "sweep of a task of documents (windows)", o->name);
+        CHECK((o->sweep == PELAB_TASK_SWEEP_SIZES) == (o->sizes != NULL), "%s: a sizes sweep is the sweep "
+              "of a task of sizes", o->name);
+        CHECK(o->sweep != PELAB_TASK_SWEEP_RESOLUTIONS || o->set_side, "%s: a resolution sweep needs set_side",
+              o->name);
+    }
 
     struct pelab_task t;
     pelab_clear_error();

@@ -54,6 +54,17 @@ static void check_registry(void) {
     const struct pelab_posenc_ops *const *all = pelab_posenc_all();
     int n = 0;
     for (; all[n]; n++) CHECK(pelab_posenc_find(all[n]->name) == all[n], "find %s", all[n]->name);
+    /* what the analyses and a fine-tune read of a table comes with what it needs */
+    for (int i = 0; all[i]; i++) {
+        const struct pelab_posenc_ops *o = all[i];
+        CHECK(!o->freq_norms || o->freq_label, "%s: freq_norms without freq_label", o->name);
+        CHECK(!o->phase_bias || o->freqs, "%s: phase_bias without freqs", o->name);
+        CHECK(!o->fine_tune || (o->eval_options && o->eval_options->name && o->fine_tune->reads),
+              "%s: fine_tune without eval_options or reads", o->name);
+        CHECK(!o->fine_tune || !o->fine_tune->source_context ||
+                  pelab_optdef_find(o->eval_options, o->fine_tune->source_context),
+              "%s: fine_tune's source_context is not one of its eval_options", o->name);
+    }
     CHECK(n >= 3, "at least nope, rope, pope are registered");
     struct pelab_posenc pe;
     struct pelab_params p = {0};

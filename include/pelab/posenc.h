@@ -45,6 +45,7 @@ enum pelab_pe_site {
 };
 
 struct pelab_posenc;
+struct pelab_pe_fine_tune;
 
 /* What an encoding promises beyond the interface, in its table's `contract`. */
 enum pelab_pe_promise {
@@ -210,6 +211,44 @@ struct pelab_posenc_ops {
      * is what it runs and a reader of config.json needs none of pelab's rules. PELAB_OK, or
      * PELAB_ERR_USAGE when opts is full. */
     int (*resolve)(const struct pelab_posenc *pe, struct pelab_opts *opts);
+
+    /* Optional: PELAB_ERR_USAGE for an option of `eval_options` in `given` (those given anew, to
+     * an evaluation or a fine-tune) that does nothing in `settings` (what the run will use):
+     * RoPE's --rope-scale without a method. A run that recorded such a setting before the check
+     * existed still opens, as only what is given anew is checked. */
+    int (*eval_check)(const struct pelab_opts *given, const struct pelab_opts *settings);
+    /* Optional: evaluation-time options that are also settings of a fine-tune (--init-from),
+     * which trains with them, records them and evaluates with them (struct pelab_pe_fine_tune).
+     * NULL: training refuses every option of `eval_options`. */
+    const struct pelab_pe_fine_tune *fine_tune;
+
+    /* Optional, for analyses (analyze bias, analyze probe): a learned phase bias of the keys,
+     * score(t, s) = Σ_c m_c cos((t − s)·θ_c − δ_c) with θ_c as `freqs` gives them (PoPE's δ).
+     * Writes delta (H, F) of `layer` as the forward pass uses it (clamped as it clamps it);
+     * PELAB_OK, or PELAB_ERR_USAGE saying why the run has none (an option switched it off). */
+    int (*phase_bias)(const struct pelab_posenc *pe, int layer, double *delta);
+    /* With freq_norms (required then): the name analyses give the magnitude it measures of a
+     * frequency ("pair norm", "μ_c"). */
+    const char *freq_label;
+    /* Optional: the encoding's name as tables and figures print it ("RoPE"); NULL: `name`.
+     * `pelab help encodings --json` lists it (scripts/encodings.json, which tables.py reads). */
+    const char *display;
+};
+
+/* The evaluation-time options of an encoding that a fine-tune trains with (ops->fine_tune). The
+ * first option of `eval_options` chooses the method (RoPE's --rope-scaling), the others are the
+ * method's settings. A fine-tune of a fine-tuned run keeps the source's unless the method is
+ * given anew; then the source's settings the new method does not read are left out. */
+struct pelab_pe_fine_tune {
+    /* Whether the settings in opts read option `name` of eval_options (RoPE: --rope-original-len
+     * only with dynamic-ntk, yarn, llama3 and longrope; without a method, none of the methods'
+     * settings). */
+    int (*reads)(const struct pelab_opts *opts, const char *name);
+    /* The option of eval_options that measures from the training context, which a fine-tune
+     * sets to the source run's context when its settings read it and it is not given (RoPE's
+     * --rope-original-len: L_train is the context the source learned, not the new --seq-len);
+     * NULL: none. */
+    const char *source_context;
 };
 
 struct pelab_posenc {
@@ -278,9 +317,17 @@ const char *pelab_posenc_unrecorded(const struct pelab_posenc_ops *ops, const ch
 /* The encoding, if any, whose evaluation-time table defines option `name`, else NULL. */
 const struct pelab_posenc_ops *pelab_posenc_eval_option_owner(const char *name);
 
-/* Whether evaluation-time option `name` is also a setting of a fine-tune (--init-from): RoPE's
- * length extension, which the fine-tuned run trains with, records and evaluates with. */
+/* Whether evaluation-time option `name` is also a setting of a fine-tune (--init-from): an option
+ * of an encoding with a `fine_tune` table (RoPE's length extension), which the fine-tuned run
+ * trains with, records and evaluates with. */
 int pelab_posenc_fine_tune_option(const char *name);
+
+/* Every registered encoding's eval_check of the options `given` anew against `settings`: the
+ * first PELAB_ERR_USAGE, else PELAB_OK. */
+int pelab_posenc_eval_check(const struct pelab_opts *given, const struct pelab_opts *settings);
+
+/* The name tables and figures print: ops->display, else ops->name. */
+const char *pelab_posenc_display(const struct pelab_posenc_ops *ops);
 
 /* The encoding's gradients as one range: pelab_posenc_grad_count reals of the parameter table's
  * gradients from pelab_posenc_table_grad(pe) on. */

@@ -55,6 +55,19 @@ int pelab_task_split_len(const struct pelab_task *t, enum pelab_split split);
 int pelab_batch_alloc_for(struct pelab_batch *b, const struct pelab_task *t, int B, int T);
 void pelab_batch_free(struct pelab_batch *b);
 
+/* How a task's runs are evaluated beyond what they trained on (the task table's `sweep`): what
+ * `eval --lengths` or `--resolutions` and `compare`'s columns do for a run of it. */
+enum pelab_task_sweep {
+    PELAB_TASK_SWEEP_NONE = 0,    /* no sweep (indirect) */
+    PELAB_TASK_SWEEP_LENGTHS,     /* tasks of documents (`windows`): evaluation windows of longer
+                                     lengths on the long documents (pelab/sweep.h) */
+    PELAB_TASK_SWEEP_QA,          /* the same questions in longer haystacks, span perplexity and
+                                     exact match (pelab/qa_sweep.h) */
+    PELAB_TASK_SWEEP_RESOLUTIONS, /* image tasks (`set_side`): the images resized to other sides */
+    PELAB_TASK_SWEEP_SIZES,       /* algorithmic tasks (`sizes`): exact match per instance size,
+                                     inside and beyond the trained sizes */
+};
+
 #define PELAB_SIZES_MAX 512 /* the largest instance size of a task with sizes (the algorithmic tasks) */
 
 struct pelab_task_ops {
@@ -112,6 +125,8 @@ struct pelab_task_ops {
     /* Optional: appends the text of ids[0..n-1] (the tokenizer's decode), for `sample`. */
     int (*decode)(const struct pelab_task *t, const int32_t *ids, size_t n,
                   struct pelab_bytes *out);
+    /* Its sweep beyond training; LENGTHS needs `windows`, RESOLUTIONS `set_side`, SIZES `sizes`. */
+    enum pelab_task_sweep sweep;
 };
 
 struct pelab_task {

@@ -51,6 +51,7 @@ static void alibi_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_rea
 
 const struct pelab_posenc_ops pelab_pe_alibi = {
     .name = "alibi",
+    .display = "ALiBi",
     .summary = "linear bias -m_h (t-s), geometric slopes per head (Press et al. 2022)",
     .sites = PELAB_SITE_BIAS,
     .contract = {PELAB_PE_RELATIVE, {NULL}},

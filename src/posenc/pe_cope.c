@@ -88,6 +88,7 @@ static void cope_count_backward(struct pelab_posenc *pe, int layer, pelab_real *
 
 const struct pelab_posenc_ops pelab_pe_cope = {
     .name = "cope",
+    .display = "CoPE",
     .summary = "positions counted by gates σ(q·k), logits q·e[p] interpolated (Golovneva et al. 2024)",
     .sites = PELAB_SITE_COUNT,
     .contract = {PELAB_PE_RELATIVE, {"cope-max-pos=4 cope-table=shared", NULL}},

@@ -512,6 +512,7 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
 
 const struct pelab_posenc_ops pelab_pe_fire = {
     .name = "fire",
+    .display = "FIRE",
     .summary = "learned MLP of log-normalised distance, one per layer (Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
     /* absolute: rows past L = |ℓ|·T_train are normalised by their own position */

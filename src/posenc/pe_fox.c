@@ -150,6 +150,7 @@ static void fox_key_backward(struct pelab_posenc *pe, int layer, pelab_real *dx,
 
 const struct pelab_posenc_ops pelab_pe_fox = {
     .name = "fox",
+    .display = "FoX",
     .summary = "forget gate per head and token, a data-dependent decay of the logits (Lin et al. 2025)",
     .sites = PELAB_SITE_KEY,
     .contract = {PELAB_PE_RELATIVE, {"fox-gate=bias fox-bias-init=1.5", NULL}},

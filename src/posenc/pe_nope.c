@@ -5,6 +5,7 @@
 
 const struct pelab_posenc_ops pelab_pe_nope = {
     .name = "nope",
+    .display = "NoPE",
     .summary = "no positional encoding; order is visible only through the causal mask",
     .sites = 0,
     .dims = 1u << 1 | 1u << 2, /* reads no position */

@@ -142,8 +142,22 @@ static void pope_freq_norms(const struct pelab_posenc *pe, double *out, const pe
     pelab_pope_core_freq_norms(&p->core, out, x);
 }
 
+/* Analyses: δ (H,d) of `layer` as the forward pass uses it, clamped to [−2π, 0] unless
+ * --pope-delta-clamp off. */
+static int pope_phase_bias(const struct pelab_posenc *pe, int layer, double *delta) {
+    const struct pope *p = pe->state;
+    if (!p->delta) return pelab_fail(PELAB_ERR_USAGE, "a PoPE run without δ (--pope-delta off)");
+    const pelab_real *x = pelab_params_data(pe->params, p->delta[layer]);
+    for (int i = 0; i < pe->H * pe->d; i++) {
+        const double v = x[i];
+        delta[i] = !p->core.clamp ? v : v < -TWO_PI ? -TWO_PI : v > 0 ? 0 : v;
+    }
+    return PELAB_OK;
+}
+
 const struct pelab_posenc_ops pelab_pe_pope = {
     .name = "pope",
+    .display = "PoPE",
     .summary = "polar embedding: softplus magnitudes, phases p·base^(-c/d) + δ, width 2d (PoPE paper)",
     .sites = PELAB_SITE_QK,
     .contract = {PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL, {"pope-softplus=off", "pope-delta=off", "pope-delta-init=uniform",
@@ -158,4 +172,6 @@ const struct pelab_posenc_ops pelab_pe_pope = {
     .qk_backward = pope_qk_backward,
     .freqs = pope_freqs,
     .freq_norms = pope_freq_norms,
+    .freq_label = "μ_c",
+    .phase_bias = pope_phase_bias,
 };

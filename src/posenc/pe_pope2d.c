@@ -126,4 +126,5 @@ const struct pelab_posenc_ops pelab_pe_pope2d = {
     .qk_backward = pope2d_qk_backward,
     .freqs = pope2d_freqs,
     .freq_norms = pope2d_freq_norms,
+    .freq_label = "μ_c",
 };

@@ -129,6 +129,7 @@ static void rope_freq_norms(const struct pelab_posenc *pe, double *out, const pe
 
 const struct pelab_posenc_ops pelab_pe_rope = {
     .name = "rope",
+    .display = "RoPE",
     .summary = "rotary embedding: pair c of q and k rotated by p·base^(-2c/d) (Su et al. 2021)",
     .sites = PELAB_SITE_QK,
     /* longrope's L_train 35: the KV-cache test's passes (at most 35 positions) stay on the short
@@ -144,6 +145,8 @@ const struct pelab_posenc_ops pelab_pe_rope = {
                   NULL}},
     .options = rope_options,
     .eval_options = pelab_rope_scaling_options,
+    .eval_check = pelab_rope_scaling_check,
+    .fine_tune = &pelab_rope_fine_tune,
     .init = rope_init,
     .free = rope_free,
     .prepare = rope_prepare,
@@ -152,4 +155,5 @@ const struct pelab_posenc_ops pelab_pe_rope = {
     .qk_backward = rope_qk_backward,
     .freqs = rope_freqs,
     .freq_norms = rope_freq_norms,
+    .freq_label = "pair norm",
 };

@@ -685,6 +685,7 @@ static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts)
 /* Both sites listed; init keeps the one of the chosen mode in pe->sites. */
 const struct pelab_posenc_ops pelab_pe_seqpe = {
     .name = "seqpe",
+    .display = "SeqPE",
     .summary = "learned encoder of each position's digits, added at the input or to q and k (SeqPE, Li et al. 2025)",
     .sites = PELAB_SITE_EMBED | PELAB_SITE_QK,
     .dims = 1u << 1 | 1u << 2,

@@ -111,6 +111,7 @@ static void t5_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, pel
 
 const struct pelab_posenc_ops pelab_pe_t5 = {
     .name = "t5",
+    .display = "T5",
     .summary = "learned bias per head and log-bucketed distance (Raffel et al. 2020)",
     .sites = PELAB_SITE_BIAS,
     .contract = {PELAB_PE_RELATIVE, {"t5-table=per-layer t5-buckets=6 t5-max-distance=8", NULL}},

@@ -129,6 +129,7 @@ static void xpos_freq_norms(const struct pelab_posenc *pe, double *out, const pe
 
 const struct pelab_posenc_ops pelab_pe_xpos = {
     .name = "xpos",
+    .display = "xPos",
     .summary = "RoPE with a per-pair decay ζ_c^((t-s)/512) of the score (Sun et al. 2022)",
     .sites = PELAB_SITE_QK,
     .contract = {PELAB_PE_RELATIVE, {"xpos-scale-base=8 xpos-gamma=0.2", NULL}},
@@ -140,4 +141,5 @@ const struct pelab_posenc_ops pelab_pe_xpos = {
     .qk_backward = xpos_qk_backward,
     .freqs = xpos_freqs,
     .freq_norms = xpos_freq_norms,
+    .freq_label = "pair norm",
 };

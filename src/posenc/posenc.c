@@ -6,7 +6,6 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "core/prof.h"
-#include "posenc/rotary.h"
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
@@ -59,7 +58,20 @@ const char *pelab_posenc_unrecorded(const struct pelab_posenc_ops *ops, const ch
 }
 
 int pelab_posenc_fine_tune_option(const char *name) {
-    return pelab_optdef_find(pelab_rope_scaling_options, name) != NULL;
+    const struct pelab_posenc_ops *owner = pelab_posenc_eval_option_owner(name);
+    return owner && owner->fine_tune;
+}
+
+int pelab_posenc_eval_check(const struct pelab_opts *given, const struct pelab_opts *settings) {
+    for (int i = 0; registry[i]; i++) {
+        const int rc = registry[i]->eval_check ? registry[i]->eval_check(given, settings) : PELAB_OK;
+        if (rc) return rc;
+    }
+    return PELAB_OK;
+}
+
+const char *pelab_posenc_display(const struct pelab_posenc_ops *ops) {
+    return ops->display ? ops->display : ops->name;
 }
 
 int pelab_posenc_serves(const struct pelab_posenc_ops *ops, int n) {

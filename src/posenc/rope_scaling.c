@@ -75,7 +75,10 @@ const struct pelab_optdef pelab_rope_scaling_options[] = {
 
 static const char *const method_names[] = {"none", "pi", "ntk", "dynamic-ntk", "yarn", "llama3", "longrope"};
 
-int pelab_rope_scaling_uses(const char *method, const char *name) {
+/* Whether --rope-scaling `method` reads the option `name`: rope-scale with any method but none,
+ * rope-original-len with dynamic-ntk, yarn, llama3 and longrope, yarn-beta-* with yarn, llama3-*
+ * with llama3, longrope-* with longrope; 1 for any other name. */
+static int method_reads(const char *method, const char *name) {
     if (strcmp(name, "rope-scale") == 0) return strcmp(method, "none") != 0;
     if (strcmp(name, "rope-original-len") == 0)
         return strcmp(method, "dynamic-ntk") == 0 || strcmp(method, "yarn") == 0 ||
@@ -86,8 +89,19 @@ int pelab_rope_scaling_uses(const char *method, const char *name) {
     return 1;
 }
 
-int pelab_rope_scale_check(const struct pelab_opts *opts) {
-    const char *scale = pelab_opts_get(opts, "rope-scale"), *method = pelab_opts_get(opts, "rope-scaling");
+static int scaling_reads(const struct pelab_opts *opts, const char *name) {
+    const char *method = pelab_opts_get(opts, "rope-scaling");
+    return method_reads(method ? method : "none", name);
+}
+
+const struct pelab_pe_fine_tune pelab_rope_fine_tune = {
+    .reads = scaling_reads,
+    .source_context = "rope-original-len",
+};
+
+int pelab_rope_scaling_check(const struct pelab_opts *given, const struct pelab_opts *settings) {
+    if (!pelab_opts_get(given, "rope-scale")) return PELAB_OK;
+    const char *scale = pelab_opts_get(settings, "rope-scale"), *method = pelab_opts_get(settings, "rope-scaling");
     if (scale && (!method || strcmp(method, "none") == 0))
         return pelab_fail(PELAB_ERR_USAGE, "--rope-scale %s does nothing without a length extension: give "
                           "--rope-scaling pi, ntk, dynamic-ntk, yarn, llama3 or longrope with it", scale);

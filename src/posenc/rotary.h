@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 #include "pelab/options.h"
+#include "pelab/posenc.h"
 #include "pelab/real.h"
 
 struct pelab_rotary {
@@ -76,15 +77,14 @@ struct pelab_rope_freqs {
  * yarn-beta-slow, llama3-low-freq-factor, llama3-high-freq-factor, longrope-factors. */
 extern const struct pelab_optdef pelab_rope_scaling_options[];
 
-/* Whether --rope-scaling `method` reads the option `name`: rope-scale with any method but none,
- * rope-original-len with dynamic-ntk, yarn, llama3 and longrope, yarn-beta-* with yarn, llama3-*
- * with llama3, longrope-* with longrope; 1 for any other name. */
-int pelab_rope_scaling_uses(const char *method, const char *name);
+/* How a fine-tune trains with them (ops->fine_tune): what each method reads, and
+ * --rope-original-len from the source run's context. */
+extern const struct pelab_pe_fine_tune pelab_rope_fine_tune;
 
-/* PELAB_ERR_USAGE when opts set --rope-scale without a method (--rope-scaling absent or none),
- * where it would be recorded and do nothing. For what is given anew (a new run, an evaluation's
- * options): a run recorded so before this check still opens. */
-int pelab_rope_scale_check(const struct pelab_opts *opts);
+/* ops->eval_check: PELAB_ERR_USAGE when --rope-scale is given anew and settings have no method
+ * (--rope-scaling absent or none), where it would be recorded and do nothing. A run recorded so
+ * before this check still opens. */
+int pelab_rope_scaling_check(const struct pelab_opts *given, const struct pelab_opts *settings);
 
 /* Reads the length-extension options of `opts` into f (base, d, rot_d, kept, resonance set by the
  * caller before); max_seq is the training context, the default of --rope-original-len. PELAB_ERR_USAGE

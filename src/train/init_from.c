@@ -8,10 +8,10 @@
  *             has under the same name are kept unless given (all of them for the same task; for
  *             text → qa the dataset, tokenizer, data and --seq-len). Training settings are not
  *             carried: the new run's own, or their defaults.
- *   scaling   RoPE's length extension (--rope-scaling, --rope-scale, ...) is accepted by training
- *             here only: the fine-tuned run records it and evaluates with it. yarn and
- *             dynamic-ntk measure from L_train, which is the source's context (not the new
- *             --seq-len) unless --rope-original-len says otherwise.
+ *   fine-tune the evaluation-time options of an encoding with a `fine_tune` table (a length
+ *             extension) are accepted by training here only: the fine-tuned run records them
+ *             and evaluates with them. The one that measures from the training context (its
+ *             `source_context`) is the source's context, not the new --seq-len, unless given.
  *   weights   the source's model.safetensors, checked as `eval` checks it, copied by name: every
  *             parameter of the new model must be the source's, of the same shape, and the
  *             vocabularies equal.
@@ -30,7 +30,6 @@
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
-#include "posenc/rotary.h"
 #include "train/run.h"
 
 /* Two texts of one setting: config.json rewrites numbers ("1e-3" reads back as 0.001). */
@@ -67,8 +66,9 @@ static int carry_table(struct pelab_opts *opts, const struct pelab_opts *src,
     return PELAB_OK;
 }
 
-/* The source's training context, config.json's "derived" "max-seq". */
-static int source_context(const char *dir, int *len) {
+/* The source's training context, config.json's "derived" "max-seq"; `option` is what gives it
+ * otherwise. */
+static int source_context(const char *dir, const char *option, int *len) {
     char path[PELAB_PATH_MAX];
     pelab_path(path, dir, "config.json");
     struct pelab_json *j;
@@ -77,12 +77,45 @@ static int source_context(const char *dir, int *len) {
     const struct pelab_json *t = pelab_json_get(pelab_json_get(j, "derived"), "max-seq");
     if (!t || t->type != PELAB_JSON_NUMBER || !(t->number >= 1 && t->number <= 1 << 24))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "--init-from %s: config.json records no \"derived\" "
-                        "\"max-seq\" (give --rope-original-len, the context it was trained at)",
-                        dir);
+                        "\"max-seq\" (give --%s, the context it was trained at)", dir, option);
     else
         *len = (int)t->number;
     pelab_json_free(j);
     return rc;
+}
+
+/* The fine-tune options of the source's encoding (pe_ops->fine_tune) into opts: those the source
+ * was fine-tuned with stay unless the method (the table's first option) is given anew; given
+ * anew, the source's settings the new method does not read are dropped (not held against it)
+ * and named in `dropped`. Then the option that measures from the training context takes the
+ * source's, when read and not given. */
+static int carry_fine_tune(struct pelab_opts *opts, const struct pelab_opts *src,
+                           const struct pelab_posenc_ops *pe_ops, const char *dir, char *dropped,
+                           size_t dropped_size) {
+    const struct pelab_pe_fine_tune *ft = pe_ops->fine_tune;
+    if (!ft) return PELAB_OK;
+    const char *method = pe_ops->eval_options->name;
+    const char *new_method = pelab_opts_get(opts, method);
+    char list[384] = "";
+    for (const struct pelab_optdef *d = pe_ops->eval_options; d->name; d++) {
+        const char *sv = pelab_opts_get(src, d->name);
+        if (!sv || pelab_opts_get(opts, d->name)) continue;
+        if (new_method && !ft->reads(opts, d->name)) {
+            size_t n = strlen(list);
+            snprintf(list + n, sizeof list - n, "%s--%s %s", n ? ", " : "", d->name, sv);
+            continue;
+        }
+        if (pelab_opts_set(opts, d->name, sv)) return PELAB_ERR_USAGE;
+    }
+    if (list[0]) snprintf(dropped, dropped_size, "--%s %s does not use them: %s", method, new_method, list);
+    const char *len_opt = ft->source_context;
+    if (!len_opt || !ft->reads(opts, len_opt) || pelab_opts_get(opts, len_opt)) return PELAB_OK;
+    int len = 0;
+    int rc = source_context(dir, len_opt, &len);
+    if (rc) return rc;
+    char v[32];
+    snprintf(v, sizeof v, "%d", len);
+    return pelab_opts_set(opts, len_opt, v);
 }
 
 int pelab_init_from_settings(struct pelab_opts *opts, char *dropped, size_t dropped_size) {
@@ -111,33 +144,7 @@ int pelab_init_from_settings(struct pelab_opts *opts, char *dropped, size_t drop
     }
     if ((rc = carry_table(opts, src, pelab_model_options, dir))) goto done;
     if ((rc = carry_table(opts, src, pe_ops->options, dir))) goto done;
-    /* a scaling the source was fine-tuned with stays, unless given anew; given anew, the
-     * source's settings that the new method does not read are dropped (not held against it) */
-    const char *new_method = pelab_opts_get(opts, "rope-scaling");
-    for (const struct pelab_optdef *d = pe_ops->eval_options; d && d->name; d++) {
-        const char *sv = pelab_opts_get(src, d->name);
-        if (!sv || pelab_opts_get(opts, d->name)) continue;
-        if (new_method && !pelab_rope_scaling_uses(new_method, d->name)) {
-            size_t n = strlen(dropped);
-            snprintf(dropped + n, dropped_size - n, "%s--%s %s", n ? ", " : "", d->name, sv);
-            continue;
-        }
-        if (pelab_opts_set(opts, d->name, sv)) {
-            rc = PELAB_ERR_USAGE;
-            goto done;
-        }
-    }
-    /* yarn, dynamic-ntk and llama3 measure from L_train: the source's context, not the new
-     * --seq-len */
-    const char *method = pelab_opts_get(opts, "rope-scaling");
-    if (method && pelab_rope_scaling_uses(method, "rope-original-len") &&
-        !pelab_opts_get(opts, "rope-original-len")) {
-        int len = 0;
-        if ((rc = source_context(dir, &len))) goto done;
-        char v[32];
-        snprintf(v, sizeof v, "%d", len);
-        if ((rc = pelab_opts_set(opts, "rope-original-len", v))) goto done;
-    }
+    if ((rc = carry_fine_tune(opts, src, pe_ops, dir, dropped, dropped_size))) goto done;
     if (!pelab_opts_get(opts, "task") && (rc = pelab_opts_set(opts, "task", task))) goto done;
     /* the task's settings the source has under the same names (all of them for the same task;
      * for text → qa, the dataset, tokenizer, data and length) */

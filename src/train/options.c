@@ -58,7 +58,8 @@ const struct pelab_optdef pelab_train_options[] = {
     {"init-from", PELAB_OPT_STR, "", 0, 0, NULL,
      "fine-tune: start from this run's weights, its model and encoding settings, its task and "
      "the task settings it shares, with a fresh optimizer and schedule; a new --task, dataset or "
-     "--seq-len, and RoPE's --rope-scaling, may be given"},
+     "--seq-len, and the evaluation-time options an encoding fine-tunes with (a length "
+     "extension), may be given"},
     {"preset", PELAB_OPT_STR, "", 0, 0, NULL,
      "named defaults for the task (paper, cpu; 'pelab help presets' lists them with their "
      "settings); explicit options override"},

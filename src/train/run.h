@@ -148,10 +148,11 @@ int pelab_nan_handle(struct pelab_trainer *tr, int64_t update_no, const char *wh
 
 /* --init-from RUN (init_from.c). The source's model and encoding settings into opts (where given
  * and different: PELAB_ERR_USAGE naming the setting), its task when none is given, and the
- * task's settings it has under the same names. Nothing when opts has no init-from. A length
- * extension the source was fine-tuned with is carried unless --rope-scaling is given anew; then
- * the source's settings the new method does not read are left out and listed in `dropped`
- * ("--rope-original-len 128, --yarn-beta-fast 32"; empty when none). */
+ * task's settings it has under the same names. Nothing when opts has no init-from. The fine-tune
+ * options the source was trained with (its encoding's `fine_tune`) are carried unless the method
+ * is given anew; then the source's settings the new method does not read are left out, and
+ * `dropped` says which ("--METHOD-OPTION NEW does not use them: --OPTION VALUE, ..."; empty
+ * when none). */
 int pelab_init_from_settings(struct pelab_opts *opts, char *dropped, size_t dropped_size);
 /* The source's weights into tr->init_data, its step and checksum into tr->init_step, init_crc,
  * after checking the vocabulary and every tensor's name and shape against tr->model.

@@ -8,7 +8,6 @@
 #include "pelab/json.h"
 #include "pelab/model.h"
 #include "pelab/posenc.h"
-#include "posenc/rotary.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/task.h"
@@ -144,9 +143,9 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
     pelab_path(cfg_path, dir, "config.json");
     if (probe_encoding(&r->settings, r->task.ops->name, pe, r->task.seq_len))
         return pelab_fail_context(PELAB_ERR_RUNTIME, "%s", cfg_path);
-    /* A run fine-tuned with a length extension records it (--init-from): the method given anew
-     * (the table's first option, --rope-scaling) replaces the recorded one with all its
-     * settings; another option alone changes that one setting. */
+    /* A run fine-tuned with evaluation-time options records them (--init-from): the method
+     * given anew (the table's first option) replaces the recorded one with all its settings;
+     * another option alone changes that one setting. */
     if (ops->eval_options && ops->eval_options->name &&
         pelab_opts_get(eval_opts, ops->eval_options->name))
         for (const struct pelab_optdef *d = ops->eval_options; d->name; d++)
@@ -155,8 +154,8 @@ static int add_eval_opts(struct pelab_run *r, const char *dir, const char *pe,
         if (pelab_posenc_eval_option_owner(eval_opts->kv[i].key) &&
             pelab_opts_set(&r->settings, eval_opts->kv[i].key, eval_opts->kv[i].val))
             return PELAB_ERR_USAGE;
-    if (pelab_opts_get(eval_opts, "rope-scale")) {
-        const int rc = pelab_rope_scale_check(&r->settings);
+    if (ops->eval_check) {
+        const int rc = ops->eval_check(eval_opts, &r->settings);
         if (rc) return rc;
     }
     return probe_encoding(&r->settings, r->task.ops->name, pe, r->task.seq_len);

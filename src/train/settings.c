@@ -61,8 +61,9 @@ void pelab_settings_build(struct pelab_settings *s, const struct pelab_opts *opt
         else
             add(s, PELAB_GROUP_DERIVED, k, v, 1);
     }
-    /* A fine-tuned run's length extension (--init-from with --rope-scaling): recorded with the
-     * encoding, so that eval and sample use it unless told otherwise. */
+    /* A fine-tuned run's evaluation-time options (--init-from with its encoding's fine-tune
+     * options): recorded with the encoding, so that eval and sample use them unless told
+     * otherwise. */
     const struct pelab_optdef *eval_table = m->pe.ops ? m->pe.ops->eval_options : NULL;
     for (const struct pelab_optdef *d = eval_table; d && d->name; d++) {
         const char *v = pelab_opts_get(opts, d->name);

@@ -25,7 +25,6 @@
 #include "kernels/cpu/matmul.h"
 #include "pelab/threads.h"
 #include "pelab/precision.h"
-#include "posenc/rotary.h"
 #include "train/run.h"
 
 /* Salt for the seed-derived start of the data cursor: different seeds see the data in another
@@ -603,9 +602,8 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
     int rc0 = pelab_init_from_settings(&tr->opts, dropped, sizeof dropped); /* before the preset: the source's model */
     if (rc0) return rc0;
     if (dropped[0])
-        pelab_train_notice(tr, "--init-from %s: not carried over, as --rope-scaling %s does not use "
-                           "them: %s", pelab_opts_get(&tr->opts, "init-from"),
-                           pelab_opts_get(&tr->opts, "rope-scaling"), dropped);
+        pelab_train_notice(tr, "--init-from %s: not carried over, as %s", pelab_opts_get(&tr->opts, "init-from"),
+                           dropped);
     const char *preset = pelab_opt_str(&tr->opts, pelab_train_options, "preset");
     if (preset[0]) {
         char name[PELAB_OPT_VAL_MAX];
@@ -615,7 +613,7 @@ static int trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *op
                                     pelab_opt_str(&tr->opts, pelab_model_options, "pe"));
         if (rc) return rc;
     }
-    if ((rc0 = pelab_rope_scale_check(&tr->opts))) return rc0;
+    if ((rc0 = pelab_posenc_eval_check(&tr->opts, &tr->opts))) return rc0;
     int rc = pelab_trainer_setup(tr, NULL);
     /* a new run records what it runs: the encoding's automatic settings as resolved */
     if (!rc) rc = pelab_posenc_resolve(&tr->model.pe, &tr->opts);

@@ -479,7 +479,8 @@ static const struct pelab_optdef binary_addition_options[] = {ROWS("20"), {0}};
     const struct pelab_task_ops pelab_task_##NAME = {                                              \
         .name = TEXT, .summary = SUMMARY, .options = NAME##_options, .init = NAME##_init,          \
         .free = algo_free, .split_size = algo_split_size, .fill = algo_fill,                       \
-        .token_text = algo_token_text, .sizes = algo_sizes, .size_len = algo_size_len}
+        .token_text = algo_token_text, .sizes = algo_sizes, .size_len = algo_size_len,             \
+        .sweep = PELAB_TASK_SWEEP_SIZES}
 
 TASK(copy, "copy", "length generalisation: copy a string of symbols (NoPE paper; size = symbols)");
 TASK(reverse, "reverse", "length generalisation: reverse a string of symbols (size = symbols)");

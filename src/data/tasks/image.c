@@ -268,4 +268,5 @@ const struct pelab_task_ops pelab_task_image = {
     .model_io = image_io,
     .set_side = image_set_side,
     .open_split = image_open_split,
+    .sweep = PELAB_TASK_SWEEP_RESOLUTIONS,
 };

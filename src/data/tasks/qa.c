@@ -383,4 +383,5 @@ const struct pelab_task_ops pelab_task_qa = {
     .fill = qa_fill,
     .token_text = qa_token_text,
     .eval_options = seqdocs_eval_options,
+    .sweep = PELAB_TASK_SWEEP_QA,
 };

@@ -53,7 +53,7 @@ int seqdocs_decode(const struct pelab_task *t, const int32_t *ids, size_t n,
 #define SEQDOCS_TASK_OPS                                                                           \
     .free = seqdocs_free, .split_size = seqdocs_split_size, .fill = seqdocs_fill,                  \
     .token_text = seqdocs_token_text, .windows = seqdocs_windows,                                  \
-    .fill_windows = seqdocs_fill_windows, .decode = seqdocs_decode
+    .fill_windows = seqdocs_fill_windows, .decode = seqdocs_decode, .sweep = PELAB_TASK_SWEEP_LENGTHS
 
 /* Training examples per run "epoch": each index is its own draw, so the split never repeats
  * within any realistic run (the cursor wraps after 2^48 examples). */
