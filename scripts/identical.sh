@@ -34,13 +34,17 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 print(json.dumps({k: v for k, v in s.items() if k not in ("wall_s", "train_s", "tokens_per_s")}, sort_keys=True))' "$1" | h; }
 
+# evaluation RUN [ARGS]: RUN's evaluation (JSON) as the same bits give it anywhere: the run named
+# from its own directory, not by the temporary path each invocation makes, and no wall-clock times
+evaluation() { (cd "$W/runs" && "$P" eval --model "$@" --json 2>/dev/null) | sed 's/"seconds": [0-9.e+-]*//g'; }
+
 # case NAME -- TRAIN ARGS: trains NAME, evaluates it on its test split and samples from it
 case_() {
     local name=$1; shift 2
     local R=$W/runs/$name
     "$P" train "$@" --out "$R" >/dev/null 2>"$W/err" || fail "$name: train failed: $(tail -2 "$W/err")"
     local e s
-    e=$("$P" eval --model "$R" --json 2>/dev/null | h)
+    e=$(evaluation "$name" | h)
     s=$("$P" sample --model "$R" --count 2 2>/dev/null | h)
     echo "$name $(weights "$R/model.safetensors") $(summary "$R/summary.json") $e $s"
 }
@@ -78,4 +82,4 @@ echo "rope-resumed $(weights "$W/runs/resumed/model.safetensors")"
 # text, and its sweep of lengths beyond training
 case_ text-pope -- --task text --dataset sotu --tokenizer byte --data-dir "$D" --seq-len 32 --pe pope --d-model 32 --heads 2 \
     --layers 2 --batch 4 --threads 1 --steps 12 --eval-every 0 --eval-batches 1
-echo "text-pope-lengths $("$P" eval --model "$W/runs/text-pope" --lengths 1x,2x --json 2>/dev/null | h)"
+echo "text-pope-lengths $(evaluation text-pope --lengths 1x,2x | h)"
