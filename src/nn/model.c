@@ -4,7 +4,9 @@
  *        patch model: x0[b,0] = c,  x0[b,t] = Wp·in[b,t] + bp  (t ≥ 1)  (+ e(pos))
  *   attention is causal, or bidirectional when cfg.positions.bidirectional (the image task)
  *   layer l:  a = RMSNorm(x_l);  qkv = a·Wqkv^T                              (B,T,3D)
- *             q', k' = PE(q, k, pos);  y = Attn(q', k', v)·Wo^T              (B,T,D)
+ *             q', k' = PE(q, k, pos);  sites = PE_sites(a, q')  (posenc/site.h: buffers the
+ *             encoding computes per layer, which Attn reads)
+ *             y = Attn(q', k', v; sites)·Wo^T                                 (B,T,D)
  *             m = x_l + drop(y);  x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T)
  *   logits = RMSNorm(x_N)·E^T (or lm_head)                                   (B,T,V)
  */
