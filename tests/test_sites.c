@@ -108,12 +108,28 @@ static void run_kernel(struct result *r, struct setup *u, int tiled) {
 
 static void result_free(struct result *r) { free(r->out), free(r->dq), free(r->dk), free(r->dv), free(r->da), free(r->dc); }
 
+/* Rows t0 .. t0+n−1 of u's batch as a generation pass writes them for the cached kernel: q, k
+ * (B,H,n,d), v inside (B,n,3D), and the site's a and c (B,H,n) into part. */
+static void gather_chunk(const struct setup *u, int t0, int n, double *q, double *k, double *v,
+                         const struct pelab_pe_site_bufs *part) {
+    const int T = u->s.T;
+    for (int b = 0; b < B; b++) {
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < n; i++) {
+                const long from = ((long)b * H + h) * T + t0 + i, to = ((long)b * H + h) * n + i;
+                memcpy(q + to * HD, u->q + from * HD, HD * sizeof *q);
+                memcpy(k + to * HD, u->k + from * HD, HD * sizeof *k);
+                for (int j = 0; j < 2; j++) ((double *)part->buf[0][j])[to] = ((double *)u->sites.buf[0][j])[from];
+            }
+        for (int i = 0; i < n; i++)
+            memcpy(v + ((long)b * n + i) * 3 * D, u->qkv + ((long)b * T + t0 + i) * 3 * D, 3 * D * sizeof *v);
+    }
+}
+
 /* The cached kernel, each sequence against a cache of its own, in chunks of `chunk` new queries:
- * the chunk's q, k, v, a and c gathered as a generation pass writes them; max relative difference
- * of its outputs from ref_out (B,T,D). */
+ * max relative difference of its outputs from ref_out (B,T,D). */
 static double cached_diff(struct setup *u, const double *ref_out, int chunk) {
-    const struct pelab_attn_call *s = &u->s;
-    const int T = s->T;
+    const int T = u->s.T;
     struct pelab_attn_cache c[B], *caches[B];
     for (int b = 0; b < B; b++) {
         CHECK(pelab_attn_cache_init(&c[b], LAYERS, H, HD, HD, T, chunk, &u->pe, 0) == PELAB_OK, "cache init");
@@ -125,25 +141,16 @@ static double cached_diff(struct setup *u, const double *ref_out, int chunk) {
     PELAB_ASSERT(pelab_posenc_plan_alloc(&u->pe, &part, PELAB_PE_PLAN_PASS, PELAB_PE_KERNEL_TILED, 1, B, chunk) == PELAB_OK);
     double *out = vec((long)B * T * D, 0, 0), *q = vec((long)B * chunk * D, 0, 0), *k = vec((long)B * chunk * D, 0, 0);
     double *v = vec((long)B * chunk * 3 * D, 0, 0), *o = vec((long)B * chunk * D, 0, 0);
+    struct pelab_attn_call sc = u->s;
+    sc.sites = &part, sc.site_grads = NULL;
     for (int t0 = 0; t0 < T; t0 += chunk) {
-        const int n = T - t0 < chunk ? T - t0 : chunk;
-        for (int b = 0; b < B; b++) {
-            for (int h = 0; h < H; h++) /* the chunk's rows of (B,H,T,·) as (B,H,n,·) */
-                for (int i = 0; i < n; i++) {
-                    const long from = ((long)b * H + h) * T + t0 + i, to = ((long)b * H + h) * n + i;
-                    memcpy(q + to * HD, u->q + from * HD, HD * sizeof *q);
-                    memcpy(k + to * HD, u->k + from * HD, HD * sizeof *k);
-                    for (int j = 0; j < 2; j++) ((double *)part.buf[0][j])[to] = ((double *)u->sites.buf[0][j])[from];
-                }
-            for (int i = 0; i < n; i++)
-                memcpy(v + ((long)b * n + i) * 3 * D, u->qkv + ((long)b * T + t0 + i) * 3 * D, 3 * D * sizeof *v);
-        }
-        struct pelab_attn_call sc = *s;
-        sc.T = n, sc.sites = &part, sc.site_grads = NULL;
+        sc.T = T - t0 < chunk ? T - t0 : chunk;
+        gather_chunk(u, t0, sc.T, q, k, v, &part);
         pelab_attn_cached_forward(caches, o, q, k, v + 2 * D, &sc);
-        for (int b = 0; b < B; b++) {
-            memcpy(out + ((long)b * T + t0) * D, o + (long)b * n * D, (size_t)n * D * sizeof *out);
-            c[b].len += n;
+        for (int b = 0; b < B; b++) { /* the chunk's rows of each sequence, whose cache moves on */
+            for (int i = 0; i < sc.T; i++)
+                memcpy(out + ((long)b * T + t0 + i) * D, o + ((long)b * sc.T + i) * D, D * sizeof *out);
+            c[b].len += sc.T;
         }
     }
     const double d = rel_diff(out, ref_out, (long)B * T * D);

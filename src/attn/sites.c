@@ -95,24 +95,24 @@ static void bind(struct pelab_site_block *c, int k, const struct pelab_pe_site_d
     }
 }
 
-void pelab_attn_sites_forward(const struct pelab_site_block *blk, const struct pelab_attn_site_work *w) {
+/* The sites' forward hooks in order; recompute: the tiled backward's tile_recompute where a site
+ * has one. */
+static void forward_hooks(const struct pelab_site_block *blk, const struct pelab_attn_site_work *w, int recompute) {
     for (int k = 0; k < site_count(blk->s); k++) {
         const struct pelab_pe_site_decl *site = site_at(blk->s, k);
         if (!site) continue;
         struct pelab_site_block c = *blk;
         bind(&c, k, site, w);
-        site->forward(&c);
+        (recompute && site->tile_recompute ? site->tile_recompute : site->forward)(&c);
     }
 }
 
+void pelab_attn_sites_forward(const struct pelab_site_block *blk, const struct pelab_attn_site_work *w) {
+    forward_hooks(blk, w, 0);
+}
+
 void pelab_attn_sites_recompute(const struct pelab_site_block *blk, const struct pelab_attn_site_work *w) {
-    for (int k = 0; k < site_count(blk->s); k++) {
-        const struct pelab_pe_site_decl *site = site_at(blk->s, k);
-        if (!site) continue;
-        struct pelab_site_block c = *blk;
-        bind(&c, k, site, w);
-        (site->tile_recompute ? site->tile_recompute : site->forward)(&c);
-    }
+    forward_hooks(blk, w, 1);
 }
 
 void pelab_attn_sites_backward(const struct pelab_site_block *blk, const struct pelab_attn_site_work *w) {
