@@ -54,7 +54,7 @@ enum pelab_pe_site {
 };
 
 struct pelab_posenc;
-struct pelab_pe_site_decl;    /* a site inside the blocks, declared (src/posenc/site.h) */
+struct pelab_pe_site_decl; /* a site inside the blocks, declared (src/posenc/site.h) */
 struct pelab_pe_site_io; /* what an encoding's hooks there read and write (the same header) */
 
 /* An encoding's part at one site inside the blocks: the site, and the encoding's two hooks there,

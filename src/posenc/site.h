@@ -37,7 +37,8 @@ enum pelab_pe_buf_flag {
     PELAB_PE_SAVED_TILED = 1 << 2, /* the tiled kernel's forward writes it for its backward */
     PELAB_PE_PER_KEY = 1 << 3,     /* OUT, shape "BHT…": a value per key, which a KV cache keeps
                                       beside the keys (w = the product of the letters after BHT) */
-    PELAB_PE_DOUBLE = 1 << 4,      /* of doubles, not pelab_real */
+    PELAB_PE_DOUBLE = 1 << 4,      /* of doubles, not pelab_real (a saved buffer: an OUT one and
+                                      its gradient are pelab_real) */
 };
 
 /* One buffer of a site, per layer. Shape letters: B (batch rows), H (heads), T (positions),

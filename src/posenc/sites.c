@@ -86,6 +86,7 @@ long pelab_posenc_buf_width(const struct pelab_posenc *pe, const struct pelab_pe
 long pelab_posenc_plan_count(const struct pelab_posenc *pe, const struct pelab_pe_buf *buf,
                              enum pelab_pe_plan plan, enum pelab_pe_kernel kernel, long B, long T) {
     const unsigned saved = kernel == PELAB_PE_KERNEL_REF ? PELAB_PE_SAVED_REF : PELAB_PE_SAVED_TILED;
+    PELAB_ASSERT(!(buf->flags & PELAB_PE_OUT) || !(buf->flags & PELAB_PE_DOUBLE));
     switch (plan) {
     case PELAB_PE_PLAN_PASS: return buf->flags & (PELAB_PE_OUT | saved) ? shape_count(pe, buf, B, T) : 0;
     case PELAB_PE_PLAN_GRAD: return buf->flags & PELAB_PE_OUT ? shape_count(pe, buf, B, T) : 0;
