@@ -77,12 +77,8 @@ static void usage(FILE *f) {
 static void help_encodings(FILE *f) {
     fprintf(f, "positional encodings (--pe NAME; their options: 'pelab help train'):\n");
     for (const struct pelab_posenc_ops *const *p = pelab_posenc_all(); *p; p++) {
-        char sites[32] = "";
-        if ((*p)->sites & PELAB_SITE_EMBED) strcat(sites, "EMBED ");
-        if ((*p)->sites & PELAB_SITE_QK) strcat(sites, "QK ");
-        if ((*p)->sites & PELAB_SITE_BIAS) strcat(sites, "BIAS ");
-        if ((*p)->sites & PELAB_SITE_KEY) strcat(sites, "KEY ");
-        if ((*p)->sites & PELAB_SITE_COUNT) strcat(sites, "COUNT ");
+        char sites[64];
+        pelab_posenc_site_names((*p)->sites, sites, sizeof sites);
         char dims[16] = ""; /* the positions it serves: 1-D (sequences), 2-D (images) */
         for (int n = 1; n <= 2; n++)
             if (pelab_posenc_serves(*p, n))

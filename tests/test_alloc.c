@@ -10,6 +10,7 @@
 #include <string.h>
 #include "lib/check.h"
 #include "lib/models.h"
+#include "lib/toy_site.h"
 #include "lib/wrap/alloc_count.h"
 #include "pelab/model.h"
 #include "pelab/optim.h"
@@ -76,6 +77,7 @@ static void check_steps(const struct pe_case *c, const char *attention, const ch
 
 int main(void) {
     CHECK(alloc_count_works(), "the allocation counters saw no call of the library's");
+    CHECK(toy_site_register() == PELAB_OK, "%s", pelab_last_error()); /* a site of a test's own too */
     static const struct pelab_pe_layout layouts[] = {{1, 0, 0}, {2, 1, 9}};
     static struct pe_case cases[128];
     for (int li = 0; li < 2; li++) {

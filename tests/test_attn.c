@@ -171,7 +171,7 @@ static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk
     CHECK(B <= 4, "cached_diff: batch %d over 4", B);
     if (B > 4) return INFINITY;
     for (int b = 0; b < B; b++) {
-        CHECK(pelab_attn_cache_init(&c[b], LAYERS, H, dq, dv, T, chunk, 0, bf16) == PELAB_OK, "cache init");
+        CHECK(pelab_attn_cache_init(&c[b], LAYERS, H, dq, dv, T, chunk, NULL, bf16) == PELAB_OK, "cache init");
         caches[b] = &c[b];
     }
     double *out = vec((long)B * T * D, 0, 0), *q = vec((long)B * H * chunk * dq, 0, 0);

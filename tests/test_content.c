@@ -14,6 +14,7 @@
 #include "lib/check.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "posenc/site.h"
 
 /* --- COUNT -------------------------------------------------------------------------------------- */
 
@@ -125,6 +126,15 @@ static void enc_free(struct enc *e) {
     pelab_params_free(&e->params);
 }
 
+/* kb (B,H,T) from x (B,T,D) by fox's hook at the KEY site, continuing from prev (B,H) or, NULL, from
+ * a sequence's start */
+static void key_values(struct enc *e, double *kb, const double *x, const double *prev, int B, int T) {
+    const struct pelab_pe_site_hooks *key = &e->pe.ops->layer_sites[0];
+    PELAB_ASSERT(key->site == &pelab_site_key);
+    const struct pelab_pe_site_io io = {.B = B, .T = T, .in = x, .out = {kb}, .prev = {prev}};
+    key->forward(&e->pe, 0, &io);
+}
+
 static void check_fox(void) {
     enum { B = 1, H = 2, D = 8, T = 10 };
     double x[T * D], kb[H * T], part[H * T];
@@ -133,7 +143,7 @@ static void check_fox(void) {
 
     struct enc e;
     enc_init(&e, "bias", "1.5");
-    e.pe.ops->key_forward(&e.pe, 0, kb, x, NULL, B, T);
+    key_values(&e, kb, x, NULL, B, T);
     const double slope = log1p(exp(-1.5)); /* −ln σ(1.5) */
     for (int h = 0; h < H; h++)
         for (int t = 0; t < T; t++)
@@ -142,9 +152,9 @@ static void check_fox(void) {
 
     /* data gate: the last 4 tokens passed alone, continuing from token 5's kb, give the whole pass's */
     enc_init(&e, "data", "0");
-    e.pe.ops->key_forward(&e.pe, 0, kb, x, NULL, B, T);
+    key_values(&e, kb, x, NULL, B, T);
     const double prev[H] = {kb[5], kb[T + 5]};
-    e.pe.ops->key_forward(&e.pe, 0, part, x + 6 * D, prev, B, 4);
+    key_values(&e, part, x + 6 * D, prev, B, 4);
     double worst = 0;
     for (int h = 0; h < H; h++)
         for (int t = 0; t < 4; t++) worst = fmax(worst, fabs(part[h * 4 + t] - kb[h * T + 6 + t]));

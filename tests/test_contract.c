@@ -3,7 +3,8 @@
  * is pelab_posenc_all(), and each encoding runs with its defaults and with each option setting of
  * its table's contract.variants. For each, on a small model (double build):
  *
- *   sites       pe->sites is within ops->sites, and each site it acts at has its functions
+ *   sites       pe->sites is within ops->sites, and each site it acts at has its functions (a
+ *               site inside the blocks: its hooks, and buffers whose every dimension is ≥ 1)
  *   vectors     position_vectors, where an encoding has it and acts at EMBED, is what EMBED adds
  *   gradients   central differences against the backward pass for every parameter of the model
  *               (the encoding's own included) and, at the QK site, for every entry of q and k
@@ -49,6 +50,7 @@
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "posenc/site.h"
 
 #ifndef PELAB_DOUBLE
 #error "test_contract is built with -DPELAB_DOUBLE"
@@ -176,11 +178,23 @@ static void check_sites(const struct pe_case *v) {
     if (pe->sites & PELAB_SITE_BIAS)
         CHECK(o->bias_tile && (o->bias_tile_backward || pe->param_end == pe->param_first),
               "%s: acts at BIAS without bias_tile (or with parameters and no bias_tile_backward)", v->label);
-    if (pe->sites & PELAB_SITE_KEY)
-        CHECK(o->key_forward && o->key_backward, "%s: acts at KEY without key_forward and key_backward", v->label);
-    if (pe->sites & PELAB_SITE_COUNT)
-        CHECK(o->count_forward && o->count_backward && pe->count_max >= 1,
-              "%s: acts at COUNT without count_forward and count_backward, or with no counted positions", v->label);
+    /* the sites inside the blocks: each listed with both hooks, its buffers of some size */
+    unsigned hooked = PELAB_SITE_EMBED | PELAB_SITE_QK | PELAB_SITE_BIAS;
+    for (const struct pelab_pe_site_hooks *u = o->layer_sites; u && u->site; u++) {
+        const struct pelab_pe_site_decl *site = u->site;
+        hooked |= site->bit;
+        if (!(pe->sites & site->bit)) continue;
+        CHECK(u->forward && u->backward, "%s: acts at %s without its forward and backward hooks", v->label, site->name);
+        for (const struct pelab_pe_buf *buf = site->bufs; buf->name; buf++) {
+            long dims[4];
+            char letters[16];
+            const int nd = pelab_posenc_buf_dims(pe, buf, 1, 1, dims, letters);
+            for (int i = 0; i < nd; i++)
+                CHECK(dims[i] >= 1, "%s: the %s site's %s %s has a dimension of %ld", v->label, site->name,
+                      buf->name, letters, dims[i]);
+        }
+    }
+    CHECK((pe->sites & ~hooked) == 0, "%s: acts at sites %#x without hooks there", v->label, pe->sites & ~hooked);
     CHECK((o->contract.promises & ~(unsigned)(PELAB_PE_RELATIVE | PELAB_PE_BIDIRECTIONAL)) == 0,
           "%s: unknown promise bits %#x", v->label, o->contract.promises);
     pelab_model_free(&m);

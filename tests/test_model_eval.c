@@ -10,6 +10,7 @@
 #include <string.h>
 #include "lib/check.h"
 #include "lib/models.h"
+#include "lib/toy_site.h"
 #include "nn/forward.h"
 #include "pelab/model.h"
 #include "pelab/rng.h"
@@ -108,6 +109,7 @@ static void check_refusal(void) {
 
 int main(void) {
     static const struct pelab_pe_layout layouts[] = {{1, 0, 0}, {2, 1, 3}};
+    CHECK(toy_site_register() == PELAB_OK, "%s", pelab_last_error()); /* a site of a test's own too */
     static struct pe_case cases[128];
     for (int li = 0; li < 2; li++) {
         const int n = pe_cases(cases, 128, &layouts[li], 0, NULL);

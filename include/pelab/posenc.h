@@ -1,9 +1,14 @@
 /* pelab/posenc.h — the positional-encoding interface.
  *
- * An encoding acts at one or more of five sites:
+ * An encoding acts at one or more sites. Three have places of their own, and functions of their
+ * own in the table below:
  *   EMBED  adds e(p) to the token embedding                    (learned, sinusoidal, seqpe input)
  *   QK     transforms each head's query and key before q·k      (rope, pope, xpos, seqpe attn-*)
  *   BIAS   adds bias(h, t, s) to the attention logits           (alibi, t5, fire)
+ * The others act inside each block through buffers the encoding computes per layer and the
+ * attention kernels read, and are data (src/posenc/site.h): each declares its buffers with their
+ * shapes, what the encoding's hooks read, and what the kernels do with the buffers; an encoding
+ * lists each such site it acts at with its two hooks there (`layer_sites` below). Built in:
  *   KEY    adds kb(h, s), which it computes from the layer's input, to every logit of key s (fox)
  *   COUNT  counts positions by the content (cope): p(t, s) = Σ_{u=s..t} σ(S⁰[t, u]), S⁰ the logits
  *          as the other terms make them, and adds z_t(p(t, s)): its logits of the counted
@@ -16,8 +21,7 @@
  * positions), so attention kernels never need a T×T buffer from it. KEY is the site of an encoding that
  * reads the tokens: its values come from the block's normed input x (what q, k, v are computed
  * from), one per (token, head), and any bias a(t) + b(s) of such values is one, since a query's
- * own term a(t) cancels in its softmax. The kernels add kb in pelab_real after the q·k product,
- * so it keeps its precision under bf16. COUNT is the site of positions the content counts (CoPE):
+ * own term a(t) cancels in its softmax. COUNT is the site of positions the content counts (CoPE):
  * the kernels form the gates and their running sums over keys; the encoding gives, per query, the
  * logits z_t of the P integer positions (pe->count_max), from the queries after QK.
  *
@@ -25,17 +29,22 @@
  * and list it in src/posenc/posenc.c. Its parameters are declared by name in the model's
  * parameter table, which gives them gradients, optimizer state and checkpoint names. The table
  * also states the encoding's contract (`contract` below), and tests/test_contract.c checks every
- * registered encoding against it with no test edited: docs/POSENC.md, "Adding an encoding".
+ * registered encoding against it with no test edited. To add a site inside the blocks: declare a
+ * `struct pelab_pe_site_decl` (src/attn/site_key.c is the smallest), nothing else: docs/POSENC.md,
+ * "Adding an encoding" and "Adding a site".
  */
 #ifndef PELAB_POSENC_H
 #define PELAB_POSENC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "pelab/options.h"
 #include "pelab/params.h"
 #include "pelab/real.h"
 #include "pelab/rng.h"
 
+/* The sites' bits (ops->sites, pe->sites). A site declared outside src/ (a test's) takes a bit
+ * above these. */
 enum pelab_pe_site {
     PELAB_SITE_EMBED = 1 << 0,
     PELAB_SITE_QK = 1 << 1,
@@ -46,6 +55,18 @@ enum pelab_pe_site {
 
 struct pelab_posenc;
 struct pelab_pe_fine_tune;
+struct pelab_pe_site_decl; /* a site inside the blocks, declared (src/posenc/site.h) */
+struct pelab_pe_site_io; /* what an encoding's hooks there read and write (the same header) */
+
+/* An encoding's part at one site inside the blocks: the site, and the encoding's two hooks there,
+ * for one layer of a batch. forward assigns the site's OUT buffers (io->out) from what the site
+ * reads (io->in); backward adds to io->din and to the encoding's parameters' gradients from the
+ * gradients of those buffers (io->dout). */
+struct pelab_pe_site_hooks {
+    const struct pelab_pe_site_decl *site;
+    void (*forward)(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io);
+    void (*backward)(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io);
+};
 
 /* What an encoding promises beyond the interface, in its table's `contract`. */
 enum pelab_pe_promise {
@@ -172,22 +193,12 @@ struct pelab_posenc_ops {
                                const pelab_real *dout, const int32_t *pos_q, int nq,
                                const int32_t *pos_k, int nk);
 
-    /* KEY, for one layer.  x (B,T,D): the block's normed input;  kb (B,H,T) assigned: the value added
-     * to every logit of key s of head h. prev (B,H): in generation with a KV cache, each sequence's
-     * kb at the position just before the pass's first (0 at a sequence's start; prev NULL without a
-     * cache), from which an encoding whose kb is a running sum over tokens continues it.
-     * backward: dkb (B,H,T) the loss's gradient at kb;  dx (B,T,D) +=;  parameter grads +=. */
-    void (*key_forward)(struct pelab_posenc *pe, int layer, pelab_real *kb, const pelab_real *x,
-                        const pelab_real *prev, int B, int T);
-    void (*key_backward)(struct pelab_posenc *pe, int layer, pelab_real *dx, const pelab_real *dkb,
-                         const pelab_real *x, int B, int T);
-
-    /* COUNT, for one layer (init sets pe->count_max, P).  q (B,H,T,qk_dim): the queries after QK;
-     * z (B,H,T,P) assigned: z_t[n], query t's logit of counted position n.
-     * backward: dz (B,H,T,P) the loss's gradient at z;  dq (B,H,T,qk_dim) +=;  parameter grads +=. */
-    void (*count_forward)(struct pelab_posenc *pe, int layer, pelab_real *z, const pelab_real *q, int B, int T);
-    void (*count_backward)(struct pelab_posenc *pe, int layer, pelab_real *dq, const pelab_real *dz,
-                           const pelab_real *q, int B, int T);
+    /* The sites inside the blocks it may act at (src/posenc/site.h: KEY, COUNT, or one of its
+     * own), each with its hooks; ended by an entry whose site is NULL. Each site's bit is in
+     * `sites`; init may clear it. KEY: io->out[0] = kb (B,H,T) from x, io->prev[0] in generation
+     * (each sequence's kb at its last cached position) for a running sum to continue; COUNT:
+     * io->out[0] = z (B,H,T,P) from the queries after QK, P = pe->count_max set by init. */
+    const struct pelab_pe_site_hooks *layer_sites;
 
     /* Optional, for the frequency-usage analysis (pelab/freq.h): QK encodings whose query/key
      * components turn at frequencies. freqs returns their number F and, when theta is not
@@ -260,7 +271,8 @@ struct pelab_posenc {
     int bidirectional; /* the model attends without the causal mask */
     int grid;      /* 2-D: side of the training grid */
     int qk_dim;    /* per-head query/key width after QK (d unless the encoding changes it) */
-    int count_max; /* COUNT: P, the counted positions 0..P−1 (p clamped at P − 1) */
+    int count_max; /* P, letter P of site buffers' shapes: COUNT's counted positions 0..P−1 (p
+                      clamped at P − 1) */
     unsigned sites;/* PELAB_SITE_* bits it acts at: ops->sites, narrowed by init to its options' */
     struct pelab_params *params;
     /* Its parameters are params->list[param_first .. param_end), set by pelab_posenc_init: declared
@@ -279,6 +291,9 @@ struct pelab_posenc {
 const struct pelab_posenc_ops *pelab_posenc_find(const char *name);
 /* All registered encodings, NULL-terminated. */
 const struct pelab_posenc_ops *const *pelab_posenc_all(void);
+/* Adds an encoding defined outside src/posenc/ (a test's, or a program's) to the registry, after
+ * the built-in ones: PELAB_OK, or PELAB_ERR_USAGE when its name is taken or the registry is full. */
+int pelab_posenc_register(const struct pelab_posenc_ops *ops);
 
 /* Creates the encoding `name` for a model of the given shape; checks and reads its options (its
  * table and its evaluation-time table). PELAB_ERR_USAGE for an unknown name (the message lists the
@@ -336,8 +351,12 @@ pelab_real *pelab_posenc_table_grad(const struct pelab_posenc *pe);
 /* Parameter `param`'s part of `grad`, an array laid out as the encoding's gradient range. */
 pelab_real *pelab_posenc_grad(const struct pelab_posenc *pe, pelab_real *grad, int param);
 
+/* The names of the sites in `sites` (PELAB_SITE_* bits), each followed by a space: "EMBED QK ". */
+void pelab_posenc_site_names(unsigned sites, char *out, size_t size);
+
 /* The model's calls: they run the encoding's site functions, or the identity where it does not
- * act at that site (QK: q, k are copied into (B,H,T,d) layout; EMBED: nothing). */
+ * act at that site (QK: q, k are copied into (B,H,T,d) layout; EMBED: nothing). The sites inside
+ * the blocks have theirs in src/posenc/site.h. */
 void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos, int B, int T);
 void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
                                  int B, int T);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "pelab/posenc.h"
 #include "pelab/real.h"
+#include "posenc/site.h"
 
 struct pelab_attn_scratch;
 
@@ -23,22 +24,15 @@ struct pelab_attn_call {
     int dv;            /* value width per head, d */
     int ldv, ldo;      /* row strides of v (inside qkv: 3D) and of out (D) */
     pelab_real scale;  /* 1/sqrt(d) */
-    /* the encoding (its BIAS and COUNT sites act in the kernels), or NULL */
+    /* the encoding (its BIAS site and the sites inside the block act in the kernels), or NULL */
     struct pelab_posenc *pe;
     int layer;
     const int32_t *pos; /* (B,T,n), n = pe->pos_dims coordinates per token */
-    /* KEY site: kb (B,H,T) added to every logit of key s of head h, or NULL; the backward assigns
-     * its gradient dkb (B,H,T), the column sums of dS, when dkb is not NULL. The cached kernel
-     * keeps the chunk's kb (H,T) in the cache beside its keys. */
-    const pelab_real *kb;
-    pelab_real *dkb;
-    /* COUNT site (pe->sites has it): z (B,H,T,P) each query's logits of the counted positions
-     * 0..P−1, P = pe->count_max; the backward assigns dz (B,H,T,P). What the backward needs of the
-     * gates, saved by the forward: gates (B,H,T,T) σ(S⁰) (reference kernel), cnt (B,H,T) each
-     * row's gate total Σ_u σ(S⁰[t,u]) (tiled kernel). */
-    const pelab_real *z;
-    pelab_real *dz, *gates;
-    double *cnt;
+    /* The encoding's sites inside the block (posenc/site.h, reached through attn/sites.h): this
+     * layer's buffers of a PASS plan (what the encoding wrote, and what this kernel saves for its
+     * backward), and in the backward the gradients of its OUT buffers (a GRAD plan, assigned);
+     * NULL where the encoding acts at none. */
+    const struct pelab_pe_site_bufs *sites, *site_grads;
     int bidirectional;  /* no causal mask: every query attends to every key of its sequence */
     /* attention-probability dropout (training only): p, mask key and site; row0 the batch row
      * of sequence 0 (a share of a batch: its first row's place in the whole batch) */
@@ -106,25 +100,27 @@ struct pelab_attn_cache {
     uint16_t *k16, *v16;   /* the same in bf16 (rounded to nearest even), or NULL */
     pelab_real *wide_k, *wide_v; /* (H,cap,dq), (H,cap,dv): one layer's k16, v16 widened, for the
                             * matrix products of a chunk of many queries; NULL without bf16 */
-    pelab_real *kb;        /* (layers,cap,H) the KEY site's values of the cached keys, or NULL */
+    struct pelab_pe_site_bufs sites; /* the encoding's PER_KEY site values of the cached keys, a
+                            * PLAN_CACHE plan: (layers,H,cap,w) each */
     int32_t *pos;          /* (cap,) the cached positions: a bias row's key positions */
     pelab_real *scores;    /* (H,chunk,cap) */
 };
-/* Room for cap positions of `layers` layers, chunks of at most `chunk` queries, and the KEY
- * site's values when key_bias is set; keys and values in bf16 when bf16 is set (half the bytes a
+/* Room for cap positions of `layers` layers, chunks of at most `chunk` queries, and the PER_KEY
+ * values of pe's sites (pe NULL: none); keys and values in bf16 when bf16 is set (half the bytes a
  * generated token reads from the cache; scores and sums stay float32). PELAB_OK, or
  * PELAB_ERR_RUNTIME (message set; nothing held). */
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
-                          int chunk, int key_bias, int bf16);
+                          int chunk, const struct pelab_posenc *pe, int bf16);
 void pelab_attn_cache_release(struct pelab_attn_cache *c);
 /* The bytes pelab_attn_cache_init allocates for those arguments. */
-double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, int key_bias, int bf16);
+double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, const struct pelab_posenc *pe,
+                              int bf16);
 /* Causal attention of s->T new queries of each of s->B sequences, sequence b against caches[b]
  * (at positions len .. len + s->T − 1 of that cache, whose positions the caller has put in its
  * pos from len; s->T ≤ its chunk) — its len cached keys and its new ones: layer s->layer's new keys
- * k (B,H,T,dq) and values v (B,T,H,dv, rows s->ldv apart), and s->kb (B,H,T) when the caches keep
- * KEY values, are stored at each cache's len (which the caller advances once every layer has
- * run), rounded to bf16 in a bf16 cache; q (B,H,T,dq); s->z (B,H,T,P) for a COUNT site; out
+ * k (B,H,T,dq) and values v (B,T,H,dv, rows s->ldv apart), and the PER_KEY values of the
+ * encoding's sites (s->sites), are stored at each cache's len (which the caller advances once every
+ * layer has run), keys and values rounded to bf16 in a bf16 cache; q (B,H,T,dq); out
  * (B,T,H,dv, rows s->ldo apart) assigned. No dropout, not bidirectional. A generated token's
  * queries (T < 16) run every sequence's heads at once; a prompt's chunk one sequence at a time,
  * as matrix products. */

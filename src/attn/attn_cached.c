@@ -3,9 +3,10 @@
  *
  *   K[h, t0..t0+n) = k_h;  V[h, t0..t0+n) = v_h                          (H,cap,dq), (H,cap,dv)
  *   (or bf16(k_h), bf16(v_h) in a bf16 cache, widened to float32 as they are read)
- *   KB[h, t0..t0+n) = kb_h (the KEY site's values, when the cache keeps them)
- *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j]) + KB[h,j]  j ≤ t0 + i
- *   COUNT: S[i,j] += z_i(p), p counted from t0 + i back to j (attn/count.h)
+ *   the PER_KEY values of the sites inside the block (KEY's kb) kept beside them likewise
+ *   S[i,j] = scale · q_h[i]·K[h,j] + bias_h(pos[t0 + i], pos[j])            j ≤ t0 + i
+ *            + the sites' terms (attn/sites.h: KEY's kb[j] from the cache; COUNT's z_i(p), p
+ *              counted from t0 + i back to j)
  *   out[i, h] = Σ_j softmax_j(S[i,:]) V[h,j]
  *
  * A chunk of GEMM_ROWS queries or more (a prompt) forms S and P·V as matrix products; fewer (a
@@ -19,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
-#include "attn/count.h"
+#include "attn/sites.h"
 #include "core/prof.h"
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
@@ -31,7 +32,7 @@
 #define GEMM_ROWS 16
 
 int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq, int dv, int cap,
-                          int chunk, int key_bias, int bf16) {
+                          int chunk, const struct pelab_posenc *pe, int bf16) {
     *c = (struct pelab_attn_cache){.cap = cap, .chunk = chunk, .layers = layers, .H = H, .dq = dq, .dv = dv};
     const long LH = (long)layers * H;
     if (bf16) {
@@ -45,18 +46,20 @@ int pelab_attn_cache_init(struct pelab_attn_cache *c, int layers, int H, int dq,
     }
     c->pos = malloc((size_t)cap * sizeof *c->pos);
     c->scores = malloc((size_t)((long)H * chunk * cap) * sizeof *c->scores);
-    if (key_bias) c->kb = malloc((size_t)(LH * cap) * sizeof *c->kb);
     const int kv = bf16 ? c->k16 && c->v16 && c->wide_k && c->wide_v : c->k && c->v;
-    if (kv && c->pos && c->scores && (c->kb || !key_bias)) return PELAB_OK;
+    if (kv && c->pos && c->scores &&
+        pelab_posenc_plan_alloc(pe, &c->sites, PELAB_PE_PLAN_CACHE, 0, layers, 1, cap) == PELAB_OK)
+        return PELAB_OK;
     pelab_attn_cache_release(c);
     return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", cap);
 }
 
-double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, int key_bias, int bf16) {
+double pelab_attn_cache_bytes(int layers, int H, int dq, int dv, int cap, int chunk, const struct pelab_posenc *pe,
+                              int bf16) {
     const double LH = (double)layers * H, kv = (double)cap * (dq + dv), real = sizeof(pelab_real);
     const double keys_values = bf16 ? LH * kv * sizeof(uint16_t) + H * kv * real : LH * kv * real;
     return keys_values + (double)cap * sizeof(int32_t) + (double)H * chunk * cap * real +
-           (key_bias ? LH * cap * real : 0);
+           pelab_posenc_plan_bytes(pe, PELAB_PE_PLAN_CACHE, 0, layers, 1, cap);
 }
 
 void pelab_attn_cache_release(struct pelab_attn_cache *c) {
@@ -68,20 +71,21 @@ void pelab_attn_cache_release(struct pelab_attn_cache *c) {
     free(c->wide_v);
     free(c->pos);
     free(c->scores);
-    free(c->kb);
+    pelab_posenc_plan_free(&c->sites);
     *c = (struct pelab_attn_cache){0};
 }
 
 /* What each query row of one sequence's chunk reads (pelab_attn_cached_forward). */
 struct cached_rows {
     const struct pelab_attn_call *s;
+    const struct pelab_attn_cache *cache;
+    int b;                            /* the sequence: its rows of the call's (B,H,n,…) buffers */
     pelab_real *scores;               /* (H,n,t0 + n) */
-    const pelab_real *q, *K, *V, *KB; /* this layer's: q (H,n,dq), K (H,cap,dq), V (H,cap,dv), KB (cap,H) */
+    const pelab_real *q, *K, *V;      /* this layer's: q (H,n,dq), K (H,cap,dq), V (H,cap,dv) */
     const uint16_t *K16, *V16;        /* a bf16 cache's K and V (K, V then its widened scratch) */
-    const pelab_real *z;              /* the COUNT site's z (H,n,P), or NULL */
     pelab_real *out;                  /* (n,H,dv), rows s->ldo apart */
     int t0, cap;                      /* positions cached before the chunk; the cache's capacity */
-    int gemm; /* S and P·V are matrix products: the row only adds KB, counts and normalises */
+    int gemm; /* S and P·V are matrix products: the row only adds the sites' terms and normalises */
 };
 
 /* Keys and values of a cache in float32 (K) or bf16 (K16, widened as read): element e of row j. */
@@ -150,19 +154,29 @@ static PELAB_ALWAYS_INLINE void query_values(pelab_real *restrict o, const pelab
         for (int e = 0; e < dv; e++) o[e] += p[j] * kv_at(V, V16, j, dv, e);
 }
 
+/* Row i of head h, keys 0..t0 + i: the sites' terms added, from the cache's values of its keys. */
+static void site_terms(const struct cached_rows *r, int h, int i, pelab_real *row) {
+    double carry[2 * PELAB_PE_LAYER_SITES];
+    struct pelab_attn_site_work w;
+    pelab_attn_sites_row_work(carry, &w);
+    const struct pelab_site_block blk = {.s = r->s, .kernel = PELAB_PE_KERNEL_CACHED, .cache = r->cache, .b = r->b,
+                                         .h = h, .i0 = i, .nq = 1, .first = r->t0 + i, .j0 = 0,
+                                         .nk = r->t0 + i + 1, .S = row, .ld = r->t0 + r->s->T};
+    pelab_attn_sites_forward(&blk, &w);
+}
+
 /* Row i of head h (hi = h·n + i): the scores of keys 0..t (t = t0 + i), their softmax and, one
  * row at a time, Σ_j P_j V_j. Compiled per SIMD level: at a long context the dot product per
  * key and the sum over keys are most of a generated token's attention. */
 static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, int hi) {
     const struct pelab_attn_call *s = r->s;
-    const int n = s->T, h = hi / n, i = hi % n, t = r->t0 + i, nk = r->t0 + n, H = s->H;
-    const int dq = s->dq, dv = s->dv, cap = r->cap, P = s->pe ? s->pe->count_max : 0;
+    const int n = s->T, h = hi / n, i = hi % n, t = r->t0 + i, nk = r->t0 + n;
+    const int dq = s->dq, dv = s->dv, cap = r->cap;
     pelab_real *row = r->scores + (long)hi * nk;
     const long kh = (long)h * cap * dq, vh = (long)h * cap * dv; /* this head's keys, values */
     if (!r->gemm && r->K16) query_scores(row, r->q + (long)hi * dq, NULL, r->K16 + kh, t + 1, dq, s->scale);
     else if (!r->gemm) query_scores(row, r->q + (long)hi * dq, r->K + kh, NULL, t + 1, dq, s->scale);
-    for (int j = 0; r->KB && j <= t; j++) row[j] += r->KB[(long)j * H + h];
-    if (r->z) pelab_count_row(row, NULL, t + 1, r->z + (long)hi * P, P, 0);
+    if (s->sites) site_terms(r, h, i, row);
     /* the softmax's passes, vectorised: its maximum alone, scalar, took 14 % of a generated
      * token's attention at a context of 4,096 (configuration C) */
     pelab_real mx = -INFINITY;
@@ -185,11 +199,12 @@ static PELAB_ALWAYS_INLINE void cached_rows_body(const struct cached_rows *r, in
 
 PELAB_SIMD_KERNEL(cached_rows, (const struct cached_rows *r, int hi), (r, hi))
 
-/* Sequence b's chunk joins caches[b]: its keys, values (rounded to bf16 in a bf16 cache) and KEY
- * values at c->len; a chunk of matrix products widens a bf16 cache's keys and values once. */
-static void cache_append(struct pelab_attn_cache *c, const pelab_real *k, const pelab_real *v,
-                         const pelab_real *kb, const struct pelab_attn_call *s) {
-    PELAB_ASSERT(s->T <= c->chunk && c->len + s->T <= c->cap && !kb == !c->kb);
+/* Sequence b's chunk joins caches[b]: its keys, values (rounded to bf16 in a bf16 cache) and the
+ * sites' PER_KEY values at c->len; a chunk of matrix products widens a bf16 cache's keys and
+ * values once. */
+static void cache_append(struct pelab_attn_cache *c, const pelab_real *k, const pelab_real *v, int b,
+                         const struct pelab_attn_call *s) {
+    PELAB_ASSERT(s->T <= c->chunk && c->len + s->T <= c->cap);
     const int H = s->H, dq = s->dq, dv = s->dv, n = s->T, t0 = c->len, nk = t0 + n, cap = c->cap;
     const long kl = (long)s->layer * H * cap * dq, vl = (long)s->layer * H * cap * dv; /* this layer's */
     for (int h = 0; h < H; h++)
@@ -208,23 +223,20 @@ static void cache_append(struct pelab_attn_cache *c, const pelab_real *k, const 
         for (long e = 0; e < (long)nk * dq; e++) c->wide_k[h * cap * dq + e] = pelab_from_bf16(c->k16[kl + h * cap * dq + e]);
         for (long e = 0; e < (long)nk * dv; e++) c->wide_v[h * cap * dv + e] = pelab_from_bf16(c->v16[vl + h * cap * dv + e]);
     }
-    pelab_real *KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL; /* (cap,H) */
-    for (int h = 0; KB && h < H; h++)
-        for (int i = 0; i < n; i++) KB[(long)(t0 + i) * H + h] = kb[(long)h * n + i];
+    if (s->sites) pelab_attn_sites_cache_append(c, s, b);
 }
 
-/* What sequence b's rows read: its cache, and its slices of the batch's q (B,H,n,dq), z
- * (B,H,n,P) and out (B,n,H,dv). */
+/* What sequence b's rows read: its cache, and its slices of the batch's q (B,H,n,dq) and out
+ * (B,n,H,dv). */
 static struct cached_rows rows_of(const struct pelab_attn_cache *c, const struct pelab_attn_call *s, int b,
                                   const pelab_real *q, pelab_real *out) {
     const int H = s->H, n = s->T, cap = c->cap, bf16 = c->k16 != NULL;
     const long kl = (long)s->layer * H * cap * s->dq, vl = (long)s->layer * H * cap * s->dv;
-    const long bh = (long)b * H * n, P = s->pe ? s->pe->count_max : 0;
+    const long bh = (long)b * H * n;
     return (struct cached_rows){
-        .s = s, .scores = c->scores, .q = q + bh * s->dq, .out = out + (long)b * n * s->ldo,
+        .s = s, .cache = c, .b = b, .scores = c->scores, .q = q + bh * s->dq, .out = out + (long)b * n * s->ldo,
         .K = bf16 ? c->wide_k : c->k + kl, .V = bf16 ? c->wide_v : c->v + vl,
         .K16 = bf16 ? c->k16 + kl : NULL, .V16 = bf16 ? c->v16 + vl : NULL,
-        .KB = c->kb ? c->kb + (long)s->layer * cap * H : NULL, .z = s->z ? s->z + bh * P : NULL,
         .t0 = c->len, .cap = cap, .gemm = n >= GEMM_ROWS};
 }
 
@@ -263,8 +275,7 @@ void pelab_attn_cached_forward(struct pelab_attn_cache *const *caches, pelab_rea
     PELAB_ASSERT(!s->bidirectional && s->dropout == 0);
     const int B = s->B, H = s->H, n = s->T;
     for (int b = 0; b < B; b++)
-        cache_append(caches[b], k + (long)b * H * n * s->dq, v + (long)b * n * s->ldv,
-                     s->kb ? s->kb + (long)b * H * n : NULL, s);
+        cache_append(caches[b], k + (long)b * H * n * s->dq, v + (long)b * n * s->ldv, b, s);
     void (*const rows)(const struct cached_rows *, int) = pelab_simd_fn(cached_rows);
     if (n >= GEMM_ROWS) {
         for (int b = 0; b < B; b++) {

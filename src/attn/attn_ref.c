@@ -1,18 +1,19 @@
 /* Reference attention: scores, softmax (causal or not) and weighted values per (batch, head), with
  * the probabilities kept for the backward pass.
  *
- *   S⁰[t,s] = scale · q[t]·k[s] + bias(t,s) + kb[s]     s ≤ t (causal) or every s (bidirectional)
- *   S = S⁰, or with the COUNT site S⁰ + z_t(p), the gates of p saved (attn/count.h)
+ *   S[t,s] = scale · q[t]·k[s] + bias(t,s) + the terms of the sites inside the block (KEY's kb[s],
+ *            COUNT's z_t(p): attn/sites.h)       s ≤ t (causal) or every s (bidirectional)
  *   P[t,:] = softmax(S[t, 0..t]) (causal), softmax(S[t, :]) (bidirectional);  out[t] = Σ_s drop(P[t,s]) v[s]
  * backward:
  *   dP[t,s] = drop'(dout[t]·v[s]);  dS = P ⊙ (dP − rowsum(P ⊙ dP))
  *   dq[t] = scale Σ_s dS[t,s] k[s];  dk[s] = scale Σ_t dS[t,s] q[t];  dv[s] = Σ_t drop(P[t,s]) dout[t]
- *   dkb[s] = Σ_t dS[t,s]   (dS: the gradient at S⁰, which COUNT's backward forms from the one at S)
+ *   the sites' backward hooks turn dS into the gradient at the scores before their terms, row by
+ *   row, and add to their gradients (KEY: dkb[s] = Σ_t dS[t,s])
  */
 #include <math.h>
 #include <string.h>
 #include "attn/attention.h"
-#include "attn/count.h"
+#include "attn/sites.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 
@@ -29,6 +30,31 @@ static inline pelab_real keep(const struct pelab_attn_call *s, int b, int h, int
     return s->dropout > 0 ? pelab_dropout_scale(s->dropout, s->key, s->site, pelab_attn_drop_index(s, b, h, t, j)) : 1;
 }
 
+/* Row t of (b, h), its e visible scores: the block the sites' hooks act on (one row, from key 0). */
+static struct pelab_site_block site_row(const struct pelab_attn_call *s, int b, int h, int t, pelab_real *row, int e) {
+    return (struct pelab_site_block){.s = s, .kernel = PELAB_PE_KERNEL_REF, .b = b, .h = h, .i0 = t, .nq = 1,
+                                     .first = t, .j0 = 0, .nk = e, .S = row, .ld = s->T};
+}
+
+/* The row's scores with the sites' terms added (none when the encoding acts at none). */
+static void site_row_forward(const struct pelab_attn_call *s, int b, int h, int t, pelab_real *row, int e) {
+    if (!s->sites) return;
+    double carry[2 * PELAB_PE_LAYER_SITES];
+    struct pelab_attn_site_work w;
+    pelab_attn_sites_row_work(carry, &w);
+    const struct pelab_site_block blk = site_row(s, b, h, t, row, e);
+    pelab_attn_sites_forward(&blk, &w);
+}
+
+/* drow, the gradient at the row's scores with the sites' terms, becomes the one without them. */
+static void site_row_backward(const struct pelab_attn_call *s, int b, int h, int t, pelab_real *drow, int e) {
+    double carry[2 * PELAB_PE_LAYER_SITES];
+    struct pelab_attn_site_work w;
+    pelab_attn_sites_row_work(carry, &w);
+    const struct pelab_site_block blk = site_row(s, b, h, t, drow, e);
+    pelab_attn_sites_backward(&blk, &w);
+}
+
 void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *q,
                             const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s) {
     const int B = s->B, T = s->T, H = s->H, dq = s->dq, dv = s->dv;
@@ -39,8 +65,6 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
             const long bh = (long)b * H + h;
             const pelab_real *qh = q + bh * T * dq, *kh = k + bh * T * dq;
             pelab_real *A = att + bh * T * T;
-            const pelab_real *kb = s->kb ? s->kb + bh * T : NULL;
-            const int P = s->z ? s->pe->count_max : 0;
             if (has_bias) {
                 const int32_t *pos = seq_pos(s, b);
                 s->pe->ops->bias_tile(s->pe, s->layer, h, A, pos, T, pos, T);
@@ -51,11 +75,8 @@ void pelab_attn_ref_forward(pelab_real *out, pelab_real *att, const pelab_real *
                 pelab_real *row = A + (long)t * T;
                 pelab_real mx = -INFINITY;
                 const int e = key_end(s, t);
-                for (int j = 0; j < e; j++) {
-                    row[j] += s->scale * pelab_vdot(qh + (long)t * dq, kh + (long)j * dq, dq);
-                    if (kb) row[j] += kb[j];
-                }
-                if (P) pelab_count_row(row, s->gates + (bh * T + t) * T, e, s->z + (bh * T + t) * P, P, 0);
+                for (int j = 0; j < e; j++) row[j] += s->scale * pelab_vdot(qh + (long)t * dq, kh + (long)j * dq, dq);
+                site_row_forward(s, b, h, t, row, e);
                 for (int j = 0; j < e; j++) mx = row[j] > mx ? row[j] : mx;
                 pelab_real sum = 0;
                 for (int j = 0; j < e; j++) {
@@ -80,7 +101,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                              const pelab_real *dout, const pelab_real *att, const pelab_real *q,
                              const pelab_real *k, const pelab_real *v,
                              const struct pelab_attn_call *s) {
-    const int B = s->B, T = s->T, H = s->H, dq_ = s->dq, dv_ = s->dv;
+    const int B = s->B, T = s->T, H = s->H, dq_ = s->dq, dv_ = s->dv, sites = s->sites != NULL;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
@@ -89,10 +110,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
             pelab_real *dqh = dq + bh * T * dq_, *dkh = dk + bh * T * dq_, *dA = datt + bh * T * T;
             memset(dqh, 0, (size_t)T * dq_ * sizeof *dqh);
             memset(dkh, 0, (size_t)T * dq_ * sizeof *dkh);
-            pelab_real *dkbh = s->dkb ? s->dkb + bh * T : NULL;
-            if (dkbh) memset(dkbh, 0, (size_t)T * sizeof *dkbh);
-            const int P = s->z ? s->pe->count_max : 0;
-            if (P) memset(s->dz + bh * T * P, 0, (size_t)T * P * sizeof *s->dz);
+            if (sites) pelab_attn_sites_head_begin(s, b, h);
             for (int j = 0; j < T; j++)
                 memset(dv + ((long)b * T + j) * s->ldv + (long)h * dv_, 0, (size_t)dv_ * sizeof *dv);
             for (int t = 0; t < T; t++) {
@@ -112,10 +130,7 @@ void pelab_attn_ref_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, pel
                 }
                 for (int j = 0; j < e; j++) drow[j] = row[j] * (drow[j] - rowdot);
                 for (int j = e; j < T; j++) drow[j] = 0;
-                if (P)
-                    pelab_count_row_backward(drow, s->gates + (bh * T + t) * T, e, s->z + (bh * T + t) * P, P,
-                                             s->dz + (bh * T + t) * P);
-                for (int j = 0; dkbh && j < e; j++) dkbh[j] += drow[j];
+                if (sites) site_row_backward(s, b, h, t, drow, e);
                 for (int j = 0; j < e; j++) {
                     pelab_real g = s->scale * drow[j];
                     const pelab_real *qt = qh + (long)t * dq_, *kj = kh + (long)j * dq_;

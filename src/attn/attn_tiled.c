@@ -5,25 +5,25 @@
  *
  * forward, over the key tiles J that hold visible entries of query tile I (causal: s ≤ t; every
  * tile when s->bidirectional):
- *   S = scale · Q_I K_J^T + bias(I, J) + kb_J                         (nq, nk)
- *   COUNT (attn/count.h): S += z(p), p the running sums of the gates σ(S) from the diagonal back,
- *   the key tiles then visited from the diagonal down; each row's gate total saved in cnt
+ *   S = scale · Q_I K_J^T + bias(I, J) + the terms of the sites inside the block  (nq, nk)
+ *   (attn/sites.h: KEY's kb_J; COUNT's z(p), p the running sums of the gates σ(S) from the
+ *   diagonal back, the key tiles then visited from the diagonal down, each row's total kept)
  *   m' = max(m, rowmax S);  α = e^(m − m');  P̃ = e^(S − m')
  *   ℓ = α ℓ + rowsum P̃;  acc = α acc + (P̃ ⊙ keep) V_J;  m = m'
  *   out_I = acc / ℓ;  lse_I = m + ln ℓ              lse (B,H,T) is all the backward needs
  * backward, per (b, h), query tile I, key tile J, with P recomputed from the saved lse:
  *   P = e^(S − lse);  dP = keep ⊙ dO_I V_J^T;  dS = P ⊙ (dP − D),  D = rowsum(dO_I ⊙ O_I)
+ *   the sites' backward hooks turn dS into the gradient at the scores before their terms (KEY:
+ *   dkb_J += column sums of dS; COUNT: from the count formed again, key tiles from 0 up)
  *   dV_J += (P ⊙ keep)^T dO_I;  dQ_I += scale dS K_J;  dK_J += scale dS^T Q_I;  bias grads += dS
- *   dkb_J += column sums of dS
- * COUNT, key tiles visited from 0 up: p_s = cnt − Σ_{u<s} g_u and dg_u = Σ_{s≤u} dp_s, both running
- * sums in that order, turn dS into the gradient at the scores before the count (attn/count.h).
  * D is the reference's rowsum(P ⊙ dP): O = Σ_s P_s keep_s V_s, so dO·O = Σ_s P_s (keep_s dO·V_s).
  *
  * Dropout drops exactly the reference's entries: an entry's mask bit is a hash of its index
  * ((b·H + h)·T + t)·T + s in the (B,H,T,T) array the reference holds — an index, never a buffer.
  *
  * Threads. The forward splits (b, h, query tile): rows are independent, so any schedule gives the
- * same bits. The backward splits (b, h): each owns its rows of dq, dk, dv, dkb, so nothing races. The
+ * same bits. The backward splits (b, h): each owns its rows of dq, dk, dv and of the sites'
+ * gradients, so nothing races. The
  * BIAS encoding's parameter gradients are shared by every (b, h); each thread passes the
  * encoding's tile backward an array of its own, laid out as the encoding's gradient range
  * (posenc.h), and the arrays are summed in thread order at the end: the same bits for a given thread
@@ -31,7 +31,7 @@
  * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
  * keep them, which is the T×T memory this kernel exists to avoid.
  * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 3) reals (wide: the tile rounded up to a
- * vector block), plus the encoding's parameter count, in
+ * vector block), plus the encoding's parameter count and its sites' carries and scratch, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
  *
@@ -49,7 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
-#include "attn/count.h"
+#include "attn/sites.h"
 #include "attn/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
@@ -206,13 +206,10 @@ struct work {
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
-    /* COUNT only (NULL otherwise), the counts in double (attn/count.h): gate, p (tile, tile)
-     * backward: each entry's gate and count; run, drun (tile,) per row: the forward's count from
-     * the diagonal back, the backward's sums Σ_{u<s} g_u and Σ_{s≤u} dp_s */
-    pelab_real *gate;
-    double *p, *run, *drun;
     uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
     int bf16;         /* the products in bf16 (the calling thread's --precision) */
+    struct pelab_attn_site_work sites; /* the sites' carries and scratch */
+    int right_to_left; /* the forward visits a query tile's key tiles from the diagonal back */
 };
 
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
@@ -224,28 +221,14 @@ static long pack_reals(int tile, int dq, int dv) {
     return (long)((pelab_tile_bf16_pack_size(w, w) * sizeof(uint16_t) + sizeof(pelab_real) - 1) / sizeof(pelab_real));
 }
 
-/* Reals that hold the count's doubles, p (tile, tile), run and drun (tile,) (first in the block,
- * so aligned). */
-static long run_reals(int tile, int count) {
-    const size_t doubles = (size_t)tile * tile + 2 * (size_t)tile;
-    return count ? (long)((doubles * sizeof(double) + sizeof(pelab_real) - 1) / sizeof(pelab_real)) : 0;
-}
-
-static long work_reals(int tile, int dq, int dv, int count) {
-    return run_reals(tile, count) + (count ? 3L : 2L) * tile * tile + (long)wide_of(tile) * (dq + dv) +
-           (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
+static long work_reals(int tile, int dq, int dv) {
+    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
 }
 
 /* Lays w out over buf (work_reals of it). */
-static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv, int count) {
+static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv) {
     const long t2 = (long)tile * tile;
-    w->p = w->run = w->drun = NULL;
-    if (count) {
-        w->p = (double *)buf;
-        w->run = w->p + t2;
-        w->drun = w->run + tile;
-    }
-    w->S = buf + run_reals(tile, count);
+    w->S = buf;
     w->dP = w->S + t2;
     w->kt = w->dP + t2;
     w->vt = w->kt + (long)dq * wide_of(tile);
@@ -253,18 +236,15 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
-    w->gate = count ? w->keep + tile : NULL;
-    w->pack = (uint16_t *)(w->keep + tile + (count ? t2 : 0));
+    w->pack = (uint16_t *)(w->keep + tile);
 }
 
-/* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, then
- * the tiles; each part 64-byte aligned ---------------------------------------------------------- */
+/* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, the
+ * tiles, the sites' work; each part 64-byte aligned --------------------------------------------- */
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 static int has_bias(const struct pelab_attn_call *s) { return s->pe && (s->pe->sites & PELAB_SITE_BIAS); }
-
-static int has_count(const struct pelab_attn_call *s) { return s->pe && (s->pe->sites & PELAB_SITE_COUNT); }
 
 static int has_bias_grad(const struct pelab_attn_call *s) {
     return has_bias(s) && s->pe->ops->bias_tile_backward && pelab_posenc_grad_count(s->pe) > 0;
@@ -274,8 +254,12 @@ static size_t bias_bytes(const struct pelab_attn_call *s) {
     return has_bias_grad(s) ? align64(pelab_posenc_grad_count(s->pe) * sizeof(pelab_real)) : 0;
 }
 
+static size_t tiles_bytes(const struct pelab_attn_call *s) {
+    return align64((size_t)work_reals(tile_of(s), s->dq, s->dv) * sizeof(pelab_real));
+}
+
 static size_t thread_bytes(const struct pelab_attn_call *s) {
-    return bias_bytes(s) + align64((size_t)work_reals(tile_of(s), s->dq, s->dv, has_count(s)) * sizeof(pelab_real));
+    return bias_bytes(s) + tiles_bytes(s) + pelab_attn_sites_tile_bytes(s, tile_of(s));
 }
 
 int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_call *s) {
@@ -316,7 +300,9 @@ static unsigned char *thread_block(const struct pelab_attn_scratch *w, const str
 /* The tiles of a thread's block; bf16: whether the products are in bf16, the precision of the
  * thread that called the kernel (read outside the parallel region: it is per thread). */
 static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_call *s, int bf16) {
-    work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv, has_count(s));
+    work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
+    pelab_attn_sites_tile_work(s, tile_of(s), block + bias_bytes(s) + tiles_bytes(s), &w->sites);
+    w->right_to_left = pelab_attn_sites_right_to_left(s);
     w->bf16 = bf16;
 }
 
@@ -337,8 +323,8 @@ static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct p
     for (int c = 0; c < n; c++) keep[c] = pelab_dropout_scale(s->dropout, s->key, s->site, idx + (uint64_t)c);
 }
 
-/* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T + kb_J for query rows i0.. and key rows j0.. of
- * (b, h); leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
+/* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
+ * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
 static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
                    const struct pelab_attn_call *s, int b, int h, int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
@@ -356,13 +342,14 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
         tile_gemm(w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
                   i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
     }
-    if (s->kb) { /* after the product, in pelab_real: bf16 rounds none of it */
-        const pelab_real *restrict kbJ = s->kb + bh * s->T + j0;
-        for (int r = 0; r < nq; r++) {
-            pelab_real *restrict row = w->S + (long)r * nk;
-            for (int c = 0; c < nk; c++) row[c] += kbJ[c];
-        }
-    }
+}
+
+/* The block of w->S (nq, nk) the sites' hooks act on (S, after the product, in pelab_real: bf16
+ * rounds none of their terms); S is then pointed at dS for the backward's. */
+static PELAB_ALWAYS_INLINE struct pelab_site_block tile_block(const struct work *w, const struct pelab_attn_call *s,
+                                                             int b, int h, int i0, int nq, int j0, int nk) {
+    return (struct pelab_site_block){.s = s, .kernel = PELAB_PE_KERNEL_TILED, .b = b, .h = h, .i0 = i0, .nq = nq,
+                                     .first = i0, .j0 = j0, .nk = nk, .S = w->S, .ld = nk};
 }
 
 /* --- forward ------------------------------------------------------------------------------------- */
@@ -413,17 +400,18 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
                                                   const struct pelab_attn_call *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
     const long bh = (long)b * s->H + h;
-    const int P = w->run ? s->pe->count_max : 0, ntiles = (key_stop(s, i0) + tile - 1) / tile;
+    const int ntiles = (key_stop(s, i0) + tile - 1) / tile;
     for (int r = 0; r < nq; r++) w->m[r] = -INFINITY, w->l[r] = 0;
-    if (P) memset(w->run, 0, (size_t)nq * sizeof *w->run);
+    pelab_attn_sites_rows_begin(s, &w->sites, nq);
     memset(w->acc, 0, (size_t)nq * dv * sizeof *w->acc);
     for (int jt = 0; jt < ntiles; jt++) {
-        const int j0 = (P ? ntiles - 1 - jt : jt) * tile; /* a count runs from the diagonal back */
+        const int j0 = (w->right_to_left ? ntiles - 1 - jt : jt) * tile;
         const int nk = key_count(s, i0, nq, j0);
         scores(w, q, k, s, b, h, i0, nq, j0, nk);
+        const struct pelab_site_block blk = tile_block(w, s, b, h, i0, nq, j0, nk);
+        pelab_attn_sites_forward(&blk, &w->sites);
         for (int r = 0; r < nq; r++) {
             const int t = i0 + r, n = visible(s, t, j0, nk);
-            if (P) w->run[r] = pelab_count_row(w->S + (long)r * nk, NULL, n, s->z + (bh * T + t) * P, P, w->run[r]);
             keep_row(w->keep, n, s, b, h, t, j0);
             const pelab_real alpha = online_step(w->S + (long)r * nk, n, nk, &w->m[r], &w->l[r], w->keep);
             pelab_real *restrict a = w->acc + (long)r * dv;
@@ -444,7 +432,6 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
         const pelab_real inv = 1 / w->l[r], *a = w->acc + (long)r * dv;
         for (int c = 0; c < dv; c++) o[c] = a[c] * inv;
         lse[bh * T + t] = w->m[r] + (pelab_real)log((double)w->l[r]);
-        if (P) s->cnt[bh * T + t] = w->run[r];
     }
 }
 
@@ -500,21 +487,8 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     pelab_real *dQI = dq + (bh * T + i0) * dqw, *dKJ = dk + (bh * T + j0) * dqw;
 
     scores(w, q, k, s, b, h, i0, nq, j0, nk);
-    const int P = w->run ? s->pe->count_max : 0;
-    for (int r = 0; P && r < nq; r++) { /* the count left to right: p_s = cnt − Σ_{u<s} g_u */
-        const int t = i0 + r, n = visible(s, t, j0, nk);
-        const pelab_real *z = s->z + (bh * T + t) * P;
-        const double total = s->cnt[bh * T + t];
-        pelab_real *row = w->S + (long)r * nk, *g = w->gate + (long)r * nk, slope;
-        double *p = w->p + (long)r * nk;
-#pragma omp simd
-        for (int c = 0; c < n; c++) g[c] = pelab_count_gate(row[c]);
-        for (int c = 0; c < n; c++) {
-            p[c] = total - w->run[r];
-            w->run[r] += g[c];
-            row[c] += pelab_count_logit(z, P, p[c], &slope);
-        }
-    }
+    struct pelab_site_block blk = tile_block(w, s, b, h, i0, nq, j0, nk);
+    pelab_attn_sites_recompute(&blk, &w->sites);
     /* dP (nq, nk) = dO_I · V_J^T */
     memset(w->dP, 0, (size_t)nq * nk * sizeof *w->dP);
     const int diag = i0 == j0 && !s->bidirectional;
@@ -538,18 +512,8 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         }
         for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
     }
-    for (int r = 0; P && r < nq; r++) { /* dS → the gradient at the scores before the count */
-        const int t = i0 + r, n = visible(s, t, j0, nk);
-        const pelab_real *z = s->z + (bh * T + t) * P, *g = w->gate + (long)r * nk;
-        const double *p = w->p + (long)r * nk;
-        pelab_real *ds = w->dP + (long)r * nk, *dz = s->dz + (bh * T + t) * P, slope;
-        for (int c = 0; c < n; c++) {
-            pelab_count_logit(z, P, p[c], &slope);
-            pelab_count_logit_backward(dz, P, p[c], ds[c]);
-            w->drun[r] += (double)ds[c] * slope; /* dg_c = Σ_{s≤c} dp_s */
-            ds[c] += (pelab_real)w->drun[r] * g[c] * (1 - g[c]);
-        }
-    }
+    blk.S = w->dP; /* dS → the gradient at the scores before the sites' terms */
+    pelab_attn_sites_backward(&blk, &w->sites);
     /* dV_J (nk, dv) += (P ⊙ keep)^T (nk, nq) · dO_I (nq, dv)
      * dQ_I (nq, dq) += scale · dS · K_J;  dK_J (nk, dq) += scale · dS^T · Q_I */
     if (w->bf16) { /* the transposes read while packing */
@@ -560,11 +524,6 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         tile_gemm(dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
         tile_gemm(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
         tile_gemm(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
-    }
-    if (s->dkb) { /* column sums of dS, rows in order */
-        pelab_real *restrict dkbJ = s->dkb + bh * T + j0;
-        for (int r = 0; r < nq; r++)
-            for (int c = 0; c < nk; c++) dkbJ[c] += w->dP[(long)r * nk + c];
     }
     if (bgrad) {
         s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,
@@ -582,8 +541,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
     const long bh = (long)b * s->H + h;
     memset(dq + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dq);
     memset(dk + bh * T * s->dq, 0, (size_t)T * s->dq * sizeof *dk);
-    if (s->dkb) memset(s->dkb + bh * T, 0, (size_t)T * sizeof *s->dkb);
-    if (w->run) memset(s->dz + bh * T * s->pe->count_max, 0, (size_t)T * s->pe->count_max * sizeof *s->dz);
+    if (s->site_grads) pelab_attn_sites_head_begin(s, b, h);
     for (int t = 0; t < T; t++)
         memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
     for (int i0 = 0; i0 < T; i0 += tile) {
@@ -592,8 +550,8 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
             const long row = ((long)b * T + i0 + r) * s->ldo + (long)h * dvw;
             w->m[r] = lse[bh * T + i0 + r];
             w->l[r] = pelab_vdot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
-            if (w->run) w->run[r] = w->drun[r] = 0;
         }
+        pelab_attn_sites_rows_begin(s, &w->sites, nq);
         for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile)
             backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
     }

@@ -12,15 +12,16 @@
 #ifndef PELAB_ATTN_COUNT_H
 #define PELAB_ATTN_COUNT_H
 
+#include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 #include "pelab/real.h"
 
-static inline pelab_real pelab_count_gate(pelab_real s) { return 1 / (1 + pelab_vexp(-s)); }
+static PELAB_ALWAYS_INLINE pelab_real pelab_count_gate(pelab_real s) { return 1 / (1 + pelab_vexp(-s)); }
 
 /* z_t(p) for query t's logits z (P,), and *slope = ∂z_t/∂p, without a branch: p clamped to P − 1
  * (where lo = hi and the slope is 0); a NaN count takes the clamp too, and p − p (0 otherwise)
  * keeps it a NaN, never an index. */
-static inline pelab_real pelab_count_logit(const pelab_real *z, int P, double p, pelab_real *slope) {
+static PELAB_ALWAYS_INLINE pelab_real pelab_count_logit(const pelab_real *z, int P, double p, pelab_real *slope) {
     const double q = p < P - 1 ? p : P - 1;
     const int lo = (int)q, hi = lo + 1 < P ? lo + 1 : lo;
     *slope = z[hi] - z[lo];
@@ -28,7 +29,7 @@ static inline pelab_real pelab_count_logit(const pelab_real *z, int P, double p,
 }
 
 /* dz (P,) += g · ∂z_t(p)/∂z, the same clamp */
-static inline void pelab_count_logit_backward(pelab_real *dz, int P, double p, pelab_real g) {
+static PELAB_ALWAYS_INLINE void pelab_count_logit_backward(pelab_real *dz, int P, double p, pelab_real g) {
     const double q = p < P - 1 ? p : P - 1;
     const int lo = (int)q, hi = lo + 1 < P ? lo + 1 : lo;
     const pelab_real w = (pelab_real)(q - lo);
@@ -41,7 +42,7 @@ static inline void pelab_count_logit_backward(pelab_real *dz, int P, double p, p
  * summed in double, so that a key near the query and one thousands of keys back both get theirs
  * to float's precision; the gates of a chunk of keys are formed apart from it, so that their
  * exponentials vectorise. */
-static inline double pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z, int P,
+static PELAB_ALWAYS_INLINE double pelab_count_row(pelab_real *row, pelab_real *gate, int n, const pelab_real *z, int P,
                                      double p0) {
     enum { CHUNK = 64 };
     pelab_real g[CHUNK];
@@ -64,7 +65,7 @@ static inline double pelab_count_row(pelab_real *row, pelab_real *gate, int n, c
 /* The backward of a whole row's pelab_count_row (p0 = 0), given its gates: ds (n,) the gradient at
  * S becomes the gradient at S⁰; dz (P,) +=. Two passes right to left: the first sums every dp_s
  * (DP), the second takes dg_u = DP − Σ_{s>u} dp_s. */
-static inline void pelab_count_row_backward(pelab_real *ds, const pelab_real *gate, int n, const pelab_real *z,
+static PELAB_ALWAYS_INLINE void pelab_count_row_backward(pelab_real *ds, const pelab_real *gate, int n, const pelab_real *z,
                                             int P, pelab_real *dz) {
     double p = 0, DP = 0;
     pelab_real slope;

@@ -1,5 +1,5 @@
 /* The forward pass of the model comment (nn/model.c), once for training, evaluation and
- * generation (nn/forward.h):
+ * generation (nn/forward.h), and the backward of its blocks:
  *
  *   x = embed(tokens or patches, pos)
  *   for each layer l:  x = block(l, x)
@@ -17,11 +17,17 @@
 #include "pelab/precision.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
+#include "attn/sites.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
 #include "nn/layers.h"
 
 #define W(i) pelab_params_data(&m->params, (i))
+#define G(i) pelab_params_grad(&m->params, (i))
+
+enum pelab_pe_kernel pelab_model_site_kernel(const struct pelab_model *m) {
+    return m->cfg.attention == PELAB_ATTN_KERNEL_REF ? PELAB_PE_KERNEL_REF : PELAB_PE_KERNEL_TILED;
+}
 
 struct pelab_layer_bufs pelab_layer_bufs(const struct pelab_model *m, const struct pelab_fwd_bufs *b,
                                          int kept, int l, int B, int T) {
@@ -31,8 +37,7 @@ struct pelab_layer_bufs pelab_layer_bufs(const struct pelab_model *m, const stru
         .x = b->x + k * BT * D, .out = b->x + (kept ? l + 1 : 0) * BT * D,
         .ln1 = b->ln1 + k * BT * D, .rstd1 = b->rstd1 + k * BT, .qkv = b->qkv + k * BT * 3 * D,
         .qo = b->qo + k * BHT * m->pe.qk_dim, .ko = b->ko + k * BHT * m->pe.qk_dim,
-        .kb = b->kb ? b->kb + k * BHT : NULL, .z = b->z ? b->z + k * BHT * m->pe.count_max : NULL,
-        .gates = b->gates ? b->gates + k * BHT * T : NULL, .cnt = b->cnt ? b->cnt + k * BHT : NULL,
+        .sites = pelab_posenc_plan_layer(&m->pe, &b->sites, PELAB_PE_PLAN_PASS, pelab_model_site_kernel(m), (int)k, B, T),
         .att = b->att ? b->att + k * BHT * T : NULL, .lse = b->lse ? b->lse + k * BHT : NULL,
         .atty = b->atty + k * BT * D, .xmid = b->xmid + k * BT * D, .ln2 = b->ln2 + k * BT * D,
         .rstd2 = b->rstd2 + k * BT, .fch = b->fch + k * BT * MD, .fch_gelu = b->fch_gelu + k * BT * MD,
@@ -97,7 +102,7 @@ static void add(pelab_real *y, const pelab_real *a, const pelab_real *b, long n)
 static int attention_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
                              const struct pelab_layer_bufs *b, const int32_t *pos, int B, int T) {
     struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, pos, f->p_drop, f->scratch);
-    pelab_attn_call_sites(&s, b);
+    s.sites = &b->sites;
     const int D = m->cfg.d_model;
     const pelab_real *v = b->qkv + 2 * D;
     if (f->caches) { /* each sequence's rows against its own cache */
@@ -128,21 +133,17 @@ static void mlp_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
     add(b->out + r0 * D, b->xmid + r0 * D, branch, (long)n * D);
 }
 
-/* The KEY values (B,H) of layer l at each KV cache's last position (0 at a sequence's start),
- * which a generated sequence's new ones continue, gathered into f->key_prev; NULL without a
- * cache. Each cache keeps them (layers,cap,H). */
-static const pelab_real *cached_key_values(const struct pelab_fwd *f, int l, int B) {
-    for (int i = 0; f->caches && i < B; i++) {
-        const struct pelab_attn_cache *c = f->caches[i];
-        pelab_real *prev = f->key_prev + (long)i * c->H;
-        if (c->len) memcpy(prev, c->kb + ((long)l * c->cap + c->len - 1) * c->H, (size_t)c->H * sizeof *prev);
-        else memset(prev, 0, (size_t)c->H * sizeof *prev);
-    }
-    return f->caches ? f->key_prev : NULL;
+/* The site values (posenc/site.h) of layer l at each KV cache's last position, which a generated
+ * sequence's new ones continue, gathered into f->site_last; NULL without a cache. */
+static const struct pelab_pe_site_bufs *cached_site_values(struct pelab_model *m, const struct pelab_fwd *f, int l,
+                                                           int B) {
+    if (!f->caches) return NULL;
+    pelab_attn_sites_cache_last(f->caches, B, &m->pe, l, f->site_last);
+    return f->site_last;
 }
 
-/* Block l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos);  kb = PE_key(RMSNorm(x));  z = PE_count(q');
- *           xmid = x + drop(Attn(q', k', v)·Wo^T);  out = MLP(xmid), per chunk of f->rows. */
+/* Block l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos);  sites = PE_sites(RMSNorm(x), q');
+ *           xmid = x + drop(Attn(q', k', v; sites)·Wo^T);  out = MLP(xmid), per chunk of f->rows. */
 static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l,
                          const struct pelab_layer_bufs *b, const int32_t *pos, int B, int T) {
     const struct pelab_layer_params *L = &m->layer[l];
@@ -151,8 +152,8 @@ static int block_forward(struct pelab_model *m, const struct pelab_fwd *f, int l
     pelab_rmsnorm_forward(b->ln1, b->rstd1, b->x, W(L->ln1), (int)BT, D);
     linear(m, f, b->qkv, b->ln1, L->qkv, (int)BT, D, 3 * D);
     pelab_posenc_qk_forward(&m->pe, l, b->qo, b->ko, b->qkv, b->qkv + D, 3 * D, pos, B, T);
-    if (b->kb) m->pe.ops->key_forward(&m->pe, l, b->kb, b->ln1, cached_key_values(f, l, B), B, T);
-    if (b->z) m->pe.ops->count_forward(&m->pe, l, b->z, b->qo, B, T);
+    const struct pelab_pe_site_inputs in = {.x = b->ln1, .q = b->qo, .pos = pos};
+    pelab_posenc_sites_forward(&m->pe, l, &b->sites, cached_site_values(m, f, l, B), &in, B, T);
     int rc = attention_forward(m, f, l, b, pos, B, T);
     if (rc) return rc;
     linear(m, f, b->branch, b->atty, L->proj, (int)BT, D, D);
@@ -213,4 +214,61 @@ int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, c
     }
     m->loss = head_forward(m, f, b.out, (long)B * T);
     return m->status = pelab_gemm_take_failure(); /* a product that failed: its error, not a NaN loss */
+}
+
+/* --- the backward of a block ------------------------------------------------------------------ */
+
+/* The MLP's backward, the whole batch: g->dres = ∂L/∂out becomes ∂L/∂xmid. */
+static void mlp_backward(struct pelab_model *m, int l, const struct pelab_layer_bufs *b,
+                         const struct pelab_bwd_bufs *g, double p_drop, int B, int T) {
+    const struct pelab_layer_params *L = &m->layer[l];
+    const int D = m->cfg.d_model, MD = m->cfg.mlp_mult * D;
+    const long BT = (long)B * T;
+    memcpy(g->dbranch, g->dres, (size_t)BT * D * sizeof *g->dres);
+    pelab_dropout(g->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_MLP_OUT),
+                  pelab_residual_mask_start(m, T));
+    pelab_matmul_backward_assign(g->dfch_gelu, G(L->fcproj), g->dbranch, b->fch_gelu, W(L->fcproj), (int)BT, MD, D);
+    pelab_gelu_backward(g->dfch, g->dfch_gelu, b->fch, BT * MD);
+    pelab_matmul_backward_assign(g->dln, G(L->fc), g->dfch, b->ln2, W(L->fc), (int)BT, D, MD);
+    pelab_rmsnorm_backward(g->dres, G(L->ln2), g->dln, b->xmid, W(L->ln2), b->rstd2, (int)BT, D);
+}
+
+/* Attention's backward for layer l from g->datty: dqo, dko (B,H,T,dq), dv (inside dqkv) and the
+ * gradients of the encoding's site outputs assigned; bias parameter grads +=. */
+static void attention_backward(struct pelab_model *m, int l, const struct pelab_layer_bufs *b,
+                               const struct pelab_bwd_bufs *g, const int32_t *pos, double p_drop, int B, int T) {
+    struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, pos, p_drop, g->attn);
+    s.sites = &b->sites, s.site_grads = &g->sites;
+    const int D = m->cfg.d_model;
+    const pelab_real *v = b->qkv + 2 * D;
+    pelab_real *dv = g->dqkv + 2 * D;
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
+        pelab_attn_ref_backward(g->dqo, g->dko, dv, g->datt, g->datty, b->att, b->qo, b->ko, v, &s);
+        return;
+    }
+    /* after its forward it cannot fail: the per-thread scratch the forward used is kept, and when
+     * it cannot grow (more threads since) the kernel runs on as many threads as it holds */
+    int rc = pelab_attn_tiled_backward(g->dqo, g->dko, dv, g->datty, b->atty, b->lse, b->qo, b->ko, v, &s);
+    if (rc) m->status = rc;
+}
+
+/* Block l's steps in reverse:  MLP;  Wo;  Attn → dq', dk', dv and the sites' gradients;  the
+ * sites that read q';  PE(q, k);  Wqkv → d RMSNorm(x);  the sites that read RMSNorm(x);  RMSNorm. */
+void pelab_block_backward(struct pelab_model *m, int l, const struct pelab_layer_bufs *b,
+                          const struct pelab_bwd_bufs *g, const int32_t *pos, double p_drop, int B, int T) {
+    const struct pelab_layer_params *L = &m->layer[l];
+    const int D = m->cfg.d_model;
+    const long BT = (long)B * T;
+    mlp_backward(m, l, b, g, p_drop, B, T);
+    memcpy(g->dbranch, g->dres, (size_t)BT * D * sizeof *g->dres);
+    pelab_dropout(g->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_ATTN_OUT),
+                  pelab_residual_mask_start(m, T));
+    pelab_matmul_backward_assign(g->datty, G(L->proj), g->dbranch, b->atty, W(L->proj), (int)BT, D, D);
+    attention_backward(m, l, b, g, pos, p_drop, B, T);
+    const struct pelab_pe_site_inputs in = {.x = b->ln1, .q = b->qo, .dx = g->dln, .dq = g->dqo, .pos = pos};
+    pelab_posenc_sites_backward(&m->pe, l, PELAB_PE_READS_Q, &b->sites, &g->sites, &in, B, T);
+    pelab_posenc_qk_backward(&m->pe, l, g->dqkv, g->dqkv + D, g->dqo, g->dko, b->qkv, b->qkv + D, 3 * D, pos, B, T);
+    pelab_matmul_backward_assign(g->dln, G(L->qkv), g->dqkv, b->ln1, W(L->qkv), (int)BT, D, 3 * D);
+    pelab_posenc_sites_backward(&m->pe, l, PELAB_PE_READS_X, &b->sites, &g->sites, &in, B, T);
+    pelab_rmsnorm_backward(g->dres, G(L->ln1), g->dln, b->x, W(L->ln1), b->rstd1, (int)BT, D);
 }

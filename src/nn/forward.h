@@ -23,15 +23,15 @@ enum pelab_fwd_mode {
  * stream updated in place), ln2 = lnf = ln1, rstd2 = lnf_rstd = rstd1, fch_gelu = fch (GELU in
  * place), branch = ln1 (spent once qkv and W1's input are formed). Shapes per slice:
  *   x, ln1, atty, xmid, ln2, lnf (B,T,D); rstd1, rstd2, lnf_rstd, losses (B,T); qkv (B,T,3D);
- *   qo, ko (B,H,T,qk_dim); kb (B,H,T) an encoding's KEY values, NULL without that site;
- *   z (B,H,T,P) its COUNT logits and what the attention keeps of the count, gates (B,H,T,T)
- *   (reference kernel) or cnt (B,H,T), in double (tiled), NULL without that site; att (B,H,T,T) (reference kernel) or lse (B,H,T) (tiled kernel);
+ *   qo, ko (B,H,T,qk_dim); sites: the buffers of the encoding's sites inside the blocks, as
+ *   their declarations shape them (posenc/site.h, a PASS plan: what the encoding writes and what
+ *   the attention kernel keeps); att (B,H,T,T) (reference kernel) or lse (B,H,T) (tiled kernel);
  *   fch, fch_gelu (B,T,M·D) kept, (rows, M·D) otherwise; logits (B,T,V) kept, (rows, V) in
  *   EVAL; ce_stats (B,T,2) TRAIN only; pred, pred_prob (B,T) EVAL only;
  *   branch (B,T,D), never kept: a branch's output before it joins the residual stream. */
 struct pelab_fwd_bufs {
-    pelab_real *x, *ln1, *rstd1, *qkv, *qo, *ko, *kb, *z, *gates, *att, *lse, *atty;
-    double *cnt;
+    pelab_real *x, *ln1, *rstd1, *qkv, *qo, *ko, *att, *lse, *atty;
+    struct pelab_pe_site_bufs sites;
     pelab_real *xmid, *ln2, *rstd2, *fch, *fch_gelu, *branch;
     pelab_real *lnf, *lnf_rstd, *logits, *ce_stats, *losses;
     int32_t *pred;
@@ -50,8 +50,8 @@ struct pelab_fwd {
     const pelab_real *inputs;  /* patch model: (B,T,input_dim) */
     struct pelab_attn_scratch *scratch;  /* the tiled kernel's per-thread tiles */
     struct pelab_attn_cache *const *caches; /* GENERATE: (B,) each sequence's earlier keys and values */
-    pelab_real *key_prev;      /* GENERATE with a KEY site: (B,H) scratch, what each sequence's
-                                  KEY values continue from */
+    const struct pelab_pe_site_bufs *site_last; /* GENERATE: a PLAN_LAST plan, scratch: what each
+                                  sequence's site values continue from */
     pelab_real *logits_out;    /* GENERATE: rows logits_from .. B·T − 1 of the logits, (B·T − logits_from, V) */
     long logits_from;
 };
@@ -59,8 +59,8 @@ struct pelab_fwd {
 /* Layer l's slice of each buffer: slice l of the kept arrays (TRAIN), or the one slice; out is
  * where the block writes x_{l+1} (slice l + 1 of x, or x itself, updated in place). */
 struct pelab_layer_bufs {
-    pelab_real *x, *out, *ln1, *rstd1, *qkv, *qo, *ko, *kb, *z, *gates, *att, *lse, *atty;
-    double *cnt;
+    pelab_real *x, *out, *ln1, *rstd1, *qkv, *qo, *ko, *att, *lse, *atty;
+    struct pelab_pe_site_bufs sites;
     pelab_real *xmid, *ln2, *rstd2, *fch, *fch_gelu, *branch;
 };
 struct pelab_layer_bufs pelab_layer_bufs(const struct pelab_model *m, const struct pelab_fwd_bufs *b,
@@ -72,11 +72,24 @@ struct pelab_attn_call pelab_attn_call_for(struct pelab_model *m, int l, int B, 
                                            const int32_t *pos, double p_drop,
                                            struct pelab_attn_scratch *scratch);
 
-/* The layer's KEY and COUNT buffers (b's kb, z, gates, cnt) into s: what the kernels read of those
- * sites (NULL where the encoding does not act). */
-static inline void pelab_attn_call_sites(struct pelab_attn_call *s, const struct pelab_layer_bufs *b) {
-    s->kb = b->kb, s->z = b->z, s->gates = b->gates, s->cnt = b->cnt;
-}
+/* The attention kernel the model runs, as the sites' plans name it. */
+enum pelab_pe_kernel pelab_model_site_kernel(const struct pelab_model *m);
+
+/* The scratch of the backward pass, one layer's: dres (B,T,D) the gradient of the residual stream
+ * (carried down the layers); dbranch, dln, datty (B,T,D); dqkv (B,T,3D); dqo, dko (B,H,T,qk_dim);
+ * datt (B,H,T,T) reference kernel only; dfch, dfch_gelu (B,T,M·D); sites: the gradients of the
+ * encoding's site outputs (a GRAD plan); attn: the tiled kernel's per-thread tiles. */
+struct pelab_bwd_bufs {
+    pelab_real *dres, *dbranch, *dln, *datty, *dqkv, *dqo, *dko, *datt, *dfch, *dfch_gelu;
+    struct pelab_pe_site_bufs sites;
+    struct pelab_attn_scratch *attn;
+};
+
+/* Block l's backward (nn/forward.c), mirroring its forward, from g->dres = ∂L/∂x_{l+1} on the
+ * saved slices b: g->dres becomes ∂L/∂x_l; the layer's and the encoding's parameter gradients +=.
+ * p_drop and pos: the forward's. Sets m->status on a failure of the attention backward. */
+void pelab_block_backward(struct pelab_model *m, int l, const struct pelab_layer_bufs *b,
+                          const struct pelab_bwd_bufs *g, const int32_t *pos, double p_drop, int B, int T);
 
 /* Dropout sites, one per (layer, place): masks differ between places and layers. */
 enum { PELAB_DROP_ATTN_PROBS, PELAB_DROP_ATTN_OUT, PELAB_DROP_MLP_OUT, PELAB_DROP_PLACES };
@@ -97,13 +110,12 @@ int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, c
                              const int32_t *pos, int B, int T);
 
 /* Generation (nn/kv_cache.c): T tokens of each of B sequences (tokens, pos (B,T)) through the
- * layers, sequence b attending to caches[b]'s keys and its new ones (key_prev: (B,H) scratch
- * when the encoding has a KEY site); the logits of rows logits_from .. B·T − 1 into logits. One
- * pass over the weights for all B. On the evaluation buffers (model_eval.c). PELAB_OK or the
- * status. */
+ * layers, sequence b attending to caches[b]'s keys and its new ones; the logits of rows
+ * logits_from .. B·T − 1 into logits. One pass over the weights for all B. On the evaluation
+ * buffers (model_eval.c). PELAB_OK or the status. */
 int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *const *caches,
-                                 pelab_real *key_prev, const int32_t *tokens, const int32_t *pos,
-                                 int B, int T, int logits_from, pelab_real *logits);
+                                 const int32_t *tokens, const int32_t *pos, int B, int T, int logits_from,
+                                 pelab_real *logits);
 
 /* Parameter `param`'s bf16 copy when the model generates with bf16 weights
  * (pelab_model_use_bf16_weights) and it is one of the matrices; NULL otherwise. */

@@ -5,8 +5,8 @@
  *   x = E[tok] (+ e(pos))                                                    (n,D)
  *   layer l:  qkv = RMSNorm(x)·Wqkv^T;  q', k' = PE(q, k, pos)               (n,3D), (H,n,dq)
  *             K_l[h, t0..t0+n) = k'_h;  V_l[h, t0..t0+n) = v_h               (H,cap,dq), (H,cap,d)
- *             KB_l[t0..t0+n) = kb (KEY site, continuing from KB_l[t0 − 1])   (cap,H)
- *             atty = softmax(scale · q'·K_l^T + bias(pos, P) + KB_l (+ the count's z)) V_l  (causal)
+ *             the values per key of the encoding's sites likewise (continuing from t0 − 1's)
+ *             atty = softmax(scale · q'·K_l^T + bias(pos, P) + the sites' terms) V_l  (causal)
  *             x += atty·Wo^T
  *             x += GELU(RMSNorm(x)·W1^T)·W2^T
  *   logits = RMSNorm(x)·E^T          (every new row, or only the last)
@@ -32,7 +32,6 @@ struct pelab_kv_cache {
     struct pelab_model *m;
     struct pelab_attn_cache kv; /* every layer's keys and values, the positions, the scores */
     pelab_real *logits;         /* (V,) the last token's */
-    pelab_real *key_prev;       /* (H,) scratch of an encoding with a KEY site, else NULL */
 };
 
 /* Sequences of one model stepped together (pelab_kv_batch_step), and the step's gathered rows. */
@@ -41,7 +40,7 @@ struct pelab_kv_batch {
     struct pelab_kv_cache **seq;      /* (count,) */
     struct pelab_attn_cache **active; /* (count,) the caches of the sequences a step takes */
     int32_t *tokens, *pos;            /* (count,) a step's tokens and positions, gathered */
-    pelab_real *key_prev, *logits;    /* (count,H) scratch of a KEY site, or NULL; (count,V) */
+    pelab_real *logits;               /* (count,V) */
 };
 
 int pelab_kv_cache_check(const struct pelab_model *m, long len) {
@@ -53,7 +52,6 @@ void pelab_kv_cache_free(struct pelab_kv_cache *c) {
     if (!c) return;
     pelab_attn_cache_release(&c->kv);
     free(c->logits);
-    free(c->key_prev);
     free(c);
 }
 
@@ -65,11 +63,12 @@ static long chunk_of(const struct pelab_model *m, int capacity) {
 
 int pelab_kv_batch_fit(const struct pelab_model *m, int capacity, int bf16, int most) {
     /* a cache's memory: what its attention cache allocates (as cache_new asks for it), the
-     * logits and the KEY site's scratch */
-    const int H = m->cfg.n_heads, key = (m->pe.sites & PELAB_SITE_KEY) != 0;
+     * logits and what a step gathers of its sites' values (the model's PLAN_LAST, one row) */
+    const int H = m->cfg.n_heads;
     const double bytes = pelab_attn_cache_bytes(m->cfg.n_layers, H, m->pe.qk_dim, m->cfg.d_model / H, capacity,
-                                                (int)chunk_of(m, capacity), key, bf16) +
-                         (double)(m->cfg.vocab + (key ? H : 0)) * sizeof(pelab_real);
+                                                (int)chunk_of(m, capacity), &m->pe, bf16) +
+                         (double)m->cfg.vocab * sizeof(pelab_real) +
+                         pelab_posenc_plan_bytes(&m->pe, PELAB_PE_PLAN_LAST, 0, 1, 1, 1);
     const double fit = (double)PELAB_KV_BATCH_BYTES / bytes;
     return fit < 1 ? 1 : fit < most ? (int)fit : most;
 }
@@ -83,12 +82,10 @@ static int cache_new(struct pelab_kv_cache **out, struct pelab_model *m, int cap
     struct pelab_kv_cache *c = calloc(1, sizeof *c);
     if (!c) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     const long H = m->cfg.n_heads, chunk = chunk_of(m, capacity);
-    const int key = (m->pe.sites & PELAB_SITE_KEY) != 0;
     c->m = m;
     rc = pelab_attn_cache_init(&c->kv, m->cfg.n_layers, (int)H, m->pe.qk_dim, m->cfg.d_model / (int)H,
-                               capacity, (int)chunk, key, bf16);
-    if (!rc && (!(c->logits = malloc((size_t)m->cfg.vocab * sizeof *c->logits)) ||
-                (key && !(c->key_prev = malloc((size_t)H * sizeof *c->key_prev)))))
+                               capacity, (int)chunk, &m->pe, bf16);
+    if (!rc && !(c->logits = malloc((size_t)m->cfg.vocab * sizeof *c->logits)))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a KV cache of %d positions", capacity);
     if (rc) {
         pelab_kv_cache_free(c);
@@ -114,13 +111,12 @@ const pelab_real *pelab_kv_cache_logits(const struct pelab_kv_cache *c) { return
 
 /* The forward pass of generation (pelab_model_forward_generate) on caches of `cap` positions: an
  * encoding that centres positions per pass measures them from the cache's middle. */
-static int generate(struct pelab_model *m, struct pelab_attn_cache *const *caches, pelab_real *key_prev,
-                    const int32_t *tokens, const int32_t *pos, int B, int T, int logits_from,
-                    pelab_real *logits) {
+static int generate(struct pelab_model *m, struct pelab_attn_cache *const *caches, const int32_t *tokens,
+                    const int32_t *pos, int B, int T, int logits_from, pelab_real *logits) {
     struct pelab_posenc *pe = &m->pe;
     pe->has_cache_ref = 1;
     pe->cache_ref = (caches[0]->cap - 1) / 2;
-    int rc = pelab_model_forward_generate(m, caches, key_prev, tokens, pos, B, T, logits_from, logits);
+    int rc = pelab_model_forward_generate(m, caches, tokens, pos, B, T, logits_from, logits);
     pe->has_cache_ref = 0;
     return rc;
 }
@@ -132,8 +128,7 @@ static int append_chunk(struct pelab_kv_cache *c, const int32_t *tokens, const i
     const long V = c->m->cfg.vocab;
     memcpy(c->kv.pos + c->kv.len, pos, (size_t)n * sizeof *pos); /* the bias rows' key positions */
     struct pelab_attn_cache *kv = &c->kv;
-    int rc = generate(c->m, &kv, c->key_prev, tokens, pos, 1, n, logits ? 0 : n - 1,
-                      logits ? logits : c->logits);
+    int rc = generate(c->m, &kv, tokens, pos, 1, n, logits ? 0 : n - 1, logits ? logits : c->logits);
     if (rc) return rc;
     if (logits) memcpy(c->logits, logits + (n - 1) * V, (size_t)V * sizeof *logits);
     c->kv.len += n;
@@ -166,7 +161,6 @@ void pelab_kv_batch_free(struct pelab_kv_batch *b) {
     free(b->active);
     free(b->tokens);
     free(b->pos);
-    free(b->key_prev);
     free(b->logits);
     free(b);
 }
@@ -177,16 +171,14 @@ int pelab_kv_batch_new(struct pelab_kv_batch **out, struct pelab_model *m, int c
     if (count < 1) return pelab_fail(PELAB_ERR_USAGE, "a batch of KV caches needs a sequence (count %d)", count);
     struct pelab_kv_batch *b = calloc(1, sizeof *b);
     if (!b) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
-    const size_t n = (size_t)count, H = (size_t)m->cfg.n_heads, V = (size_t)m->cfg.vocab;
+    const size_t n = (size_t)count, V = (size_t)m->cfg.vocab;
     b->count = count;
-    const int key = (m->pe.sites & PELAB_SITE_KEY) != 0;
     b->seq = calloc(n, sizeof *b->seq);
     b->active = malloc(n * sizeof *b->active);
     b->tokens = malloc(n * sizeof *b->tokens);
     b->pos = malloc(n * sizeof *b->pos);
     b->logits = malloc(n * V * sizeof *b->logits);
-    if (key) b->key_prev = malloc(n * H * sizeof *b->key_prev);
-    int rc = b->seq && b->active && b->tokens && b->pos && b->logits && (b->key_prev || !key)
+    int rc = b->seq && b->active && b->tokens && b->pos && b->logits
                  ? PELAB_OK
                  : pelab_fail(PELAB_ERR_RUNTIME, "out of memory for a batch of %d KV caches", count);
     for (int i = 0; i < count && !rc; i++) rc = cache_new(&b->seq[i], m, capacity, bf16);
@@ -219,7 +211,7 @@ int pelab_kv_batch_step(struct pelab_kv_batch *b, const int32_t *tokens, const i
     if (!k) return PELAB_OK;
     struct pelab_model *m = b->seq[0]->m;
     const size_t V = (size_t)m->cfg.vocab;
-    int rc = generate(m, b->active, b->key_prev, b->tokens, b->pos, k, 1, 0, b->logits);
+    int rc = generate(m, b->active, b->tokens, b->pos, k, 1, 0, b->logits);
     if (rc) return rc; /* what the refused pass wrote past each length is forgotten */
     for (int i = 0, j = 0; i < b->count; i++) {
         if (tokens[i] < 0) continue;

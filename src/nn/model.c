@@ -4,7 +4,9 @@
  *        patch model: x0[b,0] = c,  x0[b,t] = Wp·in[b,t] + bp  (t ≥ 1)  (+ e(pos))
  *   attention is causal, or bidirectional when cfg.positions.bidirectional (the image task)
  *   layer l:  a = RMSNorm(x_l);  qkv = a·Wqkv^T                              (B,T,3D)
- *             q', k' = PE(q, k, pos);  y = Attn(q', k', v)·Wo^T              (B,T,D)
+ *             q', k' = PE(q, k, pos);  sites = PE_sites(a, q')  (posenc/site.h: buffers the
+ *             encoding computes per layer, which Attn reads)
+ *             y = Attn(q', k', v; sites)·Wo^T                                 (B,T,D)
  *             m = x_l + drop(y);  x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T)
  *   logits = RMSNorm(x_N)·E^T (or lm_head)                                   (B,T,V)
  */
@@ -19,7 +21,6 @@
 #include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
 #include "nn/layers.h"
-#include "nn/forward.h"
 
 const struct pelab_optdef pelab_model_options[] = {
     {"pe", PELAB_OPT_STR, "rope", 0, 0, NULL, "positional encoding (see 'pelab help encodings')"},
@@ -41,18 +42,11 @@ const struct pelab_optdef pelab_model_options[] = {
 /* Activations of one training forward pass, kept for the backward pass (nn/forward.h's buffers,
  * every layer's slice: x (N+1, B,T,D), the others (N, ...)), and backward scratch. */
 struct pelab_acts {
-    struct pelab_fwd_bufs fwd;     /* branch is dbranch: scratch in the forward too */
+    struct pelab_fwd_bufs fwd;     /* branch is bwd.dbranch: scratch in the forward too */
     int32_t *tokens, *targets, *pos; /* (B,T), (B,T), (B,T,n) copies of the last forward's inputs */
     pelab_real *inputs;            /* (B,T,P) patch model: copy of the last forward's input vectors */
-    /* backward scratch, one layer */
-    pelab_real *dres, *dbranch, *dln, *datty; /* (B,T,D) */
-    pelab_real *dqkv;              /* (B,T,3D) */
-    pelab_real *dqo, *dko;         /* (B,H,T,dq) */
-    pelab_real *dkb;               /* (B,H,T) KEY site only */
-    pelab_real *dz;                /* (B,H,T,P) COUNT site only */
-    pelab_real *datt;              /* (B,H,T,T) reference kernel only */
-    pelab_real *dfch, *dfch_gelu;  /* (B,T,M·D) */
-    struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
+    struct pelab_bwd_bufs bwd;     /* backward scratch, one layer (nn/forward.h) */
+    struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles (bwd.attn) */
 };
 
 /* --- construction ------------------------------------------------------------------------- */
@@ -148,13 +142,14 @@ int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, in
 static void acts_free(struct pelab_acts *a) {
     if (!a) return;
     struct pelab_fwd_bufs *f = &a->fwd;
-    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates,
-                          f->att, f->lse, f->atty,
+    struct pelab_bwd_bufs *g = &a->bwd;
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->att, f->lse, f->atty,
                           f->xmid, f->ln2, f->rstd2, f->fch, f->fch_gelu, f->lnf, f->lnf_rstd,
-                          f->logits, f->ce_stats, f->losses, a->dres, a->dbranch, a->dln,
-                          a->datty, a->dqkv, a->dqo, a->dko, a->dkb, a->dz, a->datt, a->dfch, a->dfch_gelu};
+                          f->logits, f->ce_stats, f->losses, g->dres, g->dbranch, g->dln,
+                          g->datty, g->dqkv, g->dqo, g->dko, g->datt, g->dfch, g->dfch_gelu};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-    free(f->cnt);
+    pelab_posenc_plan_free(&f->sites);
+    pelab_posenc_plan_free(&g->sites);
     free(a->tokens);
     free(a->targets);
     free(a->pos);
@@ -177,7 +172,7 @@ void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel ker
     if (m->cfg.attention == (int)kernel) return;
     acts_free(m->acts); /* the kernels save different things for the backward pass */
     m->acts = NULL;
-    pelab_model_eval_release(m); /* and for an evaluation's own (lse or att, cnt or gates) */
+    pelab_model_eval_release(m); /* and for an evaluation's own (lse or att, and the sites') */
     m->B = m->T = 0;
     m->cfg.attention = (int)kernel;
 }
@@ -200,12 +195,9 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(f->qkv, N * BT * 3 * D);
     ALLOC(f->qo, N * BT * H * dq);
     ALLOC(f->ko, N * BT * H * dq);
-    if (m->pe.sites & PELAB_SITE_KEY) ALLOC(f->kb, N * BT * H);
-    if (m->pe.sites & PELAB_SITE_COUNT) {
-        ALLOC(f->z, N * BT * H * m->pe.count_max);
-        if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(f->gates, N * B * H * T * T);
-        else ALLOC(f->cnt, N * BT * H);
-    }
+    /* the encoding's sites inside the blocks: their buffers, and their gradients, as declared */
+    ok = ok && pelab_posenc_plan_alloc(&m->pe, &f->sites, PELAB_PE_PLAN_PASS, pelab_model_site_kernel(m), N, B, T) == PELAB_OK;
+    ok = ok && pelab_posenc_plan_alloc(&m->pe, &a->bwd.sites, PELAB_PE_PLAN_GRAD, 0, 1, B, T) == PELAB_OK;
     /* what attention saves: the (T,T) probabilities, or with the tiled kernel one number a row */
     if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(f->att, N * B * H * T * T);
     else ALLOC(f->lse, N * B * H * T);
@@ -224,19 +216,19 @@ int pelab_model_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(a->targets, BT);
     ALLOC(a->pos, BT * m->cfg.positions.dims);
     if (m->cfg.input_dim) ALLOC(a->inputs, BT * m->cfg.input_dim);
-    ALLOC(a->dres, BT * D);
-    ALLOC(a->dbranch, BT * D);
-    f->branch = a->dbranch;
-    ALLOC(a->dln, BT * D);
-    ALLOC(a->datty, BT * D);
-    ALLOC(a->dqkv, BT * 3 * D);
-    ALLOC(a->dqo, BT * H * dq);
-    ALLOC(a->dko, BT * H * dq);
-    if (m->pe.sites & PELAB_SITE_KEY) ALLOC(a->dkb, BT * H);
-    if (m->pe.sites & PELAB_SITE_COUNT) ALLOC(a->dz, BT * H * m->pe.count_max);
-    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(a->datt, (long)B * H * T * T);
-    ALLOC(a->dfch, BT * MD);
-    ALLOC(a->dfch_gelu, BT * MD);
+    struct pelab_bwd_bufs *g = &a->bwd;
+    ALLOC(g->dres, BT * D);
+    ALLOC(g->dbranch, BT * D);
+    f->branch = g->dbranch;
+    ALLOC(g->dln, BT * D);
+    ALLOC(g->datty, BT * D);
+    ALLOC(g->dqkv, BT * 3 * D);
+    ALLOC(g->dqo, BT * H * dq);
+    ALLOC(g->dko, BT * H * dq);
+    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) ALLOC(g->datt, (long)B * H * T * T);
+    ALLOC(g->dfch, BT * MD);
+    ALLOC(g->dfch_gelu, BT * MD);
+    g->attn = &a->attn;
 #undef ALLOC
     const struct pelab_attn_call s = pelab_attn_call_for(m, 0, B, T, NULL, 0, NULL);
     if (ok && m->cfg.attention == PELAB_ATTN_KERNEL_TILED) ok = pelab_attn_scratch_reserve(&a->attn, &s) == PELAB_OK;
@@ -319,22 +311,6 @@ int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
 #define W(i) pelab_params_data(&m->params, (i))
 #define G(i) pelab_params_grad(&m->params, (i))
 
-/* Attention's backward for layer l's saved slices b: dqo, dko (B,H,T,dq) and dv (inside dqkv)
- * assigned from datty; bias parameter grads +=. */
-static void attn_backward(struct pelab_model *m, const struct pelab_layer_bufs *b, pelab_real *dv,
-                          const struct pelab_attn_call *s) {
-    struct pelab_acts *a = m->acts;
-    const pelab_real *v = b->qkv + 2 * m->cfg.d_model;
-    if (m->cfg.attention == PELAB_ATTN_KERNEL_REF) {
-        pelab_attn_ref_backward(a->dqo, a->dko, dv, a->datt, a->datty, b->att, b->qo, b->ko, v, s);
-        return;
-    }
-    /* after its forward it cannot fail: the per-thread scratch the forward used is kept, and when
-     * it cannot grow (more threads since) the kernel runs on as many threads as it holds */
-    int rc = pelab_attn_tiled_backward(a->dqo, a->dko, dv, a->datty, b->atty, b->lse, b->qo, b->ko, v, s);
-    if (rc) m->status = rc;
-}
-
 int pelab_model_forward(struct pelab_model *m, const int32_t *tokens, const int32_t *targets,
                         const int32_t *pos, int B, int T) {
     if ((m->status = pelab_model_reserve(m, B, T))) { /* out of memory; the message says for what */
@@ -361,52 +337,29 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     PELAB_ASSERT(!m->bf16w); /* a model that generates with bf16 weights: an update would leave its copy stale */
     struct pelab_acts *a = m->acts;
     const int B = m->cur_B, T = m->cur_T;
-    const int N = m->cfg.n_layers, D = m->cfg.d_model, V = m->cfg.vocab, MD = m->cfg.mlp_mult * D;
+    const int N = m->cfg.n_layers, D = m->cfg.d_model, V = m->cfg.vocab;
     const long BT = (long)B * T;
     const double p_drop = m->training ? m->cfg.dropout : 0;
-    const uint64_t drop0 = pelab_residual_mask_start(m, T);
     const struct pelab_fwd_bufs *f = &a->fwd;
+    const struct pelab_bwd_bufs *g = &a->bwd;
     PELAB_ASSERT(a != NULL && m->n_targets > 0);
 
     /* loss → logits → final norm; dres then carries d(residual stream) down the layers */
     pelab_real *dlogits = f->logits; /* written over the logits */
     pelab_crossentropy_backward(dlogits, f->logits, f->ce_stats, a->targets, loss_scale / m->n_targets, (int)BT, V);
     int out_w = m->lm_head >= 0 ? m->lm_head : m->wte;
-    pelab_matmul_backward_assign(a->dln, G(out_w), dlogits, f->lnf, W(out_w), (int)BT, D, V);
-    memset(a->dres, 0, (size_t)BT * D * sizeof *a->dres);
-    pelab_rmsnorm_backward(a->dres, G(m->lnf), a->dln, f->x + N * BT * D, W(m->lnf), f->lnf_rstd, (int)BT, D);
+    pelab_matmul_backward_assign(g->dln, G(out_w), dlogits, f->lnf, W(out_w), (int)BT, D, V);
+    memset(g->dres, 0, (size_t)BT * D * sizeof *g->dres);
+    pelab_rmsnorm_backward(g->dres, G(m->lnf), g->dln, f->x + N * BT * D, W(m->lnf), f->lnf_rstd, (int)BT, D);
 
     for (int l = N - 1; l >= 0; l--) {
-        const struct pelab_layer_params *L = &m->layer[l];
         const struct pelab_layer_bufs b = pelab_layer_bufs(m, f, 1, l, B, T);
-
-        /* MLP branch: x_{l+1} = m + drop(GELU(RMSNorm(m)·W1^T)·W2^T) */
-        memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
-        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_MLP_OUT), drop0);
-        pelab_matmul_backward_assign(a->dfch_gelu, G(L->fcproj), a->dbranch, b.fch_gelu, W(L->fcproj), (int)BT, MD, D);
-        pelab_gelu_backward(a->dfch, a->dfch_gelu, b.fch, BT * MD);
-        pelab_matmul_backward_assign(a->dln, G(L->fc), a->dfch, b.ln2, W(L->fc), (int)BT, D, MD);
-        pelab_rmsnorm_backward(a->dres, G(L->ln2), a->dln, b.xmid, W(L->ln2), b.rstd2, (int)BT, D);
-
-        /* attention branch: m = x_l + drop(Attn(PE(RMSNorm(x_l)·Wqkv^T))·Wo^T) */
-        memcpy(a->dbranch, a->dres, (size_t)BT * D * sizeof *a->dres);
-        pelab_dropout(a->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_ATTN_OUT), drop0);
-        pelab_matmul_backward_assign(a->datty, G(L->proj), a->dbranch, b.atty, W(L->proj), (int)BT, D, D);
-        struct pelab_attn_call s = pelab_attn_call_for(m, l, B, T, a->pos, p_drop, &a->attn);
-        pelab_attn_call_sites(&s, &b);
-        s.dkb = a->dkb, s.dz = a->dz;
-        attn_backward(m, &b, a->dqkv + 2 * D, &s);
-        if (b.z) m->pe.ops->count_backward(&m->pe, l, a->dqo, a->dz, b.qo, B, T);
-        pelab_posenc_qk_backward(&m->pe, l, a->dqkv, a->dqkv + D, a->dqo, a->dko, b.qkv, b.qkv + D,
-                                 3 * D, a->pos, B, T);
-        pelab_matmul_backward_assign(a->dln, G(L->qkv), a->dqkv, b.ln1, W(L->qkv), (int)BT, D, 3 * D);
-        if (b.kb) m->pe.ops->key_backward(&m->pe, l, a->dln, a->dkb, b.ln1, B, T);
-        pelab_rmsnorm_backward(a->dres, G(L->ln1), a->dln, b.x, W(L->ln1), b.rstd1, (int)BT, D);
+        pelab_block_backward(m, l, &b, g, a->pos, p_drop, B, T);
     }
 
-    pelab_posenc_embed_backward(&m->pe, a->dres, a->pos, B, T);
+    pelab_posenc_embed_backward(&m->pe, g->dres, a->pos, B, T);
     if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
-    input_backward(m, a->dres, a->tokens, a->inputs, B, T);
+    input_backward(m, g->dres, a->tokens, a->inputs, B, T);
     const int rc = pelab_gemm_take_failure();
     if (rc && !m->status) m->status = rc;
 }
@@ -460,6 +413,25 @@ static int scan_view(const struct act_view *v, char *buf, size_t size) {
     return 0;
 }
 
+/* Layer l's buffers of the encoding's sites that the encoding writes, as their declarations name
+ * and shape them: 1 and the first non-finite element's description in buf, or 0. */
+static int scan_sites(const struct pelab_model *m, const struct pelab_layer_bufs *b, int l, char *buf, size_t size) {
+    const struct pelab_posenc *pe = &m->pe;
+    for (int k = 0; k < pelab_posenc_layer_sites(pe); k++) {
+        const struct pelab_pe_site_decl *site = pelab_posenc_layer_site(pe, k);
+        for (int j = 0; site && site->bufs[j].name; j++) {
+            const struct pelab_pe_buf *decl = &site->bufs[j];
+            if (!(decl->flags & PELAB_PE_OUT)) continue;
+            char name[128], letters[16];
+            struct act_view v = {l, name, b->sites.buf[k][j], 0, {0}, letters};
+            v.nd = pelab_posenc_buf_dims(pe, decl, m->cur_B, m->cur_T, v.dims, letters);
+            snprintf(name, sizeof name, "%s (%s site)", decl->what, site->name);
+            if (scan_view(&v, buf, size)) return 1;
+        }
+    }
+    return 0;
+}
+
 int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t size) {
     const struct pelab_acts *a = m->acts;
     PELAB_ASSERT(a != NULL);
@@ -474,13 +446,16 @@ int pelab_model_find_nonfinite(const struct pelab_model *m, char *buf, size_t si
     if (scan_view(&first, buf, size)) return 1;
     for (int l = 0; l < N; l++) { /* in the order the forward pass computes them */
         const struct pelab_layer_bufs b = pelab_layer_bufs(m, f, 1, l, (int)B, (int)T);
-        struct act_view vs[] = {
+        struct act_view before[] = {
             VIEW3(l, "attn_norm output", b.ln1, D, "(B,T,D)"),
             VIEW3(l, "attn.qkv output", b.qkv, 3 * D, "(B,T,3D)"),
             VIEW4(l, "queries after the encoding", b.qo, T, dq, "(B,H,T,dq)"),
             VIEW4(l, "keys after the encoding", b.ko, T, dq, "(B,H,T,dq)"),
-            VIEW4(l, "the encoding's key values (KEY site)", b.kb, T, 1, "(B,H,T,1)"),
-            VIEW4(l, "the encoding's logits of counted positions (COUNT site)", b.z, T, m->pe.count_max, "(B,H,T,P)"),
+        };
+        for (size_t i = 0; i < sizeof before / sizeof before[0]; i++)
+            if (scan_view(&before[i], buf, size)) return 1;
+        if (scan_sites(m, &b, l, buf, size)) return 1;
+        struct act_view vs[] = {
             /* the reference kernel keeps the probabilities, the tiled one each row's log-sum-exp */
             b.att ? (struct act_view)VIEW4(l, "attention probabilities", b.att, T, T, "(B,H,T,T)")
                   : (struct act_view)VIEW4(l, "attention log-sum-exp", b.lse, T, 1, "(B,H,T,1)"),

@@ -8,7 +8,7 @@
  * layer, and the position-wise parts (the MLP, the final norm, the output layer and the loss)
  * run over chunks of `rows` positions, so what grows with B·T is
  *   x (D), ln (D), qkv (3D), qo and ko (H·qk_dim each), atty (D)     per position
- *   kb (H) at the KEY site; z (H·P) and cnt (H) at the COUNT site
+ *   the buffers of the encoding's sites inside the blocks, as their declarations shape them
  * plus the attention's log-sum-exps, and the chunks are (rows, M·D) and (rows, V).
  * tests/test_model_eval.c holds its losses equal to the training forward's (every encoding, both
  * attention kernels, several chunk lengths).
@@ -23,11 +23,14 @@
 
 struct pelab_eval_acts {
     long cap, cap_att;          /* positions (B·T) the buffers hold; reals of att */
+    double site_bytes;          /* bytes of the sites' buffers (fwd.sites) */
     long rows;                  /* positions per chunk of the position-wise part */
     /* one layer's slice (nn/forward.h): x, ln1 (B,T,D); rstd1 (B,T); qkv (B,T,3D); qo, ko
      * (B,H,T,dq); lse (B,H,T) tiled or att (B,H,T,T) reference kernel; atty (B,T,D);
      * fch (rows, M·D); logits (rows, V); losses, pred, pred_prob (B,T); the rest aliases */
     struct pelab_fwd_bufs fwd;
+    struct pelab_pe_site_bufs site_last; /* generation: what each sequence's site values continue
+                                   from (a PLAN_LAST plan for up to B·T sequences) */
     int32_t *targets;           /* (B,T) the targets, -1 where none */
     struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
 };
@@ -49,11 +52,11 @@ void pelab_model_eval_release(struct pelab_model *m) {
     struct pelab_eval_acts *e = m->eval;
     if (!e) return;
     struct pelab_fwd_bufs *f = &e->fwd;
-    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->kb, f->z, f->gates,
-                          f->lse, f->att, f->atty,
+    pelab_real *bufs[] = {f->x, f->ln1, f->rstd1, f->qkv, f->qo, f->ko, f->lse, f->att, f->atty,
                           f->fch, f->logits, f->losses, f->pred_prob};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-    free(f->cnt);
+    pelab_posenc_plan_free(&f->sites);
+    pelab_posenc_plan_free(&e->site_last);
     free(f->pred);
     free(e->targets);
     pelab_attn_scratch_free(&e->attn);
@@ -65,8 +68,10 @@ void pelab_model_eval_release(struct pelab_model *m) {
 static int eval_reserve(struct pelab_model *m, int B, int T) {
     const long BT = (long)B * T, H = m->cfg.n_heads, rows = chunk_rows(m, BT);
     const int ref = m->cfg.attention == PELAB_ATTN_KERNEL_REF;
+    const double site_bytes = pelab_posenc_plan_bytes(&m->pe, PELAB_PE_PLAN_PASS, pelab_model_site_kernel(m), 1, B, T);
     struct pelab_eval_acts *e = m->eval;
-    if (e && BT <= e->cap && rows <= e->rows && (!ref || BT * H * T <= e->cap_att)) return PELAB_OK;
+    if (e && BT <= e->cap && rows <= e->rows && (!ref || BT * H * T <= e->cap_att) && site_bytes <= e->site_bytes)
+        return PELAB_OK;
     pelab_model_eval_release(m);
     e = calloc(1, sizeof *e);
     if (!e) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -81,12 +86,8 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     ALLOC(f->qkv, BT * 3 * D);
     ALLOC(f->qo, BT * H * dq);
     ALLOC(f->ko, BT * H * dq);
-    if (m->pe.sites & PELAB_SITE_KEY) ALLOC(f->kb, BT * H);
-    if (m->pe.sites & PELAB_SITE_COUNT) {
-        ALLOC(f->z, BT * H * m->pe.count_max);
-        if (ref) ALLOC(f->gates, BT * H * T);
-        else ALLOC(f->cnt, BT * H);
-    }
+    ok = ok && pelab_posenc_plan_alloc(&m->pe, &f->sites, PELAB_PE_PLAN_PASS, pelab_model_site_kernel(m), 1, B, T) == PELAB_OK;
+    ok = ok && pelab_posenc_plan_alloc(&m->pe, &e->site_last, PELAB_PE_PLAN_LAST, 0, 1, BT, 1) == PELAB_OK;
     if (ref) ALLOC(f->att, BT * H * T);
     else ALLOC(f->lse, BT * H);
     ALLOC(f->atty, BT * D);
@@ -109,6 +110,7 @@ static int eval_reserve(struct pelab_model *m, int B, int T) {
     }
     e->cap = BT;
     e->cap_att = ref ? BT * H * T : 0;
+    e->site_bytes = site_bytes;
     e->rows = rows;
     return PELAB_OK;
 }
@@ -131,13 +133,13 @@ int pelab_model_forward_eval(struct pelab_model *m, const int32_t *tokens, const
 }
 
 int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache *const *caches,
-                                 pelab_real *key_prev, const int32_t *tokens, const int32_t *pos,
-                                 int B, int T, int logits_from, pelab_real *logits) {
+                                 const int32_t *tokens, const int32_t *pos, int B, int T, int logits_from,
+                                 pelab_real *logits) {
     m->n_targets = 0;
     if ((m->status = eval_reserve(m, B, T))) return m->status;
     const struct pelab_fwd f = {
         .mode = PELAB_FWD_GENERATE, .buf = m->eval->fwd, .rows = chunk_rows(m, (long)B * T),
-        .caches = caches, .key_prev = key_prev, .logits_out = logits, .logits_from = logits_from};
+        .caches = caches, .site_last = &m->eval->site_last, .logits_out = logits, .logits_from = logits_from};
     return pelab_model_forward_pass(m, &f, tokens, pos, B, T);
 }
 

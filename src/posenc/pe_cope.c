@@ -8,7 +8,7 @@
  *   logit(t, s) = q_t·k_s/√d + z_t(p_ts),      z_t[n] = q_t·e[n]  (n = 0..P−1, e ∈ R^{P×d}),
  *                                              linear between ⌊p⌋ and ⌊p⌋ + 1
  *
- * Site COUNT (posenc.h): the attention kernels form the gates and count (attn/count.h); this file
+ * Site COUNT (attn/site_count.c): the attention kernels form the gates and count; this file
  * gives z = q·e^T for every query, one product over all B·H·T rows, and its backward
  * dq += dz·e, de += dz^T·q. The gates read the logit before the count, as the paper's code reads
  * its masked attention logits. e is one table per layer shared by the heads (the paper's), or one
@@ -22,6 +22,7 @@
 #include "kernels/cpu/matmul.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "posenc/site.h"
 
 static const struct pelab_optdef cope_options[] = {
     {"cope-max-pos", PELAB_OPT_INT, "64", 1, 65536, NULL,
@@ -73,17 +74,18 @@ static void cope_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
     }
 }
 
-/* z (B·H·T, P) = q (B·H·T, d) · e^T */
-static void cope_count_forward(struct pelab_posenc *pe, int layer, pelab_real *z, const pelab_real *q, int B, int T) {
+/* COUNT: z (B·H·T, P) = q (B·H·T, d) · e^T, q the queries after QK */
+static void cope_count_forward(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io) {
     const struct cope *c = pe->state;
-    pelab_matmul_forward(z, q, pelab_params_data(pe->params, c->table[layer]), B * pe->H * T, pe->d, pe->count_max);
+    pelab_matmul_forward(io->out[0], io->in, pelab_params_data(pe->params, c->table[layer]), io->B * pe->H * io->T,
+                         pe->d, pe->count_max);
 }
 
-static void cope_count_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, const pelab_real *dz,
-                                const pelab_real *q, int B, int T) {
+/* dq += dz·e, de += dz^T·q */
+static void cope_count_backward(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io) {
     const struct cope *c = pe->state;
-    pelab_matmul_backward(dq, pelab_params_grad(pe->params, c->table[layer]), dz, q,
-                          pelab_params_data(pe->params, c->table[layer]), B * pe->H * T, pe->d, pe->count_max);
+    pelab_matmul_backward(io->din, pelab_params_grad(pe->params, c->table[layer]), io->dout[0], io->in,
+                          pelab_params_data(pe->params, c->table[layer]), io->B * pe->H * io->T, pe->d, pe->count_max);
 }
 
 const struct pelab_posenc_ops pelab_pe_cope = {
@@ -96,6 +98,6 @@ const struct pelab_posenc_ops pelab_pe_cope = {
     .init = cope_init,
     .free = cope_free,
     .init_params = cope_init_params,
-    .count_forward = cope_count_forward,
-    .count_backward = cope_count_backward,
+    .layer_sites = (const struct pelab_pe_site_hooks[]){{&pelab_site_count, cope_count_forward, cope_count_backward},
+                                                        {0}},
 };

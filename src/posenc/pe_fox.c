@@ -7,7 +7,7 @@
  *   c_t = Σ_{l≤t} ln f_l               (c decreases: a key loses weight with every token after it)
  *
  * c_t is the same for every key of query t and cancels in its softmax, so the encoding is the KEY
- * site's kb_s = −c_s (posenc.h): one running sum per (sequence, head), in double, then rounded.
+ * site's kb_s = −c_s (attn/site_key.c): one running sum per (sequence, head), in double, then rounded.
  * With a KV cache the sum continues from the last cached position's kb. Positions are never read:
  * the model is the same at any offset (PELAB_PE_RELATIVE), and causal only (a decay runs one way).
  *
@@ -38,6 +38,7 @@
 #include "kernels/cpu/vmath.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "posenc/site.h"
 
 static const struct pelab_optdef fox_options[] = {
     {"fox-gate", PELAB_OPT_CHOICE, "data", 0, 0, "data|bias",
@@ -104,11 +105,13 @@ static double gate_logit(const struct fox *f, const struct pelab_posenc *pe, int
 
 static double log_sigmoid(double z) { return z >= 0 ? -log1p(exp(-z)) : z - log1p(exp(z)); }
 
-/* kb (B,H,T) = −c: c_t = c_prev + Σ_{l≤t} ln f_l, c_prev = −prev[b,h] (0 without a cache) */
-static void fox_key_forward(struct pelab_posenc *pe, int layer, pelab_real *kb, const pelab_real *x,
-                            const pelab_real *prev, int B, int T) {
+/* KEY: kb (B,H,T) = −c from x (B,T,D): c_t = c_prev + Σ_{l≤t} ln f_l, c_prev = −prev[b,h] (0
+ * without a cache) */
+static void fox_key_forward(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io) {
     const struct fox *f = pe->state;
-    const int H = pe->H, D = pe->D;
+    const int H = pe->H, D = pe->D, B = io->B, T = io->T;
+    const pelab_real *x = io->in, *prev = io->prev[0];
+    pelab_real *kb = io->out[0];
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             double c = prev ? -(double)prev[(long)b * H + h] : 0;
@@ -120,10 +123,12 @@ static void fox_key_forward(struct pelab_posenc *pe, int layer, pelab_real *kb, 
         }
 }
 
-static void fox_key_backward(struct pelab_posenc *pe, int layer, pelab_real *dx, const pelab_real *dkb,
-                             const pelab_real *x, int B, int T) {
+/* dx (B,T,D) += and the gate's gradients += from dkb (B,H,T) */
+static void fox_key_backward(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io) {
     const struct fox *f = pe->state;
-    const int H = pe->H, D = pe->D;
+    const int H = pe->H, D = pe->D, B = io->B, T = io->T;
+    const pelab_real *x = io->in, *dkb = io->dout[0];
+    pelab_real *dx = io->din;
     const pelab_real *w = f->data ? pelab_params_data(pe->params, f->w[layer]) : NULL;
     pelab_real *dw = f->data ? pelab_params_grad(pe->params, f->w[layer]) : NULL;
     pelab_real *db = pelab_params_grad(pe->params, f->b[layer]);
@@ -158,6 +163,5 @@ const struct pelab_posenc_ops pelab_pe_fox = {
     .init = fox_init,
     .free = fox_free,
     .init_params = fox_init_params,
-    .key_forward = fox_key_forward,
-    .key_backward = fox_key_backward,
+    .layer_sites = (const struct pelab_pe_site_hooks[]){{&pelab_site_key, fox_key_forward, fox_key_backward}, {0}},
 };

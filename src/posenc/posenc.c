@@ -6,6 +6,7 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "core/prof.h"
+#include "posenc/site.h"
 
 extern const struct pelab_posenc_ops pelab_pe_nope, pelab_pe_rope, pelab_pe_pope;
 extern const struct pelab_posenc_ops pelab_pe_learned, pelab_pe_sinusoidal, pelab_pe_xpos;
@@ -14,7 +15,9 @@ extern const struct pelab_posenc_ops pelab_pe_seqpe, pelab_pe_fox, pelab_pe_cope
 extern const struct pelab_posenc_ops pelab_pe_learned2d, pelab_pe_sinusoidal2d, pelab_pe_rope2d;
 extern const struct pelab_posenc_ops pelab_pe_rope2d_mixed, pelab_pe_pope2d;
 
-static const struct pelab_posenc_ops *const registry[] = {
+#define REGISTRY_MAX 32 /* the built-in encodings and those pelab_posenc_register adds, at most */
+
+static const struct pelab_posenc_ops *registry[REGISTRY_MAX + 1] = {
     &pelab_pe_nope,
     &pelab_pe_rope,
     &pelab_pe_pope,
@@ -33,10 +36,19 @@ static const struct pelab_posenc_ops *const registry[] = {
     &pelab_pe_rope2d,
     &pelab_pe_rope2d_mixed,
     &pelab_pe_pope2d,
-    NULL,
+    NULL, /* the end; pelab_posenc_register fills on from here */
 };
 
 const struct pelab_posenc_ops *const *pelab_posenc_all(void) { return registry; }
+
+int pelab_posenc_register(const struct pelab_posenc_ops *ops) {
+    int n = 0;
+    while (registry[n]) n++;
+    if (pelab_posenc_find(ops->name)) return pelab_fail(PELAB_ERR_USAGE, "encoding '%s' is registered already", ops->name);
+    if (n == REGISTRY_MAX) return pelab_fail(PELAB_ERR_USAGE, "the registry of encodings is full (%d)", REGISTRY_MAX);
+    registry[n] = ops; /* registry[n + 1] is the end */
+    return PELAB_OK;
+}
 
 const struct pelab_posenc_ops *pelab_posenc_find(const char *name) {
     for (int i = 0; registry[i]; i++)
@@ -104,6 +116,13 @@ static int check_layout(const struct pelab_posenc_ops *ops, const struct pelab_p
     return PELAB_OK;
 }
 
+/* The bits of the sites inside the blocks the table lists hooks for. */
+static unsigned layer_site_bits(const struct pelab_posenc_ops *ops) {
+    unsigned bits = 0;
+    for (const struct pelab_pe_site_hooks *u = ops->layer_sites; u && u->site; u++) bits |= u->site->bit;
+    return bits;
+}
+
 int pelab_posenc_init(struct pelab_posenc *pe, const char *name, const struct pelab_opts *opts,
                       struct pelab_params *params, int D, int H, int n_layers, int max_seq) {
     return pelab_posenc_init_nd(pe, name, opts, params, D, H, n_layers, max_seq, NULL);
@@ -144,7 +163,7 @@ int pelab_posenc_init_nd(struct pelab_posenc *pe, const char *name, const struct
     rc = ops->init ? ops->init(pe, opts, params) : PELAB_OK;
     pe->param_end = params->count;
     /* one table per encoding, and its sites a subset of the ones the table lists (posenc.h) */
-    if (!rc && (pe->ops != ops || (pe->sites & ~ops->sites)))
+    if (!rc && (pe->ops != ops || (pe->sites & ~ops->sites) || (layer_site_bits(ops) & ~ops->sites)))
         rc = pelab_fail(PELAB_ERR_RUNTIME, "encoding %s replaced its table or acts at a site it does "
                         "not list", name);
     pe->ops = ops;
