@@ -21,9 +21,9 @@
  *               outputs, bit for bit
  *   memory      each allocation of building the model, a training step and an evaluation refused
  *               in turn: an error with a message every time, never an abort
- *   twin        the PyTorch twin (tests/ref/pelab_twin.py) agrees on one forward, its gradients
- *               and 5 training steps; an encoding the twin lacks fails. Without torch this part
- *               alone is skipped, with a notice.
+ *
+ * The same cases (lib/models.h) meet the PyTorch twin in test_twin (tests/ref/run.sh), and the
+ * gradient, property, attention, evaluation, KV-cache and allocation tests.
  *
  * Each case runs on the positions its encoding serves: a 1-D encoding on 1-D positions with the
  * causal mask; one that promises PELAB_PE_BIDIRECTIONAL also without the mask (gradients and
@@ -33,17 +33,14 @@
  *   build/tests/test_contract [NAME]      only the encoding NAME (all when absent)
  *
  * Allocations are counted by linking with -Wl,--wrap, as test_alloc does (the Makefile's rule). */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "lib/check.h"
 #include "lib/models.h"
 #include "lib/gradcheck.h"
 #include "lib/tmpdir.h"
-#include "lib/twin.h"
 #include "lib/wrap/alloc_count.h"
 #include "pelab/model.h"
 #include "pelab/rng.h"
@@ -62,8 +59,8 @@ enum { V = 7, MAX_SEQ = 96 };
 
 enum { GRID = 9 }; /* 2-D cases: the training grid's side */
 
-/* Coordinates per position of the batches being made (the case's layout.dims). */
-static int batch_dims = 1;
+/* The positions' layout of the batches being made (the case's). */
+static const struct pelab_pe_layout *batch_layout;
 
 /* The model's shape: key, value pairs ending in NULL. */
 static const char *const small[] = {"d-model", "8", "heads", "2", "layers", "2", "mlp-mult", "2", NULL};
@@ -92,24 +89,17 @@ struct batch {
     int32_t tokens[4 * 80], targets[4 * 80], pos[4 * 80 * 2];
 };
 
-/* Position q as `dims` coordinates: q itself (1-D), or (1 + q / GRID, 1 + q % GRID), row-major on
- * the grid with coordinate 0 left for the class token (2-D). */
-static void place(int32_t *out, int q, int dims) {
-    if (dims == 1) out[0] = q;
-    else out[0] = 1 + q / GRID, out[1] = 1 + q % GRID;
-}
-
-/* Random tokens, a target at about 3 of 4 positions, pos = t + 3b + offset (placed by dims). */
+/* Random tokens, a target at about 3 of 4 positions, pos = t + 3b + offset (placed by pe_place). */
 static void make_batch(struct batch *b, int B, int T, int offset, uint64_t seed) {
     PELAB_ASSERT(B * T <= 4 * 80);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, seed);
-    b->B = B, b->T = T, b->dims = batch_dims;
+    b->B = B, b->T = T, b->dims = batch_layout->dims;
     for (int i = 0; i < B; i++)
         for (int t = 0; t < T; t++) {
             b->tokens[i * T + t] = (int32_t)pelab_rng_below(&rng, V);
             b->targets[i * T + t] = pelab_rng_uniform(&rng) < 0.25 ? -1 : (int32_t)pelab_rng_below(&rng, V);
-            place(b->pos + (i * T + t) * b->dims, t + 3 * i + offset, b->dims);
+            pe_place(b->pos + (i * T + t) * b->dims, t + 3 * i + offset, batch_layout);
         }
     b->targets[0] = 1;
 }
@@ -210,7 +200,7 @@ static void check_position_vectors(const struct pe_case *v) {
         enum { N = 12 };
         const int D = pe->D;
         int32_t pos[N * 2];
-        for (int q = 0; q < N; q++) place(pos + q * batch_dims, q, batch_dims);
+        for (int q = 0; q < N; q++) pe_place(pos + q * v->layout.dims, q, &v->layout);
         double *vec = calloc((size_t)N * D, sizeof *vec), *emb = calloc((size_t)N * D, sizeof *emb);
         PELAB_ASSERT(vec && emb);
         CHECK(pe->ops->position_vectors(pe, pos, N, vec) == PELAB_OK, "%s: position_vectors: %s", v->label,
@@ -270,20 +260,7 @@ static void check_gradients(const struct pe_case *v) {
         return;
     }
     struct model_ctx c = {&m, &b};
-    double worst = 0;
-    for (int i = 0; i < m.params.count; i++) {
-        const struct pelab_param *p = &m.params.list[i];
-        char what[256];
-        snprintf(what, sizeof what, "%s: %s", v->label, p->name);
-        if (p->frozen) { /* declared not learnt: no gradient at all */
-            double most = 0;
-            for (size_t j = 0; j < p->size; j++) most = fmax(most, fabs(r.grad[p->offset + j]));
-            CHECK(most == 0, "%s is frozen but got a gradient of %.3g", what, most);
-            continue;
-        }
-        worst = fmax(worst, gradcheck(what, model_loss, &c, pelab_params_data(&m.params, i),
-                                      r.grad + p->offset, (long)p->size, 1e-6, 1e-8, 1e-6));
-    }
+    const double worst = gradcheck_params(v->label, model_loss, &c, &m.params, r.grad, 0, m.params.count);
     printf("  %-40s gradients of %d parameters: worst error %.3g of the tolerance\n", v->label,
            m.params.count, worst);
     result_free(&r);
@@ -300,7 +277,7 @@ static void check_gradients(const struct pe_case *v) {
         fill_uniform(qkv, nin, -1, 1, &s);
         fill_uniform(w, 2 * nout, -1, 1, &s);
         int32_t pos[2 * 5 * 2];
-        for (int i = 0; i < B * T; i++) place(pos + i * pe->pos_dims, i % T + 2 * (i / T), pe->pos_dims);
+        for (int i = 0; i < B * T; i++) pe_place(pos + i * pe->pos_dims, i % T + 2 * (i / T), &v->layout);
         for (int layer = 0; layer < pe->n_layers; layer++) {
             CHECK(pelab_posenc_prepare(pe, pos, B, T) == PELAB_OK, "%s: prepare: %s", v->label, pelab_last_error());
             struct qk_ctx qc = {pe, layer, B, T, ld, pos, qkv, w, out, nout};
@@ -313,7 +290,8 @@ static void check_gradients(const struct pe_case *v) {
             for (int i = 0; i < B * T; i++) {
                 char what[320];
                 snprintf(what, sizeof what, "%s: layer %d, q and k of token %d", v->label, layer, i);
-                gradcheck(what, qk_objective, &qc, qkv + (long)i * ld, dqkv + (long)i * ld, 2L * D, 1e-6, 1e-8, 1e-6);
+                gradcheck(what, qk_objective, &qc, qkv + (long)i * ld, dqkv + (long)i * ld, 2L * D,
+                          GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
             }
         }
         free(qkv), free(w), free(out), free(dqkv);
@@ -568,91 +546,32 @@ static void check_save_load(const struct pe_case *v, const char *dir) {
     pelab_model_free(&m);
 }
 
-/* --- the PyTorch twin ------------------------------------------------------------------------- */
-
-/* The fixtures' positions reach t + 7b + 3i = 36 over the training steps: a training length past
- * them, so that an encoding with a table of positions (learned) holds them by default. */
-#define TWIN_MAX_SEQ 48
-
-static int have_torch(void) {
-    return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
-}
-
-/* Writes each variant's fixture as DIR/twin/LABEL, runs twin_check.py on them, and checks that
- * every case has passing lines and no failing one. */
-static void check_twin(struct pe_case *vs, int n, const char *dir) {
-    if (!have_torch()) {
-        printf("notice: python3-torch is not installed: the twin's agreement was not checked\n");
-        return;
+/* Every check the case's layout takes: a 1-D bidirectional case (the defaults of an encoding that
+ * promises it) runs the gradients and the kernels without the mask. */
+static void check_case(struct pe_case *v, void *dir) {
+    const int before = check_failures;
+    batch_layout = &v->layout;
+    check_sites(v);
+    check_position_vectors(v);
+    check_gradients(v);
+    check_kernels(v);
+    if (v->layout.dims == 2 || !v->layout.bidirectional) {
+        check_properties(v);
+        check_threads(v);
+        check_allocation(v);
+        check_save_load(v, dir);
+        check_out_of_memory(v);
     }
-    char tdir[4096], cmd[8192], name[200];
-    snprintf(tdir, sizeof tdir, "%s/twin", dir);
-    CHECK(mkdir(tdir, 0777) == 0 || errno == EEXIST, "mkdir %s", tdir);
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "c%02d", i);
-        CHECK(twin_write_case(tdir, name, vs[i].opts, TWIN_MAX_SEQ, 500 + (uint64_t)i, 0) == 0, "%s: the twin's fixture",
-              vs[i].label);
-    }
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/ref/twin_check.py '%s' 2>&1", tdir);
-    FILE *p = popen(cmd, "r");
-    CHECK(p != NULL, "cannot run %s", cmd);
-    if (!p) return;
-    int ok[64] = {0}, bad[64] = {0};
-    char line[1024];
-    while (fgets(line, sizeof line, p)) {
-        if (strncmp(line, "       ", 7) == 0) printf("  twin: %s", line); /* a failing check's detail */
-        int c;
-        char verdict[8];
-        if (sscanf(line, "%7s c%d", verdict, &c) == 2 && c >= 0 && c < n && c < 64) {
-            if (strcmp(verdict, "ok") == 0) ok[c]++;
-            else if (strcmp(verdict, "FAIL") == 0) {
-                bad[c]++;
-                printf("  twin: %s   (%s)", line, vs[c].label);
-            }
-        }
-    }
-    pclose(p);
-    for (int i = 0; i < n && i < 64; i++) {
-        CHECK(ok[i] > 0 && bad[i] == 0, "%s: the PyTorch twin %s (%d checks agree, %d differ)",
-              vs[i].label, ok[i] ? "disagrees" : "has no such encoding or cannot run it", ok[i], bad[i]);
-        printf("  %-40s twin: %d checks agree, %d differ\n", vs[i].label, ok[i], bad[i]);
-    }
+    printf("%-42s %s\n", v->label, check_failures == before ? "keeps its contract" : "FAILED");
 }
 
 int main(int argc, char **argv) {
     CHECK(alloc_count_works(), "the allocation counters saw no call of the library's");
-
     const char *dir = tmpdir_create("pelab-contract");
     if (!dir) return 1;
-    enum { CASES_MAX = 128 };
-    static struct pe_case vs[CASES_MAX];
-    int n = 0, n_twin = 0;
-    /* the causal 1-D cases first (the twin's), then 2-D cases, then the bidirectional 1-D ones */
-    static const struct pelab_pe_layout layouts[] = {{1, 0, 0}, {2, 1, GRID}, {1, 1, 0}};
-    for (int li = 0; li < 3; li++) { /* bidirectional 1-D: the defaults */
-        const int k = pe_cases(vs + n, CASES_MAX - n, &layouts[li], li == 2, argc > 1 ? argv[1] : NULL);
-        n += k;
-        n_twin += li <= 1 ? k : 0; /* the twin runs the 1-D causal and the 2-D cases */
-    }
-    CHECK(n > 0 && n < CASES_MAX, "%d cases: none matched, or more than this test holds (%d)", n, CASES_MAX);
-    for (int i = 0; i < n; i++) {
-        const int before = check_failures;
-        batch_dims = vs[i].layout.dims;
-        check_sites(&vs[i]);
-        check_position_vectors(&vs[i]);
-        check_gradients(&vs[i]);
-        check_kernels(&vs[i]);
-        if (vs[i].layout.dims == 2 || !vs[i].layout.bidirectional) {
-            check_properties(&vs[i]);
-            check_threads(&vs[i]);
-            check_allocation(&vs[i]);
-            check_save_load(&vs[i], dir);
-            check_out_of_memory(&vs[i]);
-        }
-        printf("%-42s %s\n", vs[i].label, check_failures == before ? "keeps its contract" : "FAILED");
-    }
-    batch_dims = 1;
-    check_twin(vs, n_twin, dir);
+    const struct pe_walk all = {PE_TEXT | PE_IMAGE | PE_RASTER, PE_RASTER, GRID, argc > 1 ? argv[1] : NULL};
+    const int n = for_each_pe_case(&all, check_case, (void *)dir);
+    CHECK(n > 0, "no case: %s is not a registered encoding", argc > 1 ? argv[1] : "the registry is empty");
     tmpdir_remove();
     return check_report("test_contract");
 }

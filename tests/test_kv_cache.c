@@ -376,21 +376,21 @@ static void check_refusals(void) {
     pelab_model_free(&m);
 }
 
+static void check_case(struct pe_case *c, void *unused) {
+    check_logits(c, 0, 0);
+    check_logits(c, 5, 0);
+    check_logits(c, 0, 1);
+    check_greedy(c);
+    check_batch(c, 0);
+    check_batch(c, 1);
+    check_bf16_weights(c, 1);
+    check_bf16_weights(c, 0);
+}
+
 int main(void) {
     /* Generation is of sequences: every encoding of 1-D positions under each setting of its
      * contract (the 2-D ones, for images, are for bidirectional models that generate nothing) */
-    static struct pe_case cases[128];
-    const int n = pe_cases(cases, 128, &(struct pelab_pe_layout){1, 0, 0}, 0, NULL);
-    for (int i = 0; i < n; i++) {
-        check_logits(&cases[i], 0, 0);
-        check_logits(&cases[i], 5, 0);
-        check_logits(&cases[i], 0, 1);
-        check_greedy(&cases[i]);
-        check_batch(&cases[i], 0);
-        check_batch(&cases[i], 1);
-        check_bf16_weights(&cases[i], 1);
-        check_bf16_weights(&cases[i], 0);
-    }
+    for_each_pe_case(&(struct pe_walk){PE_TEXT, 0, 0, NULL}, check_case, NULL);
     check_refusals();
     check_batch_fit();
     return check_report("test_kv_cache");

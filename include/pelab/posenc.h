@@ -79,14 +79,25 @@ enum pelab_pe_promise {
     PELAB_PE_BIDIRECTIONAL = 1 << 1,
 };
 
-#define PELAB_PE_VARIANTS_MAX 8
+#define PELAB_PE_VARIANTS_MAX 16
 
 struct pelab_pe_contract {
     unsigned promises; /* PELAB_PE_* bits; 0: absolute and causal-only */
-    /* Settings of its options under which the contract test runs it, besides its defaults: each a
-     * string "key=value key=value", NULL-terminated (at most PELAB_PE_VARIANTS_MAX). One for each
-     * option that chooses a different computation (a site, a layout, a parameterisation). */
+    /* Settings of its options under which every test of encodings runs it, besides its defaults
+     * (tests/lib/models.h): each a string "key=value key=value", NULL-terminated (at most
+     * PELAB_PE_VARIANTS_MAX). One for each option that chooses a different computation (a site, a
+     * layout, a parameterisation, a method), and for each range of a numeric option where another
+     * branch of its formula applies. */
     const char *const variants[PELAB_PE_VARIANTS_MAX + 1];
+    /* Optional: the option that sets how many positions it represents (a table's length), for an
+     * encoding that refuses positions past it (by default the training length). A test whose
+     * positions run further sets it for a case that would refuse them. */
+    const char *reach;
+    /* Optional: a setting "key=value ..." that makes it cheaper to run without choosing another
+     * computation (the sizes of its own networks and samples), for tests that run every case many
+     * times (gradient checks, the PyTorch twin); a case's own settings win, so a variant that sets
+     * such a size keeps the full one under test. */
+    const char *small;
 };
 
 #define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */

@@ -516,7 +516,7 @@ const struct pelab_posenc_ops pelab_pe_fire = {
     .summary = "learned MLP of log-normalised distance, one per layer (Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
     /* absolute: rows past L = |ℓ|·T_train are normalised by their own position */
-    .contract = {0, {"fire-depth=1", NULL}},
+    .contract = {0, {"fire-depth=1", "fire-depth=0", NULL}, .small = "fire-width=8"},
     .options = fire_options,
     .init = fire_init,
     .free = fire_free,
@@ -530,7 +530,7 @@ const struct pelab_posenc_ops pelab_pe_fire_shared = {
     .name = "fire-shared",
     .summary = "FIRE with one MLP shared by all layers (FIRE-S, Li et al. 2024)",
     .sites = PELAB_SITE_BIAS,
-    .contract = {0, {"fire-width=4 fire-depth=3", NULL}},
+    .contract = {0, {"fire-width=4 fire-depth=3", NULL}, .small = "fire-width=8"},
     .options = fire_options,
     .init = fire_shared_init,
     .free = fire_free,

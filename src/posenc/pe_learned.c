@@ -160,7 +160,7 @@ const struct pelab_posenc_ops pelab_pe_learned = {
     .name = "learned",
     .summary = "learned absolute embedding table added to the tokens (Gehring et al. 2017, GPT-2)",
     .sites = PELAB_SITE_EMBED,
-    .contract = {PELAB_PE_BIDIRECTIONAL, {"ape-extend=interpolate", NULL}},
+    .contract = {PELAB_PE_BIDIRECTIONAL, {"ape-extend=interpolate", NULL}, .reach = "ape-max-len"},
     .options = learned_options,
     .eval_options = learned_eval_options,
     .init = learned_init,

@@ -142,7 +142,15 @@ const struct pelab_posenc_ops pelab_pe_rope = {
                   "rope-p=0.5 rope-scaling=llama3 rope-scale=8 rope-original-len=64 "
                   "llama3-high-freq-factor=8",
                   "rope-scaling=longrope rope-scale=4 rope-original-len=35 longrope-factors=geometric:1.5,4",
-                  NULL}},
+                  "rope-scaling=ntk rope-scale=4",
+                  /* at width 8, YaRN's three ranges: pairs kept, blended and interpolated */
+                  "rope-scaling=yarn rope-scale=4 rope-original-len=2048",
+                  "rope-layout=half rope-resonance=on rope-scaling=yarn rope-scale=8 rope-original-len=512",
+                  "rope-fraction=0.75 rope-p=0.67 rope-layout=half",
+                  /* at width 8, Llama 3.1's three ranges (with rope-p 0.5 above, the slowest pairs do not turn) */
+                  "rope-scaling=llama3 rope-scale=8 rope-original-len=64 llama3-high-freq-factor=8",
+                  /* YaRN's amplitude on the rotated pairs alone */
+                  "rope-fraction=0.5 rope-scaling=yarn rope-scale=4 rope-original-len=16", NULL}},
     .options = rope_options,
     .eval_options = pelab_rope_scaling_options,
     .eval_check = pelab_rope_scaling_check,

@@ -691,7 +691,11 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .dims = 1u << 1 | 1u << 2,
     .contract = {PELAB_PE_BIDIRECTIONAL,
                  {"seqpe-mode=attn-add", "seqpe-mode=attn-mul seqpe-proj=per-layer",
-                  "seqpe-mode=attn-bias", "seqpe-final-norm=on seqpe-base=3 seqpe-digits=5", NULL}},
+                  "seqpe-mode=attn-bias", "seqpe-final-norm=on seqpe-base=3 seqpe-digits=5",
+                  "seqpe-mode=attn-bias seqpe-reg-profile=authors",
+                  /* two encoder blocks, the default, which .small makes one for the other cases */
+                  "seqpe-mode=attn-bias seqpe-proj=per-layer seqpe-layers=2", NULL},
+                 .small = "seqpe-layers=1 seqpe-delta-batch=4 seqpe-candidates=8 seqpe-ood-batch=3 seqpe-ood-positions=4"},
     .options = seqpe_options,
     .init = seqpe_init,
     .free = seqpe_free,

@@ -24,6 +24,25 @@ double gradcheck(const char *what, gradcheck_fn f, void *ctx, double *x, const d
     return worst;
 }
 
+double gradcheck_params(const char *label, gradcheck_fn f, void *ctx, struct pelab_params *params,
+                        const double *grad, int first, int end) {
+    double worst = 0;
+    for (int i = first; i < end; i++) {
+        const struct pelab_param *p = &params->list[i];
+        char what[256];
+        snprintf(what, sizeof what, "%s: %s", label, p->name);
+        if (p->frozen) {
+            double most = 0;
+            for (size_t j = 0; j < p->size; j++) most = fmax(most, fabs(grad[p->offset + j]));
+            CHECK(most == 0, "%s is frozen but got a gradient of %.3g", what, most);
+            continue;
+        }
+        worst = fmax(worst, gradcheck(what, f, ctx, params->data + p->offset, grad + p->offset, (long)p->size,
+                                      GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL));
+    }
+    return worst;
+}
+
 void fill_uniform(double *x, long n, double lo, double hi, unsigned long long *seed) {
     for (long i = 0; i < n; i++) {
         *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;

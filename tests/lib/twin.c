@@ -1,5 +1,4 @@
-/* The PyTorch-twin fixtures (twin.h): one case's model and fixture files. Moved here from
- * test_twin.c so that the contract test (test_contract.c) writes them for every encoding too. */
+/* The PyTorch-twin fixtures (twin.h): one case's model and fixture files. */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -75,12 +74,14 @@ struct draw {
 };
 
 /* The encoding's own loss terms after a backward, as the trainer adds them: aux_forward with the
- * key, aux_backward into the gradients; the draw and the terms are kept for the fixture. */
-static void aux_step(struct pelab_model *m, uint64_t key, struct draw *d, double *terms,
-                     const char *name) {
+ * key, aux_backward into the gradients; the draw and the terms are kept for the fixture. 0 when
+ * its options switch every term off (each NaN: nothing added), else 1. */
+static int aux_step(struct pelab_model *m, uint64_t key, struct draw *d, double *terms,
+                    const char *name) {
     double t[PELAB_PE_AUX_MAX], total;
     CHECK(m->pe.ops->aux_forward(&m->pe, key, t, &total) == PELAB_OK, "%s: aux_forward: %s", name,
           pelab_last_error());
+    if (isnan(t[0]) && isnan(t[1]) && total == 0) return 0;
     CHECK(isfinite(t[0]) && isfinite(t[1]) && isfinite(total) && t[0] > 0 && t[1] > 0,
           "%s: regulariser losses %g, %g", name, t[0], t[1]);
     m->pe.ops->aux_backward(&m->pe, 1.0);
@@ -92,12 +93,12 @@ static void aux_step(struct pelab_model *m, uint64_t key, struct draw *d, double
     memcpy(d->delta_pos, r->delta_pos, (size_t)nd * sizeof *d->delta_pos);
     memcpy(d->target, r->target, (size_t)r->pivots * sizeof *d->target);
     memcpy(d->ood_pos, r->ood_pos, (size_t)no * sizeof *d->ood_pos);
+    return 1;
 }
 
-/* A 2-D encoding's cases: a patch model as the image task builds it, input vectors of width
- * TWIN_P, a class token, (row, column) positions, bidirectional, training grid TWIN_GRID. */
+/* A 2-D case: a patch model as the image task builds it, input vectors of width TWIN_P, a class
+ * token, (row, column) positions, bidirectional, training grid TWIN_GRID (twin.h). */
 #define TWIN_P 4
-#define TWIN_GRID 4
 
 /* Random tokens; about a quarter of the targets are -1; pos[b][t] = t + 7b + shift.
  * in != NULL (a patch model): the class token's target only, position (0, 0), and every other
@@ -146,8 +147,8 @@ static double forward_checked(struct pelab_model *m, const int32_t *tokens, cons
     return loss;
 }
 
-int twin_write_case(const char *dir, const char *case_name, const char *const *case_opts, int max_seq,
-                    uint64_t seed, int aux) {
+int twin_write_case(const char *dir, const char *case_name, const char *const *case_opts,
+                    const struct pelab_pe_layout *layout, int max_seq, uint64_t seed) {
     const struct { const char *name; const char *const *opts; } case_ = {case_name, case_opts}, *c = &case_;
     char path[4096];
     struct pelab_opts opts = {0};
@@ -158,9 +159,9 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
 
     struct pelab_model m;
     memset(&m, 0, sizeof m);
-    const struct pelab_posenc_ops *ops = pelab_posenc_find(pelab_opts_get(&opts, "pe") ? pelab_opts_get(&opts, "pe") : "rope");
-    const int patches = ops && !pelab_posenc_serves(ops, 1);
-    const struct pelab_model_io io = {patches ? TWIN_P : 0, {patches ? 2 : 1, patches, patches ? TWIN_GRID : 0}};
+    const int patches = layout->dims == 2;
+    PELAB_ASSERT(!patches || layout->grid == TWIN_GRID);
+    const struct pelab_model_io io = {patches ? TWIN_P : 0, *layout};
     const int n_pos = io.positions.dims;
     if (pelab_model_init_io(&m, &opts, V, max_seq, &io) != PELAB_OK) {
         CHECK(0, "%s: pelab_model_init: %s", c->name, pelab_last_error());
@@ -198,12 +199,15 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
             w[0] *= 1 + 0.2 * pelab_rng_normal(&rng);
     }
 
-    /* The regularisers' cases: position embeddings of order 1 (the encoder's input embeddings × 10,
-     * W_out × 30), so that both losses are far from their values for equal embeddings and their
-     * gradients weigh in the comparison. */
-    for (int i = 0; aux && i < m.params.count; i++) {
-        const char *name = m.params.list[i].name;
-        double f = strcmp(name, "pe.seqpe.out.weight") == 0 ? 30 : strstr(name, "_emb.weight") ? 10 : 1;
+    /* An encoding with loss terms of its own (SeqPE's regularisers): position embeddings of order 1
+     * (the encoder's input embeddings × 10, W_out (D, w) × 30·√(D/w): its outputs' size whatever the
+     * encoder's width w), so that both losses are far from their values for equal embeddings and
+     * their gradients weigh in the comparison. */
+    for (int i = 0; m.pe.ops->aux_forward && i < m.params.count; i++) {
+        const struct pelab_param *p = &m.params.list[i];
+        const char *name = p->name;
+        double f = strcmp(name, "pe.seqpe.out.weight") == 0 ? 30 * sqrt((double)p->shape[0] / p->shape[1])
+                   : strstr(name, "_emb.weight") ? 10 : 1;
         for (size_t j = 0; strncmp(name, "pe.seqpe.", 9) == 0 && j < m.params.list[i].size; j++)
             pelab_params_data(&m.params, i)[j] *= f;
     }
@@ -242,7 +246,9 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
         pelab_opts_set(&meta, "pelab.config.input-dim", "4");
         pelab_opts_set(&meta, "pelab.config.pos-dims", "2");
         pelab_opts_set(&meta, "pelab.config.bidirectional", "on");
-        pelab_opts_set(&meta, "pelab.config.grid", "4");
+        char grid[16];
+        snprintf(grid, sizeof grid, "%d", layout->grid);
+        pelab_opts_set(&meta, "pelab.config.grid", grid);
     }
     pelab_opts_set(&meta, "format", "pelab-model");
     snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, c->name);
@@ -267,7 +273,7 @@ int twin_write_case(const char *dir, const char *case_name, const char *const *c
     memcpy(logits, pelab_model_logits(&m), sizeof(double) * B * T * V);
     pelab_params_zero_grad(&m.params);
     pelab_model_backward(&m, 1.0);
-    if (aux) aux_step(&m, 1000, &draws[0], aux_terms[0], c->name);
+    const int aux = m.pe.ops->aux_forward && aux_step(&m, 1000, &draws[0], aux_terms[0], c->name);
     memcpy(grads, m.params.grad, sizeof(double) * m.params.total);
     CHECK(all_finite(grads, m.params.total), "%s: gradients not finite", c->name);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The PyTorch-twin test: build/tests/test_twin writes fixtures (double build), twin_check.py
-# compares them with an independent PyTorch model. Run from the repository root after
-# `make tests`. Exit status: 0 agreed, 77 skipped (no torch), else failed.
+# The PyTorch-twin test: build/tests/test_twin writes fixtures (double build) for every encoding
+# case (tests/lib/models.h), twin_check.py compares them with an independent PyTorch model. Run
+# from the repository root after `make tests`; `tests/ref/run.sh NAME`: encoding NAME's cases
+# alone. Exit status: 0 agreed, 77 skipped (no torch), else failed.
 set -u
 cd "$(dirname "$0")/../.."
 py=/usr/bin/python3
@@ -16,7 +17,7 @@ fi
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pelab-twin.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 # test_twin's own checks failing does not stop the comparison: both verdicts are shown.
-./build/tests/test_twin "$dir"
+./build/tests/test_twin "$dir" ${1:+"$1"}
 fixtures=$?
 "$py" tests/ref/twin_check.py "$dir"
 compared=$?
