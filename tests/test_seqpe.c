@@ -18,10 +18,6 @@
 #include "pelab/threads.h"
 #include "posenc/seqpe.h"
 
-#define H_STEP 1e-6
-#define ATOL 1e-8
-#define RTOL 1e-6
-
 static unsigned long long seed = 7;
 
 static double *vec(long n, double lo, double hi) {
@@ -122,13 +118,7 @@ static void check_encoder(const char *label, int base, int digits, int dims, int
     pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
     double *grad = malloc(c.params.total * sizeof *grad);
     memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
-    for (int i = 0; i < c.params.count; i++) {
-        const struct pelab_param *p = &c.params.list[i];
-        char what[120];
-        snprintf(what, sizeof what, "%s: %s", label, p->name);
-        gradcheck(what, enc_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
-                  H_STEP, ATOL, RTOL);
-    }
+    gradcheck_params(label, enc_f, &c, &c.params, grad, 0, c.params.count);
     /* a second backward on the same activations adds the same again */
     enc_f(&c);
     pelab_params_zero_grad(&c.params);
@@ -217,18 +207,14 @@ static void check_sites(const char *mode, const char *proj) {
     char what[96];
     if (!(c.pe.sites & PELAB_SITE_EMBED)) {
         snprintf(what, sizeof what, "%s (%s) q", mode, proj);
-        gradcheck(what, site_f, &c, c.q, dq, n_in, H_STEP, ATOL, RTOL);
+        gradcheck(what, site_f, &c, c.q, dq, n_in, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
         snprintf(what, sizeof what, "%s (%s) k", mode, proj);
-        gradcheck(what, site_f, &c, c.k, dk, n_in, H_STEP, ATOL, RTOL);
+        gradcheck(what, site_f, &c, c.k, dk, n_in, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
     }
     double *grad = malloc(c.params.total * sizeof *grad);
     memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
-    for (int i = 0; i < c.params.count; i++) {
-        const struct pelab_param *p = &c.params.list[i];
-        snprintf(what, sizeof what, "%s (%s): %s", mode, proj, p->name);
-        gradcheck(what, site_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
-                  H_STEP, ATOL, RTOL);
-    }
+    snprintf(what, sizeof what, "%s (%s)", mode, proj);
+    gradcheck_params(what, site_f, &c, &c.params, grad, 0, c.params.count);
     free(grad), free(dq), free(dk), free(gq), free(gk);
     free(c.q), free(c.k), free(c.wq), free(c.wk), free(c.qo), free(c.ko), free(c.out), free(c.w);
     pelab_posenc_free(&c.pe);
@@ -331,7 +317,7 @@ static void check_losses(void) {
     double *dE = vec(10 * 6, 0, 0);
     double l = pelab_seqpe_delta_loss(c.E, 6, row, target, 3, 4, dE, 1);
     CHECK(l > 0 && fabs(l - loss_f(&c)) < 1e-15, "L_delta %g, the same without gradient", l);
-    gradcheck("L_delta embeddings", loss_f, &c, c.E, dE, 60, H_STEP, ATOL, RTOL);
+    gradcheck("L_delta embeddings", loss_f, &c, c.E, dE, 60, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
     /* a pivot far closer to its target than to the rest: loss near 0 */
     double E2[3 * 2] = {10, 0, 10, 0.1, -10, 0};
     int32_t row2[3] = {0, 1, 2}, t2[1] = {0};
@@ -348,7 +334,7 @@ static void check_losses(void) {
     double teach = 0;
     for (int i = 0; i < 6 * 6; i++) teach = fmax(teach, fabs(dE[i]));
     CHECK(teach == 0, "the teachers (rows 0..5) get no gradient (%g)", teach);
-    gradcheck("L_OOD students", loss_f, &o, o.E + 36, dE + 36, 36, H_STEP, ATOL, RTOL);
+    gradcheck("L_OOD students", loss_f, &o, o.E + 36, dE + 36, 36, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
     memcpy(o.E + 36, o.E, 36 * sizeof *o.E); /* students equal to their teachers */
     for (int i = 0; i < 3; i++) memcpy(o.E + (9 + i) * 6, o.E + (6 + i) * 6, 6 * sizeof *o.E);
     for (int i = 0; i < 3; i++) memcpy(o.E + (6 + i) * 6, o.E + (0 + i) * 6, 6 * sizeof *o.E);
@@ -535,13 +521,9 @@ static void check_aux(const char *mode) {
                (size_t)r->ood_m * D * sizeof *c.teachers);
     CHECK(fabs(aux_f(&c) - total) < 1e-13, "%s: the numeric side computes the same total (%.17g, %.17g)",
           mode, aux_f(&c), total);
-    for (int i = 0; i < c.params.count; i++) {
-        const struct pelab_param *p = &c.params.list[i];
-        char what[96];
-        snprintf(what, sizeof what, "α·L_delta + β·L_OOD (%s): %s", mode, p->name);
-        gradcheck(what, aux_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
-                  H_STEP, ATOL, RTOL);
-    }
+    char what[96];
+    snprintf(what, sizeof what, "α·L_delta + β·L_OOD (%s)", mode);
+    gradcheck_params(what, aux_f, &c, &c.params, grad, 0, c.params.count);
     /* the regularisers never reach W^p: it gets no gradient from them */
     if (strcmp(mode, "input")) {
         int wp = pelab_params_find(&c.params, "pe.seqpe.qk.weight");
@@ -610,13 +592,7 @@ static void check_reg_2d(void) {
     pelab_seqpe_encoder_backward(&c.e, &c.a, dE);
     double *grad = malloc(c.params.total * sizeof *grad);
     memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
-    for (int i = 0; i < c.params.count; i++) {
-        const struct pelab_param *p = &c.params.list[i];
-        char what[96];
-        snprintf(what, sizeof what, "2-D α·L_delta + β·L_OOD: %s", p->name);
-        gradcheck(what, reg2_f, &c, c.params.data + p->offset, grad + p->offset, (long)p->size,
-                  H_STEP, ATOL, RTOL);
-    }
+    gradcheck_params("2-D α·L_delta + β·L_OOD", reg2_f, &c, &c.params, grad, 0, c.params.count);
     free(grad), free(dE), free(c.list), free(c.row), free(c.E), free(c.teachers);
     pelab_seqpe_acts_free(&c.a);
     pelab_seqpe_reg_free(&c.r);
