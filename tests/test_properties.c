@@ -1,7 +1,11 @@
-/* Properties the model must have whatever its weights: relative encodings (RoPE, PoPE, xPos,
- * whose decay ζ^((t−s)/γ_s) is relative too) ignore a global position shift and absolute ones
- * (learned, sinusoidal) do not, outputs at t never see tokens after t, padding changes nothing,
- * a seed fixes every bit, RoPE preserves norms, and PoPE's score is Σ μq μk cos((t−s)θ − δ).
+/* Properties the model must have whatever its weights, for every case of the one list
+ * (lib/models.h: each registered encoding that serves 1-D positions, with its defaults and each
+ * setting of its contract): one that declares itself relative (PELAB_PE_RELATIVE) ignores a global
+ * shift of its positions by 1000 and more, and one that does not sees it; outputs at t never see
+ * tokens after t; padding a batch changes nothing; a seed fixes every bit. Where an encoding's
+ * computation follows the extent of the pass (its cache_check refuses a longer one: dynamic NTK,
+ * LongRoPE's long factors, the learned table's interpolation), the shift and the padding are not
+ * its properties, and it is said. RoPE's norms and PoPE's closed form: test_posenc.
  * Double build. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +17,9 @@
 
 enum { V = 11, B = 2, T = 9 };
 
-/* Encoding `pe` (and k = v if k) with larger weights than the init, so positions matter a lot
- * to the logits. */
-static void make_model(struct pelab_model *m, const char *pe, const char *k, const char *v) {
-    PELAB_ASSERT(test_model(m, (const char *const[]){"pe", pe, k, v, NULL}, NULL, V, T, NULL, 7, 0.3) == PELAB_OK);
+/* The case's model with larger weights than the init, so positions matter a lot to the logits. */
+static void make_model(struct pelab_model *m, const struct pe_case *c) {
+    PELAB_ASSERT(test_model(m, c->opts, NULL, V, T, NULL, 7, 0.3) == PELAB_OK);
 }
 
 static double max_diff(const pelab_real *a, const pelab_real *b, long n) {
@@ -32,28 +35,40 @@ static void forward_logits(struct pelab_model *m, const int32_t *tok, const int3
     memcpy(out, pelab_model_logits(m), sizeof(pelab_real) * B * T * V);
 }
 
-/* Shifting every position by a constant: relative encodings unchanged, NoPE trivially so. */
-static void check_shift(const char *pe, const char *k, const char *v, int relative) {
+/* Shifting every position by a constant: relative encodings unchanged, NoPE trivially so; the
+ * others see it. A table that ends is given positions past 1000 (contract.reach); an encoding that
+ * refuses them still (digits too few) says so, a usage error. */
+static void check_shift(struct pe_case *c) {
+    enum { SHIFT = 1000, ROW = 13 };
+    pe_case_fit(c, T, 2048);
     struct pelab_model m;
-    make_model(&m, pe, k, v);
+    make_model(&m, c);
+    const int relative = (c->ops->contract.promises & PELAB_PE_RELATIVE) != 0;
     int32_t pos[B * T], shifted[B * T];
-    for (int i = 0; i < B * T; i++) pos[i] = i % T, shifted[i] = i % T + 1000 + 13 * (i / T);
+    for (int i = 0; i < B * T; i++) pos[i] = i % T, shifted[i] = i % T + SHIFT + ROW * (i / T);
     pelab_real a[B * T * V], b[B * T * V];
     forward_logits(&m, tokens, pos, a);
-    forward_logits(&m, tokens, shifted, b);
-    double d = max_diff(a, b, B * T * V);
-    if (relative)
-        CHECK(d < 1e-9, "%s %s: logits changed by %.3g under a position shift", pe, v ? v : "", d);
-    else
-        CHECK(d > 1e-3, "%s: absolute encoding should see the shift", pe);
-    printf("  shift invariance %-6s %-12s max |Δlogit| %.3g\n", pe, v ? v : "", d);
+    pelab_model_forward(&m, tokens, NULL, shifted, B, T);
+    if (m.status == PELAB_ERR_USAGE) {
+        CHECK(*pelab_last_error(), "%s: shifted positions refused without a message", c->label);
+        printf("  shift invariance %-40s refuses positions past %d: %s\n", c->label, SHIFT, pelab_last_error());
+    } else if (!relative || pe_extent_free(&m.pe, c->label, SHIFT + ROW + T, "shift invariance")) {
+        memcpy(b, pelab_model_logits(&m), sizeof b);
+        double d = max_diff(a, b, B * T * V);
+        if (relative)
+            CHECK(d < 1e-9, "%s: logits changed by %.3g under a position shift", c->label, d);
+        else
+            CHECK(d > 1e-3, "%s: absolute encoding should see the shift", c->label);
+        printf("  shift invariance %-40s max |Δlogit| %.3g\n", c->label, d);
+    }
     pelab_model_free(&m);
 }
 
 /* Changing the token at t+1 (and after) leaves every output at ≤ t exactly as it was. */
-static void check_causality(const char *pe) {
+static void check_causality(const struct pe_case *c) {
+    const char *pe = c->label;
     struct pelab_model m;
-    make_model(&m, pe, NULL, NULL);
+    make_model(&m, c);
     int32_t pos[B * T];
     for (int i = 0; i < B * T; i++) pos[i] = i % T;
     pelab_real a[B * T * V], b[B * T * V];
@@ -80,13 +95,20 @@ static void check_causality(const char *pe) {
 }
 
 /* The same indirect-indexing batch padded to a longer T gives the same loss and the same
- * logits at every real position. */
-static void check_padding(const char *pe) {
+ * logits at every real position (a table that ends is given the padded length). */
+static void check_padding(struct pe_case *c) {
+    const char *pe = c->label;
     struct pelab_task task;
     PELAB_ASSERT(pelab_task_init(&task, "indirect", NULL) == PELAB_OK);
-    struct pelab_model m;
-    PELAB_ASSERT(test_model(&m, (const char *const[]){"pe", pe, NULL}, NULL, task.vocab, task.seq_len, NULL, 3, 0) == PELAB_OK);
     const int n = 6, T0 = task.seq_len, T1 = task.seq_len + 11;
+    pe_case_fit(c, task.seq_len, T1);
+    struct pelab_model m;
+    PELAB_ASSERT(test_model(&m, c->opts, NULL, task.vocab, task.seq_len, NULL, 3, 0) == PELAB_OK);
+    if (!pe_extent_free(&m.pe, c->label, T1, "padding")) {
+        pelab_model_free(&m);
+        pelab_task_free(&task);
+        return;
+    }
     struct pelab_batch b0, b1;
     pelab_batch_alloc(&b0, n, T0);
     pelab_batch_alloc(&b1, n, T1);
@@ -112,51 +134,38 @@ static void check_padding(const char *pe) {
 }
 
 /* Same seed → same parameters and loss, bit for bit; another seed → different. */
-static void check_seed(void) {
+static void check_seed(const struct pe_case *c) {
     struct pelab_model a, b;
-    make_model(&a, "pope", "pope-delta-init", "uniform");
-    make_model(&b, "pope", "pope-delta-init", "uniform");
+    make_model(&a, c);
+    make_model(&b, c);
     CHECK(memcmp(a.params.data, b.params.data, a.params.total * sizeof(pelab_real)) == 0,
-          "same seed gave different parameters");
+          "%s: same seed gave different parameters", c->label);
     int32_t pos[B * T], targets[B * T];
     for (int i = 0; i < B * T; i++) pos[i] = i % T, targets[i] = (tokens[i] + 1) % V;
     pelab_model_forward(&a, tokens, targets, pos, B, T);
     double la = a.loss;
     pelab_model_forward(&b, tokens, targets, pos, B, T);
     double lb = b.loss;
-    CHECK(la == lb, "same seed gave different losses");
+    CHECK(la == lb, "%s: same seed gave different losses", c->label);
     pelab_model_init_weights(&b, 8);
     CHECK(memcmp(a.params.data, b.params.data, a.params.total * sizeof(pelab_real)) != 0,
-          "different seeds gave the same parameters");
+          "%s: different seeds gave the same parameters", c->label);
     pelab_model_free(&a);
     pelab_model_free(&b);
 }
 
+static void check_case(struct pe_case *c, void *count) {
+    check_shift(c);
+    check_causality(c);
+    check_padding(c);
+    check_seed(c);
+    ++*(int *)count;
+}
+
 int main(void) {
-    check_shift("nope", NULL, NULL, 1);
-    check_shift("rope", NULL, NULL, 1);
-    check_shift("rope", "rope-layout", "half", 1);
-    check_shift("pope", "pope-delta-init", "uniform", 1);
-    check_shift("pope", "pope-softplus", "off", 1);
-    check_shift("xpos", NULL, NULL, 1);
-    check_shift("xpos", "xpos-scale-base", "16", 1);
-    check_shift("rope", "rope-resonance", "on", 1);
-    check_shift("learned", "ape-max-len", "2048", 0);
-    check_shift("sinusoidal", NULL, NULL, 0);
-    check_shift("seqpe", NULL, NULL, 0);                   /* absolute in every integration */
-    check_shift("seqpe", "seqpe-mode", "attn-add", 0);
-    check_shift("seqpe", "seqpe-mode", "attn-bias", 0);
-    check_causality("nope");
-    check_causality("rope");
-    check_causality("pope");
-    check_causality("learned");
-    check_causality("sinusoidal");
-    check_causality("xpos");
-    check_causality("seqpe");
-    check_padding("rope");
-    check_padding("pope");
-    check_padding("sinusoidal");
-    check_padding("seqpe");
-    check_seed();
+    int n = 0;
+    for_each_pe_case(&(struct pe_walk){PE_TEXT, 0, 0, NULL}, check_case, &n);
+    CHECK(n > 0, "no encoding of 1-D positions is registered");
+    printf("%d cases\n", n);
     return check_report("test_properties");
 }
