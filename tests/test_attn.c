@@ -1,22 +1,29 @@
-/* The tiled and cached attention kernels against the reference kernel (the oracle), double build:
- *  - outputs, dq, dk, dv and the BIAS encoding's parameter gradients agree to ~1e-12 for nope,
- *    rope, pope (query/key width 2d, values d), alibi, t5 and fire, with and without dropout, for
+/* The tiled and cached attention kernels against the reference kernel (the oracle), double build,
+ * for every case of the one list (lib/models.h: each registered encoding with its defaults and
+ * each setting of its contract). The kernel-level checks take the cases that reach the kernels
+ * through q, k and the bias alone (QK and BIAS encodings, and NoPE; a shape an encoding refuses is
+ * said and passed over); the whole-model ones take every case of 1-D positions.
+ *  - outputs, dq, dk, dv and the BIAS encoding's parameter gradients agree to ~1e-12 (a QK
+ *    encoding may change the query/key width: PoPE's 2d, values d), with and without dropout, for
  *    T = 1, T a multiple of the tile and T not one, several batch rows and heads, positions from
  *    0 and shifted, the dropout masks of batch rows counted from 0 and from an offset, on one
- *    thread and on two;
+ *    thread and on two; without the causal mask for the encodings that allow it, on 1-D and
+ *    (row, column) positions;
  *  - the cached kernel (generation), every sequence of the same causal cases without dropout fed
  *    in chunks of 1, 5 and 20 queries (dot products, and matrix products from 16), gives the
  *    reference's outputs to ~1e-12;
  *  - a batch split into two shares of rows, each run with the batch row of its first sequence:
  *    the shares' outputs and input gradients are the whole batch's rows, their parameter
  *    gradients add up to the whole batch's, with dropout, for both kernels (MPI ranks run so);
- *  - the tiled backward by central differences (q, k, v, and T5's and FIRE's parameters), with
+ *  - the tiled backward by central differences (q, k, v, and a BIAS encoding's parameters), with
  *    and without dropout (its masks from batch row 3);
  *  - two threads give the same bits twice;
  *  - whole models with --attention ref and tiled: the same loss and gradients; with dropout, the
  *    rows of a batch run as two shares (dropout_row0) give its per-position losses and, weighted
  *    by their targets, its gradients;
  *  - a 10240-token forward runs in an address space too small for one (H,T,T) matrix (SPEC §5).
+ *
+ *   build/tests/test_attn [NAME]      only the encoding NAME's cases (all when absent)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -57,13 +64,11 @@ static double rel_diff(const double *a, const double *b, long n) {
 /* --- one layer's attention, its inputs formed by the encoding's QK transform ------------------- */
 
 struct attn_case {
-    const char *pe;
-    const char *const *kv; /* the encoding's options, NULL-terminated pairs */
+    const struct pe_case *pc; /* the encoding, its options and its positions' layout (bidirectional: no mask) */
     int B, H, d, T, tile;
     double dropout;
     int shifted;           /* positions start at 1000 + 37·b instead of 0 */
     int row0;              /* the dropout masks' batch row of sequence 0 */
-    int bidirectional;     /* no causal mask (images) */
 };
 
 /* An encoding, its parameters behind one unrelated parameter (so theirs do not start at offset 0,
@@ -76,28 +81,54 @@ struct attn_setup {
     double *qkv, *qo, *ko, *dout;  /* (B,T,3D); (B,H,T,dq) ×2; (B,T,D) */
 };
 
-static void setup_init(struct attn_setup *a, const struct attn_case *c) {
+static void setup_free(struct attn_setup *a);
+
+/* A description of case c for messages. */
+static const char *describe(const struct attn_case *c) {
+    static char label[256];
+    snprintf(label, sizeof label, "%s B %d H %d T %3d tile %2d d %d dropout %.1f row0 %d%s", c->pc->label, c->B,
+             c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, c->d, c->dropout, c->row0,
+             c->shifted ? " shifted" : "");
+    return label;
+}
+
+/* 1 when a is set up for case c; 0 when the case does not reach the kernels through q, k and the
+ * bias alone, or its encoding refuses the shape or the positions (said). */
+static int setup_init(struct attn_setup *a, const struct attn_case *c) {
     memset(a, 0, sizeof *a);
     const int D = c->H * c->d;
     const long BT = (long)c->B * c->T;
-    struct pelab_opts o = {0};
-    for (const char *const *kv = c->kv; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
     int64_t five = 5;
     pelab_params_declare(&a->params, "other.weight", 1, &five, 1);
     /* max_seq 8: FIRE's L = 8·|ℓ| falls inside the longer cases' queries */
-    PELAB_ASSERT(pelab_posenc_init(&a->pe, c->pe, &o, &a->params, D, c->H, LAYERS, 8) == PELAB_OK);
+    int rc = pe_case_init(&a->pe, &a->params, c->pc, D, c->H, LAYERS, 8);
+    if (rc == PELAB_OK && (a->pe.sites & ~(unsigned)(PELAB_SITE_QK | PELAB_SITE_BIAS))) {
+        setup_free(a);
+        return 0;
+    }
+    if (rc == PELAB_ERR_USAGE) printf("  %s: refused: %s\n", describe(c), pelab_last_error());
+    PELAB_ASSERT(rc == PELAB_OK || rc == PELAB_ERR_USAGE);
+    if (rc) {
+        setup_free(a);
+        return 0;
+    }
     PELAB_ASSERT(pelab_params_alloc(&a->params) == PELAB_OK);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
     if (a->pe.ops->init_params) a->pe.ops->init_params(&a->pe, &rng);
     /* every parameter away from its init (T5's table starts at 0, PoPE's δ too) */
     for (size_t i = 0; i < a->params.total; i++) a->params.data[i] += 0.5 * (pelab_rng_uniform(&rng) - 0.5);
-    a->pos = malloc((size_t)BT * sizeof *a->pos);
+    const struct pelab_pe_layout *lay = &c->pc->layout;
+    a->pos = malloc((size_t)BT * lay->dims * sizeof *a->pos);
     for (long i = 0; i < BT; i++) {
         long b = i / c->T, t = i % c->T;
-        a->pos[i] = (int32_t)(c->shifted ? 1000 + 37 * b + t : t);
+        pe_place(a->pos + i * lay->dims, (int)(c->shifted ? 1000 + 37 * b + t : t), lay);
     }
-    PELAB_ASSERT(pelab_posenc_prepare(&a->pe, a->pos, c->B, c->T) == PELAB_OK);
+    if (pelab_posenc_prepare(&a->pe, a->pos, c->B, c->T) == PELAB_ERR_USAGE) {
+        printf("  %s: positions refused: %s\n", describe(c), pelab_last_error());
+        setup_free(a);
+        return 0;
+    }
     const int dq = a->pe.qk_dim;
     a->qkv = vec(BT * 3 * D, -1.5, 1.5);
     a->qo = vec(BT * D / c->d * dq, 0, 0);
@@ -108,7 +139,8 @@ static void setup_init(struct attn_setup *a, const struct attn_case *c) {
         .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
         .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
         .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile,
-        .bidirectional = c->bidirectional};
+        .bidirectional = lay->bidirectional};
+    return 1;
 }
 
 static void setup_free(struct attn_setup *a) {
@@ -205,15 +237,15 @@ static double cached_diff(struct attn_setup *a, const double *ref_out, int chunk
     return d;
 }
 
-static void check_against_ref(const struct attn_case *c) {
+/* 1 when the case ran. */
+static int check_against_ref(const struct attn_case *c) {
     struct attn_setup a;
-    setup_init(&a, c);
+    if (!setup_init(&a, c)) return 0;
     const struct pelab_attn_call *s = &a.s;
     const long BT = (long)c->B * c->T, D = (long)c->H * c->d, nq = BT * c->H * s->dq;
-    char label[160];
-    snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f row0 %d%s%s", c->pe,
-             c->B, c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, s->dq, s->dv, c->dropout, c->row0,
-             c->shifted ? " shifted" : "", c->bidirectional ? " bidirectional" : "");
+    const int bidirectional = c->pc->layout.bidirectional;
+    char label[300];
+    snprintf(label, sizeof label, "%s dq %d", describe(c), s->dq);
     pelab_threads_set(1);
     struct result ref, tiled[2];
     run_kernel(&ref, &a, 0);
@@ -232,14 +264,14 @@ static void check_against_ref(const struct attn_case *c) {
             worst = fmax(worst, d);
         }
     }
-    if (!c->bidirectional && c->dropout == 0) /* generation's kernel: causal, no dropout */
+    if (!bidirectional && c->dropout == 0) /* generation's kernel: causal, no dropout */
         for (int chunk = 1; chunk <= 20; chunk += chunk < 5 ? 4 : 15) {
             double d = cached_diff(&a, ref.out, chunk, 0);
             CHECK(d <= EQ_TOL, "%s: the cached kernel in chunks of %d differs from the reference by %.3g",
                   label, chunk, d);
             worst = fmax(worst, d);
         }
-    if (!c->bidirectional && c->dropout == 0) { /* a bf16 cache: the reference on rounded k and v */
+    if (!bidirectional && c->dropout == 0) { /* a bf16 cache: the reference on rounded k and v */
         const long nk = BT * c->H * s->dq;
         double *ko = malloc((size_t)nk * sizeof *ko), *qkv = malloc((size_t)BT * 3 * D * sizeof *qkv);
         memcpy(ko, a.ko, (size_t)nk * sizeof *ko);
@@ -275,49 +307,44 @@ static void check_against_ref(const struct attn_case *c) {
     result_free(&ref), result_free(&tiled[0]), result_free(&tiled[1]);
     pelab_threads_set(1);
     setup_free(&a);
+    return 1;
 }
 
-static void check_cases(void) {
-    static const char *const t5_kv[] = {"t5-table", "per-layer", "t5-buckets", "8", "t5-max-distance", "12", NULL};
-    static const char *const fire_kv[] = {"fire-width", "6", NULL};
-    static const char *const pope_kv[] = {"pope-delta-init", "uniform", NULL};
-    const struct { const char *pe; const char *const *kv; } encs[] = {
-        {"nope", NULL}, {"rope", NULL}, {"pope", pope_kv}, {"alibi", NULL}, {"t5", t5_kv},
-        {"fire", fire_kv}, {"fire-shared", fire_kv}};
-    /* shapes: T not a multiple of the tile, T = 1, T a multiple, T = tile + 1, one partial tile;
-     * heads 20 wide (the cached kernel's dot products: a vector of 16 and 4 alone, 40 for PoPE's
-     * doubled q and k: two vectors and 8 alone) over 23 keys (five groups of four and three alone) */
-    const struct { int B, H, d, T, tile, shifted; } shapes[] = {
-        {2, 3, 4, 13, 4, 0}, {1, 2, 4, 1, 4, 0}, {3, 2, 2, 12, 3, 1}, {2, 2, 4, 9, 8, 1},
-        {1, 3, 2, 7, 0, 0}, {1, 2, 20, 23, 8, 0}};
-    for (size_t e = 0; e < sizeof encs / sizeof *encs; e++)
+/* Causal: shapes with T not a multiple of the tile, T = 1, T a multiple, T = tile + 1, one partial
+ * tile; heads 20 wide (the cached kernel's dot products: a vector of 16 and 4 alone, 40 for PoPE's
+ * doubled q and k: two vectors and 8 alone) over 23 keys (five groups of four and three alone);
+ * each without dropout, with masks from batch row 0 and from row 5. Then the default tile, more
+ * than one of it (and a partial last one). Bidirectional (every key of the sequence), as the image
+ * task runs it: partial tiles, an image's 50 tokens in one default tile with heads 16 wide, and
+ * more than one default tile, with and without dropout. */
+static int check_cases(const struct pe_case *pc) {
+    int ran = 0;
+    if (!pc->layout.bidirectional) {
+        const struct { int B, H, d, T, tile, shifted; } shapes[] = {
+            {2, 3, 4, 13, 4, 0}, {1, 2, 4, 1, 4, 0}, {3, 2, 2, 12, 3, 1}, {2, 2, 4, 9, 8, 1},
+            {1, 3, 2, 7, 0, 0}, {1, 2, 20, 23, 8, 0}};
         for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
             for (int drop = 0; drop < 3; drop++) { /* none; from batch row 0; from row 5 */
-                struct attn_case c = {.pe = encs[e].pe, .kv = encs[e].kv, .B = shapes[i].B,
-                                      .H = shapes[i].H, .d = shapes[i].d, .T = shapes[i].T,
-                                      .tile = shapes[i].tile, .dropout = drop ? 0.3 : 0,
+                struct attn_case c = {.pc = pc, .B = shapes[i].B, .H = shapes[i].H, .d = shapes[i].d,
+                                      .T = shapes[i].T, .tile = shapes[i].tile, .dropout = drop ? 0.3 : 0,
                                       .shifted = shapes[i].shifted, .row0 = drop == 2 ? 5 : 0};
-                check_against_ref(&c);
+                ran += check_against_ref(&c);
             }
-    /* the default tile, more than one of it (and a partial last one) */
-    struct attn_case big[] = {
-        {.pe = "pope", .kv = pope_kv, .B = 1, .H = 2, .d = 4, .T = 150},
-        {.pe = "t5", .kv = t5_kv, .B = 2, .H = 1, .d = 4, .T = 130, .dropout = 0.2, .shifted = 1, .row0 = 7},
-        {.pe = "fire", .kv = fire_kv, .B = 1, .H = 2, .d = 2, .T = 129}};
-    for (size_t i = 0; i < sizeof big / sizeof *big; i++) check_against_ref(&big[i]);
-    /* bidirectional (every key of the sequence), as the image task runs it: partial tiles, an
-     * image's 50 tokens in one default tile with heads 16 wide, and more than one default tile */
+        const struct attn_case big[] = {
+            {.pc = pc, .B = 1, .H = 2, .d = 4, .T = 150},
+            {.pc = pc, .B = 2, .H = 1, .d = 4, .T = 130, .dropout = 0.2, .shifted = 1, .row0 = 7},
+            {.pc = pc, .B = 1, .H = 2, .d = 2, .T = 129}};
+        for (size_t i = 0; i < sizeof big / sizeof *big; i++) ran += check_against_ref(&big[i]);
+        return ran;
+    }
     const struct { int B, H, d, T, tile; } bshapes[] = {{2, 3, 4, 13, 4}, {2, 2, 16, 50, 0}, {1, 2, 4, 130, 0}};
-    const int bencs[] = {0, 1, 2}; /* the encodings that allow it: nope, rope, pope */
-    for (size_t e = 0; e < sizeof bencs / sizeof *bencs; e++)
-        for (size_t i = 0; i < sizeof bshapes / sizeof *bshapes; i++)
-            for (int drop = 0; drop < 2; drop++) {
-                struct attn_case c = {.pe = encs[bencs[e]].pe, .kv = encs[bencs[e]].kv,
-                                      .B = bshapes[i].B, .H = bshapes[i].H, .d = bshapes[i].d,
-                                      .T = bshapes[i].T, .tile = bshapes[i].tile,
-                                      .dropout = drop ? 0.3 : 0, .bidirectional = 1};
-                check_against_ref(&c);
-            }
+    for (size_t i = 0; i < sizeof bshapes / sizeof *bshapes; i++)
+        for (int drop = 0; drop < 2; drop++) {
+            struct attn_case c = {.pc = pc, .B = bshapes[i].B, .H = bshapes[i].H, .d = bshapes[i].d,
+                                  .T = bshapes[i].T, .tile = bshapes[i].tile, .dropout = drop ? 0.3 : 0};
+            ran += check_against_ref(&c);
+        }
+    return ran;
 }
 
 /* --- a batch in two shares of rows, as MPI ranks run it ---------------------------------------- */
@@ -326,9 +353,9 @@ static void check_cases(void) {
  * and c->row0 + b1): out, dq, dk, dv are the whole run's rows and the parameter gradients add up
  * to the whole run's. The control runs the second share as if it began at c->row0, which must
  * draw other masks. */
-static void check_shares(const struct attn_case *c, int b1) {
+static int check_shares(const struct attn_case *c, int b1) {
     struct attn_setup a;
-    setup_init(&a, c);
+    if (!setup_init(&a, c)) return 0;
     const int D = c->H * c->d;
     const long rowq = (long)c->T * c->H * a.s.dq; /* one sequence of q or k (H,T,dq) */
     for (int tiled = 0; tiled < 2; tiled++) {
@@ -347,7 +374,7 @@ static void check_shares(const struct attn_case *c, int b1) {
             for (int k = 0; k < 2; k++) { /* share k's rows inside the whole run's */
                 const long off = k ? b1 * row[i] : 0, n = (k ? c->B - b1 : b1) * row[i];
                 double d = rel_diff(share[k][i], w[i] + off, n);
-                CHECK(d <= EQ_TOL, "%s shares, %s: share %d's %s differs from the whole batch's by %.3g", c->pe,
+                CHECK(d <= EQ_TOL, "%s shares, %s: share %d's %s differs from the whole batch's by %.3g", describe(c),
                       tiled ? "tiled" : "ref", k, name[i], d);
                 worst = fmax(worst, d);
             }
@@ -356,17 +383,18 @@ static void check_shares(const struct attn_case *c, int b1) {
         for (long i = 0; i < np; i++) sum[i] = lo.grad[i] + hi.grad[i];
         double dg = rel_diff(sum, whole.grad, np);
         CHECK(dg <= EQ_TOL, "%s shares, %s: the parameter gradients add up to the whole batch's within %.3g",
-              c->pe, tiled ? "tiled" : "ref", dg);
+              describe(c), tiled ? "tiled" : "ref", dg);
         worst = fmax(worst, dg);
         double control = rel_diff(wrong.out, whole.out + b1 * (long)c->T * D, (c->B - b1) * (long)c->T * D);
         CHECK(control > 1e-3, "%s shares, %s: the second share counted from row %d drew the whole batch's "
-              "masks (out differs by %.3g only)", c->pe, tiled ? "tiled" : "ref", c->row0, control);
-        printf("  %-6s %-5s B %d rows %d+%d from row %d: max rel. diff %.2g; counted from row %d: %.2g\n", c->pe,
-               tiled ? "tiled" : "ref", c->B, b1, c->B - b1, c->row0, worst, c->row0, control);
+              "masks (out differs by %.3g only)", describe(c), tiled ? "tiled" : "ref", c->row0, control);
+        printf("  %s, %-5s rows %d+%d: max rel. diff %.2g; counted from row %d: %.2g\n", describe(c),
+               tiled ? "tiled" : "ref", b1, c->B - b1, worst, c->row0, control);
         free(sum);
         result_free(&whole), result_free(&lo), result_free(&hi), result_free(&wrong);
     }
     setup_free(&a);
+    return 1;
 }
 
 /* --- the tiled backward by central differences -------------------------------------------------- */
@@ -384,9 +412,9 @@ static double tiled_f(void *p) {
     return sum;
 }
 
-static void check_gradients(const struct attn_case *c) {
+static int check_gradients(const struct attn_case *c) {
     static struct grad_ctx g;
-    setup_init(&g.a, c);
+    if (!setup_init(&g.a, c)) return 0;
     struct pelab_attn_call *s = &g.a.s;
     const int D = c->H * c->d;
     const long BT = (long)c->B * c->T, nq = BT * c->H * s->dq;
@@ -399,29 +427,29 @@ static void check_gradients(const struct attn_case *c) {
           "tiled backward");
     double *grad = vec((long)g.a.params.total, 0, 0);
     memcpy(grad, g.a.params.grad, g.a.params.total * sizeof *grad);
-    char what[120];
-    snprintf(what, sizeof what, "tiled %s q (dropout %.1f)", c->pe, c->dropout);
-    gradcheck(what, tiled_f, &g, g.a.qo, dq, nq, 1e-6, 1e-8, 1e-6);
-    snprintf(what, sizeof what, "tiled %s k (dropout %.1f)", c->pe, c->dropout);
-    gradcheck(what, tiled_f, &g, g.a.ko, dk, nq, 1e-6, 1e-8, 1e-6);
+    char label[300], what[320];
+    snprintf(label, sizeof label, "tiled, %s", describe(c));
+    snprintf(what, sizeof what, "%s: q", label);
+    gradcheck(what, tiled_f, &g, g.a.qo, dq, nq, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
+    snprintf(what, sizeof what, "%s: k", label);
+    gradcheck(what, tiled_f, &g, g.a.ko, dk, nq, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
     /* v sits in the qkv buffer: q's and k's columns there must get exactly zero */
-    snprintf(what, sizeof what, "tiled %s v (dropout %.1f)", c->pe, c->dropout);
-    gradcheck(what, tiled_f, &g, g.a.qkv, dv, BT * 3 * D, 1e-6, 1e-8, 1e-6);
-    for (int i = g.a.pe.param_first; g.a.pe.ops->bias_tile_backward && i < g.a.pe.param_end; i++) {
-        const struct pelab_param *p = &g.a.params.list[i];
-        snprintf(what, sizeof what, "tiled %s: %s (dropout %.1f)", c->pe, p->name, c->dropout);
-        gradcheck(what, tiled_f, &g, g.a.params.data + p->offset, grad + p->offset, (long)p->size, 1e-6, 1e-8, 1e-6);
-    }
+    snprintf(what, sizeof what, "%s: v", label);
+    gradcheck(what, tiled_f, &g, g.a.qkv, dv, BT * 3 * D, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
+    if (g.a.pe.ops->bias_tile_backward) /* the kernel's own: the BIAS parameters (QK ones are q's, k's) */
+        gradcheck_params(label, tiled_f, &g, &g.a.params, grad, g.a.pe.param_first, g.a.pe.param_end);
     free(dq), free(dk), free(dv), free(grad), free(g.out), free(g.lse);
     setup_free(&g.a);
+    return 1;
 }
 
 /* --- determinism ---------------------------------------------------------------------------------- */
 
-static void check_bits(const char *pe, const char *const *kv) {
-    struct attn_case c = {pe, kv, 3, 2, 4, 23, 4, 0.1, 0, 0, 0};
+static int check_bits(const struct pe_case *pc) {
+    const struct attn_case c = {pc, 3, 2, 4, 23, 4, 0.1, 0, 0};
+    const char *pe = pc->label;
     struct attn_setup a;
-    setup_init(&a, &c);
+    if (!setup_init(&a, &c)) return 0;
     pelab_threads_set(2);
     struct result r[2];
     run_kernel(&r[0], &a, 1);
@@ -433,10 +461,11 @@ static void check_bits(const char *pe, const char *const *kv) {
                memcmp(r[0].dv, r[1].dv, (size_t)BT * 3 * c.H * c.d * sizeof(double)) == 0 &&
                memcmp(r[0].grad, r[1].grad, a.params.total * sizeof(double)) == 0;
     CHECK(same, "%s: two runs on two threads gave different bits", pe);
-    printf("  %-6s two runs on two threads: %s\n", pe, same ? "same bits" : "DIFFERENT");
+    printf("  %s: two runs on two threads: %s\n", pe, same ? "same bits" : "DIFFERENT");
     result_free(&r[0]), result_free(&r[1]);
     pelab_threads_set(1);
     setup_free(&a);
+    return 1;
 }
 
 /* --- whole models ----------------------------------------------------------------------------------- */
@@ -492,6 +521,10 @@ static void check_model(const char *label, const char *const *kv, double dropout
 static void check_model_shares(const char *label, const char *const *kv, const char *attention) {
     struct pelab_model m;
     make_model(&m, attention, kv);
+    if (!pe_extent_free(&m.pe, label, MT + 20, "rows one at a time")) { /* each row's pass its own extent */
+        pelab_model_free(&m);
+        return;
+    }
     int32_t tokens[MB * MT], targets[MB * MT], pos[MB * MT];
     make_batch(tokens, targets, pos);
     m.cfg.dropout = 0.2;
@@ -573,7 +606,7 @@ static int long_eval_child(void) {
     CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit");
     pelab_threads_set(2);
     struct pelab_model m[2];
-    const char *const kv[] = {"d-model", "8", "layers", "1", "pe", "rope", NULL};
+    const char *const kv[] = {"d-model", "8", "layers", "1", NULL}; /* the default encoding: any would do */
     struct pelab_opts o = {0};
     for (const char *const *p = kv; *p; p += 2) pelab_opts_set(&o, p[0], p[1]);
     pelab_opts_set(&o, "heads", "2");
@@ -599,52 +632,71 @@ static int long_eval_child(void) {
     return check_report("test_attn (long evaluation)");
 }
 
+/* How many cases each group of checks ran. */
+struct counts {
+    int kernels, gradients, shares, bits, models;
+};
+
+/* The kernel-level checks of one case, at its contract's smaller sizes (each passes over a case that does not reach the kernels
+ * through q, k and the bias alone): against the reference; the tiled backward by central
+ * differences, with and without dropout (its masks from batch row 3, a share of a batch), at odd
+ * widths, tiles of 2 to 4, positions from 0 and shifted, and T past FIRE's L = 8·|ℓ|; a batch in
+ * two shares of rows; two runs on two threads. */
+static void check_kernels(struct pe_case *pc, void *counts) {
+    struct counts *n = counts;
+    pe_case_small(pc);
+    n->kernels += check_cases(pc) > 0;
+    const struct { int B, H, d, T, tile, shifted; } causal[] = {
+        {2, 2, 3, 7, 3, 0}, {2, 2, 2, 7, 2, 0}, {1, 2, 2, 8, 3, 1}, {2, 2, 2, 11, 4, 0}},
+      bidirectional[] = {{2, 2, 2, 10, 4, 0}};
+    const int nb = pc->layout.bidirectional ? 1 : 4;
+    int ran = 0;
+    for (int drop = 0; drop < 2; drop++)
+        for (int i = 0; i < nb; i++) {
+            const struct attn_case c = {.pc = pc, .B = (pc->layout.bidirectional ? bidirectional : causal)[i].B,
+                                        .H = (pc->layout.bidirectional ? bidirectional : causal)[i].H,
+                                        .d = (pc->layout.bidirectional ? bidirectional : causal)[i].d,
+                                        .T = (pc->layout.bidirectional ? bidirectional : causal)[i].T,
+                                        .tile = (pc->layout.bidirectional ? bidirectional : causal)[i].tile,
+                                        .shifted = (pc->layout.bidirectional ? bidirectional : causal)[i].shifted,
+                                        .dropout = drop ? 0.3 : 0, .row0 = drop ? 3 : 0};
+            ran += check_gradients(&c);
+        }
+    n->gradients += ran > 0;
+    if (pc->layout.bidirectional) return;
+    ran = check_shares(&(struct attn_case){.pc = pc, .B = 3, .H = 2, .d = 4, .T = 13, .tile = 4, .dropout = 0.3}, 1);
+    ran += check_shares(&(struct attn_case){.pc = pc, .B = 3, .H = 2, .d = 2, .T = 12, .tile = 3, .dropout = 0.3,
+                                            .shifted = 1, .row0 = 5}, 2);
+    ran += check_shares(&(struct attn_case){.pc = pc, .B = 2, .H = 2, .d = 2, .T = 11, .tile = 4, .dropout = 0.3}, 1);
+    n->shares += ran > 0;
+    n->bits += check_bits(pc);
+}
+
+/* The whole-model checks of one case: ref against tiled without dropout and with it, and the rows
+ * of a batch one at a time in either kernel. Positions reach 89 past a training length of 70 (a
+ * table that ends is given 100, contract.reach). */
+static void check_models(struct pe_case *pc, void *counts) {
+    pe_case_fit(pc, MT, 100);
+    pe_case_small(pc);
+    check_model(pc->label, pc->opts, 0);
+    check_model(pc->label, pc->opts, 0.2);
+    for (int ref = 0; ref < 2; ref++) check_model_shares(pc->label, pc->opts, ref ? "ref" : "tiled");
+    ((struct counts *)counts)->models++;
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--long-eval") == 0) return long_eval_child();
-    printf("tiled against the reference\n");
-    check_cases();
-    printf("tiled backward by central differences\n");
-    static const char *const t5_kv[] = {"t5-buckets", "6", "t5-max-distance", "5", NULL};
-    static const char *const fire_kv[] = {"fire-width", "5", NULL};
-    for (int drop = 0; drop < 2; drop++) {
-        const double p = drop ? 0.3 : 0;
-        const int row0 = drop ? 3 : 0; /* a share of a batch: its masks from batch row 3 on */
-        check_gradients(&(struct attn_case){.pe = "nope", .B = 2, .H = 2, .d = 3, .T = 7,
-                .tile = 3, .dropout = p, .row0 = row0});
-        check_gradients(&(struct attn_case){.pe = "pope", .B = 1, .H = 2, .d = 2, .T = 8,
-                .tile = 3, .dropout = p, .shifted = 1, .row0 = row0});
-        check_gradients(&(struct attn_case){.pe = "t5", .kv = t5_kv, .B = 2, .H = 2, .d = 2,
-                .T = 7, .tile = 2, .dropout = p, .row0 = row0});
-        check_gradients(&(struct attn_case){.pe = "fire", .kv = fire_kv, .B = 2, .H = 2, .d = 2,
-                .T = 11, .tile = 4, .dropout = p, .row0 = row0});
-        check_gradients(&(struct attn_case){.pe = "pope", .B = 2, .H = 2, .d = 2, .T = 10,
-                .tile = 4, .dropout = p, .row0 = row0, .bidirectional = 1});
-    }
-    printf("a batch in two shares of rows, dropout 0.3\n");
-    check_shares(&(struct attn_case){.pe = "t5", .kv = t5_kv, .B = 3, .H = 2, .d = 4, .T = 13,
-            .tile = 4, .dropout = 0.3}, 1);
-    check_shares(&(struct attn_case){.pe = "pope", .B = 3, .H = 2, .d = 2, .T = 12, .tile = 3,
-            .dropout = 0.3, .shifted = 1, .row0 = 5}, 2);
-    check_shares(&(struct attn_case){.pe = "fire", .kv = fire_kv, .B = 2, .H = 2, .d = 2, .T = 11,
-            .tile = 4, .dropout = 0.3}, 1);
-    printf("determinism\n");
-    check_bits("t5", t5_kv);
-    check_bits("fire", fire_kv);
+    struct counts n = {0};
+    printf("the kernels: tiled against the reference, the tiled backward, shares, determinism\n");
+    const char *only = argc > 1 ? argv[1] : NULL; /* one encoding's cases */
+    for_each_pe_case(&(struct pe_walk){PE_TEXT | PE_IMAGE | PE_RASTER, 0, 4, only}, check_kernels, &n);
     printf("whole models, --attention ref and tiled\n");
     check_settings();
-    check_model("nope", (const char *const[]){"pe", "nope", NULL}, 0);
-    check_model("rope", (const char *const[]){"pe", "rope", NULL}, 0);
-    check_model("pope", (const char *const[]){"pe", "pope", "pope-delta-init", "uniform", NULL}, 0);
-    check_model("pope dropout", (const char *const[]){"pe", "pope", NULL}, 0.2);
-    check_model("learned", (const char *const[]){"pe", "learned", "ape-max-len", "100", NULL}, 0);
-    check_model("alibi", (const char *const[]){"pe", "alibi", NULL}, 0);
-    check_model("t5 dropout", (const char *const[]){"pe", "t5", "t5-table", "per-layer", NULL}, 0.2);
-    check_model("fire", (const char *const[]){"pe", "fire", "fire-width", "8", NULL}, 0);
-    check_model("fire-shared drop", (const char *const[]){"pe", "fire-shared", "fire-width", "8", NULL}, 0.1);
-    for (int ref = 0; ref < 2; ref++) {
-        check_model_shares("rope", (const char *const[]){"pe", "rope", NULL}, ref ? "ref" : "tiled");
-        check_model_shares("t5", (const char *const[]){"pe", "t5", "t5-table", "per-layer", NULL}, ref ? "ref" : "tiled");
-    }
+    for_each_pe_case(&(struct pe_walk){PE_TEXT, 0, 0, only}, check_models, &n);
+    printf("cases: kernels %d, tiled backward %d, shares %d, determinism %d, whole models %d\n", n.kernels,
+           n.gradients, n.shares, n.bits, n.models);
+    CHECK(n.kernels > 0 && n.gradients > 0 && n.shares > 0 && n.bits > 0 && n.models > 0,
+          "a group of checks ran on no case");
     printf("a %d-token evaluation\n", LONG_T);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' --long-eval", argv[0]);
