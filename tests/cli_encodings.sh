@@ -94,19 +94,12 @@ grep -q "finished earlier: $W/cmp-old/sinusoidal-s1" "$W/err" || fail "compare d
 [ $rc -eq 2 ] && grep -qF -- "--sin-scale 1 (a run from before the option; asked: 0.02)" "$W/err" ||
     fail "compare with the default on a run without sin-scale: exit $rc, $(cat "$W/err")"
 
-expect_usage() { # PATTERN -- ARGS...
-    local pattern=$1; shift 2
-    "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
-    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
-}
-expect_usage "--ape-extend is an option of eval and sample (for --pe learned runs)" -- \
+expect 2 "--ape-extend is an option of eval and sample (for --pe learned runs)" -- \
     train --pe learned --ape-extend interpolate $TINY --out "$W/no"
-expect_usage "--ape-extend applies to runs of --pe learned" -- eval --model "$W/sinusoidal" --ape-extend interpolate
-expect_usage "--ape-extend: 'extrapolate'" -- eval --model "$R" --ape-extend extrapolate
-expect_usage "--ape-max-len 10 is shorter than the training context" -- \
+expect 2 "--ape-extend applies to runs of --pe learned" -- eval --model "$W/sinusoidal" --ape-extend interpolate
+expect 2 "--ape-extend: 'extrapolate'" -- eval --model "$R" --ape-extend extrapolate
+expect 2 "--ape-max-len 10 is shorter than the training context" -- \
     train --pe learned --ape-max-len 10 $TINY --out "$W/no"
-expect_usage "--xpos-scale-base does not apply to --pe rope" -- train --pe rope --xpos-scale-base 8 $TINY --out "$W/no"
+expect 2 "--xpos-scale-base does not apply to --pe rope" -- train --pe rope --xpos-scale-base 8 $TINY --out "$W/no"
 [ -e "$W/no" ] && fail "a refused run left $W/no behind"
 echo "ok"

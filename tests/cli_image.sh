@@ -14,15 +14,6 @@ install_images "$D"
 export PELAB_DATA=$D
 TINY="--task image --image-side 8 --patch 4 --d-model 16 --heads 2 --layers 1 --batch 8 --threads 1 --eval-every 0 --eval-batches 1"
 
-# check CODE PATTERN -- ARGS...: exit CODE, one line on stderr containing PATTERN
-check() {
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/out" 2>"$W/err"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] || fail "pelab $*: stderr is not one line: $(cat "$W/err")"
-    grep -qF -- "$pattern" "$W/err" || fail "pelab $*: '$pattern' not in: $(cat "$W/err")"
-}
-
 for pe in rope2d rope2d-mixed pope2d sinusoidal2d learned2d nope seqpe "seqpe --seqpe-mode attn-mul" \
     "rope --positions raster" "pope --positions raster" "learned --positions raster"; do
     R="$W/$(tr ' ' '_' <<<"$pe")"
@@ -54,7 +45,7 @@ R=$W/learned2d
 "$P" eval --model "$W/rope2d" --resolutions 8,16 >"$W/out" 2>"$W/err" || fail "--resolutions table: $(cat "$W/err")"
 grep -q "^resolution extrapolation: .* trained at 8x8 (grid 2x2 of 4x4 patches), test images" "$W/out" &&
     grep -Eq "^16 +4x4 +2.00 +17 +4 " "$W/out" || fail "--resolutions table: $(cat "$W/out")"
-check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- eval --model "$R" --resolutions 8,10
+expect 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- eval --model "$R" --resolutions 8,10
 # rope2d's evaluation-time --rope2d-extend interpolate: the training side unchanged, a larger one
 # evaluated with its coordinates scaled into the training grid; another encoding's run refuses it
 "$P" eval --model "$W/rope2d" --resolutions 8,16 --json >"$W/x.json" 2>"$W/err" &&
@@ -63,7 +54,7 @@ check 2 "resolution 10 is not a multiple of the patch size 4 (8 and 12 are)" -- 
 [ "$(json_text "$W/x.json" 'j["rows"][0]["loss"]')" = "$(json_text "$W/i.json" 'j["rows"][0]["loss"]')" ] &&
     [ "$(json_text "$W/x.json" 'j["rows"][1]["loss"]')" != "$(json_text "$W/i.json" 'j["rows"][1]["loss"]')" ] ||
     fail "--rope2d-extend interpolate: $(cat "$W/x.json") vs $(cat "$W/i.json")"
-check 2 "--rope2d-extend applies to runs of --pe rope2d" -- eval --model "$R" --rope2d-extend interpolate
+expect 2 "--rope2d-extend applies to runs of --pe rope2d" -- eval --model "$R" --rope2d-extend interpolate
 
 # analyze seqpe on an image run: the five picks (corners, centre) against every cell of the grid,
 # at the training grid and a larger one; the dot product is symmetric across picks; 1-D options refused
@@ -81,7 +72,7 @@ for a in picks:
 PY
 "$P" analyze seqpe --model "$W/seqpe" --out "$W/grid2.csv" 2>"$W/err" && [ "$(wc -l <"$W/grid2.csv")" -eq $((1 + 5 * 4)) ] ||
     fail "analyze seqpe at the training grid: $(cat "$W/err") $(head -3 "$W/grid2.csv")"
-check 2 "--nearest: $W/seqpe is a run on images, whose positions are a grid" -- analyze seqpe --model "$W/seqpe" --nearest 4
+expect 2 "--nearest: $W/seqpe is a run on images, whose positions are a grid" -- analyze seqpe --model "$W/seqpe" --nearest 4
 # the figure's APE-Learn panel: a learned2d run's table rows (model.safetensors), dotted; a larger
 # grid interpolates; an encoding without position vectors is refused
 "$P" analyze seqpe --model "$W/learned2d" --out "$W/ape.csv" 2>"$W/err" || fail "analyze seqpe on learned2d: $(cat "$W/err")"
@@ -139,22 +130,22 @@ for part, w in want.items():
     if part != "mean":
         assert abs(float(of_var) - w / (total - want["mean"])) <= 2e-6, (part, of_var)
 PY
-check 2 "--variance is CSV only" -- analyze seqpe --model "$W/learned2d" --variance --png "$W/v.png"
-check 2 "several runs are for --variance" -- analyze seqpe --model "$W/learned2d,$W/seqpe"
-check 2 "--grid 3,4: one side here (several are for --variance)" -- analyze seqpe --model "$W/learned2d" --grid 3,4
-check 2 "--grid 3,,4: give one or more sides" -- analyze seqpe --model "$W/learned2d" --grid 3,,4 --variance
-check 2 "--grid 0,2: side 2 twice for $W/learned2d (0 is its training grid, 2)" -- \
+expect 2 "--variance is CSV only" -- analyze seqpe --model "$W/learned2d" --variance --png "$W/v.png"
+expect 2 "several runs are for --variance" -- analyze seqpe --model "$W/learned2d,$W/seqpe"
+expect 2 "--grid 3,4: one side here (several are for --variance)" -- analyze seqpe --model "$W/learned2d" --grid 3,4
+expect 2 "--grid 3,,4: give one or more sides" -- analyze seqpe --model "$W/learned2d" --grid 3,,4 --variance
+expect 2 "--grid 0,2: side 2 twice for $W/learned2d (0 is its training grid, 2)" -- \
     analyze seqpe --model "$W/learned2d" --grid 0,2 --variance
-check 2 "--model $W/seqpe,$W/seqpe: $W/seqpe twice" -- analyze seqpe --model "$W/seqpe,$W/seqpe" --variance
+expect 2 "--model $W/seqpe,$W/seqpe: $W/seqpe twice" -- analyze seqpe --model "$W/seqpe,$W/seqpe" --variance
 # a run that fails after others were written leaves the CSV as it was
 cp "$W/var.csv" "$W/var0.csv"
-check 2 "$W/rope2d: a run of --pe rope2d, which has no position vectors" -- \
+expect 2 "$W/rope2d: a run of --pe rope2d, which has no position vectors" -- \
     analyze seqpe --model "$W/learned2d,$W/rope2d" --variance --out "$W/var.csv"
 cmp -s "$W/var.csv" "$W/var0.csv" && ! ls "$W" | grep -q '\.tmp\.' ||
     fail "a failed --variance changed or left files: $(ls -A "$W")"
 "$P" analyze seqpe --model "$W/learned2d" --grid 5 --out "$W/ape5.csv" 2>"$W/err" && [ "$(wc -l <"$W/ape5.csv")" -eq $((1 + 5 * 25)) ] ||
     fail "analyze seqpe on learned2d, a larger grid: $(cat "$W/err")"
-check 2 "a run of --pe rope2d, which has no position vectors" -- analyze seqpe --model "$W/rope2d"
+expect 2 "a run of --pe rope2d, which has no position vectors" -- analyze seqpe --model "$W/rope2d"
 if "$P" --version | grep -q cairo; then
     "$P" analyze seqpe --model "$W/seqpe" --png "$W/grid.png" --out "$W/g.csv" 2>"$W/err" &&
         [ "$(head -c 8 "$W/grid.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "analyze seqpe --png: $(cat "$W/err")"
@@ -245,8 +236,8 @@ wait $pid || fail "compare after a held lock: $(tail -3 "$W/err")"
     --out "$W/cmp2" >"$W/out" 2>"$W/err" || fail "compare --resolutions with --ape-extend: $(tail -3 "$W/err")"
 grep -q '"eval_options": "ape-extend=interpolate"' "$W/cmp2/learned-s1/resolutions-ape-extend=interpolate.json" ||
     fail "the image sweep with the evaluation-time option: $(ls "$W/cmp2/learned-s1")"
-check 2 "--resolutions: task indirect has no images" -- compare --task indirect --pe rope --resolutions 1x --out "$W/bad"
-check 2 "resolution 10 is not a multiple of the patch size 4" -- compare $TINY --pe rope2d --resolutions 8,10 --out "$W/bad"
+expect 2 "--resolutions: task indirect has no images" -- compare --task indirect --pe rope --resolutions 1x --out "$W/bad"
+expect 2 "resolution 10 is not a multiple of the patch size 4" -- compare $TINY --pe rope2d --resolutions 8,10 --out "$W/bad"
 
 # sample: image index, prediction and truth
 "$P" sample --model "$W/rope2d" --count 3 >"$W/out" 2>"$W/err" || fail "sample: $(cat "$W/err")"
@@ -254,16 +245,16 @@ check 2 "resolution 10 is not a multiple of the patch size 4" -- compare $TINY -
     grep -q "^#0 " "$W/out" && grep -q "^[0-3] of 3 right$" "$W/out" || fail "sample: $(cat "$W/out")"
 
 # bad input: one line each
-check 2 "--pe rope: a 1-D encoding, and this task's positions are 2-D (row, column): choose a 2-D encoding" -- \
+expect 2 "--pe rope: a 1-D encoding, and this task's positions are 2-D (row, column): choose a 2-D encoding" -- \
     train $TINY --pe rope --steps 2 --out "$W/bad"
-grep -qF -- "--positions raster" "$W/err" || fail "the 1-D encoding's refusal does not name --positions raster"
-check 2 "--pe rope2d: an encoding of 2-D positions, and this task's positions are 1-D" -- \
+grep -qF -- "--positions raster" "$W/e" || fail "the 1-D encoding's refusal does not name --positions raster"
+expect 2 "--pe rope2d: an encoding of 2-D positions, and this task's positions are 1-D" -- \
     train --task indirect --pe rope2d --steps 2 --out "$W/bad"
-check 2 "--pe alibi: causal only, and this task's attention is bidirectional" -- \
+expect 2 "--pe alibi: causal only, and this task's attention is bidirectional" -- \
     train $TINY --pe alibi --positions raster --steps 2 --out "$W/bad"
-check 2 "resolution 8 is not a multiple of the patch size 5" -- train $TINY --patch 5 --steps 2 --out "$W/bad"
-check 2 "--seqpe-dims 1: this task's positions are 2-D" -- train $TINY --pe seqpe --seqpe-dims 1 --steps 2 --out "$W/bad"
-check 2 "--seqpe-dims 2: this task's positions are 1-D" -- train --task indirect --pe seqpe --seqpe-dims 2 --steps 2 --out "$W/bad"
+expect 2 "resolution 8 is not a multiple of the patch size 5" -- train $TINY --patch 5 --steps 2 --out "$W/bad"
+expect 2 "--seqpe-dims 1: this task's positions are 2-D" -- train $TINY --pe seqpe --seqpe-dims 1 --steps 2 --out "$W/bad"
+expect 2 "--seqpe-dims 2: this task's positions are 1-D" -- train --task indirect --pe seqpe --seqpe-dims 2 --steps 2 --out "$W/bad"
 # training augmentation: recorded in config.json, drawn per training example, so a run resumed
 # mid-way ends with the same weights as one that ran straight through; other images than without it;
 # bad ranges refused before training
@@ -284,9 +275,9 @@ same_weights "$W/aug/model.safetensors" "$W/plain/model.safetensors" && fail "au
 "$P" train $TINY --preset cpu-aug --pe nope --aug-scale off --steps 1 --out "$W/preset-off" >/dev/null 2>"$W/err" ||
     fail "train --preset cpu-aug --aug-scale off: $(tail -3 "$W/err")"
 [ "$(json_text "$W/preset-off/config.json" 'j["task"]["aug-scale"]')" = off ] || fail "--aug-scale off lost to the preset"
-check 2 "--aug-scale '0,1': give LO,HI with 0 < LO <= HI <= 1" -- train $TINY --aug-scale 0,1 --steps 2 --out "$W/bad"
-check 2 "--aug-scale '0.5,2'" -- train $TINY --aug-scale 0.5,2 --steps 2 --out "$W/bad"
-check 2 "--aug-ratio '2,1': give LO,HI with 0 < LO <= HI" -- train $TINY --aug-scale 0.5,1 --aug-ratio 2,1 --steps 2 --out "$W/bad"
-check 2 "--aug-scale does not apply to --task copy" -- train --task copy --aug-scale 0.5,1 --steps 2 --out "$W/bad"
+expect 2 "--aug-scale '0,1': give LO,HI with 0 < LO <= HI <= 1" -- train $TINY --aug-scale 0,1 --steps 2 --out "$W/bad"
+expect 2 "--aug-scale '0.5,2'" -- train $TINY --aug-scale 0.5,2 --steps 2 --out "$W/bad"
+expect 2 "--aug-ratio '2,1': give LO,HI with 0 < LO <= HI" -- train $TINY --aug-scale 0.5,1 --aug-ratio 2,1 --steps 2 --out "$W/bad"
+expect 2 "--aug-scale does not apply to --task copy" -- train --task copy --aug-scale 0.5,1 --steps 2 --out "$W/bad"
 [ ! -e "$W/bad" ] || fail "a refused run left a directory"
 echo "cli_image: ok"

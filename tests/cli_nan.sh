@@ -21,30 +21,24 @@ import json, sys
 print(repr(json.loads(open(sys.argv[1]).readlines()[int(sys.argv[2]) - 1]).get(sys.argv[3])))' "$1/log.jsonl" "$2" "$3"; }
 sums() { (cd "$1" && md5sum model.safetensors checkpoints/*); }
 
-# expect_fail CODE PATTERN ENV -- ARGS: pelab exits CODE with one stderr line holding PATTERN.
-expect_fail() {
-    local code=$1 pattern=$2 env=$3; shift 4
-    env $env "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
-    [ $rc -eq "$code" ] || fail "$env pelab $*: exit $rc, expected $code ($(cat "$W/err"))"
-    grep -v '^step \|^training \|^resuming \|^warning: ' "$W/err" >"$W/errline"
-    [ "$(wc -l <"$W/errline")" -eq 1 ] || fail "$env pelab $*: not one error line: $(cat "$W/err")"
-    grep -qF -- "$pattern" "$W/errline" || fail "$env pelab $*: '$pattern' not in: $(cat "$W/errline")"
-}
+# A failing run: one error line after its progress and warnings (expect -x RUN), the injector in
+# its environment only.
+RUN='^(step |training |resuming |warning: )'
 train_env() { env $1 "$P" train "${@:2}" >/dev/null 2>"$W/err" || fail "$1 pelab train ${*:2}: exit $?: $(tail -2 "$W/err")"; }
 
 "$P" train $S --out "$W/ref" >/dev/null 2>&1 || fail "reference run"
 
 # stop: the step, the value and where; the checkpoint of step 5 untouched by the failed run.
-expect_fail 1 "pelab: step 7: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped, the checkpoint of step 5 is kept" \
-    PELAB_TEST_NAN=7:weight -- train $S --out "$W/stop"
+PELAB_TEST_NAN=7:weight expect 1 "pelab: step 7: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped, the checkpoint of step 5 is kept" -x "$RUN" \
+    -- train $S --out "$W/stop"
 before=$(sums "$W/stop")
-expect_fail 1 "pelab: step 7: the gradient norm is not finite (nan; first non-finite gradient: tok_emb.weight[0] = nan); stopped, the checkpoint of step 5 is kept" \
-    PELAB_TEST_NAN=7:grad -- train --resume "$W/stop"
+PELAB_TEST_NAN=7:grad expect 1 "pelab: step 7: the gradient norm is not finite (nan; first non-finite gradient: tok_emb.weight[0] = nan); stopped, the checkpoint of step 5 is kept" -x "$RUN" \
+    -- train --resume "$W/stop"
 [ "$before" = "$(sums "$W/stop")" ] || fail "a stopped run changed its checkpoint"
-expect_fail 1 "pelab: step 2: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped, no checkpoint was saved" \
-    PELAB_TEST_NAN=2:weight -- train $S --out "$W/early"
-expect_fail 1 "pelab: step 7: an activation is not finite (blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped" \
-    PELAB_TEST_NAN=7:weight -- train $S --check-finite --out "$W/check"
+PELAB_TEST_NAN=2:weight expect 1 "pelab: step 2: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped, no checkpoint was saved" -x "$RUN" \
+    -- train $S --out "$W/early"
+PELAB_TEST_NAN=7:weight expect 1 "pelab: step 7: an activation is not finite (blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped" -x "$RUN" \
+    -- train $S --check-finite --out "$W/check"
 # The resumed run goes on: the injector was only in the environment.
 train_env "" --resume "$W/stop"
 diff <(losses "$W/ref") <(losses "$W/stop") >/dev/null || fail "a run resumed after a stop differs from the reference"
@@ -62,11 +56,11 @@ train_env PELAB_TEST_NAN=7:grad $S --on-nan skip --steps 8 --out "$W/skip2"
 train_env PELAB_TEST_NAN=7:grad --resume "$W/skip2" --steps 12
 diff <(losses "$W/skip") <(losses "$W/skip2") >"$W/diff" || fail "skip, resumed: $(head -3 "$W/diff")"
 # A NaN that stays (a poisoned weight) is skipped --nan-retries times in a row, then stops.
-expect_fail 1 "pelab: step 9: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 3 updates in a row skipped (--nan-retries 2), the checkpoint of step 5 is kept" \
-    PELAB_TEST_NAN=7:weight -- train $S --on-nan skip --nan-retries 2 --eval-every 0 --out "$W/skip3"
+PELAB_TEST_NAN=7:weight expect 1 "pelab: step 9: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 3 updates in a row skipped (--nan-retries 2), the checkpoint of step 5 is kept" -x "$RUN" \
+    -- train $S --on-nan skip --nan-retries 2 --eval-every 0 --out "$W/skip3"
 # A validation pass of a model gone bad says so (here, at step 8, after two skips).
-expect_fail 1 "pelab: step 8: the val loss is not finite (nan): the model's weights or activations overflow, so there is no result to report" \
-    PELAB_TEST_NAN=7:weight -- train $S --on-nan skip --out "$W/skip4"
+PELAB_TEST_NAN=7:weight expect 1 "pelab: step 8: the val loss is not finite (nan): the model's weights or activations overflow, so there is no result to report" -x "$RUN" \
+    -- train $S --on-nan skip --out "$W/skip4"
 
 # rollback: to the checkpoint of step 5, the learning rate halved from there on.
 train_env PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --out "$W/rb"
@@ -87,16 +81,16 @@ train_env PELAB_TEST_NAN=7:weight:once $S --on-nan rollback --nan-lr-factor 0.25
 train_env "" --resume "$W/rb2" --steps 12
 diff <(losses "$W/rb3") <(losses "$W/rb2") >"$W/diff" || fail "rollback, resumed: $(head -3 "$W/diff")"
 # A NaN that comes back every time: --nan-retries rollbacks, then it stops.
-expect_fail 1 "pelab: step 7: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 2 rollbacks already (--nan-retries 2), the checkpoint of step 5 is kept" \
-    PELAB_TEST_NAN=7:weight -- train $S --on-nan rollback --nan-retries 2 --out "$W/rb4"
-[ "$(grep -c '^warning: .*rolled back to step 5' "$W/err")" -eq 2 ] || fail "two rollbacks before giving up: $(cat "$W/err")"
+PELAB_TEST_NAN=7:weight expect 1 "pelab: step 7: the training loss is not finite (nan; first non-finite activation: blocks.0.mlp.fc output (B,T,M) at [0, 0, 0] = nan); stopped: 2 rollbacks already (--nan-retries 2), the checkpoint of step 5 is kept" -x "$RUN" \
+    -- train $S --on-nan rollback --nan-retries 2 --out "$W/rb4"
+[ "$(grep -c '^warning: .*rolled back to step 5' "$W/e")" -eq 2 ] || fail "two rollbacks before giving up: $(cat "$W/e")"
 
 # A weight that overflows in the update itself (STEP:update): stopped before any evaluation or
 # checkpoint sees it; an update already made cannot be skipped; a rollback undoes it.
-expect_fail 1 "pelab: step 7: a weight after the update is not finite (first non-finite weight: blocks.0.mlp.fc.weight[0] = inf); stopped, the checkpoint of step 5 is kept" \
-    PELAB_TEST_NAN=7:update -- train $S --out "$W/upd"
-expect_fail 1 "stopped: an update already made cannot be skipped (--on-nan rollback can go back to the checkpoint), the checkpoint of step 5 is kept" \
-    PELAB_TEST_NAN=7:update -- train $S --on-nan skip --out "$W/upd2"
+PELAB_TEST_NAN=7:update expect 1 "pelab: step 7: a weight after the update is not finite (first non-finite weight: blocks.0.mlp.fc.weight[0] = inf); stopped, the checkpoint of step 5 is kept" -x "$RUN" \
+    -- train $S --out "$W/upd"
+PELAB_TEST_NAN=7:update expect 1 "stopped: an update already made cannot be skipped (--on-nan rollback can go back to the checkpoint), the checkpoint of step 5 is kept" -x "$RUN" \
+    -- train $S --on-nan skip --out "$W/upd2"
 train_env PELAB_TEST_NAN=7:update:once $S --on-nan rollback --out "$W/upd3"
 grep -q "^warning: step 7: a weight after the update is not finite .*; rolled back to step 5" "$W/err" ||
     fail "rollback of an overflowed update: $(cat "$W/err")"
@@ -107,14 +101,14 @@ diff <(losses "$W/rb") <(losses "$W/upd3") >"$W/diff" ||
 # N-th product of the process in any precision) is reported as itself, not as a non-finite loss,
 # in a forward pass (the 3rd product here), a backward pass (the 8th) and an evaluation
 for n in 3 8; do
-    expect_fail 1 "out of memory (PELAB_TEST_GEMM_FAIL)" PELAB_TEST_GEMM_FAIL=$n -- train $S --out "$W/gemm$n"
-    grep -q "not finite" "$W/err" && fail "a failed product reported as a non-finite value: $(cat "$W/err")"
+    PELAB_TEST_GEMM_FAIL=$n expect 1 "out of memory (PELAB_TEST_GEMM_FAIL)" -x "$RUN" -- train $S --out "$W/gemm$n"
+    grep -q "not finite" "$W/e" && fail "a failed product reported as a non-finite value: $(cat "$W/e")"
 done
 train_env PELAB_TEST_GEMM_FAIL=0 $S --out "$W/whole"
-expect_fail 1 "out of memory (PELAB_TEST_GEMM_FAIL)" PELAB_TEST_GEMM_FAIL=2 -- eval --model "$W/whole" --threads 1
+PELAB_TEST_GEMM_FAIL=2 expect 1 "out of memory (PELAB_TEST_GEMM_FAIL)" -x "$RUN" -- eval --model "$W/whole" --threads 1
 
 # The injector is test-only and strict.
-expect_fail 2 "PELAB_TEST_NAN (test-only): 'soon' is not STEP:grad, STEP:weight or STEP:update" PELAB_TEST_NAN=soon -- train $S --out "$W/x"
-expect_fail 2 "PELAB_TEST_NAN (test-only)" PELAB_TEST_NAN=3:grad:twice -- train $S --out "$W/x"
+PELAB_TEST_NAN=soon expect 2 "PELAB_TEST_NAN (test-only): 'soon' is not STEP:grad, STEP:weight or STEP:update" -x "$RUN" -- train $S --out "$W/x"
+PELAB_TEST_NAN=3:grad:twice expect 2 "PELAB_TEST_NAN (test-only)" -x "$RUN" -- train $S --out "$W/x"
 [ -e "$W/x" ] && fail "a refused injector left a run directory"
 echo "ok"

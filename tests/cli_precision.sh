@@ -16,24 +16,16 @@ set -u
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 2 --indirect-val-size 32 --indirect-test-size 32"
 S="$TINY --warmup 5 --decay-steps 16 --log-every 1 --eval-every 4 --eval-batches 1"
 
-# refused CMD...: exit 2, one line on stderr naming AVX512-BF16 (or, in a build without oneDNN,
-# saying so), no run directory
-refused() {
-    env -u PELAB_BF16_EMULATION ONEDNN_MAX_CPU_ISA=AVX512_CORE "$@" >"$W/out" 2>"$W/err"
-    local rc=$?
-    [ $rc -eq 2 ] || fail "$*: exit $rc on a CPU without AVX512-BF16 (expected 2): $(cat "$W/err")"
-    [ "$(wc -l <"$W/err")" -eq 1 ] &&
-        grep -qE "^pelab: --precision bf16( needs a CPU with AVX512-BF16|: this pelab was built without oneDNN)" "$W/err" ||
-        fail "$*: not one clear line: $(cat "$W/err")"
-}
-
 train $S --pe rope --steps 4 --out "$W/fp32run"
-refused "$P" train $S --pe rope --steps 4 --precision bf16 --out "$W/refused"
-[ -e "$W/refused" ] && fail "a refused bf16 run wrote $W/refused"
-refused "$P" eval --model "$W/fp32run" --precision bf16
-refused "$P" sample --model "$W/fp32run" --precision bf16 --count 1
+# On a CPU without AVX512-BF16 (as oneDNN sees it), bf16 is refused: exit 2, one line on stderr
+# naming AVX512-BF16 (or, in a build without oneDNN, saying so), no run directory.
+NO_BF16=(env -u PELAB_BF16_EMULATION ONEDNN_MAX_CPU_ISA=AVX512_CORE "$P")
+REFUSAL="^pelab: --precision bf16( needs a CPU with AVX512-BF16|: this pelab was built without oneDNN)"
+expect 2 "$REFUSAL" -E -n "$W/refused" -c -- "${NO_BF16[@]}" train $S --pe rope --steps 4 --precision bf16 --out "$W/refused"
+expect 2 "$REFUSAL" -E -c -- "${NO_BF16[@]}" eval --model "$W/fp32run" --precision bf16
+expect 2 "$REFUSAL" -E -c -- "${NO_BF16[@]}" sample --model "$W/fp32run" --precision bf16 --count 1
 # where the refusal offers the emulation (a oneDNN build on AVX-512), the emulation runs, said once
-if grep -qF "(PELAB_BF16_EMULATION=1 runs its slower emulation)" "$W/err"; then
+if grep -qF "(PELAB_BF16_EMULATION=1 runs its slower emulation)" "$W/e"; then
     PELAB_BF16_EMULATION=1 ONEDNN_MAX_CPU_ISA=AVX512_CORE "$P" train $S --pe rope --steps 2 --precision bf16 \
         --out "$W/emulated" >/dev/null 2>"$W/err" || fail "bf16 on the emulation: $(cat "$W/err")"
     [ "$(grep -c "^pelab: --precision bf16 on oneDNN's emulation" "$W/err")" -eq 1 ] ||

@@ -164,21 +164,13 @@ else
 fi
 
 # refusals: one line each, exit 2
-expect_usage() { # PATTERN ARGS...
-    local pat=$1
-    shift
-    "$P" eval "$@" >"$W/out" 2>"$W/err"; local rc=$?
-    [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q -- "$pat" "$W/err" ||
-        fail "eval $*: exit $rc, $(cat "$W/err")"
-}
 "$P" train $QA --tokenizer byte --data-dir "$D" --pe learned --d-model 16 --heads 2 --layers 1 --steps 1 \
     --threads 1 --eval-every 0 --out "$W/learned" >/dev/null 2>"$W/err" || fail "learned: $(cat "$W/err")"
-expect_usage "--lengths 2x (224 tokens): .*ape-extend interpolate" --model "$W/learned" --lengths 1x,2x
-expect_usage "--lengths 0.5x (56 tokens): --seq-len 56: a passkey example of 1 digits needs 93 tokens" \
-    --model "$W/ft" --lengths 0.5x,1x
-expect_usage "--gen-tokens applies to the length sweep of a qa run" --model "$W/ft" --gen-tokens 4
-expect_usage "--split long: task qa asks its questions on the val and test splits" \
-    --model "$W/ft" --lengths 1x --split long
-expect_usage "--csv writes the rows of a length sweep" --model "$W/ft" --csv "$W/x.csv"
-[ -e "$W/x.csv" ] && fail "a refused eval wrote its CSV"
+expect 2 "--lengths 2x (224 tokens): .*ape-extend interpolate" -G -- eval --model "$W/learned" --lengths 1x,2x
+expect 2 "--lengths 0.5x (56 tokens): --seq-len 56: a passkey example of 1 digits needs 93 tokens" -- \
+    eval --model "$W/ft" --lengths 0.5x,1x
+expect 2 "--gen-tokens applies to the length sweep of a qa run" -- eval --model "$W/ft" --gen-tokens 4
+expect 2 "--split long: task qa asks its questions on the val and test splits" -- \
+    eval --model "$W/ft" --lengths 1x --split long
+expect 2 "--csv writes the rows of a length sweep" -n "$W/x.csv" -- eval --model "$W/ft" --csv "$W/x.csv"
 echo "ok"

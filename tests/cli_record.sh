@@ -21,17 +21,11 @@ TXT="--task text --dataset sotu --tokenizer byte --d-model 16 --heads 2 --layers
      --threads 1 --eval-every 0 --seq-len 32 --steps 3"
 # refused before anything runs, one line, no record: a path outside the repository, and runs that
 # no record keeps
-refused_record() { # PATTERN NAME COMMAND...
-    local pattern=$1; shift
-    bash scripts/record.sh "$@" >"$W/o" 2>"$W/e"; local rc=$?
-    [ $rc -eq 2 ] && [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" && [ ! -e "$W/results/$1" ] ||
-        fail "record.sh $*: exit $rc, expected 2, one line with '$pattern' and no record: $(head -c 2000 "$W/e")"
-}
-refused_record "$D is a path outside the repository, which a record cannot name" \
-    out "$P" compare $TXT --data-dir "$D" --pe rope --out "$W/never"
+expect 2 "$D is a path outside the repository, which a record cannot name" -n "$W/results/out" -c -- \
+    bash scripts/record.sh out "$P" compare $TXT --data-dir "$D" --pe rope --out "$W/never"
 mkdir -p "$W/loose/rope-s1"
-refused_record "--pe init-from=$W/loose/rope-s{seed}: a run no record keeps" \
-    out "$P" compare $TXT --pe "rope:init-from=$W/loose/rope-s{seed}" --out "$W/never"
+expect 2 "--pe init-from=$W/loose/rope-s{seed}: a run no record keeps" -n "$W/results/out" -c -- \
+    bash scripts/record.sh out "$P" compare $TXT --pe "rope:init-from=$W/loose/rope-s{seed}" --out "$W/never"
 [ ! -e "$W/never" ] || fail "a refused record ran its command"
 # (--out=DIR: record.sh and reproduce.sh read the option in either form)
 bash scripts/record.sh tiny "$P" compare $TXT --pe rope,nope --seeds 2 --lengths 1x,2x --out="$W/cmp" \
@@ -87,25 +81,20 @@ grep -q "^largest drift: 0.000 %$" "$W/o" || fail "reproduce on the same machine
 [ -f "$W/again/.made-by-reproduce" ] || fail "reproduce did not mark its directory as its own"
 # reproduce removes only what it made: a name is a directory of results/ (no path), and an --out
 # it did not make is refused and kept; its own directory it replaces
-refused() { # CODE PATTERN NAME: reproduce NAME exits CODE with one line on stderr containing PATTERN
-    bash scripts/reproduce.sh "$3" >"$W/o" 2>"$W/e"; local rc=$?
-    [ $rc -eq "$1" ] && [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$2" "$W/e" ||
-        fail "reproduce $3: exit $rc, expected $1 and one line with '$2': $(head -c 2000 "$W/e")"
-}
 mkdir "$W/victim" && cp "$R/record.json" "$W/victim/" && echo precious >"$W/victim/file"
 # from results/ and from runs/reproduce/ alike, this name leads to $W/victim
-refused 2 "is not a table name" "../../../../../../../../../..$W/victim"
+expect 2 "is not a table name" -c -- bash scripts/reproduce.sh "../../../../../../../../../..$W/victim"
 mkdir "$W/mine" && echo precious >"$W/mine/file"
-PELAB_REPRODUCE_OUT=$W/mine refused 2 "$W/mine exists and was not made by reproduce" tiny
+PELAB_REPRODUCE_OUT=$W/mine expect 2 "$W/mine exists and was not made by reproduce" -c -- bash scripts/reproduce.sh tiny
 ln -s "$W/mine" "$W/link"
-PELAB_REPRODUCE_OUT=$W/link refused 2 "$W/link exists and was not made by reproduce" tiny
+PELAB_REPRODUCE_OUT=$W/link expect 2 "$W/link exists and was not made by reproduce" -c -- bash scripts/reproduce.sh tiny
 [ "$(cat "$W/victim/file" "$W/mine/file")" = "$(printf 'precious\nprecious')" ] && [ -f "$W/victim/record.json" ] ||
     fail "a refused reproduce removed a directory it did not make"
 mkdir "$W/results/no-out" && /usr/bin/python3 -c '
 import json, sys
 json.dump({"command": [sys.argv[1], "compare", "--task", "indirect"], "environment": {}}, open(sys.argv[2], "w"))' \
     "$P" "$W/results/no-out/record.json"
-PELAB_REPRODUCE_OUT=$W/none refused 2 "its command names no --out DIR" no-out
+PELAB_REPRODUCE_OUT=$W/none expect 2 "its command names no --out DIR" -c -- bash scripts/reproduce.sh no-out
 [ ! -e "$W/none" ] || fail "a refused reproduce made its directory"
 # a chain (made-up records): the records whose runs a command reads (runs/record/X/...), theirs
 # first; records that read each other's runs, or the runs of a record results/ lacks, refused
@@ -116,8 +105,8 @@ made_up() { # NAME READS: a record of a compare fine-tuning the runs of record R
 made_up ft2 ft1 && made_up ft1 tiny && made_up ring-a ring-b && made_up ring-b ring-a && made_up orphan absent
 [ "$(/usr/bin/python3 scripts/recordpaths.py chain ft2 | tr '\n' ' ')" = "tiny ft1 ft2 " ] ||
     fail "the chain of ft2: $(/usr/bin/python3 scripts/recordpaths.py chain ft2)"
-refused 2 "$W/results/ring-a and $W/results/ring-b read each other's runs" ring-a
-refused 2 "$W/results/orphan reads runs/record/absent, the runs of a record $W/results does not hold" orphan
+expect 2 "$W/results/ring-a and $W/results/ring-b read each other's runs" -c -- bash scripts/reproduce.sh ring-a
+expect 2 "$W/results/orphan reads runs/record/absent, the runs of a record $W/results does not hold" -c -- bash scripts/reproduce.sh orphan
 [ ! -e runs/reproduce/ring-a ] && [ ! -e runs/reproduce/orphan ] || fail "a refused chain made a directory"
 rm -r "$W"/results/{ft1,ft2,ring-a,ring-b,orphan}
 PELAB_BIN=$P PELAB_REPRODUCE_OUT=$W/again bash scripts/reproduce.sh tiny >"$W/o" 2>"$W/e" || fail "reproduce into its own directory: $(tail -3 "$W/e")"
@@ -195,8 +184,8 @@ bash scripts/record.sh grid-var "$P" analyze seqpe --variance --model "$W/img/se
 sed "s|$W/img/|runs/record/img/|" "$W/var.csv" | cmp -s - "$W/results/grid-var/analysis.csv" ||
     fail "the record's analysis.csv is not the analysis's with the runs of img as runs/record/img/RUN"
 mkdir "$W/copy" && cp -r "$W/img/seqpe-s1" "$W/copy/"
-refused_record "--model $W/copy/seqpe-s1: a run no record keeps" \
-    grid-var-copy "$P" analyze seqpe --variance --model "$W/copy/seqpe-s1" --out "$W/never.csv"
+expect 2 "--model $W/copy/seqpe-s1: a run no record keeps" -n "$W/results/grid-var-copy" -c -- \
+    bash scripts/record.sh grid-var-copy "$P" analyze seqpe --variance --model "$W/copy/seqpe-s1" --out "$W/never.csv"
 printf '<!-- results:grid-var -->\n<!-- /results:grid-var -->\n' >"$W/README4.md"
 /usr/bin/python3 scripts/tables.py "$W/README4.md" >/dev/null || fail "tables.py on a grid variance"
 /usr/bin/python3 - "$W/README4.md" "$W/var.csv" <<'PY' || fail "the grid variance table: $(cat "$W/README4.md")"

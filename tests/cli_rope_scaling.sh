@@ -48,9 +48,7 @@ echo '{"rope_scaling": {"short_factor": [1, 1, 2, 2, 4, 4, 8, 8], "long_factor":
     fail "longrope geometric:1,1 at scale 1 differs from plain RoPE"
 [ "$(loss --rope-scaling longrope --rope-scale 4 --longrope-factors geometric:8,128)" != "$plain" ] ||
     fail "longrope geometric:8,128 changed nothing"
-"$P" eval --model "$R" --rope-scaling longrope --longrope-factors "$W/gone.json" >/dev/null 2>"$W/err"
-[ $? -eq 1 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q -- "--longrope-factors: $W/gone.json" "$W/err" ||
-    fail "a missing factor file: expected exit 1 and one line naming it: $(cat "$W/err")"
+expect 1 "--longrope-factors: $W/gone.json" -- eval --model "$R" --rope-scaling longrope --longrope-factors "$W/gone.json"
 "$P" eval --model "$R" --rope-scaling yarn --rope-scale 4 >"$W/out" 2>"$W/err" ||
     fail "eval --rope-scaling yarn --rope-scale 4 exited $?: $(cat "$W/err")"
 grep -q "^test: accuracy" "$W/out" || fail "eval output: $(cat "$W/out")"
@@ -61,33 +59,26 @@ grep -q "rope-scaling" "$R/config.json" && fail "config.json records an evaluati
 "$P" help eval | grep -q -- "--rope-scaling none|pi|ntk|dynamic-ntk|yarn" || fail "help eval lacks --rope-scaling"
 "$P" help sample | grep -q -- "--yarn-beta-fast" || fail "help sample lacks --yarn-beta-fast"
 
-expect_usage() { # PATTERN -- ARGS...
-    local pattern=$1; shift 2
-    "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
-    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
-}
 echo '{"short_factor": [1, 1], "long_factor": [1, 1]}' >"$W/two.json"
-expect_usage '"short_factor" has 2 factors; this run rotates 8 pairs per head' -- \
+expect 2 '"short_factor" has 2 factors; this run rotates 8 pairs per head' -- \
     eval --model "$R" --rope-scaling longrope --longrope-factors "$W/two.json"
 for pe in pope nope; do
-    expect_usage "--rope-scaling applies to runs of --pe rope; $W/$pe was trained with --pe $pe" -- \
+    expect 2 "--rope-scaling applies to runs of --pe rope; $W/$pe was trained with --pe $pe" -- \
         eval --model "$W/$pe" --rope-scaling yarn --rope-scale 4
-    expect_usage "--rope-scale applies to runs of --pe rope" -- sample --model "$W/$pe" --rope-scale 2
+    expect 2 "--rope-scale applies to runs of --pe rope" -- sample --model "$W/$pe" --rope-scale 2
 done
-expect_usage "--rope-scaling is an option of eval and sample (for --pe rope runs), not of training" -- \
+expect 2 "--rope-scaling is an option of eval and sample (for --pe rope runs), not of training" -- \
     train --pe rope --rope-scaling yarn $TINY --out "$W/no"
-expect_usage "--rope-scale 0.5: --rope-scaling yarn extends the context s times" -- \
+expect 2 "--rope-scale 0.5: --rope-scaling yarn extends the context s times" -- \
     eval --model "$R" --rope-scaling yarn --rope-scale 0.5
-expect_usage "--yarn-beta-fast applies only with --rope-scaling yarn (not ntk)" -- \
+expect 2 "--yarn-beta-fast applies only with --rope-scaling yarn (not ntk)" -- \
     eval --model "$R" --rope-scaling ntk --rope-scale 2 --yarn-beta-fast 16
-expect_usage "--rope-original-len applies only with --rope-scaling dynamic-ntk, yarn, llama3 or longrope" -- \
+expect 2 "--rope-original-len applies only with --rope-scaling dynamic-ntk, yarn, llama3 or longrope" -- \
     eval --model "$R" --rope-scaling pi --rope-scale 2 --rope-original-len 64
-expect_usage "--rope-scaling: 'rope-2'" -- eval --model "$R" --rope-scaling rope-2
-expect_usage "--longrope-factors geometric:2: give geometric:S,L" -- \
+expect 2 "--rope-scaling: 'rope-2'" -- eval --model "$R" --rope-scaling rope-2
+expect 2 "--longrope-factors geometric:2: give geometric:S,L" -- \
     eval --model "$R" --rope-scaling longrope --longrope-factors geometric:2
-expect_usage "--rope-scaling longrope needs --longrope-factors FILE" -- eval --model "$R" --rope-scaling longrope
-expect_usage "--rope-scale: -1 is out of range" -- eval --model "$R" --rope-scaling pi --rope-scale -1
+expect 2 "--rope-scaling longrope needs --longrope-factors FILE" -- eval --model "$R" --rope-scaling longrope
+expect 2 "--rope-scale: -1 is out of range" -- eval --model "$R" --rope-scaling pi --rope-scale -1
 [ -e "$W/no" ] && fail "a refused run left $W/no behind"
 echo "ok"

@@ -55,8 +55,7 @@ for pe in rope fox alibi; do
 $(diff "$W/bf16-on" "$W/bf16-off" | head -8)"
 done
 for bad in "--weights fp16" "--cache fp16"; do
-    "$P" sample --model "$W/rope" --count 1 --prompt 6 --tokens 5 $bad >/dev/null 2>"$W/err"; rc=$?
-    [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q -- "${bad%% *}" "$W/err" || fail "$bad: exit $rc, $(cat "$W/err")"
+    expect 2 "${bad%% *}" -- sample --model "$W/rope" --count 1 --prompt 6 --tokens 5 $bad
 done
 # a bf16 cache (its arithmetic is test_attn's): generates, silently, with and without bf16 weights
 for w in fp32 bf16; do
@@ -68,10 +67,10 @@ done
 
 # dynamic NTK past L_train: recomputed, one notice, the same tokens
 R="$W/rope"
-"$P" sample --model "$R" --count 1 --prompt 6 --tokens 50 --context 48 --threads 1 --temperature 0 \
-    --rope-scaling dynamic-ntk --rope-scale 2 >"$W/on" 2>"$W/err" || fail "sample dynamic-ntk: $(cat "$W/err")"
-[ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "^notice: generating without the KV cache (every token recomputes the context): --rope-scaling dynamic-ntk" "$W/err" ||
-    fail "dynamic-ntk: expected one notice, got: $(cat "$W/err")"
+expect 0 "^notice: generating without the KV cache (every token recomputes the context): --rope-scaling dynamic-ntk" -G -- \
+    sample --model "$R" --count 1 --prompt 6 --tokens 50 --context 48 --threads 1 --temperature 0 \
+    --rope-scaling dynamic-ntk --rope-scale 2
+mv "$W/o" "$W/on"
 "$P" sample --model "$R" --count 1 --prompt 6 --tokens 50 --context 48 --threads 1 --temperature 0 \
     --rope-scaling dynamic-ntk --rope-scale 2 --cache off >"$W/off" 2>"$W/err" || fail "sample dynamic-ntk --cache off: $(cat "$W/err")"
 [ -s "$W/err" ] && fail "--cache off printed: $(cat "$W/err")"
@@ -83,9 +82,7 @@ cmp -s "$W/on" "$W/off" || fail "the fallback differs from --cache off"
 
 # a learned table asked for more context than it has: one usage error, with the cache or without
 for cache in on off; do
-    "$P" sample --model "$W/learned" --count 1 --prompt 6 --tokens 50 --context 48 --cache $cache \
-        --threads 1 >/dev/null 2>"$W/err"; rc=$?
-    [ $rc -eq 2 ] && [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q "beyond the table of 32 positions" "$W/err" ||
-        fail "learned past its table (--cache $cache): exit $rc, $(cat "$W/err")"
+    expect 2 "beyond the table of 32 positions" -- \
+        sample --model "$W/learned" --count 1 --prompt 6 --tokens 50 --context 48 --cache $cache --threads 1
 done
 echo "ok"

@@ -158,43 +158,35 @@ for l, (a, b) in want.items():
     assert cfg["encoding"]["seqpe-delta-batch"] == 4, "shared options reach every variant"
 PY
 
-expect_usage() { # PATTERN -- ARGS...
-    local pattern=$1; shift 2
-    "$P" "$@" >/dev/null 2>"$W/err"; local rc=$?
-    [ $rc -eq 2 ] || fail "pelab $*: exit $rc, expected 2 ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -qF -- "$pattern" "$W/err" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/err")"
-    [ -e "$W/no" ] && fail "pelab $*: left $W/no behind"
-}
-expect_usage "--seqpe-base: 1 is out of range [2, 65536]" -- train --pe seqpe --seqpe-base 1 $TINY --out "$W/no"
-expect_usage "--seqpe-digits 1 in base 10 hold positions below 10, fewer than the training context's 50" -- \
+expect 2 "--seqpe-base: 1 is out of range [2, 65536]" -n "$W/no" -- train --pe seqpe --seqpe-base 1 $TINY --out "$W/no"
+expect 2 "--seqpe-digits 1 in base 10 hold positions below 10, fewer than the training context's 50" -n "$W/no" -- \
     train --pe seqpe --seqpe-digits 1 $TINY --out "$W/no"
-expect_usage "--seqpe-dims 2: this task's positions are 1-D" -- train --pe seqpe --seqpe-dims 2 $TINY --out "$W/no"
-expect_usage "--seqpe-mode: 'attn-scalar' is not one of" -- train --pe seqpe --seqpe-mode attn-scalar $TINY --out "$W/no"
-expect_usage "--seqpe-heads 3 does not divide the encoder width 8" -- train --pe seqpe --seqpe-heads 3 $TINY --out "$W/no"
-expect_usage "--seqpe-mode does not apply to --pe rope" -- train --pe rope --seqpe-mode input --out "$W/no"
-expect_usage "--seqpe-max-pos 2000 is beyond what --seqpe-digits 3 in base 10 hold" -- \
+expect 2 "--seqpe-dims 2: this task's positions are 1-D" -n "$W/no" -- train --pe seqpe --seqpe-dims 2 $TINY --out "$W/no"
+expect 2 "--seqpe-mode: 'attn-scalar' is not one of" -n "$W/no" -- train --pe seqpe --seqpe-mode attn-scalar $TINY --out "$W/no"
+expect 2 "--seqpe-heads 3 does not divide the encoder width 8" -n "$W/no" -- train --pe seqpe --seqpe-heads 3 $TINY --out "$W/no"
+expect 2 "--seqpe-mode does not apply to --pe rope" -n "$W/no" -- train --pe rope --seqpe-mode input --out "$W/no"
+expect 2 "--seqpe-max-pos 2000 is beyond what --seqpe-digits 3 in base 10 hold" -n "$W/no" -- \
     train --pe seqpe --seqpe-digits 3 --seqpe-max-pos 2000 $TINY --out "$W/no"
-expect_usage "--seqpe-max-pos 40 leaves no room to shift the training context" -- \
+expect 2 "--seqpe-max-pos 40 leaves no room to shift the training context" -n "$W/no" -- \
     train --pe seqpe --seqpe-max-pos 40 $TINY --out "$W/no"
-expect_usage "--seqpe-alpha: -1 is out of range" -- train --pe seqpe --seqpe-alpha -1 $TINY --out "$W/no"
-expect_usage "--seqpe-reg-profile: 'author' is not one of" -- train --pe seqpe --seqpe-reg-profile author $TINY --out "$W/no"
-expect_usage "--seqpe-global-frac -0.5: give a fraction in [0, 1], or -1" -- \
+expect 2 "--seqpe-alpha: -1 is out of range" -n "$W/no" -- train --pe seqpe --seqpe-alpha -1 $TINY --out "$W/no"
+expect 2 "--seqpe-reg-profile: 'author' is not one of" -n "$W/no" -- train --pe seqpe --seqpe-reg-profile author $TINY --out "$W/no"
+expect 2 "--seqpe-global-frac -0.5: give a fraction in [0, 1], or -1" -n "$W/no" -- \
     train --pe seqpe --seqpe-global-frac -0.5 $TINY --out "$W/no"
-expect_usage "--seqpe-max-pos 60 leaves no room to shift the training context (50) by at least 12" -- \
+expect 2 "--seqpe-max-pos 60 leaves no room to shift the training context (50) by at least 12" -n "$W/no" -- \
     train --pe seqpe --seqpe-ood-shifts authors --seqpe-max-pos 60 $TINY --out "$W/no"
-expect_usage "position 1000 has more than 3 digits in base 10" -- \
+expect 2 "position 1000 has more than 3 digits in base 10" -n "$W/no" -- \
     analyze seqpe --model "$W/attn-bias_--seqpe-digits_3" --from 992 --to 1010 --out "$W/no"
 "$P" train --pe rope --d-model 16 --heads 2 --layers 1 --batch 4 --threads 1 --steps 1 --indirect-val-size 16 --indirect-test-size 16 --out "$W/rope" >/dev/null 2>&1 || fail "train rope"
-expect_usage "a run of --pe rope, which has no position vectors; analyze seqpe needs a --pe seqpe run" -- analyze seqpe --model "$W/rope" --out "$W/no"
-expect_usage "--to 5 must be above --from 5" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
-expect_usage "--nearest 1: position 0 would have no other to be near" -- analyze seqpe --model "$W/input" --nearest 1 --out "$W/no"
-expect_usage "--checkpoints summarises --nearest T" -- analyze seqpe --model "$W/full" --checkpoints --out "$W/no"
-expect_usage "--png draws the matrix (or an image run's grids); --nearest is CSV only" -- analyze seqpe --model "$W/full" --nearest 8 --png "$W/no.png"
-expect_usage "is a run on sequences; --grid is for runs on images" -- analyze seqpe --model "$W/full" --grid 4 --out "$W/no"
-expect_usage "is a run on sequences; --variance is for runs on images" -- analyze seqpe --model "$W/full" --variance --out "$W/no"
-expect_usage "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -- \
+expect 2 "a run of --pe rope, which has no position vectors; analyze seqpe needs a --pe seqpe run" -n "$W/no" -- analyze seqpe --model "$W/rope" --out "$W/no"
+expect 2 "--to 5 must be above --from 5" -n "$W/no" -- analyze seqpe --model "$W/input" --from 5 --to 5 --out "$W/no"
+expect 2 "--nearest 1: position 0 would have no other to be near" -n "$W/no" -- analyze seqpe --model "$W/input" --nearest 1 --out "$W/no"
+expect 2 "--checkpoints summarises --nearest T" -n "$W/no" -- analyze seqpe --model "$W/full" --checkpoints --out "$W/no"
+expect 2 "--png draws the matrix (or an image run's grids); --nearest is CSV only" -n "$W/no" -- analyze seqpe --model "$W/full" --nearest 8 --png "$W/no.png"
+expect 2 "is a run on sequences; --grid is for runs on images" -n "$W/no" -- analyze seqpe --model "$W/full" --grid 4 --out "$W/no"
+expect 2 "is a run on sequences; --variance is for runs on images" -n "$W/no" -- analyze seqpe --model "$W/full" --variance --out "$W/no"
+expect 2 "--pe seqpe:rope-base=5: --rope-base is not an option of --pe seqpe" -n "$W/no" -- \
     compare --pe seqpe:rope-base=5 $TINY --out "$W/no"
-expect_usage "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
-expect_usage "--seqpe-beta: -2 is out of range" -- compare --pe seqpe:seqpe-beta=-2 $TINY --out "$W/no"
+expect 2 "--pe seqpe:seqpe-alpha: 'seqpe-alpha' is not option=value" -n "$W/no" -- compare --pe seqpe:seqpe-alpha $TINY --out "$W/no"
+expect 2 "--seqpe-beta: -2 is out of range" -n "$W/no" -- compare --pe seqpe:seqpe-beta=-2 $TINY --out "$W/no"
 exit 0

@@ -16,31 +16,24 @@ printf 'ACGTACGTTTGCANNACGTAGGGCCCATATAGCGCGATCGATCGNACGT' >"$W/dna"
 printf '65 60 57 53\n72 -1 55 36\n' >"$W/jsb"
 "$P" tokenize --tokenizer jsb - <"$W/jsb" | "$P" tokenize --tokenizer jsb --decode >"$W/back" && cmp -s "$W/jsb" "$W/back" || fail "jsb round trip"
 
-# check CODE PATTERN -- ARGS...: exactly one line on stderr, starting "pelab: ".
-check() {
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/out" 2>"$W/err" <"$W/dna"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/err"))"
-    [ "$(wc -l <"$W/err")" -eq 1 ] && grep -q '^pelab: ' "$W/err" || fail "pelab $*: stderr is not one 'pelab:' line: $(cat "$W/err")"
-    grep -qF -- "$pattern" "$W/err" || fail "pelab $*: '$pattern' not in: $(cat "$W/err")"
-}
+# Refusals: one line on stderr, starting "pelab: " (standard input: $W/dna).
 mkdir -p "$W/v1" "$W/v2" "$W/v3"
-check 1 "$W/v1/encoder.json: not found: the GPT-2 vocabulary is not installed (run: pelab data install gpt2)" -- tokenize --tokenizer gpt2 --vocab-dir "$W/v1" "$W/dna"
+expect 1 "$W/v1/encoder.json: not found: the GPT-2 vocabulary is not installed (run: pelab data install gpt2)" -p -i "$W/dna" -- tokenize --tokenizer gpt2 --vocab-dir "$W/v1" "$W/dna"
 printf '{"a": 0, "b": 1' >"$W/v2/encoder.json"
-check 1 "$W/v2/encoder.json: not GPT-2's encoder.json" -- tokenize --tokenizer gpt2 --vocab-dir "$W/v2" "$W/dna"
+expect 1 "$W/v2/encoder.json: not GPT-2's encoder.json" -p -i "$W/dna" -- tokenize --tokenizer gpt2 --vocab-dir "$W/v2" "$W/dna"
 printf '{"a": 0, "b": 1}' >"$W/v3/encoder.json"
 printf '#version: 0.2\na b c\n' >"$W/v3/vocab.bpe"
-check 1 "$W/v3/vocab.bpe: line 2: expected a merge of two symbols, found 3" -- tokenize --tokenizer gpt2 --vocab-dir "$W/v3" "$W/dna"
+expect 1 "$W/v3/vocab.bpe: line 2: expected a merge of two symbols, found 3" -p -i "$W/dna" -- tokenize --tokenizer gpt2 --vocab-dir "$W/v3" "$W/dna"
 printf 'ACGTU' >"$W/rna"
-check 1 "$W/rna: byte 4: 0x55 is not a nucleotide" -- tokenize --tokenizer dna "$W/rna"
+expect 1 "$W/rna: byte 4: 0x55 is not a nucleotide" -p -i "$W/dna" -- tokenize --tokenizer dna "$W/rna"
 printf '60 61 62 200\n' >"$W/pitch"
-check 1 "$W/pitch: byte 9: '200' is not a MIDI pitch in 21..108 or -1 (silence)" -- tokenize --tokenizer jsb "$W/pitch"
+expect 1 "$W/pitch: byte 9: '200' is not a MIDI pitch in 21..108 or -1 (silence)" -p -i "$W/dna" -- tokenize --tokenizer jsb "$W/pitch"
 printf '12 x3\n' >"$W/ids"
-check 1 "$W/ids: byte 3: 'x3' is not a token id" -- tokenize --decode "$W/ids"
+expect 1 "$W/ids: byte 3: 'x3' is not a token id" -p -i "$W/dna" -- tokenize --decode "$W/ids"
 printf '12 300\n' >"$W/ids"
-check 1 "$W/ids: token 1: id 300 is outside the byte vocabulary (0..257)" -- tokenize --decode "$W/ids"
-check 1 "$W/missing: cannot open" -- tokenize "$W/missing"
-check 2 "--tokenizer: 'bpe'" -- tokenize --tokenizer bpe "$W/dna"
-check 2 "tokenize takes one file" -- tokenize "$W/dna" "$W/jsb"
-check 2 "unknown option --foo" -- tokenize --foo 1
+expect 1 "$W/ids: token 1: id 300 is outside the byte vocabulary (0..257)" -p -i "$W/dna" -- tokenize --decode "$W/ids"
+expect 1 "$W/missing: cannot open" -p -i "$W/dna" -- tokenize "$W/missing"
+expect 2 "--tokenizer: 'bpe'" -p -i "$W/dna" -- tokenize --tokenizer bpe "$W/dna"
+expect 2 "tokenize takes one file" -p -i "$W/dna" -- tokenize "$W/dna" "$W/jsb"
+expect 2 "unknown option --foo" -p -i "$W/dna" -- tokenize --foo 1
 echo "ok"

