@@ -48,6 +48,19 @@ echo '{"rope_scaling": {"short_factor": [1, 1, 2, 2, 4, 4, 8, 8], "long_factor":
     fail "longrope geometric:1,1 at scale 1 differs from plain RoPE"
 [ "$(loss --rope-scaling longrope --rope-scale 4 --longrope-factors geometric:8,128)" != "$plain" ] ||
     fail "longrope geometric:8,128 changed nothing"
+# a file's factors are read as given: the file that holds geometric:1.5,4's sets (λ_i = S^(i/7) for
+# the 8 pairs of a head of 16) evaluates as the synthetic sets do, with the short set (the context
+# within the training length) and with the long one (beyond --rope-original-len 4)
+/usr/bin/python3 -c 'import json; print(json.dumps({"rope_scaling": {"short_factor": [1.5 ** (i / 7) for i in range(8)],
+    "long_factor": [4.0 ** (i / 7) for i in range(8)]}}))' >"$W/geo.json"
+for orig in "" "--rope-original-len 4"; do
+    [ "$(loss --rope-scaling longrope --rope-scale 4 $orig --longrope-factors "$W/geo.json")" = \
+      "$(loss --rope-scaling longrope --rope-scale 4 $orig --longrope-factors geometric:1.5,4)" ] ||
+        fail "longrope's factors from a file ${orig:+($orig) }differ from the same factors given as geometric:1.5,4"
+done
+[ "$(loss --rope-scaling longrope --rope-scale 4 --longrope-factors "$W/geo.json")" != \
+  "$(loss --rope-scaling longrope --rope-scale 4 --rope-original-len 4 --longrope-factors "$W/geo.json")" ] ||
+    fail "longrope's short and long sets gave the same loss"
 expect 1 "--longrope-factors: $W/gone.json" -- eval --model "$R" --rope-scaling longrope --longrope-factors "$W/gone.json"
 "$P" eval --model "$R" --rope-scaling yarn --rope-scale 4 >"$W/out" 2>"$W/err" ||
     fail "eval --rope-scaling yarn --rope-scale 4 exited $?: $(cat "$W/err")"

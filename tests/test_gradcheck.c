@@ -242,9 +242,9 @@ static int qk_setup(struct qk_ctx *c, const struct pe_case *v, const int *at, in
         free_alone(&c->pe, &c->params);
         return 0;
     }
-    /* weights of the outputs of order 0.1: the objective stays of order 1, its rounding (over a
-     * network of the positions, as SeqPE's) below the tolerance's floor */
-    c->q = vec(n_in, -2, 2), c->k = vec(n_in, -2, 2), c->wq = vec(n_out, -0.1, 0.1), c->wk = vec(n_out, -0.1, 0.1);
+    /* weights of the outputs of order 1, as the inputs: the gradients stay of order 1 against the
+     * tolerance's absolute floor */
+    c->q = vec(n_in, -2, 2), c->k = vec(n_in, -2, 2), c->wq = vec(n_out, -1, 1), c->wk = vec(n_out, -1, 1);
     c->qo = vec(n_out, 0, 0), c->ko = vec(n_out, 0, 0);
     *dq = vec(n_in, 0, 0), *dk = vec(n_in, 0, 0);
     qk_f(c);

@@ -690,7 +690,7 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .sites = PELAB_SITE_EMBED | PELAB_SITE_QK,
     .dims = 1u << 1 | 1u << 2,
     .contract = {PELAB_PE_BIDIRECTIONAL,
-                 {"seqpe-mode=attn-add", "seqpe-mode=attn-mul seqpe-proj=per-layer",
+                 {"seqpe-mode=attn-add", "seqpe-mode=attn-mul seqpe-proj=per-layer seqpe-width=16 seqpe-heads=2",
                   "seqpe-mode=attn-bias", "seqpe-final-norm=on seqpe-base=3 seqpe-digits=5",
                   "seqpe-mode=attn-bias seqpe-reg-profile=authors",
                   /* two encoder blocks, the default, which .small makes one for the other cases */
