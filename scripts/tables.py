@@ -29,7 +29,9 @@ between solved (≥ 90 %) and not; ?pairs=COLUMN makes, instead of the record's 
 comparison of its rows on one column (a run's field, test_acc, test_loss, test_ppl, trained_em,
 or a label of the record's sweep: a bucket 1-10, a length 2x, a side 56): for every two rows over
 their common seeds, each seed's difference, their mean and its 95 % t interval, "ahead" only when
-it excludes 0, else "level". Without '?' a block is what it always was.
+it excludes 0, else "level"; &against=ENTRY only that row (nope, rope:random-positions=256) against
+each other, &against=best the best mean's (among the rows that fit their trained sizes). Without
+'?' a block is what it always was.
 
 The block <!-- results:verdict --> (README.md's "What reproduces") is the verdict table: a row per
 claim of results/claims.json, the claim put to its test against its record, the verdict computed:
@@ -672,6 +674,26 @@ def paired(ra, rb, value, higher_better, scale=1):
     return common, d, mean, half, side if higher_better else -side
 
 
+def row_pairs(compare, rows, value, higher_better):
+    """The pairs of rows ?pairs= compares: every two rows; with ?against=ENTRY, that row (its entry
+    as compare's --pe names it: nope, rope:random-positions=256) against each other; with
+    ?against=best, the row of the best mean on the column among those that fit their trained sizes
+    (where the record has them) against each other."""
+    against = OPTIONS.get("against")
+    if not against:
+        return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:]]
+    if against == "best":
+        fitting = [r for r in rows if "train_max" not in compare or fits(compare, r[2])] or rows
+        sign = 1 if higher_better else -1
+        base = max(fitting, key=lambda r: sign * statistics.mean(value(run) for run in r[2]))
+    else:
+        named = [r for r in rows if r[0] == against]
+        if len(named) != 1:
+            fail("against=%s: not one row of the record (%s)" % (against, ", ".join(r[0] for r in rows)))
+        base = named[0]
+    return [(base, r) for r in rows if r is not base]
+
+
 def paired_table(name, record, compare, column):
     """?pairs=COLUMN: every two rows of the record on one column, paired by seed: each seed's
     difference, their mean and its 95 % t interval, "ahead" only when the interval excludes 0."""
@@ -680,17 +702,16 @@ def paired_table(name, record, compare, column):
     rows = rows_of(compare)
     head = ["A − B", "each seed", "mean difference", "95 % CI", "verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for i, (pa, la, ra) in enumerate(rows):
-        for pb, lb, rb in rows[i + 1:]:
-            common, d, mean, half, side = paired(ra, rb, value, higher_better, scale)
-            a_name, b_name = row_name(pa, la), row_name(pb, lb)
-            if mean is None:
-                lines.append("| %s − %s | %s | — | — | level |" % (a_name, b_name, ", ".join(signed(x, digits) for x in d) or "—"))
-                continue
-            verdict = "%s ahead" % (a_name if side > 0 else b_name) if side else "level"
-            lines.append("| %s − %s | %s | %s | %s … %s | %s |" % (
-                a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), s) for x, s in zip(d, common)),
-                signed(mean, digits), signed(mean - half, digits), signed(mean + half, digits), verdict))
+    for (pa, la, ra), (pb, lb, rb) in row_pairs(compare, rows, value, higher_better):
+        common, d, mean, half, side = paired(ra, rb, value, higher_better, scale)
+        a_name, b_name = row_name(pa, la), row_name(pb, lb)
+        if mean is None:
+            lines.append("| %s − %s | %s | — | — | level |" % (a_name, b_name, ", ".join(signed(x, digits) for x in d) or "—"))
+            continue
+        verdict = "%s ahead" % (a_name if side > 0 else b_name) if side else "level"
+        lines.append("| %s − %s | %s | %s | %s … %s | %s |" % (
+            a_name, b_name, ", ".join("%s (%d)" % (signed(x, digits), s) for x, s in zip(d, common)),
+            signed(mean, digits), signed(mean - half, digits), signed(mean + half, digits), verdict))
     commit = short_commit(record)
     where = ", ".join("`results/%s`" % n for n in name.split("+"))
     lines += ["", "<sub>%s%s, A − B seed by seed (each difference with its seed in brackets); the 95 %% "
@@ -972,8 +993,8 @@ def block_options(block, text):
     found = {}
     for item in text.split("&") if text else []:
         key, eq, value = item.partition("=")
-        if key not in ("ci", "solved", "pairs") or bool(eq) != (key == "pairs") or (eq and not value):
-            fail("results:%s: '%s' is not an option of a block (ci, solved, pairs=COLUMN)" % (block, item))
+        if key not in ("ci", "solved", "pairs", "against") or bool(eq) != (key in ("pairs", "against")) or (eq and not value):
+            fail("results:%s: '%s' is not an option of a block (ci, solved, pairs=COLUMN, against=ENTRY)" % (block, item))
         found[key] = value or True
     return found
 
@@ -992,6 +1013,8 @@ def render(block):
         return pairs_table(name)
     names = name.split("+")
     record, compare = merged(names) if len(names) > 1 else load(name)
+    if OPTIONS.get("against") and not OPTIONS.get("pairs"):
+        fail("results:%s: against= is for a block of pairs=" % block)
     if OPTIONS.get("pairs"):
         if record["command"][1] != "compare":
             fail("results:%s: pairs= is for a record of compare" % block)

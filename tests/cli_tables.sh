@@ -204,7 +204,23 @@ assert all(abs(tables.t975(df) - want) < 1e-6 for df, want in ((31, 2.039513), (
 PY
 printf '<!-- results:acc-check?sd -->\n<!-- /results:acc-check?sd -->\n' >"$W/BAD.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "an unknown option passed"
-grep -q "results:acc-check?sd: 'sd' is not an option of a block (ci, solved, pairs=COLUMN)" "$W/o" || fail "an unknown option: $(cat "$W/o")"
+grep -q "results:acc-check?sd: 'sd' is not an option of a block (ci, solved, pairs=COLUMN, against=ENTRY)" "$W/o" || fail "an unknown option: $(cat "$W/o")"
+# &against=ENTRY: that row against each other only; &against=best: the best mean's (ALiBi's, the
+# most accurate and the lowest loss); a row the record lacks, or against= without pairs=, refused
+for b in 'acc-check?pairs=test_acc&against=pope' 'acc-check?pairs=test_loss&against=best'; do
+    printf '<!-- results:%s -->\n<!-- /results:%s -->\n' "$b" "$b"
+done >"$W/AGAINST.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/AGAINST.md" >"$W/o" 2>&1 || fail "against=: $(cat "$W/o")"
+[ "$(grep -v '^| A − B |' "$W/AGAINST.md" | grep -o '^| [A-Za-z]* − [A-Za-z]* |' | tr '\n' ' ')" = \
+  "| PoPE − RoPE | | PoPE − ALiBi | | ALiBi − RoPE | | ALiBi − PoPE | " ] || fail "against=: $(cat "$W/AGAINST.md")"
+grep -qF '| PoPE − RoPE | −2.0 (1), −2.0 (2), −2.0 (3) | −2.0 | −2.0 … −2.0 | RoPE ahead |' "$W/AGAINST.md" ||
+    fail "against=pope: $(cat "$W/AGAINST.md")"
+printf '<!-- results:acc-check?pairs=test_acc&against=t5 -->\n<!-- /results:acc-check?pairs=test_acc&against=t5 -->\n' >"$W/BAD.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "against= a missing row passed"
+grep -q "against=t5: not one row of the record (rope, pope, alibi)" "$W/o" || fail "against= a missing row: $(cat "$W/o")"
+printf '<!-- results:acc-check?against=best -->\n<!-- /results:acc-check?against=best -->\n' >"$W/BAD.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "against= without pairs= passed"
+grep -q "against= is for a block of pairs=" "$W/o" || fail "against= without pairs=: $(cat "$W/o")"
 printf '<!-- results:acc-check?pairs=nothing -->\n<!-- /results:acc-check?pairs=nothing -->\n' >"$W/BAD.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "an unknown column passed"
 grep -q "pairs=nothing: neither a number of each run" "$W/o" || fail "an unknown column: $(cat "$W/o")"
