@@ -1,6 +1,6 @@
 /* compare's reports (lab/compare_report.c): the runs of every entry of --pe reduced over their
  * seeds, printed as the paper-style table and written as DIR/compare.json and, with a sweep,
- * DIR/sweep.csv or DIR/resolutions.csv. lab/cmd_compare.c schedules and trains the runs. */
+ * DIR/sweep.csv or DIR/resolutions.csv. lab/compare_plan.c plans the runs, lab/compare_run.c trains them. */
 #ifndef PELAB_CLI_COMPARE_H
 #define PELAB_CLI_COMPARE_H
 

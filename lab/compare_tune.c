@@ -1,5 +1,5 @@
 /* compare's tuning grid (lab/compare_tune.h): its parsing, its runs, the choice of each entry's
- * point and what compare.json keeps of it. Nothing here trains: lab/cmd_compare.c trains the runs
+ * point and what compare.json keeps of it. Nothing here trains: lab/compare_run.c trains the runs
  * planned here as it trains its own. */
 #include <inttypes.h>
 #include <math.h>

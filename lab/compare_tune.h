@@ -3,7 +3,7 @@
  * in DIR/tune/<run name>+lr-<value>-s<seed>/; each entry's point of least mean validation loss
  * (its runs' summary.json val_loss: the whole validation split at the end of training; never the
  * test split, never a sweep; ties to the smaller value) is its choice, and its evaluation runs
- * train at it, named as the variant of that setting (rope+lr-3e-3). lab/cmd_compare.c trains the
+ * train at it, named as the variant of that setting (rope+lr-3e-3). lab/compare_run.c trains the
  * runs this file plans, and compare_report writes what it chose. */
 #ifndef PELAB_CLI_COMPARE_TUNE_H
 #define PELAB_CLI_COMPARE_TUNE_H
