@@ -204,6 +204,7 @@ $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: TEST_OBJ_EXTRA := $(BUIL
 $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
+# A lab test program with the lab's sources it tests (LAB_TEST_EXTRA_NAME, prerequisites too).
 LAB_TEST_EXTRA_test_stats := lab/stats.c
 .SECONDEXPANSION:
 $(BUILD)/lab/tests/%: lab/tests/%.c $$(LAB_TEST_EXTRA_$$*) $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
