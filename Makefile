@@ -1,8 +1,9 @@
 # pelab — build, test, install.
 #
 #   make            libpelab.a, libpelab.so, pelab, pelab.pc
-#   make test       installs what is missing (make setup), builds and runs every test; ends with
-#                   one "N passed, N failed" line
+#   make test       installs what is missing (make setup), builds and runs every test, the
+#                   library's and the lab's; ends with one "N passed, N failed" line
+#   make test-lib, make test-lab  the same for the library's tests (tests/) or the lab's (lab/tests/)
 #   make test-asan  the C tests and the hostile-input CLI tests built with AddressSanitizer and
 #                   UndefinedBehaviorSanitizer (build/asan)
 #   make test-valgrind  a tiny training job, its resume, eval and sample under valgrind
@@ -12,7 +13,7 @@
 #   make demo-indirect  RoPE vs PoPE vs NoPE on indirect indexing at the cpu preset
 #   make setup      the packages of make deps and the test data (.ci/deps, .ci/deps-data)
 #   make tables     rewrites the recorded tables of README.md and docs/ from results/: every
-#                   Markdown file holding a results block (scripts/tables.py; --check in make test)
+#                   Markdown file holding a results block (lab/scripts/tables.py; --check in make test)
 #   make reproduce TABLE=NAME  runs a recorded table's command again, each number beside its record
 #                              (first the commands of the records whose runs it reads)
 #   make lengthgen [TASKS="copy reverse"]  records the length-generalisation tables (hours)
@@ -42,7 +43,7 @@ VERSION := 0.2.0
 # `make demo` and `make test` install missing packages first and then build in a second make, which
 # looks for the packages again: the first one keeps its notices to itself. (No comma in a
 # notice: it would end the argument.)
-SETUP_GOALS := $(filter demo test,$(MAKECMDGOALS))
+SETUP_GOALS := $(filter demo test test-lib test-lab,$(MAKECMDGOALS))
 notice = $(if $(SETUP_GOALS),,$(info notice: $(1)))
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
@@ -132,19 +133,29 @@ endif
 # --- sources --------------------------------------------------------------------------------
 LIB_SRC := $(sort $(wildcard src/*/*.c src/*/*/*.c src/*/*/*/*.c))
 CLI_SRC := $(sort $(wildcard cli/*.c))
+# The lab (lab/): compare, analyze, plot and the binary's command table, above the library and its
+# commands; its objects see cli/'s headers, and nothing below sees lab/'s.
+LAB_SRC := $(sort $(wildcard lab/*.c))
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TESTLIB_SRC := $(sort $(wildcard tests/lib/*.c))
 
 OBJ32 := $(LIB_SRC:%.c=$(BUILD)/f32/%.o)
 OBJ64 := $(LIB_SRC:%.c=$(BUILD)/f64/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
+LAB_OBJ := $(LAB_SRC:%.c=$(BUILD)/f32/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/f64/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # The kernels', the bf16 and the KV cache's tests also run in the float build, the one users run.
 TEST_BIN += $(BUILD)/tests/test_kernels_f32 $(BUILD)/tests/test_bf16_f32 $(BUILD)/tests/test_bf16_attn_f32 $(BUILD)/tests/test_kv_cache_f32
-# Each fuzz target also builds as a test that replays its corpus and the crash regressions.
+# Each fuzz target also builds as a test that replays its corpus and the crash regressions; those
+# of the lab's code (LAB_FUZZ) among the lab's tests.
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
-FUZZ_REPLAY := $(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%)
+LAB_FUZZ := csv
+FUZZ_REPLAY := $(filter-out $(LAB_FUZZ:%=$(BUILD)/tests/test_fuzz_%),$(FUZZ_SRC:fuzz/fuzz_%.c=$(BUILD)/tests/test_fuzz_%))
+# The lab's test programs (lab/tests/test_*.c, each with the lab's sources it tests,
+# LAB_TEST_EXTRA_NAME), in $(BUILD)/lab/tests beside the replays of its fuzz targets.
+LAB_TEST_SRC := $(sort $(wildcard lab/tests/test_*.c))
+LAB_TEST_BIN := $(LAB_TEST_SRC:lab/tests/%.c=$(BUILD)/lab/tests/%) $(LAB_FUZZ:%=$(BUILD)/lab/tests/test_fuzz_%)
 
 all: libpelab.a libpelab.so pelab pelab.pc
 
@@ -167,17 +178,19 @@ $(BUILD)/f64/libpelab.a: $(OBJ64)
 
 # The commit the command is built from, for `pelab --version` and the records of results/ (with
 # "+changes" when tracked files differed from it; "unknown" outside a git checkout). A file that
-# changes only when the commit does rebuilds cli/main.o then, and only then.
+# changes only when the commit does rebuilds cli/program.o then, and only then.
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git rev-parse HEAD >/dev/null 2>&1 && ! git diff --quiet HEAD -- 2>/dev/null && echo +changes)
 $(shell mkdir -p $(BUILD) && [ "$$(cat $(BUILD)/commit 2>/dev/null)" = "$(COMMIT)" ] || echo "$(COMMIT)" >$(BUILD)/commit)
-$(BUILD)/f32/cli/main.o: $(BUILD)/commit
-$(BUILD)/f32/cli/main.o: CFLAGS += -DPELAB_COMMIT=\"$(COMMIT)\"
+$(BUILD)/f32/cli/program.o: $(BUILD)/commit
+$(BUILD)/f32/cli/program.o: CFLAGS += -DPELAB_COMMIT=\"$(COMMIT)\"
 
-$(PELAB_BIN): $(CLI_OBJ) $(PELAB_LIB)
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJ) $(PELAB_LIB) $(LDLIBS) $(CAIRO_LIBS)
+$(LAB_OBJ): CFLAGS += -Icli
+
+$(PELAB_BIN): $(LAB_OBJ) $(CLI_OBJ) $(PELAB_LIB)
+	$(CC) $(CFLAGS) -o $@ $(LAB_OBJ) $(CLI_OBJ) $(PELAB_LIB) $(LDLIBS) $(CAIRO_LIBS)
 
 ifneq ($(CAIRO_LIBS),)
-$(BUILD)/f32/cli/plot.o: CFLAGS += -DPELAB_CAIRO $(CAIRO_CFLAGS)
+$(BUILD)/f32/lab/plot.o: CFLAGS += -DPELAB_CAIRO $(CAIRO_CFLAGS)
 endif
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
@@ -191,9 +204,12 @@ $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: TEST_OBJ_EXTRA := $(BUIL
 $(BUILD)/tests/test_alloc $(BUILD)/tests/test_contract: LDLIBS += -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc \
   -Wl,--wrap=aligned_alloc,--wrap=posix_memalign
 
-# test_stats tests the lab's statistics (cli/stats.c), which the library does not hold.
-$(BUILD)/tests/test_stats: cli/stats.c cli/stats.h
-$(BUILD)/tests/test_stats: TEST_OBJ_EXTRA := cli/stats.c
+# A lab test program with the lab's sources it tests (LAB_TEST_EXTRA_NAME, prerequisites too).
+LAB_TEST_EXTRA_test_stats := lab/stats.c
+.SECONDEXPANSION:
+$(BUILD)/lab/tests/%: lab/tests/%.c $$(LAB_TEST_EXTRA_$$*) $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -DPELAB_DOUBLE -Itests -Ilab -o $@ $< $(LAB_TEST_EXTRA_$*) $(TESTLIB_OBJ) $(BUILD)/f64/libpelab.a $(LDLIBS)
 
 # (the float build's: check.o has no reals; models.o has, so it is built again in float, and kept)
 .SECONDARY: $(BUILD)/f32/tests/lib/models.o
@@ -204,13 +220,18 @@ $(BUILD)/tests/%_f32: tests/%.c $(BUILD)/f64/tests/lib/check.o $(BUILD)/f32/test
 # fuzz/fuzz_NAME.c with fuzz/replay.c's main (and the target's extra sources, FUZZ_EXTRA_NAME,
 # which are prerequisites too: a change to them rebuilds the replay test and the fuzzer).
 FUZZ_EXTRA_options := cli/args.c
-FUZZ_EXTRA_csv := cli/csv.c
+FUZZ_EXTRA_csv := lab/csv.c
 $(BUILD)/tests/test_fuzz_options $(BUILD)/fuzz_options: $(FUZZ_EXTRA_options) cli/args.h
-$(BUILD)/tests/test_fuzz_csv $(BUILD)/fuzz_csv: $(FUZZ_EXTRA_csv) cli/csv.h
-$(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64/libpelab.a
+$(BUILD)/lab/tests/test_fuzz_csv $(BUILD)/fuzz_csv: $(FUZZ_EXTRA_csv) lab/csv.h
+define fuzz_replay
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -DPELAB_DOUBLE -DFUZZ_NAME=\"$*\" -Ifuzz -o $@ $< fuzz/replay.c $(FUZZ_EXTRA_$*) \
 	  $(BUILD)/f64/libpelab.a $(LDLIBS)
+endef
+$(BUILD)/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64/libpelab.a
+	$(fuzz_replay)
+$(BUILD)/lab/tests/test_fuzz_%: fuzz/fuzz_%.c fuzz/replay.c fuzz/fuzz.h $(BUILD)/f64/libpelab.a
+	$(fuzz_replay)
 
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=build/bench/%)
@@ -225,7 +246,7 @@ profile:
 	  PELAB_LIB=build/prof/libpelab.a build/prof/bench/bench_train build/prof/bench/bench_generate
 
 # The twin test program writes fixtures with the double build; tests/ref/twin.py checks them.
-tests: $(TEST_BIN) $(FUZZ_REPLAY) $(PELAB_BIN)
+tests: $(TEST_BIN) $(FUZZ_REPLAY) $(LAB_TEST_BIN) $(PELAB_BIN)
 
 # Written on every make: `make install PREFIX=DIR` after a plain `make` must record DIR.
 .PHONY: pelab.pc
@@ -233,13 +254,19 @@ pelab.pc: Makefile
 	@printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: pelab\nDescription: decoder-only Transformers with pluggable positional encodings\nVersion: %s\nRequires.private: %s\nLibs: -L$${libdir} -lpelab\nLibs.private: %s\nCflags: -I$${includedir}\n' \
 	  '$(PREFIX)' '$(VERSION)' '$(PC_REQUIRES)' '$(filter-out $(BLAS_LIBS) $(MPI_LIBS),$(LDLIBS))' > $@
 
+# make test runs the library's tests and the lab's, one total; test-lib and test-lab each alone
+# (tests/run.sh's PELAB_TIERS).
 test: setup
 	@$(MAKE) --no-print-directory tests
 	@bash tests/run.sh
 
+test-lib test-lab: setup
+	@$(MAKE) --no-print-directory tests
+	@PELAB_TIERS=$(@:test-%=%) bash tests/run.sh
+
 demo: setup
 	@echo "demo: building pelab" && $(MAKE) --no-print-directory -s pelab
-	@bash scripts/demo.sh
+	@bash lab/scripts/demo.sh
 
 demo-indirect: pelab
 	./pelab compare --task indirect --pe rope,pope,nope --preset cpu --seeds 1 --jobs 2 --out runs/demo-indirect
@@ -251,37 +278,37 @@ setup:
 bench: pelab $(BENCH_BIN)
 	@bash bench/run.sh
 
-# every Markdown file of the repository that holds a <!-- results:NAME --> block (scripts/tables.py --list)
+# every Markdown file of the repository that holds a <!-- results:NAME --> block (lab/scripts/tables.py --list)
 tables:
-	@/usr/bin/python3 scripts/tables.py
+	@/usr/bin/python3 lab/scripts/tables.py
 
 reproduce: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/reproduce.sh $(TABLE)
+	@bash lab/scripts/reproduce.sh $(TABLE)
 
 lengthgen: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/lengthgen.sh $(TASKS)
+	@bash lab/scripts/lengthgen.sh $(TASKS)
 
 seqpe-table4: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/seqpe_table4.sh $(PROFILES)
+	@bash lab/scripts/seqpe_table4.sh $(PROFILES)
 
 image-tables: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/image_tables.sh $(or $(PRESET),cpu-aug) $(TABLES)
+	@bash lab/scripts/image_tables.sh $(or $(PRESET),cpu-aug) $(TABLES)
 
 qa-table2: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/qa_table2.sh
+	@bash lab/scripts/qa_table2.sh
 
 cpu-tables: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/cpu_tables.sh $(TASKS)
+	@bash lab/scripts/cpu_tables.sh $(TASKS)
 
 indirect-mid: setup
 	@$(MAKE) --no-print-directory -s pelab
-	@bash scripts/indirect_mid.sh $(ARMS)
+	@bash lab/scripts/indirect_mid.sh $(ARMS)
 
 # whether this tree trains, evaluates and samples bit for bit as revision BASE does (a refactoring's
 # check): scripts/identical.sh with both binaries, BASE built apart in a temporary worktree
@@ -306,8 +333,8 @@ install: all
 clean:
 	rm -rf build libpelab.a libpelab.so pelab pelab.pc
 
-.PHONY: all test tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables indirect-mid identical
+.PHONY: all test test-lib test-lab tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables indirect-mid identical
 .DELETE_ON_ERROR:
 
--include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(LAB_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
 include mk/check.mk

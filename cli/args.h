@@ -63,19 +63,14 @@ int pelab_args_check_only(const struct pelab_opts *opts, const struct pelab_optd
  * the first (the command's own, whose options of those names replace them). */
 void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, const char *skip);
 
-/* Commands (cli/cmd_<name>.c): run returns an exit status, help prints the usage. */
+/* The library's commands (cli/cmd_<name>.c; the lab's: lab/lab.h): run returns an exit status,
+ * help prints the usage. */
 int pelab_cmd_train(int argc, char **argv);
 void pelab_cmd_train_help(FILE *f);
 int pelab_cmd_eval(int argc, char **argv);
 void pelab_cmd_eval_help(FILE *f);
 int pelab_cmd_sample(int argc, char **argv);
 void pelab_cmd_sample_help(FILE *f);
-int pelab_cmd_compare(int argc, char **argv);
-void pelab_cmd_compare_help(FILE *f);
-int pelab_cmd_analyze(int argc, char **argv);
-void pelab_cmd_analyze_help(FILE *f);
-int pelab_cmd_plot(int argc, char **argv);
-void pelab_cmd_plot_help(FILE *f);
 int pelab_cmd_data(int argc, char **argv);
 void pelab_cmd_data_help(FILE *f);
 int pelab_cmd_tokenize(int argc, char **argv);

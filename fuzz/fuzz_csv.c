@@ -1,11 +1,11 @@
-/* Fuzz target: the CSV reader of `pelab plot lines` (cli/csv.c). Any bytes are parsed as a file;
- * a table that reads must be what cli/csv.h promises (1..PELAB_CSV_MAX_COLS unique, non-empty
+/* Fuzz target: the CSV reader of `pelab plot lines` (lab/csv.c). Any bytes are parsed as a file;
+ * a table that reads must be what lab/csv.h promises (1..PELAB_CSV_MAX_COLS unique, non-empty
  * column names, at least one row, every row with a cell per column, rising line numbers), must
  * read back cell for cell when written again with pelab_sb_csv_cell, and every cell goes through
  * the number reader as plot lines reads its x and y columns. A refusal is one line naming the
  * file (and, for a cell, its line). */
 #include "fuzz.h"
-#include "../cli/csv.h"
+#include "../lab/csv.h"
 #include "pelab/json.h"
 
 #define NAME "fuzz.csv"

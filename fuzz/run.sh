@@ -2,7 +2,8 @@
 # Runs each libFuzzer target of $FUZZ_DIR (made by `make fuzz`) for $FUZZ_SECONDS seconds from its
 # seed corpus fuzz/corpus/<name>/. New inputs go to $FUZZ_DIR/corpus-<name>/ (the seeds stay as
 # they are), crashes to $FUZZ_DIR/crashes/, libFuzzer's output to $FUZZ_DIR/logs/. A crash fails
-# the run: reproduce it with `build/tests/test_fuzz_<name> FILE`, fix it, and keep FILE as
+# the run: reproduce it with `build/tests/test_fuzz_<name> FILE` (the lab's, csv:
+# build/lab/tests/test_fuzz_csv), fix it, and keep FILE as
 # tests/fuzz/<name>/<what> (make test replays it from then on).
 set -u
 cd "$(dirname "$0")/.."

@@ -8,11 +8,14 @@ A module may import its own and any below it. An import is an #include of anothe
 header: "nn/layers.h" directly, or a public header "pelab/X.h" through the module that defines
 X's functions (the module whose .c files define most of them; a header of types and constants
 alone belongs to none). The tests' and the commands' tiers (tests/, cli/, bench/) stand above
-the library and may import any of it.
+the library and may import any of it. The lab (lab/: compare, analyze, plot) stands above them
+all, a top layer `lab`: it may import the library and cli/, and nothing of src/, include/ or cli/
+includes a header of lab/.
 
     python3 scripts/layers.py           the modules' imports, the upward ones marked, and circles
-    python3 scripts/layers.py --check   exits 1 on a circle or on an upward import not listed in
-                                        ALLOWED below (each with its reason), naming it
+    python3 scripts/layers.py --check   exits 1 on a circle, on an upward import not listed in
+                                        ALLOWED below (each with its reason), or on an include
+                                        of the lab from below it, naming it
 
 tests/cli_layers.sh runs the check in `make test`.
 """
@@ -71,6 +74,31 @@ def imports():
     return edges
 
 
+QUOTED = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def lab_includes():
+    """[(file, header)]: the includes of a lab/ header by a file of src/, include/ or cli/ (a path
+    into lab/, or a name found nowhere but lab/)."""
+    lab = os.path.join(ROOT, "lab")
+    headers = {f for f in os.listdir(lab) if f.endswith(".h")} if os.path.isdir(lab) else set()
+    found = []
+    for top in ("src", "include", "cli"):
+        for d, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in sorted(files):
+                if not f.endswith((".c", ".h")):
+                    continue
+                path = os.path.join(d, f)
+                for name in QUOTED.findall(open(path, encoding="utf-8").read()):
+                    seen = [os.path.realpath(os.path.join(base, name)) for base in
+                            (d, os.path.join(ROOT, "include"), os.path.join(ROOT, "src"))]
+                    seen = [p for p in seen if os.path.exists(p)]
+                    if (any(p.startswith(os.path.realpath(lab) + os.sep) for p in seen)
+                            or (not seen and os.path.basename(name) in headers)):
+                        found.append((os.path.relpath(path, ROOT), name))
+    return found
+
+
 def circles(edges):
     """The strongly connected groups of more than one module (Tarjan's algorithm)."""
     graph = collections.defaultdict(set)
@@ -122,10 +150,13 @@ def main():
         print(f"layers: {e[0]} imports {e[1]}, a higher layer: {', '.join(sorted(set(upward[e])))}")
     for g in loops:
         print(f"layers: circle among {', '.join(g)}")
+    below = lab_includes()
+    for f, name in below:
+        print(f"layers: {f} includes {name}, a header of the lab (lab/), which stands above it")
     stale = [e for e in ALLOWED if e not in upward]
     for e in stale:
         print(f"layers: ALLOWED lists {e[0]} -> {e[1]}, which no longer stands: remove it")
-    return 1 if check and (bad or loops or unknown or stale) else 0
+    return 1 if check and (bad or loops or unknown or stale or below) else 0
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Runs every test: the C test programs (build/tests/test_*), the command-line scripts
-# (tests/cli_*.sh) and the PyTorch twin (tests/ref/run.sh). Each program's exit status is its
-# verdict: 0 passed, 77 skipped (a missing optional dependency, said on its own line), else failed.
-# Another build's programs (make test-asan): PELAB_TEST_DIR (default build/tests), PELAB_BIN
-# (read by tests/lib/cli.sh), PELAB_CLI_TESTS (names of the cli scripts to run; default all) and
+# Runs every test of two tiers: the library's (its C test programs, build/tests/test_*; its
+# command-line scripts, tests/cli_*.sh; the PyTorch twin, tests/ref/run.sh) and the lab's (its C
+# test programs, build/lab/tests/test_*, and scripts, lab/tests/cli_*.sh). PELAB_TIERS="lib lab"
+# (the default) runs both, "lib" or "lab" one (make test-lib, make test-lab). Each program's exit
+# status is its verdict: 0 passed, 77 skipped (a missing optional dependency, said on its own
+# line), else failed. Another build's programs (make test-asan): PELAB_TEST_DIR (default
+# build/tests; the lab's are in lab/tests beside it), PELAB_BIN (read by tests/lib/cli.sh),
+# PELAB_CLI_TESTS (names of the cli scripts to run, of either tier; default all) and
 # PELAB_NO_TWIN=1.
 set -u
 cd "$(dirname "$0")/.."
@@ -11,6 +14,12 @@ cd "$(dirname "$0")/.."
 # the working ones need, and small test problems then run many times slower.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 test_dir=${PELAB_TEST_DIR:-build/tests}
+lab_test_dir=$(dirname "$test_dir")/lab/tests
+tiers=${PELAB_TIERS:-lib lab}
+for t in $tiers; do
+    case $t in lib | lab) ;; *) echo "tests/run.sh: PELAB_TIERS: '$t' is not a tier (lib, lab)" >&2; exit 2 ;; esac
+done
+in_tier() { [[ " $tiers " == *" $1 "* ]]; }
 # Every program runs on the OpenBLAS kernels pelab chooses for this CPU (scripts/blas-core.sh):
 # the C tests too, and pelab says nothing about a choice already made.
 if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
@@ -23,21 +32,28 @@ if [ -z "${PELAB_BF16_EMULATION+set}" ] && grep -qw avx512f /proc/cpuinfo && ! g
     export PELAB_BF16_EMULATION=1
     echo "bf16: oneDNN's emulation (this CPU lacks AVX512-BF16)"
 fi
+cli_dirs=() prog_dirs=()
+in_tier lib && cli_dirs+=(tests) && prog_dirs+=("$test_dir")
+in_tier lab && cli_dirs+=(lab/tests) && prog_dirs+=("$lab_test_dir")
 cli_tests=()
-if [ -n "${PELAB_CLI_TESTS:-}" ]; then
-    for n in $PELAB_CLI_TESTS; do cli_tests+=("tests/$n.sh"); done
-else
-    cli_tests=(tests/cli_*.sh)
-fi
+for d in "${cli_dirs[@]}"; do
+    if [ -n "${PELAB_CLI_TESTS:-}" ]; then
+        for n in $PELAB_CLI_TESTS; do [ -f "$d/$n.sh" ] && cli_tests+=("$d/$n.sh"); done
+    else
+        cli_tests+=("$d"/cli_*.sh)
+    fi
+done
 # The tests run PELAB_TEST_JOBS at a time (default: the cores), each with its output kept apart;
 # a line per test as it ends, then the totals and the wall time. The longest ones start first (by
 # their times in the last run, kept in $test_dir/../test-times), so that the last to start are short.
 jobs=${PELAB_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 times=$test_dir/../test-times
 all=() all_names=()
-[ -z "${PELAB_NO_TWIN:-}" ] && [ -f tests/ref/run.sh ] && all+=("bash tests/ref/run.sh") && all_names+=("pytorch-twin")
+in_tier lib && [ -z "${PELAB_NO_TWIN:-}" ] && [ -f tests/ref/run.sh ] && all+=("bash tests/ref/run.sh") && all_names+=("pytorch-twin")
 for t in "${cli_tests[@]}"; do [ -f "$t" ] && all+=("bash $t") && all_names+=("$(basename "$t" .sh)"); done
-for t in "$test_dir"/test_*; do [ -x "$t" ] && all+=("$t") && all_names+=("$(basename "$t")"); done
+for d in "${prog_dirs[@]}"; do
+    for t in "$d"/test_*; do [ -x "$t" ] && all+=("$t") && all_names+=("$(basename "$t")"); done
+done
 tests=() names=()
 while read -r i; do tests+=("${all[$i]}"); names+=("${all_names[$i]}"); done < <(
     for i in "${!all[@]}"; do

@@ -253,7 +253,7 @@ struct pelab_posenc_ops {
      * frequency ("pair norm", "μ_c"). */
     const char *freq_label;
     /* Optional: the encoding's name as tables and figures print it ("RoPE"); NULL: `name`.
-     * `pelab help encodings --json` lists it (scripts/encodings.json, which tables.py reads). */
+     * `pelab help encodings --json` lists it (lab/scripts/encodings.json, which tables.py reads). */
     const char *display;
 };
 

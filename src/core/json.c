@@ -478,7 +478,7 @@ void pelab_sb_json_string(struct pelab_sb *sb, const char *s) {
 
 void pelab_sb_csv_cell(struct pelab_sb *sb, const char *s) {
     /* an empty cell quoted: a row of one is no empty line; one that begins with a UTF-8 byte
-     * order mark too, which a reader skips at the start of a file (cli/csv.h) */
+     * order mark too, which a reader skips at the start of a file (lab/csv.h) */
     if (*s && !strpbrk(s, ",\"\n\r") && strncmp(s, "\xEF\xBB\xBF", 3) != 0) {
         pelab_sb_append(sb, s, strlen(s));
         return;

@@ -741,7 +741,7 @@ static void remove_new_dirs(const char *dir, const char *made) {
 }
 
 /* Every rank resolved the same settings, key=value in order. The command lines agreed already
- * (cli/main.c), but each rank reads a preset's --init-from source or a resumed run's config.json
+ * (cli/program.c), but each rank reads a preset's --init-from source or a resumed run's config.json
  * from its own file system. */
 int pelab_trainer_ranks_agree(const struct pelab_opts *o) {
     if (pelab_dist_size() == 1) return PELAB_OK;
