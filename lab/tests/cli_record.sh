@@ -215,7 +215,7 @@ grep -q "^| run | rows (training grid) | columns (training grid) | interaction (
 # copied alone to $W/chain, reproduced in a working copy of the scripts ($W/clone, where runs/ is):
 # reproduce says it makes tiny's runs again first, makes them, then qa's from them, and neither
 # drifts; an analysis of a record's runs alike (algo-attn, its JSON; grid-var, its CSV)
-mkdir "$W/chain" "$W/clone" && cp -r "$W"/results/{tiny,qa,algo,algo-attn,img,grid-var} "$W/chain/" && cp -r scripts "$W/clone/"
+mkdir "$W/chain" "$W/clone" && cp -r "$W"/results/{tiny,qa,algo,algo-attn,img,grid-var} "$W/chain/" && mkdir "$W/clone/lab" && cp -r lab/scripts "$W/clone/lab/"
 replay() { (cd "$W/clone" && PELAB_RESULTS=$W/chain PELAB_BIN=$P bash lab/scripts/reproduce.sh "$1") >"$W/o" 2>"$W/e" ||
     fail "reproduce $1 of a chain: $(tail -3 "$W/e")"; }
 replay qa

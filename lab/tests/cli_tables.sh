@@ -192,12 +192,12 @@ assert acc.splitlines() == [
 assert "<sub>test accuracy in %, A − B seed by seed" in blocks[2], blocks[2]
 assert loss.splitlines()[2] == "| RoPE − PoPE | −1.000 (1), −1.000 (2), −1.000 (3) | −1.000 | −1.000 … −1.000 | RoPE ahead |", loss
 PY
-# tables.py's t quantiles are compare's (cli/stats.c, whose test checks them against the t density)
-/usr/bin/python3 - <<'PY' || fail "tables.py's T975 differs from cli/stats.c's"
+# tables.py's t quantiles are compare's (lab/stats.c, whose test checks them against the t density)
+/usr/bin/python3 - <<'PY' || fail "tables.py's T975 differs from lab/stats.c's"
 import re, sys
-sys.path.insert(0, "scripts")
+sys.path.insert(0, "lab/scripts")
 import tables
-c = open("cli/stats.c").read()
+c = open("lab/stats.c").read()
 values = tuple(float(x) for x in re.findall(r"[0-9]+\.[0-9]+", c[c.index("T975[30] = {"):c.index("};", c.index("T975[30]"))]))
 assert len(values) == 30 and values == tables.T975, (values, tables.T975)
 assert all(abs(tables.t975(df) - want) < 1e-6 for df, want in ((31, 2.039513), (40, 2.021075), (99, 1.984217)))
