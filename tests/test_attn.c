@@ -212,7 +212,7 @@ static void check_against_ref(const struct attn_case *c) {
     const long BT = (long)c->B * c->T, D = (long)c->H * c->d, nq = BT * c->H * s->dq;
     char label[160];
     snprintf(label, sizeof label, "%-6s B %d H %d T %3d tile %2d dq %d dv %d dropout %.1f row0 %d%s%s", c->pe,
-             c->B, c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, s->dq, s->dv, c->dropout, c->row0,
+             c->B, c->H, c->T, c->tile ? c->tile : PELAB_PE_TILE, s->dq, s->dv, c->dropout, c->row0,
              c->shifted ? " shifted" : "", c->bidirectional ? " bidirectional" : "");
     pelab_threads_set(1);
     struct result ref, tiled[2];

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include "lib/check.h"
 #include "pelab/precision.h"
 #include "pelab/rng.h"

@@ -12,7 +12,7 @@
 #include "pelab/status.h"
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 #define H_STEP 1e-6
 #define ATOL 1e-8

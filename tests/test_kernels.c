@@ -16,7 +16,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/simd.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 #include "pelab/optim.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"

@@ -91,6 +91,12 @@ struct pelab_pe_contract {
 
 #define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */
 
+/* The rows of the query and key tiles the tiled attention kernel hands an encoding (bias_tile, the
+ * sites' tile hooks) unless its caller chooses another tile: an encoding may keep a tile's work on
+ * the stack (FIRE's table of distances). Here, below the kernels, so that encodings need not
+ * reach up into them for it. */
+#define PELAB_PE_TILE 64
+
 /* The positions' shape a model gives its encoding (pelab_posenc_init_nd). */
 struct pelab_pe_layout {
     int dims;          /* n: coordinates per position, 1 or 2 */

@@ -10,7 +10,7 @@
  * In bf16 mode only the operands of the products are rounded (to nearest even, to bf16's 8
  * significant bits); the products accumulate and are written in float32 (pelab_real in the double
  * test build). That holds for the linear layers (through oneDNN) and for the tiled attention
- * kernel's score, value and gradient products (src/attn/tile_bf16.h). Weights, gradients,
+ * kernel's score, value and gradient products (src/kernels/cpu/tile_bf16.h). Weights, gradients,
  * optimizer state, norms, softmax, loss, the encodings' trigonometry and biases stay in
  * pelab_real, as do the reference attention kernel (--attention ref, the oracle) and the KV-cached
  * generation's one-query attention. Checkpoints are unchanged: a run trained in one precision is evaluated in either.

@@ -50,11 +50,11 @@
 #include <string.h>
 #include "attn/attention.h"
 #include "attn/sites.h"
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 #include "pelab/precision.h"
 #include "pelab/status.h"
 #ifdef _OPENMP
@@ -77,7 +77,7 @@ static int max_threads(void) {
 #endif
 }
 
-static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_ATTN_TILE; }
+static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_PE_TILE; }
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Query tile i0's key tiles: those starting before key_stop (causal: up to the diagonal one). */

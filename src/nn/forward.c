@@ -20,7 +20,7 @@
 #include "attn/sites.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 #define W(i) pelab_params_data(&m->params, (i))
 #define G(i) pelab_params_grad(&m->params, (i))

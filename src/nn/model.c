@@ -20,7 +20,7 @@
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 const struct pelab_optdef pelab_model_options[] = {
     {"pe", PELAB_OPT_STR, "rope", 0, 0, NULL, "positional encoding (see 'pelab help encodings')"},

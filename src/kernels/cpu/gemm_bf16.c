@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/parallel.h"

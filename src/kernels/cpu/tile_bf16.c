@@ -17,7 +17,7 @@
  * O(m·n·kd); on AMX, whose products take a few hundred cycles a tile, it is most of the time.
  */
 #define _DEFAULT_SOURCE /* syscall, for arch_prctl */
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
