@@ -1,6 +1,6 @@
 /* Continuing a run: its settings from config.json (with the few overrides a resume accepts), its
  * newest sound checkpoint restored on rank 0 and sent to the others, log.jsonl cut back to that
- * step, then the training loop of train.c from there. A run killed before its first checkpoint
+ * step, then the training loop (loop.c) from there. A run killed before its first checkpoint
  * starts over; one that lost its checkpoints but saved results is refused. */
 #include <inttypes.h>
 #include <stdio.h>
