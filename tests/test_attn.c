@@ -86,6 +86,7 @@ static void setup_init(struct attn_setup *a, const struct attn_case *c) {
     pelab_params_declare(&a->params, "other.weight", 1, &five, 1);
     /* max_seq 8: FIRE's L = 8·|ℓ| falls inside the longer cases' queries */
     PELAB_ASSERT(pelab_posenc_init(&a->pe, c->pe, &o, &a->params, D, c->H, LAYERS, 8) == PELAB_OK);
+    a->pe.ctx = test_ctx();
     PELAB_ASSERT(pelab_params_alloc(&a->params) == PELAB_OK);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
@@ -105,7 +106,7 @@ static void setup_init(struct attn_setup *a, const struct attn_case *c) {
     a->dout = vec(BT * D, -1, 1);
     pelab_posenc_qk_forward(&a->pe, LAYER, a->qo, a->ko, a->qkv, a->qkv + D, 3 * D, a->pos, c->B, c->T);
     a->s = (struct pelab_attn_call){
-        .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
+        .ctx = test_ctx(), .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
         .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
         .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile,
         .bidirectional = c->bidirectional};

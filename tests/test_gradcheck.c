@@ -72,7 +72,7 @@ static void check_gelu(void) {
 struct lin_ctx { int N, C, OC; double *x, *wt, *w, *out; };
 static double lin_f(void *p) {
     struct lin_ctx *c = p;
-    pelab_matmul_forward(c->out, c->x, c->wt, c->N, c->C, c->OC);
+    pelab_matmul_forward(test_ctx(), c->out, c->x, c->wt, c->N, c->C, c->OC);
     return weighted_sum(c->w, c->out, (long)c->N * c->OC);
 }
 static void check_linear(void) {
@@ -80,7 +80,7 @@ static void check_linear(void) {
     c.x = vec((long)c.N * c.C, -1, 1), c.wt = vec((long)c.OC * c.C, -1, 1);
     c.w = vec((long)c.N * c.OC, -1, 1), c.out = vec((long)c.N * c.OC, 0, 0);
     double *dx = vec((long)c.N * c.C, 0, 0), *dwt = vec((long)c.OC * c.C, 0, 0);
-    pelab_matmul_backward(dx, dwt, c.w, c.x, c.wt, c.N, c.C, c.OC);
+    pelab_matmul_backward(test_ctx(), dx, dwt, c.w, c.x, c.wt, c.N, c.C, c.OC);
     gradcheck("linear input", lin_f, &c, c.x, dx, (long)c.N * c.C, H_STEP, ATOL, RTOL);
     gradcheck("linear weight", lin_f, &c, c.wt, dwt, (long)c.OC * c.C, H_STEP, ATOL, RTOL);
     free(c.x), free(c.wt), free(c.w), free(c.out), free(dx), free(dwt);
@@ -155,6 +155,7 @@ static void check_qk(const char *label, const char *pe_name, const char *k1, con
     if (k2) pelab_opts_set(&o, k2, v2);
     const int D = 12, H = 2, d = 6;
     CHECK(pelab_posenc_init(&c.pe, pe_name, &o, &c.params, D, H, 2, 16) == PELAB_OK, "%s", pelab_last_error());
+    c.pe.ctx = test_ctx();
     CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
@@ -224,6 +225,7 @@ static void check_embed(const char *label, const char *k1, const char *v1, const
     if (k1) pelab_opts_set(&o, k1, v1);
     if (k2) pelab_opts_set(&o, k2, v2);
     CHECK(pelab_posenc_init(&c.pe, "learned", &o, &c.params, 6, 2, 2, 4) == PELAB_OK, "%s", pelab_last_error());
+    c.pe.ctx = test_ctx();
     CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 6);
@@ -294,6 +296,7 @@ static void check_bias(const char *label, const char *pe_name, const char *const
     /* max_seq 12: L = 12·|ℓ| lies inside the second tile's queries */
     CHECK(pelab_posenc_init(&c.pe, pe_name, &o, &c.params, 8, BIAS_H, BIAS_LAYERS, 12) == PELAB_OK, "%s: %s",
           label, pelab_last_error());
+    c.pe.ctx = test_ctx();
     CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 9);

@@ -58,7 +58,10 @@ static void check_encoding(const struct pe_case *c, const char *attention, long 
     memcpy(logits, pelab_model_logits(&m), sizeof logits);
     memcpy(losses, pelab_model_losses(&m), sizeof losses);
 
-    pelab_model_eval_set_rows(rows);
+    struct pelab_ctx ctx; /* the evaluation's chunks of `rows` positions */
+    pelab_ctx_init(&ctx);
+    ctx.eval_rows = rows;
+    pelab_model_set_ctx(&m, &ctx);
     pelab_model_forward_eval(&m, tokens, targets, pos, B, T);
     const double eloss = m.loss;
     CHECK(m.status == PELAB_OK, "%s %s: eval forward failed: %s", pe, attention, pelab_last_error());
@@ -119,7 +122,6 @@ int main(void) {
                 check_encoding(&cases[i], k ? "ref" : "tiled", 5);  /* four, the last short */
             }
     }
-    pelab_model_eval_set_rows(0);
     check_refusal();
     return check_report("test_model_eval");
 }

@@ -11,6 +11,7 @@
 #define PELAB_ATTN_ATTENTION_H
 
 #include <stdint.h>
+#include "pelab/ctx.h"
 #include "pelab/posenc.h"
 #include "pelab/real.h"
 #include "kernels/cpu/softmax_attn.h"
@@ -20,6 +21,10 @@ struct pelab_attn_scratch;
 
 /* The arguments of one attention call besides its arrays. */
 struct pelab_attn_call {
+    /* the context the call runs in (pelab/ctx.h): the tiled kernel's products in its precision,
+     * the cached kernel's matrix products in it too (a failed one kept there); the reference
+     * kernel does not read it */
+    struct pelab_ctx *ctx;
     int B, T, H;
     int dq;            /* query/key width per head (d, or 2d for PoPE) */
     int dv;            /* value width per head, d */

@@ -291,9 +291,9 @@ static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
             s->row_cap = n;
         }
         if ((rc = pelab_seqpe_acts_reserve(&s->acts, &s->enc, s->U))) return rc;
-        pelab_seqpe_encoder_forward(&s->enc, &s->acts, s->upos, s->U);
+        pelab_seqpe_encoder_forward(pe->ctx, &s->enc, &s->acts, s->upos, s->U);
         for (int l = 0; l < s->n_proj; l++) /* [pq; pk] = W^p e                        (U,2D) */
-            pelab_matmul_forward(s->pqk + (long)l * s->U * 2 * D, s->acts.out,
+            pelab_matmul_forward(pe->ctx, s->pqk + (long)l * s->U * 2 * D, s->acts.out,
                                  pelab_params_data(pe->params, s->proj[l]), s->U, D, 2 * D);
         memcpy(s->snap, params, n_params * sizeof *params);
         s->have_table = 1;
@@ -408,14 +408,14 @@ static void seqpe_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq
         }
     }
     /* [pq; pk] = W^p e:  dW^p += dPᵀ·E,  dE += dP·W^p */
-    pelab_matmul_backward(s->dE, pelab_params_grad(pe->params, s->proj[layer]), s->dpqk,
+    pelab_matmul_backward(pe->ctx, s->dE, pelab_params_grad(pe->params, s->proj[layer]), s->dpqk,
                           s->acts.out, pelab_params_data(pe->params, s->proj[layer]), s->U, D, 2 * D);
 }
 
 /* The encoder's backward, once per backward pass, from everything the sites sent to dE. */
 static void seqpe_backward_end(struct pelab_posenc *pe) {
     struct pelab_seqpe *s = pe->state;
-    pelab_seqpe_encoder_backward(&s->enc, &s->acts, s->dE);
+    pelab_seqpe_encoder_backward(pe->ctx, &s->enc, &s->acts, s->dE);
     memset(s->dE, 0, (size_t)s->U * pe->D * sizeof *s->dE);
 }
 

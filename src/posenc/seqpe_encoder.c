@@ -213,8 +213,8 @@ static struct pelab_softmax_attn attn_shape(const struct pelab_seqpe_encoder *e,
                                      .scale = (pelab_real)(1.0 / sqrt((double)dh))};
 }
 
-void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pelab_seqpe_acts *a,
-                                 const int32_t *coords, int U) {
+void pelab_seqpe_encoder_forward(struct pelab_ctx *ctx, const struct pelab_seqpe_encoder *e,
+                                 struct pelab_seqpe_acts *a, const int32_t *coords, int U) {
     PELAB_ASSERT(U <= a->cap);
     const int S = e->seq, W = e->width, D = e->out_dim, n = e->dims, k = e->digits;
     const long NT = (long)U * S;
@@ -244,15 +244,15 @@ void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pel
         pelab_real *fch = a->fch + l * NT * 4 * W, *fchg = a->fchg + l * NT * 4 * W;
 
         pelab_rmsnorm_forward(ln1, a->rstd1 + l * NT, x, W_(e, b->ln1), (int)NT, W);
-        pelab_matmul_forward(qkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
+        pelab_matmul_forward(ctx, qkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
         permute(qkv, qh, kh, U, S, e->heads, W / e->heads, 1);
         pelab_softmax_attn_forward(atty, att, qh, kh, qkv + 2 * W, &s, NULL);
-        pelab_matmul_forward(xmid, atty, W_(e, b->proj), (int)NT, W, W);
+        pelab_matmul_forward(ctx, xmid, atty, W_(e, b->proj), (int)NT, W, W);
         for (long i = 0; i < NT * W; i++) xmid[i] += x[i];
         pelab_rmsnorm_forward(ln2, a->rstd2 + l * NT, xmid, W_(e, b->ln2), (int)NT, W);
-        pelab_matmul_forward(fch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
+        pelab_matmul_forward(ctx, fch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
         pelab_gelu_forward(fchg, fch, NT * 4 * W);
-        pelab_matmul_forward(xout, fchg, W_(e, b->fcproj), (int)NT, 4 * W, W);
+        pelab_matmul_forward(ctx, xout, fchg, W_(e, b->fcproj), (int)NT, 4 * W, W);
         for (long i = 0; i < NT * W; i++) xout[i] += xmid[i];
     }
 
@@ -261,7 +261,7 @@ void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pel
     for (int u = 0; u < U; u++)
         memcpy(a->cls + (long)u * W, hL + ((long)u * S + S - 1) * W, (size_t)W * sizeof *a->cls);
     if (e->lnf >= 0) pelab_rmsnorm_forward(a->lnf, a->rstdf, a->cls, W_(e, e->lnf), U, W);
-    pelab_matmul_forward(a->out, e->lnf >= 0 ? a->lnf : a->cls, W_(e, e->out), U, W, D);
+    pelab_matmul_forward(ctx, a->out, e->lnf >= 0 ? a->lnf : a->cls, W_(e, e->out), U, W, D);
 }
 
 /* dE[row] += g for each token row, rows of dE shared by many tokens: threads split the columns
@@ -289,8 +289,8 @@ static void embed_grads(const struct pelab_seqpe_encoder *e, const struct pelab_
     }
 }
 
-void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pelab_seqpe_acts *a,
-                                  const pelab_real *dout) {
+void pelab_seqpe_encoder_backward(struct pelab_ctx *ctx, const struct pelab_seqpe_encoder *e,
+                                  struct pelab_seqpe_acts *a, const pelab_real *dout) {
     const int U = a->U, S = e->seq, W = e->width, D = e->out_dim;
     const long NT = (long)U * S;
 
@@ -298,7 +298,7 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
     const int norm = e->lnf >= 0;
     pelab_real *dlnf = norm ? a->dlnf : a->dcls;
     memset(dlnf, 0, (size_t)U * W * sizeof *dlnf);
-    pelab_matmul_backward(dlnf, G_(e, e->out), dout, norm ? a->lnf : a->cls, W_(e, e->out), U, W, D);
+    pelab_matmul_backward(ctx, dlnf, G_(e, e->out), dout, norm ? a->lnf : a->cls, W_(e, e->out), U, W, D);
     if (norm) {
         memset(a->dcls, 0, (size_t)U * W * sizeof *a->dcls);
         pelab_rmsnorm_backward(a->dcls, G_(e, e->lnf), a->dlnf, a->cls, W_(e, e->lnf), a->rstdf, U, W);
@@ -319,20 +319,21 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
 
         /* MLP branch: x_{l+1} = m + GELU(RMSNorm(m)·W1ᵀ)·W2ᵀ */
         memset(a->dfchg, 0, (size_t)NT * 4 * W * sizeof *a->dfchg);
-        pelab_matmul_backward(a->dfchg, G_(e, b->fcproj), a->dres, fchg, W_(e, b->fcproj), (int)NT, 4 * W, W);
+        pelab_matmul_backward(ctx, a->dfchg, G_(e, b->fcproj), a->dres, fchg, W_(e, b->fcproj), (int)NT, 4 * W,
+                              W);
         pelab_gelu_backward(a->dfch, a->dfchg, fch, NT * 4 * W);
         memset(a->dln, 0, (size_t)NT * W * sizeof *a->dln);
-        pelab_matmul_backward(a->dln, G_(e, b->fc), a->dfch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
+        pelab_matmul_backward(ctx, a->dln, G_(e, b->fc), a->dfch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
         pelab_rmsnorm_backward(a->dres, G_(e, b->ln2), a->dln, xmid, W_(e, b->ln2), a->rstd2 + l * NT, (int)NT, W);
 
         /* attention branch: m = x + Attn(RMSNorm(x)·Wqkvᵀ)·Woᵀ */
         memset(a->datty, 0, (size_t)NT * W * sizeof *a->datty);
-        pelab_matmul_backward(a->datty, G_(e, b->proj), a->dres, atty, W_(e, b->proj), (int)NT, W, W);
+        pelab_matmul_backward(ctx, a->datty, G_(e, b->proj), a->dres, atty, W_(e, b->proj), (int)NT, W, W);
         pelab_softmax_attn_backward(a->dqh, a->dkh, a->dqkv + 2 * W, a->datt, a->datty, att, qh, kh,
                                     qkv + 2 * W, &s, NULL);
         permute(a->dqkv, a->dqh, a->dkh, U, S, e->heads, W / e->heads, 0);
         memset(a->dln, 0, (size_t)NT * W * sizeof *a->dln);
-        pelab_matmul_backward(a->dln, G_(e, b->qkv), a->dqkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
+        pelab_matmul_backward(ctx, a->dln, G_(e, b->qkv), a->dqkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
         pelab_rmsnorm_backward(a->dres, G_(e, b->ln1), a->dln, x, W_(e, b->ln1), a->rstd1 + l * NT, (int)NT, W);
     }
     embed_grads(e, a, a->dres, NT);

@@ -154,7 +154,7 @@ int pelab_seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *terms
     int rc = pelab_seqpe_check(&s->enc, s->reg_uniq, U);
     if (!rc) rc = pelab_seqpe_acts_reserve(&s->reg_acts, &s->enc, U);
     if (rc) return rc;
-    pelab_seqpe_encoder_forward(&s->enc, &s->reg_acts, s->reg_uniq, U);
+    pelab_seqpe_encoder_forward(pe->ctx, &s->enc, &s->reg_acts, s->reg_uniq, U);
     memset(s->reg_dE, 0, (size_t)U * D * sizeof *s->reg_dE);
     pelab_clear_error(); /* a NaN term with an error set is out of memory, not a diverged model */
     if (r->pivots) {
@@ -176,7 +176,7 @@ void pelab_seqpe_aux_backward(struct pelab_posenc *pe, pelab_real scale) {
     const long n = (long)s->reg_acts.U * pe->D;
     if (!n) return;
     for (long i = 0; i < n; i++) s->reg_dout[i] = scale * s->reg_dE[i];
-    pelab_seqpe_encoder_backward(&s->enc, &s->reg_acts, s->reg_dout);
+    pelab_seqpe_encoder_backward(pe->ctx, &s->enc, &s->reg_acts, s->reg_dout);
 }
 
 const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *pe) {

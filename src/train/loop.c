@@ -116,10 +116,10 @@ static uint64_t state_checksum(const struct pelab_params *P) {
  * compared with rank 0's (a checksum each): ranks that drifted apart are an error, and the
  * checkpoint is not written. Rank 0 writes it. */
 static int save(struct pelab_trainer *tr) {
-    int ranks = pelab_dist_size();
+    int ranks = tr->ctx->dist.size;
     if (ranks > 1) {
         uint64_t all[ranks];
-        pelab_dist_gather_u64(state_checksum(&tr->model.params), all);
+        pelab_dist_gather_u64(&tr->ctx->dist, state_checksum(&tr->model.params), all);
         for (int r = 1; r < ranks; r++)
             if (all[r] != all[0]) {
                 char kept[64] = "no checkpoint was saved";
@@ -127,13 +127,13 @@ static int save(struct pelab_trainer *tr) {
                     snprintf(kept, sizeof kept, "the checkpoint of step %" PRId64 " is kept",
                              tr->saved_step);
                 /* alike on every rank: rank 0 says it */
-                return pelab_dist_agree(pelab_fail(
+                return pelab_dist_agree(&tr->ctx->dist, pelab_fail(
                     PELAB_ERR_RUNTIME, "step %" PRId64 ": the weights of MPI rank %d differ from "
                     "rank 0's (checksum %016" PRIx64 " vs %016" PRIx64 "): the ranks diverged; "
                     "stopped, %s", tr->step, r, all[r], all[0], kept));
             }
     }
-    if (pelab_dist_rank() > 0) {
+    if (tr->ctx->dist.rank > 0) {
         tr->saved_step = tr->step;
         return PELAB_OK;
     }
@@ -223,7 +223,7 @@ static int log_step(struct pelab_trainer *tr, struct segment *g) {
     if (!p->logged) return PELAB_OK;
     g->line.len = 0;
     log_line(&g->line, p);
-    int rc = pelab_dist_rank() == 0 ? pelab_log_append(tr, g->line.data) : PELAB_OK;
+    int rc = tr->ctx->dist.rank == 0 ? pelab_log_append(tr, g->line.data) : PELAB_OK;
     if (rc) return rc;
     if (tr->log_n) {
         tr->last_loss = p->loss;
@@ -243,7 +243,10 @@ static int loop_step(struct pelab_trainer *tr, struct segment *g) {
     int rc = pelab_trainer_update(tr, &u);
     const int skipped = rc == PELAB_UPDATE_NAN;
     /* every rank meets the same event alike (the update's sums are shared): rank 0 says it */
-    if (skipped) rc = pelab_dist_agree(pelab_nan_handle(tr, before + 1, u.ev.what, u.ev.detail, u.ev.applied));
+    if (skipped) {
+        const struct pelab_nan_event *ev = &u.ev;
+        rc = pelab_dist_agree(&tr->ctx->dist, pelab_nan_handle(tr, before + 1, ev->what, ev->detail, ev->applied));
+    }
     if (rc) return rc;
     segment_clock(tr, g, pelab_clock_s() - ts);
     if (tr->step <= before) return PELAB_OK; /* rolled back: go on from the restored step */
@@ -267,7 +270,7 @@ static int finish(struct pelab_trainer *tr, struct segment *g) {
     if (rc) return rc;
     tr->elapsed_s = g->elapsed0 + (pelab_clock_s() - g->t0);
     const double tps = tr->train_s > 0 ? g->tokens_per_update * (double)tr->step / tr->train_s : 0;
-    if (pelab_dist_rank() == 0 && (rc = write_summary(tr, &val, &test, tps))) return rc;
+    if (tr->ctx->dist.rank == 0 && (rc = write_summary(tr, &val, &test, tps))) return rc;
     struct pelab_train_progress *p = &g->p;
     p->step = tr->step;
     p->has_val = 1;

@@ -76,7 +76,9 @@ int pelab_train_check_run_settings(const struct pelab_opts *opts, const char *di
     char path[PELAB_PATH_MAX];
     pelab_path(path, dir, "config.json");
     if (!pelab_file_exists(path)) return PELAB_OK; /* nothing there to reuse */
-    struct pelab_trainer *tr = pelab_trainer_new(NULL);
+    struct pelab_ctx own; /* the settings a run would record, in one process */
+    pelab_ctx_init(&own);
+    struct pelab_trainer *tr = pelab_trainer_new(&own, NULL);
     struct pelab_json *j = NULL;
     struct pelab_sb diff = {0};
     int rc = tr ? pelab_json_load(path, &j) : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");

@@ -18,18 +18,19 @@
  * order. */
 #define CURSOR_SALT 0xC0A5E5DA7A5EEDull
 
-struct pelab_trainer *pelab_trainer_new(const struct pelab_train_hooks *hooks) {
+struct pelab_trainer *pelab_trainer_new(struct pelab_ctx *ctx, const struct pelab_train_hooks *hooks) {
     struct pelab_trainer *tr = calloc(1, sizeof *tr);
     if (!tr) return NULL;
+    tr->ctx = ctx;
     tr->lock_fd = -1;
-    tr->hooks = pelab_dist_rank() == 0 ? hooks : NULL; /* rank 0 alone reports */
+    tr->hooks = tr->ctx->dist.rank == 0 ? hooks : NULL; /* rank 0 alone reports */
     tr->lr_scale = 1;
     tr->prev_precision = -1;
     return tr;
 }
 
 void pelab_trainer_free(struct pelab_trainer *tr) {
-    if (tr->prev_precision >= 0) pelab_precision_set((enum pelab_precision)tr->prev_precision);
+    if (tr->prev_precision >= 0) pelab_precision_set(tr->ctx, (enum pelab_precision)tr->prev_precision);
     pelab_log_close(tr);
     pelab_run_unlock(tr);
     if (tr->have_batch) pelab_batch_free(&tr->batch);
@@ -49,9 +50,9 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
     if (rc) return rc;
     struct pelab_train_config *c = &tr->c;
     pelab_threads_set(pelab_dist_threads(c->threads));
-    tr->prev_precision = (int)pelab_precision_get();
-    if ((rc = pelab_precision_set(c->precision))) return rc;
-    pelab_bf16_advise();
+    tr->prev_precision = (int)tr->ctx->precision;
+    if ((rc = pelab_precision_set(tr->ctx, c->precision))) return rc;
+    pelab_bf16_advise(tr->ctx);
     if ((rc = pelab_task_init(&tr->task, c->task, &tr->opts))) return rc;
     tr->have_task = 1;
     /* Every split the run reads (training and val by init; val during training, val and test at
@@ -64,6 +65,7 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
                             tr->task.ops->split_size(&tr->task, PELAB_SPLIT_TRAIN);
     if ((rc = pelab_model_init_io(&tr->model, &tr->opts, tr->task.vocab, tr->task.seq_len, &tr->task.io))) return rc;
     tr->have_model = 1;
+    pelab_model_set_ctx(&tr->model, tr->ctx);
     /* a task whose test split runs beyond the training context (the algorithmic tasks): the
      * encoding must take those positions, which the final evaluation reads; checked before
      * anything trains */
@@ -82,12 +84,12 @@ int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint) {
 /* Activations and the batch buffer (kept out of setup: validation does not need them). The
  * batch buffer holds a whole micro-batch, the activations only this rank's rows of it. */
 int pelab_trainer_buffers(struct pelab_trainer *tr) {
-    int ranks = pelab_dist_size();
+    int ranks = tr->ctx->dist.size;
     if (tr->c.batch < ranks)
         return pelab_fail(PELAB_ERR_USAGE, "--batch %d is below the %d MPI ranks: every rank "
                           "takes at least one row of each micro-batch", tr->c.batch, ranks);
     uint64_t r0, r1;
-    pelab_dist_share((uint64_t)tr->c.batch, &r0, &r1);
+    pelab_dist_share(&tr->ctx->dist, (uint64_t)tr->c.batch, &r0, &r1);
     int rc = pelab_model_reserve(&tr->model, (int)(r1 - r0), tr->task.seq_len);
     if (!rc) rc = pelab_batch_alloc_for(&tr->batch, &tr->task, tr->c.batch, tr->task.seq_len);
     if (!rc) tr->have_batch = 1;
@@ -171,7 +173,9 @@ int pelab_trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *opt
 int pelab_train_validate_with(const struct pelab_opts *opts,
                               int (*check)(struct pelab_model *m, const struct pelab_task *t, void *ctx),
                               void *ctx) {
-    struct pelab_trainer *tr = pelab_trainer_new(NULL);
+    struct pelab_ctx own; /* what a run would check, in one process */
+    pelab_ctx_init(&own);
+    struct pelab_trainer *tr = pelab_trainer_new(&own, NULL);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     int rc = pelab_trainer_prepare(tr, opts);
     if (!rc && check) rc = check(&tr->model, &tr->task, ctx);
@@ -200,8 +204,9 @@ static void remove_new_dirs(const char *dir, const char *made) {
 /* Every rank resolved the same settings, key=value in order. The command lines agreed already
  * (cli/main.c), but each rank reads a preset's --init-from source or a resumed run's config.json
  * from its own file system. */
-int pelab_trainer_ranks_agree(const struct pelab_opts *o) {
-    if (pelab_dist_size() == 1) return PELAB_OK;
+int pelab_trainer_ranks_agree(struct pelab_trainer *tr) {
+    const struct pelab_opts *o = &tr->opts;
+    if (tr->ctx->dist.size == 1) return PELAB_OK;
     enum { WORD = PELAB_OPT_KEY_MAX + PELAB_OPT_VAL_MAX + 1 };
     char *text = malloc((size_t)o->count * WORD + 1), *words[PELAB_OPTS_MAX];
     if (!text) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
@@ -209,17 +214,24 @@ int pelab_trainer_ranks_agree(const struct pelab_opts *o) {
         words[i] = text + (size_t)i * WORD;
         snprintf(words[i], WORD, "%s=%s", o->kv[i].key, o->kv[i].val);
     }
-    const int rc = pelab_dist_same_words(o->count, words, "settings");
+    const int rc = pelab_dist_same_words(&tr->ctx->dist, o->count, words, "settings");
     free(text);
     return rc;
 }
 
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks) {
-    struct pelab_trainer *tr = pelab_trainer_new(hooks);
+    struct pelab_ctx ctx;
+    pelab_ctx_init(&ctx);
+    return pelab_train_in(&ctx, opts, hooks);
+}
+
+int pelab_train_in(struct pelab_ctx *ctx, const struct pelab_opts *opts,
+                   const struct pelab_train_hooks *hooks) {
+    struct pelab_trainer *tr = pelab_trainer_new(ctx, hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     /* Across ranks: every rank checks and builds alike, then rank 0 alone writes the run
      * directory; each stage ends with the ranks agreeing that it went well. */
-    const int root = pelab_dist_rank() == 0;
+    const int root = tr->ctx->dist.rank == 0;
     int rc = pelab_trainer_prepare(tr, opts);
     if (rc) goto agree;
 
@@ -239,7 +251,7 @@ int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *h
     }
     rc = pelab_trainer_buffers(tr);
 agree:
-    if ((rc = pelab_dist_agree(rc)) || (rc = pelab_trainer_ranks_agree(&tr->opts))) goto done;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, rc)) || (rc = pelab_trainer_ranks_agree(tr))) goto done;
     pelab_trainer_fresh_start(tr);
     if (root) {
         /* The outermost directory of --out that does not exist yet: what a run that fails before
@@ -260,7 +272,7 @@ agree:
             remove_new_dirs(tr->dir, made);
         if (!rc) rc = pelab_log_open(tr, 1);
     }
-    if ((rc = pelab_dist_agree(rc))) goto done;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, rc))) goto done;
     rc = pelab_trainer_loop(tr, tr->hooks);
 done:
     pelab_trainer_free(tr);

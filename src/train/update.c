@@ -110,7 +110,7 @@ static int micro_batch(struct pelab_trainer *tr, int micro, uint64_t r0, uint64_
         pelab_model_backward(m, (pelab_real)(w / c->accum));
         if ((rc = m->status)) return rc; /* a kernel that failed (out of memory) */
     }
-    if (pe->aux_forward && pelab_dist_rank() == 0) { /* the encoding's own loss terms (SeqPE's regularisers) */
+    if (pe->aux_forward && tr->ctx->dist.rank == 0) { /* the encoding's own loss terms (SeqPE's regularisers) */
         double terms[PELAB_PE_AUX_MAX], total;
         if ((rc = pe->aux_forward(&m->pe, pelab_hash64(pe_key ^ 1), terms, &total))) return rc;
         if (!isfinite(total)) {
@@ -121,24 +121,24 @@ static int micro_batch(struct pelab_trainer *tr, int micro, uint64_t r0, uint64_
         pe->aux_backward(&m->pe, (pelab_real)(1.0 / c->accum));
         for (int i = 0; i < tr->n_aux; i++) sum->aux[i] += terms[i] / c->accum;
     }
-    return pelab_gemm_take_failure();
+    return pelab_gemm_take_failure(tr->ctx);
 }
 
 /* Across ranks: the update's sums, and whether any rank found a non-finite value (bad) — then
  * the first such rank's event goes to all — and otherwise the gradients, summed in one
  * allreduce. Returns 1 when some rank found one (its sums are then this rank's own). */
 static int ranks_combine(struct pelab_trainer *tr, struct update_sums *sum, int bad, struct pelab_nan_event *ev) {
-    if (pelab_dist_size() == 1) return bad;
+    if (tr->ctx->dist.size == 1) return bad;
     double st[3 + PELAB_PE_AUX_MAX] = {bad, sum->loss, sum->acc};
     for (int i = 0; i < tr->n_aux; i++) st[3 + i] = sum->aux[i];
-    pelab_dist_sum_double(st, 3 + (size_t)tr->n_aux);
+    pelab_dist_sum_double(&tr->ctx->dist, st, 3 + (size_t)tr->n_aux);
     if (st[0] > 0) {
-        pelab_dist_bcast_from(ev, sizeof *ev, pelab_dist_first(bad));
+        pelab_dist_bcast_from(&tr->ctx->dist, ev, sizeof *ev, pelab_dist_first(&tr->ctx->dist, bad));
         return 1;
     }
     sum->loss = st[1], sum->acc = st[2];
     for (int i = 0; i < tr->n_aux; i++) sum->aux[i] = st[3 + i];
-    pelab_dist_sum_real(tr->model.params.grad, tr->model.params.total);
+    pelab_dist_sum_real(&tr->ctx->dist, tr->model.params.grad, tr->model.params.total);
     return 0;
 }
 
@@ -149,8 +149,8 @@ int pelab_trainer_update(struct pelab_trainer *tr, struct pelab_update *u) {
     const int64_t update_no = tr->step + 1;
     const uint64_t cursor0 = tr->cursor;
     uint64_t r0, r1;
-    pelab_dist_share((uint64_t)c->batch, &r0, &r1);
-    const int fault = pelab_dist_test_fault(update_no);
+    pelab_dist_share(&tr->ctx->dist, (uint64_t)c->batch, &r0, &r1);
+    const int fault = pelab_dist_test_fault(&tr->ctx->dist, update_no);
     char where[512];
     pelab_params_zero_grad(&m->params);
     pelab_poison_apply(tr, PELAB_POISON_WEIGHT, update_no);
@@ -165,7 +165,7 @@ int pelab_trainer_update(struct pelab_trainer *tr, struct pelab_update *u) {
     }
     m->training = 0;
     m->dropout_row0 = 0;
-    if ((rc = pelab_dist_agree(rc))) return rc;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, rc))) return rc;
     bad = ranks_combine(tr, &sum, bad, ev);
     u->loss = sum.loss, u->acc = sum.acc;
     for (int i = 0; i < tr->n_aux; i++) u->aux[i] = sum.aux[i];
