@@ -336,5 +336,5 @@ clean:
 .PHONY: all test test-lib test-lab tests demo demo-indirect setup bench profile deps data install clean test-asan test-valgrind fuzz tables reproduce lengthgen seqpe-table4 image-tables qa-table2 cpu-tables indirect-mid identical
 .DELETE_ON_ERROR:
 
--include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(LAB_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d)
+-include $(OBJ32:.o=.d) $(OBJ64:.o=.d) $(CLI_OBJ:.o=.d) $(LAB_OBJ:.o=.d) $(TESTLIB_OBJ:.o=.d) $(BUILD)/f32/tests/lib/models.d
 include mk/check.mk

@@ -100,24 +100,25 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < na; i++) a[i] = (pelab_real)((i % 7) * 0.1 - 0.3);
     for (size_t i = 0; i < nb; i++) b[i] = (pelab_real)((i % 5) * 0.1 - 0.2);
+    struct pelab_ctx ctx[2]; /* fp32, bf16 */
+    pelab_ctx_init(&ctx[0]), pelab_ctx_init(&ctx[1]);
+    if (pelab_precision_set(&ctx[1], PELAB_PRECISION_BF16) != PELAB_OK) return 1; /* checked above */
     double *rate[2];
     rate[0] = malloc((size_t)reps * sizeof(double));
     rate[1] = malloc((size_t)reps * sizeof(double));
     if (!rate[0] || !rate[1]) return 1;
     for (int r = -1; r < reps; r++)
         for (int p = 0; p < 2; p++) {
-            pelab_precision_set(p ? PELAB_PRECISION_BF16 : PELAB_PRECISION_FP32);
             const double t0 = pelab_clock_s();
             for (int i = 0; i < n; i++) {
                 const struct shape *s = &shapes[i];
                 /* stored A (M,K) or (K,M), B (K,N) or (N,K), rows contiguous */
-                pelab_gemm(s->ta, s->tb, s->M, s->N, s->K, 1, a, s->ta ? s->M : s->K, b,
+                pelab_gemm(&ctx[p], s->ta, s->tb, s->M, s->N, s->K, 1, a, s->ta ? s->M : s->K, b,
                            s->tb ? s->K : s->N, 0, c, s->N);
             }
             const double t = pelab_clock_s() - t0;
             if (r >= 0) rate[p][r] = flops / t / 1e9;
         }
-    pelab_precision_set(PELAB_PRECISION_FP32);
     const double f = median(rate[0], reps), h = median(rate[1], reps);
     printf("{\"config\":\"%s\",\"threads\":%d,\"reps\":%d,\"gflop_per_pass\":%.2f,\"fp32_gflops\":%.1f,"
            "\"bf16_gflops\":%.1f,\"ratio\":%.2f}\n",

@@ -61,11 +61,13 @@ struct product {
 /* Seconds one product of p takes: the best of at least reps timings and of as many as 50 ms
  * hold (at most 10,000), a ceiling's measure (as bench_stream's), which a thread descheduled
  * during a product of a few microseconds does not lower. */
-static double product_seconds(const struct product *p, int reps, pelab_real *a, pelab_real *b, pelab_real *c) {
+static double product_seconds(struct pelab_ctx *ctx, const struct product *p, int reps, pelab_real *a,
+                              pelab_real *b, pelab_real *c) {
     double best = 1e30, spent = 0;
     for (int r = -1; r < reps || (spent < 0.05 && r < 10000); r++) {
         const double t0 = pelab_clock_s();
-        pelab_gemm(p->ta, p->tb, p->M, p->N, p->K, 1, a, p->ta ? p->M : p->K, b, p->tb ? p->K : p->N, 0, c, p->N);
+        pelab_gemm(ctx, p->ta, p->tb, p->M, p->N, p->K, 1, a, p->ta ? p->M : p->K, b, p->tb ? p->K : p->N, 0, c,
+                   p->N);
         const double t = pelab_clock_s() - t0;
         if (r >= 0 && t < best) best = t;
         spent += t;
@@ -74,8 +76,9 @@ static double product_seconds(const struct product *p, int reps, pelab_real *a, 
 }
 
 /* GFLOP/s of product p at the current precision. */
-static double product_rate(const struct product *p, int reps, pelab_real *a, pelab_real *b, pelab_real *c) {
-    return 2.0 * p->M * p->N * p->K / product_seconds(p, reps, a, b, c) / 1e9;
+static double product_rate(struct pelab_ctx *ctx, const struct product *p, int reps, pelab_real *a,
+                           pelab_real *b, pelab_real *c) {
+    return 2.0 * p->M * p->N * p->K / product_seconds(ctx, p, reps, a, b, c) / 1e9;
 }
 
 /* The step's products; returns their number. */
@@ -159,22 +162,21 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < na; i++) a[i] = (pelab_real)((i % 7) * 0.1 - 0.3);
     for (size_t i = 0; i < nb; i++) b[i] = (pelab_real)((i % 5) * 0.1 - 0.2);
-    const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK;
-    double large32 = product_rate(&large, reps, a, b, cc), large16 = large32;
+    struct pelab_ctx fp32, half; /* the products in each precision */
+    pelab_ctx_init(&fp32), pelab_ctx_init(&half);
+    const int bf16 = pelab_precision_set(&half, PELAB_PRECISION_BF16) == PELAB_OK;
+    double large32 = product_rate(&fp32, &large, reps, a, b, cc), large16 = large32;
     if (bf16) {
-        pelab_precision_set(PELAB_PRECISION_BF16);
-        const double r = product_rate(&large, reps, a, b, cc);
+        const double r = product_rate(&half, &large, reps, a, b, cc);
         if (r > large16) large16 = r;
     }
     double t32 = 0, t16 = 0; /* seconds of the step's products */
     for (int i = 0; i < n; i++) {
         double r32 = large32, r16 = large16;
         if (!p[i].attention) {
-            pelab_precision_set(PELAB_PRECISION_FP32);
-            r32 = r16 = product_rate(&p[i], reps, a, b, cc);
+            r32 = r16 = product_rate(&fp32, &p[i], reps, a, b, cc);
             if (bf16) {
-                pelab_precision_set(PELAB_PRECISION_BF16);
-                const double r = product_rate(&p[i], reps, a, b, cc);
+                const double r = product_rate(&half, &p[i], reps, a, b, cc);
                 if (r > r16) r16 = r;
             }
         }
@@ -185,7 +187,6 @@ int main(int argc, char **argv) {
                     p[i].attention ? "attention" : "linear", p[i].M, p[i].N, p[i].K, p[i].ta ? "ᵀ" : "",
                     p[i].count, r32, r16);
     }
-    pelab_precision_set(PELAB_PRECISION_FP32);
     const double bytes = 4 * memory_words(c, dq, parameters(c, dq));
     const double tm = bytes / (gbs * 1e9), tokens = (double)c->B * c->T;
     char bf[64] = "null", bft[64] = "null";

@@ -39,7 +39,9 @@ static double best_time(void (*product)(int n, const float *a, const float *b, f
 
 /* as the linear layers: x · W^T */
 static void pelab_product(int n, const float *a, const float *b, float *c) {
-    pelab_gemm(0, 1, n, n, n, 1, a, n, b, n, 0, c, n);
+    struct pelab_ctx fp32;
+    pelab_ctx_init(&fp32);
+    pelab_gemm(&fp32, 0, 1, n, n, n, 1, a, n, b, n, 0, c, n);
 }
 
 #ifdef PELAB_DNNL

@@ -83,7 +83,9 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--random-positions") == 0) random_positions = atoi(v);
         else return usage();
     }
-    if (pelab_dist_init(&argc, &argv)) {
+    struct pelab_ctx ctx; /* the MPI job and --precision */
+    pelab_ctx_init(&ctx);
+    if (pelab_dist_init(&ctx.dist, &argc, &argv)) {
         fprintf(stderr, "bench_train: %s\n", pelab_last_error());
         return 1;
     }
@@ -93,7 +95,7 @@ int main(int argc, char **argv) {
     if (warmup < 0) warmup = c->warmup;
     pelab_threads_set(threads);
     enum pelab_precision prec;
-    if (pelab_precision_parse(precision, &prec) != PELAB_OK || pelab_precision_set(prec) != PELAB_OK) {
+    if (pelab_precision_parse(precision, &prec) != PELAB_OK || pelab_precision_set(&ctx, prec) != PELAB_OK) {
         fprintf(stderr, "bench_train: %s\n", pelab_last_error());
         return 2;
     }
@@ -122,10 +124,11 @@ int main(int argc, char **argv) {
     memset(&m, 0, sizeof m);
     const struct pelab_model_io io = {c->patch_dim, {image ? 2 : 1, image, c->grid}};
     if (pelab_model_init_io(&m, &opts, c->V, c->T, &io) != PELAB_OK ||
-        pelab_model_reserve(&m, c->B, c->T) != PELAB_OK || c->B < pelab_dist_size()) {
+        pelab_model_reserve(&m, c->B, c->T) != PELAB_OK || c->B < ctx.dist.size) {
         fprintf(stderr, "bench_train: %s\n", pelab_last_error());
         return 1;
     }
+    pelab_model_set_ctx(&m, &ctx);
     pelab_model_init_weights(&m, 1);
     m.training = 1; /* dropout is 0: the same work as evaluation, plus the bookkeeping */
 
@@ -154,7 +157,7 @@ int main(int argc, char **argv) {
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
     /* this rank's rows, and their share of the batch's loss (every position has a target) */
     uint64_t r0, r1;
-    pelab_dist_share((uint64_t)c->B, &r0, &r1);
+    pelab_dist_share(&ctx.dist, (uint64_t)c->B, &r0, &r1);
     const int rows = (int)(r1 - r0);
     const size_t off = (size_t)r0 * (size_t)c->T;
     if (image) pelab_model_set_inputs(&m, inputs + off * c->patch_dim);
@@ -171,29 +174,29 @@ int main(int argc, char **argv) {
         loss = m.loss * rows / c->B;
         pelab_model_backward(&m, (pelab_real)rows / (pelab_real)c->B);
         double ta = pelab_clock_s();
-        pelab_dist_barrier();
+        pelab_dist_barrier(&ctx.dist);
         double tb = pelab_clock_s();
-        pelab_dist_sum_real(m.params.grad, m.params.total);
+        pelab_dist_sum_real(&ctx.dist, m.params.grad, m.params.total);
         wait += tb - ta;
         allreduce += pelab_clock_s() - tb;
         pelab_adamw_step(&opt, &m.params, 1e-3, pelab_clip_scale(pelab_grad_norm(&m.params), 1.0));
     }
     double elapsed = pelab_clock_s() - t0;
-    pelab_dist_sum_double(&loss, 1);
+    pelab_dist_sum_double(&ctx.dist, &loss, 1);
     const double D = c->D, BT = (double)n, d = (double)c->D / c->heads, dq = m.pe.qk_dim;
     const double flops =
         image ? 6 * BT * (12.0 * c->layers * D * D + D * c->patch_dim) + 6.0 * c->B * D * c->V +
                     3.0 * c->layers * c->B * c->heads * 2.0 * c->T * c->T * (dq + d)
               : 6 * BT * (12.0 * c->layers * D * D + D * c->V) +
                     3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
-    if (pelab_dist_rank() == 0)
+    if (ctx.dist.rank == 0)
         printf("{\"config\":\"%s\",\"pe\":\"%s\",\"random_positions\":%d,\"precision\":\"%s\",\"tokens_per_s\":%.1f,"
                "\"step_ms\":%.3f,\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
                "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
                "\"allreduce_ms\":%.3f,\"images_per_s\":%.1f}\n",
                c->name, pe, random_positions, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
                pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
-               pelab_dist_size(), m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps,
+               ctx.dist.size, m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps,
                image ? (double)c->B * steps / elapsed : 0.0);
     /* `make profile`: where the step's time went (a build with -DPELAB_PROFILE only) */
     pelab_prof_report(stderr, steps, elapsed / steps);
@@ -202,6 +205,6 @@ int main(int argc, char **argv) {
     free(pos);
     free(inputs);
     pelab_model_free(&m);
-    pelab_dist_finalize();
+    pelab_dist_finalize(&ctx.dist);
     return 0;
 }

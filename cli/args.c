@@ -213,7 +213,7 @@ void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, co
     }
 }
 
-int pelab_args_run_command(int argc, char **argv, const struct pelab_optdef *table,
+int pelab_args_run_command(struct pelab_ctx *ctx, int argc, char **argv, const struct pelab_optdef *table,
                            const char *command, void (*help)(FILE *), struct pelab_opts *opts,
                            struct pelab_opts *enc, int *asked_help) {
     struct pelab_group g[PELAB_GROUPS_MAX];
@@ -229,9 +229,9 @@ int pelab_args_run_command(int argc, char **argv, const struct pelab_optdef *tab
     if (!pelab_opt_str(opts, table, "model")[0])
         return pelab_fail(PELAB_ERR_USAGE, "--model DIR is required (a run directory)");
     pelab_threads_set(pelab_dist_threads((int)pelab_opt_int(opts, table, "threads")));
-    if ((rc = pelab_precision_set((enum pelab_precision)pelab_opt_choice(opts, table, "precision"))))
+    if ((rc = pelab_precision_set(ctx, (enum pelab_precision)pelab_opt_choice(opts, table, "precision"))))
         return rc;
-    pelab_bf16_advise();
+    pelab_bf16_advise(ctx);
     pelab_safetensors_accept_edited(pelab_opt_switch(opts, table, "edited"));
     return PELAB_OK;
 }

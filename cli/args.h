@@ -3,6 +3,7 @@
 #define PELAB_CLI_ARGS_H
 
 #include <stdio.h>
+#include "pelab/ctx.h"
 #include "pelab/options.h"
 #include "pelab/precision.h"
 #include "pelab/threads.h"
@@ -35,8 +36,8 @@ int pelab_args_eval_groups(struct pelab_group *g, const char *title,
 /* The start of eval and sample: argv parsed against the command's table and the evaluation-time
  * groups into opts (its own) and enc (the tasks' and encodings'); with --help, help(stdout) and
  * *help = 1; else --model required, and the threads (a machine's cores shared among its MPI
- * ranks), precision and --edited set from opts. */
-int pelab_args_run_command(int argc, char **argv, const struct pelab_optdef *table,
+ * ranks), ctx's precision and --edited set from opts. */
+int pelab_args_run_command(struct pelab_ctx *ctx, int argc, char **argv, const struct pelab_optdef *table,
                            const char *command, void (*help)(FILE *), struct pelab_opts *opts,
                            struct pelab_opts *enc, int *asked_help);
 /* The --split choice "val|test|train|long" of table as the task's split. */
@@ -64,12 +65,13 @@ int pelab_args_check_only(const struct pelab_opts *opts, const struct pelab_optd
 void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, const char *skip);
 
 /* The library's commands (cli/cmd_<name>.c; the lab's: lab/lab.h): run returns an exit status,
- * help prints the usage. */
-int pelab_cmd_train(int argc, char **argv);
+ * help prints the usage. train, eval and sample run in the process's context (its MPI job;
+ * --precision sets its precision); the others run in one process, on contexts of their own. */
+int pelab_cmd_train(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_train_help(FILE *f);
-int pelab_cmd_eval(int argc, char **argv);
+int pelab_cmd_eval(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_eval_help(FILE *f);
-int pelab_cmd_sample(int argc, char **argv);
+int pelab_cmd_sample(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_sample_help(FILE *f);
 int pelab_cmd_data(int argc, char **argv);
 void pelab_cmd_data_help(FILE *f);

@@ -18,8 +18,7 @@
 #include "pelab/status.h"
 
 static const struct pelab_optdef data_options[] = {
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "data directory; when not given, $PELAB_DATA, else ./data"},
+    PELAB_OPT_ROW_DATA_DIR,
     {"jsb-dir", PELAB_OPT_STR, "", 0, 0, NULL,
      "install: the directory holding Jsb16thSeparated.json; when not given, the copy the "
      "repository keeps, datasets/jsb-chorales (an installed pelab must give it to install jsb)"},

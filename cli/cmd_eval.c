@@ -167,7 +167,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     int n, T = t->seq_len;
     int rc = pelab_sweep_parse(spec, T, lengths, &n);
     if (rc) return rc;
-    int tty = !json && isatty(fileno(stderr)) && pelab_dist_rank() == 0;
+    int tty = !json && isatty(fileno(stderr)) && run->model.ctx->dist.rank == 0;
     /* Each position of a pass holds its logits and probabilities, 2·V floats (gpt2: 400 kB): a
      * pass of 64 windows of 10T would not fit a workstation, so by default passes hold 8192
      * tokens (at least one window). */
@@ -203,7 +203,7 @@ static int sweep(const char *dir, struct pelab_run *run, enum pelab_split split,
     }
     fputs(sb.data, stdout);
     pelab_sb_free(&sb);
-    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK; /* across MPI ranks, rank 0 writes */
+    if (!csv[0] || run->model.ctx->dist.rank > 0) return PELAB_OK; /* across MPI ranks, rank 0 writes */
     struct pelab_sb text = {0};
     pelab_sweep_csv(&text, run->model.cfg.pe, rows, n);
     rc = pelab_write_file_atomic(csv, text.data, text.len);
@@ -226,7 +226,7 @@ static int qa_sweep(const char *dir, struct pelab_run *run, enum pelab_split spl
     int n, T = run->task.seq_len;
     int rc = pelab_sweep_parse(spec, T, lengths, &n);
     if (rc) return rc;
-    int tty = !json && isatty(fileno(stderr)) && pelab_dist_rank() == 0;
+    int tty = !json && isatty(fileno(stderr)) && run->model.ctx->dist.rank == 0;
     long tokens = batch > 0 ? (long)batch * T : 8192;
     rc = pelab_qa_sweep(&run->model, &run->settings, split, lengths, n, examples, tokens,
                         gen_tokens, rows, qa_progress, &tty);
@@ -264,7 +264,7 @@ static int qa_sweep(const char *dir, struct pelab_run *run, enum pelab_split spl
     }
     fputs(sb.data, stdout);
     pelab_sb_free(&sb);
-    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK;
+    if (!csv[0] || run->model.ctx->dist.rank > 0) return PELAB_OK;
     struct pelab_sb text = {0};
     pelab_qa_sweep_csv(&text, run->model.cfg.pe, rows, n);
     rc = pelab_write_file_atomic(csv, text.data, text.len);
@@ -305,8 +305,8 @@ static int by_size(const char *dir, struct pelab_run *run, int batch, int json, 
     }
     if (json) pelab_sb_printf(&sb, "}\n");
     free(r);
-    if (!rc && pelab_dist_rank() == 0) fputs(sb.data, stdout);
-    if (!rc && csv[0] && pelab_dist_rank() == 0) rc = pelab_write_file_atomic(csv, text.data, text.len);
+    if (!rc && run->model.ctx->dist.rank == 0) fputs(sb.data, stdout);
+    if (!rc && csv[0] && run->model.ctx->dist.rank == 0) rc = pelab_write_file_atomic(csv, text.data, text.len);
     pelab_sb_free(&sb);
     pelab_sb_free(&text);
     return rc;
@@ -357,7 +357,7 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
     }
     fputs(sb.data, stdout);
     pelab_sb_free(&sb);
-    if (!csv[0] || pelab_dist_rank() > 0) return PELAB_OK;
+    if (!csv[0] || run->model.ctx->dist.rank > 0) return PELAB_OK;
     pelab_sb_printf(&text, "pe,side,grid,multiple,tokens,examples,accuracy,loss\n");
     for (int i = 0; i < n; i++) {
         pelab_sb_csv_cell(&text, run->model.cfg.pe);
@@ -370,10 +370,11 @@ static int resolutions(const char *dir, struct pelab_run *run, enum pelab_split 
     return rc;
 }
 
-int pelab_cmd_eval(int argc, char **argv) {
+int pelab_cmd_eval(struct pelab_ctx *ctx, int argc, char **argv) {
     static struct pelab_opts opts, enc;
     int help = 0;
-    int rc = pelab_args_run_command(argc, argv, eval_options, "eval", pelab_cmd_eval_help, &opts, &enc, &help);
+    int rc = pelab_args_run_command(ctx, argc, argv, eval_options, "eval", pelab_cmd_eval_help, &opts, &enc,
+                                    &help);
     if (rc || help) return rc;
     const char *dir = pelab_opt_str(&opts, eval_options, "model");
     const char *lengths = pelab_opt_str(&opts, eval_options, "lengths");
@@ -403,7 +404,8 @@ int pelab_cmd_eval(int argc, char **argv) {
     if (csv[0] && (rc = pelab_check_output("--csv", csv))) return rc;
     static struct pelab_run run;
     /* across MPI ranks the evaluations below are shared out (pelab/dist.h) */
-    if ((rc = pelab_dist_agree(pelab_run_open_with(&run, dir, &enc)))) return rc;
+    if ((rc = pelab_dist_agree(&ctx->dist, pelab_run_open_with(&run, dir, &enc)))) return rc;
+    pelab_model_set_ctx(&run.model, ctx);
     const enum pelab_task_sweep kind = run.task.ops->sweep;
     const int qa = kind == PELAB_TASK_SWEEP_QA;
     if (qa && lengths[0] && !pelab_opts_get(&opts, "split")) split = PELAB_SPLIT_TEST;

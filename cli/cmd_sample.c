@@ -363,15 +363,17 @@ static int generate(struct pelab_run *run, enum pelab_split split, uint64_t firs
     return rc;
 }
 
-int pelab_cmd_sample(int argc, char **argv) {
+int pelab_cmd_sample(struct pelab_ctx *ctx, int argc, char **argv) {
     static struct pelab_opts opts, enc;
     int help = 0;
-    int rc = pelab_args_run_command(argc, argv, sample_options, "sample", pelab_cmd_sample_help, &opts, &enc, &help);
+    int rc = pelab_args_run_command(ctx, argc, argv, sample_options, "sample", pelab_cmd_sample_help, &opts,
+                                    &enc, &help);
     if (rc || help) return rc;
     const char *dir = pelab_opt_str(&opts, sample_options, "model");
     enum pelab_split split = pelab_args_split(&opts, sample_options);
     static struct pelab_run run;
     if ((rc = pelab_run_open_with(&run, dir, &enc))) return rc;
+    pelab_model_set_ctx(&run.model, ctx);
     uint64_t first = (uint64_t)pelab_opt_real(&opts, sample_options, "first");
     int count = (int)pelab_opt_int(&opts, sample_options, "count");
     if ((rc = pelab_task_open_split(&run.task, split))) {

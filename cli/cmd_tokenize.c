@@ -19,7 +19,7 @@ static const struct pelab_optdef tokenize_options[] = {
     {"vocab-dir", PELAB_OPT_STR, "", 0, 0, NULL,
      "gpt2: the directory with encoder.json and vocab.bpe; when not given, DATA_DIR/sources/gpt2, "
      "installed by 'pelab data install gpt2'"},
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL, "data directory; when not given, $PELAB_DATA, else ./data"},
+    PELAB_OPT_ROW_DATA_DIR,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

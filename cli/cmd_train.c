@@ -36,7 +36,7 @@ void pelab_cmd_train_help(FILE *f) {
     pelab_args_help(f, g, n, NULL);
 }
 
-int pelab_cmd_train(int argc, char **argv) {
+int pelab_cmd_train(struct pelab_ctx *ctx, int argc, char **argv) {
     struct pelab_group g[PELAB_GROUPS_MAX];
     int n = pelab_args_train_groups(g, "command", train_cmd_options);
     static struct pelab_opts opts;
@@ -57,7 +57,7 @@ int pelab_cmd_train(int argc, char **argv) {
         snprintf(dir, sizeof dir, "%s", resume);
         if (!dir[0]) return pelab_fail(PELAB_ERR_USAGE, "--resume needs a run directory");
         pelab_opts_unset(&opts, "resume");
-        rc = pelab_train_resume(dir, &opts, &hooks); /* checks which options may come along */
+        rc = pelab_train_resume_in(ctx, dir, &opts, &hooks); /* checks which options may come along */
         pelab_progress_printer_end(&pp);
         return rc;
     }
@@ -77,7 +77,7 @@ int pelab_cmd_train(int argc, char **argv) {
     rc = init_from && init_from[0] ? PELAB_OK
                                    : pelab_train_check_opts(&opts, task, &pe, 1, " (see 'pelab help train')");
     if (rc) return rc;
-    rc = pelab_train(&opts, &hooks);
+    rc = pelab_train_in(ctx, &opts, &hooks);
     pelab_progress_printer_end(&pp);
     return rc;
 }

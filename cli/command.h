@@ -6,11 +6,16 @@
 
 #include <stdio.h>
 
-/* One command: `pelab NAME ...` runs run(argc, argv) on the words after NAME and returns an exit
- * status (0 ok, 1 runtime error, 2 usage error); `pelab help NAME` prints help. */
+struct pelab_ctx;
+
+/* One command: `pelab NAME ...` runs it on the words after NAME and returns an exit status (0 ok,
+ * 1 runtime error, 2 usage error); `pelab help NAME` prints help. train, eval and sample run in
+ * the process's context (run_in: its MPI job, the precision they set); the others in one process,
+ * on contexts of their own (run). One of the two is set. */
 struct pelab_command {
     const char *name;
     const char *summary;
+    int (*run_in)(struct pelab_ctx *ctx, int argc, char **argv);
     int (*run)(int argc, char **argv);
     void (*help)(FILE *f);
 };

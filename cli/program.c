@@ -100,19 +100,20 @@ static const struct {
 } topics[] = {{"encodings", help_encodings, help_encodings_json}, {"tasks", help_tasks, NULL},
               {"presets", help_presets, NULL}};
 
-static int fail(int rc) {
+static int fail(const struct pelab_ctx *ctx, int rc) {
     const char *msg = pelab_last_error();
-    if (pelab_dist_follower()) return rc; /* another MPI rank says why */
+    const struct pelab_dist *d = &ctx->dist;
+    if (d->follower) return rc; /* another MPI rank says why */
     /* a usage error comes from the options, the same on every rank: rank 0 says it */
-    if (pelab_dist_rank() > 0 && rc == PELAB_ERR_USAGE) return rc;
-    if (pelab_dist_rank() > 0)
-        fprintf(stderr, "pelab: rank %d: %s\n", pelab_dist_rank(), msg[0] ? msg : "failed");
+    if (d->rank > 0 && rc == PELAB_ERR_USAGE) return rc;
+    if (d->rank > 0)
+        fprintf(stderr, "pelab: rank %d: %s\n", d->rank, msg[0] ? msg : "failed");
     else
         fprintf(stderr, "pelab: %s\n", msg[0] ? msg : "failed");
     return rc;
 }
 
-static int run(int argc, char **argv, const struct pelab_program *program) {
+static int run(struct pelab_ctx *ctx, int argc, char **argv, const struct pelab_program *program) {
     if (argc < 2) {
         usage(stderr, program);
         return PELAB_ERR_USAGE;
@@ -127,20 +128,20 @@ static int run(int argc, char **argv, const struct pelab_program *program) {
             if (strcmp(argv[2], topics[i].name) == 0) {
                 const int json = argc > 3 && strcmp(argv[3], "--json") == 0 && topics[i].json;
                 if (argc > 3 + json)
-                    return fail(pelab_fail(PELAB_ERR_USAGE, "help %s: unknown argument '%s'%s", argv[2],
+                    return fail(ctx, pelab_fail(PELAB_ERR_USAGE, "help %s: unknown argument '%s'%s", argv[2],
                                            argv[3 + json], topics[i].json ? " (--json lists them as JSON)" : ""));
                 (json ? topics[i].json : topics[i].help)(stdout);
                 return PELAB_OK;
             }
         const struct pelab_command *c = find(program, argv[2]);
         if (!c)
-            return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')",
-                                   argv[2]));
+            return fail(ctx, pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')",
+                                        argv[2]));
         c->help(stdout);
         return PELAB_OK;
     }
     /* the kernels' settings, which they read only once they run */
-    if (pelab_kernels_check_env()) return fail(PELAB_ERR_USAGE);
+    if (pelab_kernels_check_env()) return fail(ctx, PELAB_ERR_USAGE);
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK; /* oneDNN and the CPU */
         pelab_clear_error();
@@ -153,21 +154,22 @@ static int run(int argc, char **argv, const struct pelab_program *program) {
     }
     const struct pelab_command *c = find(program, name);
     if (!c)
-        return fail(pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')", name));
+        return fail(ctx, pelab_fail(PELAB_ERR_USAGE, "unknown command '%s' (see 'pelab help')", name));
     /* every rank runs one command line: options that size the collectives must agree (a rank
      * with another --d-model would overrun the others' buffers in the first sum) */
-    if (pelab_dist_same_words(argc - 1, argv + 1, "command line")) return fail(PELAB_ERR_USAGE);
-    if (pelab_dist_size() > 1 && strcmp(name, "train") != 0 && strcmp(name, "eval") != 0) {
+    if (pelab_dist_same_words(&ctx->dist, argc - 1, argv + 1, "command line"))
+        return fail(ctx, PELAB_ERR_USAGE);
+    if (ctx->dist.size > 1 && strcmp(name, "train") != 0 && strcmp(name, "eval") != 0) {
         /* alike on every rank: rank 0 says it */
-        int rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "pelab %s runs in one process: "
-                                             "under mpirun only train and eval share their work "
-                                             "across ranks", name));
-        return fail(rc);
+        int rc = pelab_dist_agree(&ctx->dist, pelab_fail(PELAB_ERR_USAGE, "pelab %s runs in one process: "
+                                                         "under mpirun only train and eval share their "
+                                                         "work across ranks", name));
+        return fail(ctx, rc);
     }
     pelab_clear_error();
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-    int rc = c->run(argc - 2, argv + 2);
-    return rc ? fail(rc) : PELAB_OK;
+    int rc = c->run_in ? c->run_in(ctx, argc - 2, argv + 2) : c->run(argc - 2, argv + 2);
+    return rc ? fail(ctx, rc) : PELAB_OK;
 }
 
 /* Under mpirun every rank runs the command (pelab/dist.h); rank 0 alone prints results. An error
@@ -175,15 +177,17 @@ static int run(int argc, char **argv, const struct pelab_program *program) {
  * itself; any other error of one rank ends the whole job, so that no rank waits for it forever. */
 int pelab_program_main(int argc, char **argv, const struct pelab_program *program) {
     pelab_blas_mend(argv); /* before MPI or any thread starts: it may run pelab again */
-    if (pelab_dist_init(&argc, &argv)) return fail(PELAB_ERR_RUNTIME);
+    struct pelab_ctx ctx; /* the process's: its MPI job, and the precision train, eval and sample set */
+    pelab_ctx_init(&ctx);
+    if (pelab_dist_init(&ctx.dist, &argc, &argv)) return fail(&ctx, PELAB_ERR_RUNTIME);
     pelab_atomic_remove_on_signals(); /* a killed command leaves no NAME.tmp.XXXXXX behind */
-    if (pelab_dist_rank() > 0 && !freopen("/dev/null", "w", stdout)) {
-        fprintf(stderr, "pelab: rank %d: cannot silence standard output\n", pelab_dist_rank());
-        pelab_dist_abort(PELAB_ERR_RUNTIME);
+    if (ctx.dist.rank > 0 && !freopen("/dev/null", "w", stdout)) {
+        fprintf(stderr, "pelab: rank %d: cannot silence standard output\n", ctx.dist.rank);
+        pelab_dist_abort(&ctx.dist, PELAB_ERR_RUNTIME);
     }
-    int rc = run(argc, argv, program);
-    if (rc && pelab_dist_size() > 1 && !pelab_dist_agreed() && rc != PELAB_ERR_USAGE)
-        pelab_dist_abort(rc);
-    pelab_dist_finalize();
+    int rc = run(&ctx, argc, argv, program);
+    if (rc && ctx.dist.size > 1 && !ctx.dist.agreed && rc != PELAB_ERR_USAGE)
+        pelab_dist_abort(&ctx.dist, rc);
+    pelab_dist_finalize(&ctx.dist);
     return rc;
 }

@@ -5,7 +5,7 @@ stand in (lowest first):
     core  kernels  io  posenc  attn  nn  optim  data  train  eval
 
 A module may import its own and any below it. An import is an #include of another module's
-header: "nn/layers.h" directly, or a public header "pelab/X.h" through the module that defines
+header: "kernels/cpu/layers.h" directly, or a public header "pelab/X.h" through the module that defines
 X's functions (the module whose .c files define most of them; a header of types and constants
 alone belongs to none). The tests' and the commands' tiers (tests/, cli/, bench/) stand above
 the library and may import any of it. The lab (lab/: compare, analyze, plot) stands above them

@@ -32,6 +32,7 @@ static int setup(struct emb *s, const char *pe, int D, int max_seq, const char *
     if (k1) pelab_opts_set(&o, k1, v1);
     if (k2) pelab_opts_set(&o, k2, v2);
     int rc = pelab_posenc_init(&s->pe, pe, &o, &s->params, D, 1, 1, max_seq);
+    s->pe.ctx = test_ctx();
     if (rc) {
         pelab_posenc_free(&s->pe);
         pelab_params_free(&s->params);

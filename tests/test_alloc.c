@@ -44,6 +44,7 @@ static void check_steps(const struct pe_case *c, const char *attention, const ch
         for (int j = 0; j < 3; j++) in[3 * i + j] = (pelab_real)pelab_rng_normal(&rng);
     }
     if (patches) pelab_model_set_inputs(&m, in);
+    pelab_model_set_ctx(&m, test_ctx()); /* its precision: main's */
     struct pelab_adamw opt = {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1};
     long step_calls = 0;
     for (int step = 0; step < 3; step++) {
@@ -71,7 +72,7 @@ static void check_steps(const struct pe_case *c, const char *attention, const ch
     }
     CHECK(eval_calls == 0, "%s %s: %ld allocations in a repeated evaluation forward", pe, attention, eval_calls);
     printf("  %-11s %-5s dropout %-3s %s  allocations per step %ld, per evaluation %ld\n", pe, attention,
-           dropout, pelab_precision_name(pelab_precision_get()), step_calls / 2, eval_calls);
+           dropout, pelab_precision_name(test_ctx()->precision), step_calls / 2, eval_calls);
     pelab_model_free(&m);
 }
 
@@ -88,9 +89,9 @@ int main(void) {
     CHECK(alloc_count_works(), "the allocation counters saw no call of the library's");
     CHECK(toy_site_register() == PELAB_OK, "%s", pelab_last_error()); /* a site of a test's own too */
     for_each_pe_case(&(struct pe_walk){PE_TEXT | PE_IMAGE, 0, 9, NULL}, check_case, NULL);
-    if (pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK) {
+    if (pelab_precision_set(test_ctx(), PELAB_PRECISION_BF16) == PELAB_OK) {
         for_each_pe_case(&(struct pe_walk){PE_TEXT, PE_TEXT, 0, NULL}, check_bf16, NULL);
-        pelab_precision_set(PELAB_PRECISION_FP32);
+        pelab_precision_set(test_ctx(), PELAB_PRECISION_FP32);
     }
     return check_report("test_alloc");
 }

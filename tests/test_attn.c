@@ -136,7 +136,7 @@ static int setup_init(struct attn_setup *a, const struct attn_case *c) {
     a->dout = vec(BT * D, -1, 1);
     pelab_posenc_qk_forward(&a->pe, LAYER, a->qo, a->ko, a->qkv, a->qkv + D, 3 * D, a->pos, c->B, c->T);
     a->s = (struct pelab_attn_call){
-        .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
+        .ctx = test_ctx(), .B = c->B, .T = c->T, .H = c->H, .dq = dq, .dv = c->d, .ldv = 3 * D, .ldo = D,
         .scale = 1 / sqrt((double)c->d), .pe = &a->pe, .layer = LAYER, .pos = a->pos,
         .dropout = c->dropout, .key = 77, .site = 4, .row0 = (uint64_t)c->row0, .tile = c->tile,
         .bidirectional = lay->bidirectional};

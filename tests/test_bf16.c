@@ -48,8 +48,8 @@ static double rnd(struct pelab_rng *r, long i) {
     return (float)x;
 }
 
-static void check_product(struct pelab_rng *rng, int ta, int tb, int M, int N, int K, double alpha,
-                          double beta) {
+static void check_product(struct pelab_ctx *ctx, struct pelab_rng *rng, int ta, int tb, int M, int N, int K,
+                          double alpha, double beta) {
     /* stored A: (M,K) or (K,M), B: (K,N) or (N,K), each with 3 columns of padding */
     const int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
     const int lda = ac + 3, ldb = bc + 3, ldc = N + 3;
@@ -58,7 +58,7 @@ static void check_product(struct pelab_rng *rng, int ta, int tb, int M, int N, i
     for (long i = 0; i < (long)ar * lda; i++) A[i] = (pelab_real)rnd(rng, i);
     for (long i = 0; i < (long)br * ldb; i++) B[i] = (pelab_real)rnd(rng, i + 1);
     for (long i = 0; i < (long)M * ldc; i++) C[i] = C0[i] = (pelab_real)rnd(rng, i + 2);
-    pelab_gemm(ta, tb, M, N, K, (pelab_real)alpha, A, lda, B, ldb, (pelab_real)beta, C, ldc);
+    pelab_gemm(ctx, ta, tb, M, N, K, (pelab_real)alpha, A, lda, B, ldb, (pelab_real)beta, C, ldc);
     double worst = 0, worst_r = 0; /* the largest error over its bound, both references */
     int padding_ok = 1, exact_ok = 1;
     for (int i = 0; i < M; i++) {
@@ -101,12 +101,15 @@ static void check_products(void) {
     static const double ab[][2] = {{1, 0}, {1, 1}, {0.5, -2}};
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 21);
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK);
+    struct pelab_ctx bf16;
+    pelab_ctx_init(&bf16);
+    PELAB_ASSERT(pelab_precision_set(&bf16, PELAB_PRECISION_BF16) == PELAB_OK);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
             for (size_t c = 0; c < sizeof ab / sizeof ab[0]; c++)
-                check_product(&rng, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0], ab[c][1]);
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK);
+                check_product(&bf16, &rng, t & 1, t >> 1, shapes[s][0], shapes[s][1], shapes[s][2], ab[c][0],
+                              ab[c][1]);
+    CHECK(pelab_gemm_take_failure(&bf16) == PELAB_OK, "a bf16 product failed: %s", pelab_last_error());
 }
 
 /* A linear layer's backward in one call (dout rounded once for both products) gives the bits of
@@ -122,11 +125,9 @@ static void check_backward(int N, int C, int OC, double beta) {
         inp[i] = (pelab_real)(float)(2 * pelab_rng_uniform(&rng) - 1), dinp[0][i] = dinp[1][i] = (pelab_real)0.25;
     for (long i = 0; i < (long)OC * C; i++)
         w[i] = (pelab_real)(float)(2 * pelab_rng_uniform(&rng) - 1), dw[0][i] = dw[1][i] = (pelab_real)-0.5;
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK);
     int rc = pelab_gemm_bf16(0, 0, N, C, OC, 1, dout, OC, w, C, (pelab_real)beta, dinp[0], C);
     if (!rc) rc = pelab_gemm_bf16(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw[0], C);
     if (!rc) rc = pelab_gemm_bf16_backward(dinp[1], dw[1], dout, inp, w, N, C, OC, (pelab_real)beta);
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK);
     CHECK(rc == PELAB_OK, "backward %dx%dx%d: %s", N, C, OC, pelab_last_error());
     CHECK(memcmp(dinp[0], dinp[1], sizeof *dinp[0] * N * C) == 0 && memcmp(dw[0], dw[1], sizeof *dw[0] * OC * C) == 0,
           "backward %dx%dx%d beta %g: other bits than its two products one at a time", N, C, OC, beta);
@@ -134,13 +135,8 @@ static void check_backward(int N, int C, int OC, double beta) {
     for (int i = 0; i < 2; i++) free(dinp[i]), free(dw[i]);
 }
 
-static void *precision_of_new_thread(void *out) {
-    *(enum pelab_precision *)out = pelab_precision_get();
-    return NULL;
-}
-
-/* A thread of its own doing bf16 products: its own oneDNN stream, primitives and buffers, freed
- * when it ends (the sanitizer build's leak check sees that). */
+/* A thread of its own doing bf16 products in a context of its own: its own oneDNN stream,
+ * primitives and buffers, freed when it ends (the sanitizer build's leak check sees that). */
 struct thread_product {
     int threads;
     const pelab_real *A, *B;
@@ -150,13 +146,16 @@ struct thread_product {
 static void *bf16_in_new_thread(void *arg) {
     struct thread_product *t = arg;
     pelab_threads_set(t->threads); /* OpenMP's thread count is per thread: the same split, the same bits */
-    t->rc = pelab_precision_set(PELAB_PRECISION_BF16);
-    if (!t->rc) pelab_gemm(0, 1, t->M, t->N, t->K, 1, t->A, t->K, t->B, t->K, 0, t->C, t->N);
+    struct pelab_ctx ctx;
+    pelab_ctx_init(&ctx);
+    t->rc = pelab_precision_set(&ctx, PELAB_PRECISION_BF16);
+    if (!t->rc) pelab_gemm(&ctx, 0, 1, t->M, t->N, t->K, 1, t->A, t->K, t->B, t->K, 0, t->C, t->N);
+    if (!t->rc) t->rc = pelab_gemm_take_failure(&ctx);
     return NULL;
 }
 
-/* fp32 is the default and stays what it was: the same bits before and after bf16 products on
- * the thread, and other threads keep their own precision. */
+/* fp32 is a context's default and stays what it was: the same bits before and after bf16
+ * products in another context, and a context on another thread runs in its own precision. */
 static void check_fp32_unchanged(void) {
     enum { M = 70, N = 50, K = 90 };
     static pelab_real A[M * K], B[N * K], C1[M * N], C2[M * N], C3[M * N], C4[M * N];
@@ -164,21 +163,18 @@ static void check_fp32_unchanged(void) {
     pelab_rng_seed(&rng, 5);
     for (int i = 0; i < M * K; i++) A[i] = (pelab_real)rnd(&rng, i);
     for (int i = 0; i < N * K; i++) B[i] = (pelab_real)rnd(&rng, i);
-    CHECK(pelab_precision_get() == PELAB_PRECISION_FP32, "a thread does not start in fp32");
-    pelab_gemm(0, 1, M, N, K, 1, A, K, B, K, 0, C1, N);
-    CHECK(pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK, "bf16: %s", pelab_last_error());
-    pelab_gemm(0, 1, M, N, K, 1, A, K, B, K, 0, C3, N);
-    enum pelab_precision other = PELAB_PRECISION_BF16;
-    pthread_t th;
-    CHECK(pthread_create(&th, NULL, precision_of_new_thread, &other) == 0, "pthread_create");
-    pthread_join(th, NULL);
-    CHECK(other == PELAB_PRECISION_FP32, "a new thread inherited bf16");
+    struct pelab_ctx fp32, bf16;
+    pelab_ctx_init(&fp32), pelab_ctx_init(&bf16);
+    CHECK(fp32.precision == PELAB_PRECISION_FP32, "a context does not start in fp32");
+    pelab_gemm(&fp32, 0, 1, M, N, K, 1, A, K, B, K, 0, C1, N);
+    CHECK(pelab_precision_set(&bf16, PELAB_PRECISION_BF16) == PELAB_OK, "bf16: %s", pelab_last_error());
+    pelab_gemm(&bf16, 0, 1, M, N, K, 1, A, K, B, K, 0, C3, N);
     struct thread_product tp = {pelab_threads_get(), A, B, C4, M, N, K, -1};
+    pthread_t th;
     CHECK(pthread_create(&th, NULL, bf16_in_new_thread, &tp) == 0, "pthread_create");
     pthread_join(th, NULL);
     CHECK(tp.rc == PELAB_OK && memcmp(C3, C4, sizeof C3) == 0, "bf16 on another thread: other bits");
-    CHECK(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK, "fp32: %s", pelab_last_error());
-    pelab_gemm(0, 1, M, N, K, 1, A, K, B, K, 0, C2, N);
+    pelab_gemm(&fp32, 0, 1, M, N, K, 1, A, K, B, K, 0, C2, N);
     CHECK(memcmp(C1, C2, sizeof C1) == 0, "fp32 products changed after bf16 ones");
     CHECK(memcmp(C1, C3, sizeof C1) != 0, "bf16 products equal the fp32 ones bit for bit");
 }
@@ -217,13 +213,15 @@ static void check_model(const char *pe) {
         pos[i] = i % T;
     }
     static pelab_real l32[BT * V];
-    pelab_model_forward(&m, tokens, targets, pos, BATCH, T);
+    pelab_model_forward(&m, tokens, targets, pos, BATCH, T); /* in the model's own context: fp32 */
     const double loss32 = m.loss;
     memcpy(l32, pelab_model_logits(&m), sizeof l32);
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK);
+    struct pelab_ctx bf16;
+    pelab_ctx_init(&bf16);
+    PELAB_ASSERT(pelab_precision_set(&bf16, PELAB_PRECISION_BF16) == PELAB_OK);
+    pelab_model_set_ctx(&m, &bf16);
     pelab_model_forward(&m, tokens, targets, pos, BATCH, T);
     const double loss16 = m.loss;
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK);
     const pelab_real *l16 = pelab_model_logits(&m);
     double scale = 0, diff = 0;
     for (int i = 0; i < BT * V; i++) {
@@ -248,8 +246,11 @@ int main(void) {
     if (pelab_precision_check(PELAB_PRECISION_BF16) != PELAB_OK) {
         const char *why = pelab_last_error();
         CHECK(strstr(why, "bf16") && !strchr(why, '\n'), "refusal is not one line naming bf16: %s", why);
-        CHECK(pelab_precision_set(PELAB_PRECISION_BF16) != PELAB_OK &&
-              pelab_precision_get() == PELAB_PRECISION_FP32, "bf16 set although refused");
+        struct pelab_ctx ctx;
+        pelab_ctx_init(&ctx);
+        CHECK(pelab_precision_set(&ctx, PELAB_PRECISION_BF16) != PELAB_OK &&
+                  ctx.precision == PELAB_PRECISION_FP32,
+              "bf16 set although refused");
         if (check_report("test_bf16")) return 1;
         printf("skipped: %s\n", why);
         return 77;

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include "lib/check.h"
 #include "pelab/precision.h"
 #include "pelab/rng.h"
@@ -128,16 +128,17 @@ static void check_kernel(const struct case_ *c) {
     pelab_rng_seed(&rng, 5);
     for (long i = 0; i < nq; i++) q[i] = (pelab_real)(2 * uniform(&rng)), k[i] = (pelab_real)(2 * uniform(&rng));
     for (long i = 0; i < nv; i++) v[i] = (pelab_real)uniform(&rng), dout[i] = (pelab_real)uniform(&rng);
-    const struct pelab_attn_call s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = D, .ldo = D,
-                                       .scale = (pelab_real)(1 / sqrt((double)dv)),
-                                       .bidirectional = c->bidirectional};
+    struct pelab_ctx fp32, bf16;
+    pelab_ctx_init(&fp32), pelab_ctx_init(&bf16);
+    PELAB_ASSERT(pelab_precision_set(&bf16, PELAB_PRECISION_BF16) == PELAB_OK);
+    struct pelab_attn_call s = {.ctx = &fp32, .B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = D, .ldo = D,
+                                .scale = (pelab_real)(1 / sqrt((double)dv)), .bidirectional = c->bidirectional};
     PELAB_ASSERT(pelab_attn_tiled_forward(o32, lse, q, k, v, &s) == PELAB_OK);
     PELAB_ASSERT(pelab_attn_tiled_backward(g32[0], g32[1], g32[2], dout, o32, lse, q, k, v, &s) == PELAB_OK);
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_BF16) == PELAB_OK);
+    s.ctx = &bf16;
     PELAB_ASSERT(pelab_attn_tiled_forward(o16, lse16, q, k, v, &s) == PELAB_OK);
     /* the backward from the float32 forward's out and lse: only its own roundings differ */
     PELAB_ASSERT(pelab_attn_tiled_backward(g16[0], g16[1], g16[2], dout, o32, lse, q, k, v, &s) == PELAB_OK);
-    PELAB_ASSERT(pelab_precision_set(PELAB_PRECISION_FP32) == PELAB_OK);
 
     /* the bounds, in double from the float32 operands */
     double *bo = calloc(nv, sizeof *bo), *bq = calloc(nq, sizeof *bq), *bk = calloc(nq, sizeof *bk),

@@ -30,6 +30,7 @@ static void enc_init(struct enc *e, const char *name, int H, int max_seq, const 
     struct pelab_opts o = {0};
     for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
     PELAB_ASSERT(pelab_posenc_init(&e->pe, name, &o, &e->params, 4 * H, H, 2, max_seq) == PELAB_OK);
+    e->pe.ctx = test_ctx();
     PELAB_ASSERT(pelab_params_alloc(&e->params) == PELAB_OK);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 21);

@@ -115,6 +115,7 @@ static void enc_init(struct enc *e, const char *gate, const char *bias) {
     pelab_opts_set(&o, "fox-gate", gate);
     pelab_opts_set(&o, "fox-bias-init", bias);
     PELAB_ASSERT(pelab_posenc_init(&e->pe, "fox", &o, &e->params, 8, 2, 1, 32) == PELAB_OK);
+    e->pe.ctx = test_ctx();
     PELAB_ASSERT(pelab_params_alloc(&e->params) == PELAB_OK);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);

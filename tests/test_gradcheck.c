@@ -17,7 +17,7 @@
 #include "pelab/threads.h"
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 
 static unsigned long long seed = 42;
@@ -81,7 +81,7 @@ static void check_gelu(void) {
 struct lin_ctx { int N, C, OC; double *x, *wt, *w, *out; };
 static double lin_f(void *p) {
     struct lin_ctx *c = p;
-    pelab_matmul_forward(c->out, c->x, c->wt, c->N, c->C, c->OC);
+    pelab_matmul_forward(test_ctx(), c->out, c->x, c->wt, c->N, c->C, c->OC);
     return weighted_sum(c->w, c->out, (long)c->N * c->OC);
 }
 static void check_linear(void) {
@@ -89,7 +89,7 @@ static void check_linear(void) {
     c.x = vec((long)c.N * c.C, -1, 1), c.wt = vec((long)c.OC * c.C, -1, 1);
     c.w = vec((long)c.N * c.OC, -1, 1), c.out = vec((long)c.N * c.OC, 0, 0);
     double *dx = vec((long)c.N * c.C, 0, 0), *dwt = vec((long)c.OC * c.C, 0, 0);
-    pelab_matmul_backward(dx, dwt, c.w, c.x, c.wt, c.N, c.C, c.OC);
+    pelab_matmul_backward(test_ctx(), dx, dwt, c.w, c.x, c.wt, c.N, c.C, c.OC);
     gradcheck("linear input", lin_f, &c, c.x, dx, (long)c.N * c.C, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
     gradcheck("linear weight", lin_f, &c, c.wt, dwt, (long)c.OC * c.C, GRADCHECK_STEP, GRADCHECK_ATOL, GRADCHECK_RTOL);
     free(c.x), free(c.wt), free(c.w), free(c.out), free(dx), free(dwt);

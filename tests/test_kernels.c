@@ -16,7 +16,7 @@
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/simd.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 #include "pelab/optim.h"
 #include "pelab/posenc.h"
 #include "pelab/status.h"
@@ -175,6 +175,7 @@ static int qk_case_init(struct qk_case *c, const char *name, const char *key, co
     if (key) pelab_opts_set(&o, key, value);
     if (pelab_posenc_init(&c->pe, name, &o, &c->params, PD, PH, 1, 64) || pelab_params_alloc(&c->params))
         return 0;
+    c->pe.ctx = test_ctx();
     for (size_t i = 0; i < c->params.total; i++) /* δ over [−7, 1]: some clamped at each end */
         c->params.data[i] = (pelab_real)uniform(-7, 1), c->params.grad[i] = (pelab_real)uniform(-1, 1);
     const long n = (long)PB * PT * PH * c->pe.qk_dim;
@@ -289,8 +290,8 @@ static void check_attention(void) {
     pelab_real *q = rvec(nq, -1, 1), *k = rvec(nq, -1, 1), *qkv = rvec(BT * 3 * D, -1, 1);
     pelab_real *dout = rvec(BT * D, -1, 1), *out[2], *dq_[2], *dk_[2], *dqkv[2];
     pelab_real *lse = rvec(BT * H, 0, 0), *att = rvec(BT * H * T, 0, 0), *datt = rvec(BT * H * T, 0, 0);
-    const struct pelab_attn_call s = {.B = B, .T = T, .H = H, .dq = dq, .dv = dv, .ldv = 3 * D,
-                                       .ldo = D, .scale = (pelab_real)0.3};
+    const struct pelab_attn_call s = {.ctx = test_ctx(), .B = B, .T = T, .H = H, .dq = dq, .dv = dv,
+                                       .ldv = 3 * D, .ldo = D, .scale = (pelab_real)0.3};
     for (int i = 0; i < 2; i++) {
         out[i] = rvec(BT * D, 0, 0), dq_[i] = rvec(nq, 0, 0), dk_[i] = rvec(nq, 0, 0);
         dqkv[i] = calloc((size_t)BT * 3 * D, sizeof **dqkv);
@@ -433,7 +434,8 @@ static void check_gemm_few_rows(void) {
                         /* the padding past column N stays as it was */
                         want[(long)i * ldc + j] = j < N ? alpha * sum + beta * (double)C[(long)i * ldc + j] : (double)C[(long)i * ldc + j];
                     }
-                pelab_gemm(ta, tb, M, N, K, (pelab_real)alpha, A, lda, B, ldb, (pelab_real)beta, C, ldc);
+                pelab_gemm(test_ctx(), ta, tb, M, N, K, (pelab_real)alpha, A, lda, B, ldb, (pelab_real)beta, C,
+                           ldc);
                 char what[64];
                 snprintf(what, sizeof what, "gemm M %d trans %d%d", M, ta, tb);
                 compare(what, C, want, (long)M * ldc);

@@ -58,7 +58,10 @@ static void check_encoding(const struct pe_case *c, const char *attention, long 
     memcpy(logits, pelab_model_logits(&m), sizeof logits);
     memcpy(losses, pelab_model_losses(&m), sizeof losses);
 
-    pelab_model_eval_set_rows(rows);
+    struct pelab_ctx ctx; /* the evaluation's chunks of `rows` positions */
+    pelab_ctx_init(&ctx);
+    ctx.eval_rows = rows;
+    pelab_model_set_ctx(&m, &ctx);
     pelab_model_forward_eval(&m, tokens, targets, pos, B, T);
     const double eloss = m.loss;
     CHECK(m.status == PELAB_OK, "%s %s: eval forward failed: %s", pe, attention, pelab_last_error());
@@ -118,7 +121,6 @@ static void check_case(struct pe_case *c, void *unused) {
 int main(void) {
     CHECK(toy_site_register() == PELAB_OK, "%s", pelab_last_error()); /* a site of a test's own too */
     for_each_pe_case(&(struct pe_walk){PE_TEXT | PE_IMAGE, 0, 3, NULL}, check_case, NULL);
-    pelab_model_eval_set_rows(0);
     int refusals = 0;
     for_each_pe_case(&(struct pe_walk){PE_TEXT, PE_TEXT, 0, NULL}, check_refusal, &refusals);
     CHECK(refusals > 0, "no encoding declares how far its positions reach: the refusal was not tested");

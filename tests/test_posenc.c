@@ -27,6 +27,7 @@ static void setup2(struct qk *s, const char *pe, const char *key, const char *va
     if (key) pelab_opts_set(&o, key, val);
     if (key2) pelab_opts_set(&o, key2, val2);
     PELAB_ASSERT(pelab_posenc_init(&s->pe, pe, &o, &s->params, D, H, 1, 64) == PELAB_OK);
+    s->pe.ctx = test_ctx();
     PELAB_ASSERT(pelab_params_alloc(&s->params) == PELAB_OK);
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 11);

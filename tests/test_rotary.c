@@ -34,6 +34,7 @@ static int setup_nd(struct qk *s, const char *pe, const char *const *kv, int max
     struct pelab_opts o = {0};
     for (; kv && kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
     int rc = pelab_posenc_init_nd(&s->pe, pe, &o, &s->params, D, H, 1, max_seq, layout);
+    s->pe.ctx = test_ctx();
     if (rc) {
         pelab_posenc_free(&s->pe);
         pelab_params_free(&s->params);

@@ -89,7 +89,7 @@ struct enc_ctx { struct pelab_seqpe_encoder e; struct pelab_params params; struc
                  const int32_t *coords; int U; double *w; };
 static double enc_f(void *p) {
     struct enc_ctx *c = p;
-    pelab_seqpe_encoder_forward(&c->e, &c->a, c->coords, c->U);
+    pelab_seqpe_encoder_forward(test_ctx(), &c->e, &c->a, c->coords, c->U);
     double s = 0;
     for (long i = 0; i < (long)c->U * c->e.out_dim; i++) s += c->w[i] * c->a.out[i];
     return s;
@@ -115,15 +115,15 @@ static void check_encoder(const char *label, int base, int digits, int dims, int
     c.w = vec((long)U * D, -1, 1);
     enc_f(&c);
     pelab_params_zero_grad(&c.params);
-    pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
+    pelab_seqpe_encoder_backward(test_ctx(), &c.e, &c.a, c.w);
     double *grad = malloc(c.params.total * sizeof *grad);
     memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
     gradcheck_params(label, enc_f, &c, &c.params, grad, 0, c.params.count);
     /* a second backward on the same activations adds the same again */
     enc_f(&c);
     pelab_params_zero_grad(&c.params);
-    pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
-    pelab_seqpe_encoder_backward(&c.e, &c.a, c.w);
+    pelab_seqpe_encoder_backward(test_ctx(), &c.e, &c.a, c.w);
+    pelab_seqpe_encoder_backward(test_ctx(), &c.e, &c.a, c.w);
     double off = 0;
     for (size_t i = 0; i < c.params.total; i++) off = fmax(off, fabs(c.params.grad[i] - 2 * grad[i]));
     CHECK(off < 1e-12, "%s: a second backward added %.3g off the first", label, off);
@@ -170,6 +170,7 @@ static void check_sites(const char *mode, const char *proj) {
     for (int i = 0; kv[i]; i += 2) pelab_opts_set(&o, kv[i], kv[i + 1]);
     CHECK(pelab_posenc_init(&c.pe, "seqpe", &o, &c.params, SD, SH, SN, 16) == PELAB_OK, "%s: %s",
           mode, pelab_last_error());
+    c.pe.ctx = test_ctx();
     CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
     CHECK(c.pe.sites == (strcmp(mode, "input") ? PELAB_SITE_QK : PELAB_SITE_EMBED),
           "%s: it acts at its mode's site only (sites %#x)", mode, c.pe.sites);
@@ -229,6 +230,7 @@ static void check_table(void) {
     struct pelab_opts o = {0};
     pelab_opts_set(&o, "seqpe-layers", "1");
     CHECK(pelab_posenc_init(&pe, "seqpe", &o, &params, SD, SH, SN, 16) == PELAB_OK, "%s", pelab_last_error());
+    pe.ctx = test_ctx();
     CHECK(pelab_params_alloc(&params) == PELAB_OK, "alloc");
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 4);
@@ -467,7 +469,7 @@ static double aux_f(void *p) {
     const struct pelab_seqpe_reg *r = pelab_seqpe_last_draw(&c->pe);
     const struct pelab_seqpe_encoder *e = pelab_seqpe_encoder_of(&c->pe);
     const int D = e->out_dim, nd = r->pivots * (1 + r->cands), no = r->sets * 2 * r->ood_m, N = nd + no;
-    pelab_seqpe_encoder_forward(e, &c->a, c->list, N); /* every listed position, one row each */
+    pelab_seqpe_encoder_forward(test_ctx(), e, &c->a, c->list, N); /* every listed position, one row each */
     memcpy(c->E, c->a.out, (size_t)N * D * sizeof *c->E);
     for (int s = 0; s < r->sets; s++) /* teachers: the frozen rows */
         memcpy(c->E + (long)(nd + s * 2 * r->ood_m) * D, c->teachers + (long)s * r->ood_m * D,
@@ -485,6 +487,7 @@ static void check_aux(const char *mode) {
     for (int i = 0; kv[i]; i += 2) pelab_opts_set(&o, kv[i], kv[i + 1]);
     c.alpha = 0.3, c.beta = 0.7;
     CHECK(pelab_posenc_init(&c.pe, "seqpe", &o, &c.params, SD, SH, SN, 8) == PELAB_OK, "%s", pelab_last_error());
+    c.pe.ctx = test_ctx();
     CHECK(pelab_params_alloc(&c.params) == PELAB_OK, "alloc");
     struct pelab_rng rng;
     pelab_rng_seed(&rng, 5);
@@ -515,7 +518,7 @@ static void check_aux(const char *mode) {
     memcpy(c.list + nd, r->ood_pos, (size_t)(N - nd) * sizeof *c.list);
     for (int i = 0; i < N; i++) c.row[i] = i;
     CHECK(pelab_seqpe_acts_reserve(&c.a, e, N) == PELAB_OK, "reserve");
-    pelab_seqpe_encoder_forward(e, &c.a, c.list, N);
+    pelab_seqpe_encoder_forward(test_ctx(), e, &c.a, c.list, N);
     for (int s = 0; s < r->sets; s++)
         memcpy(c.teachers + (long)s * r->ood_m * D, c.a.out + (long)(nd + s * 2 * r->ood_m) * D,
                (size_t)r->ood_m * D * sizeof *c.teachers);
@@ -545,7 +548,7 @@ static double reg2_f(void *p) {
     struct reg2_ctx *c = p;
     const struct pelab_seqpe_reg *r = &c->r;
     const int D = c->e.out_dim, nd = r->pivots * (1 + r->cands), N = nd + r->sets * 2 * r->ood_m;
-    pelab_seqpe_encoder_forward(&c->e, &c->a, c->list, N);
+    pelab_seqpe_encoder_forward(test_ctx(), &c->e, &c->a, c->list, N);
     memcpy(c->E, c->a.out, (size_t)N * D * sizeof *c->E);
     for (int s = 0; c->teachers && s < r->sets; s++)
         memcpy(c->E + (long)(nd + s * 2 * r->ood_m) * D, c->teachers + (long)s * r->ood_m * D,
@@ -579,7 +582,7 @@ static void check_reg_2d(void) {
     CHECK(pelab_seqpe_check(&c.e, c.list, N) == PELAB_OK, "2-D draws fit the digits");
     CHECK(pelab_seqpe_acts_reserve(&c.a, &c.e, N) == PELAB_OK, "reserve");
     /* analytic: losses with dE, then the encoder's backward */
-    pelab_seqpe_encoder_forward(&c.e, &c.a, c.list, N);
+    pelab_seqpe_encoder_forward(test_ctx(), &c.e, &c.a, c.list, N);
     double *dE = calloc((size_t)N * D, sizeof *dE);
     const double ld = pelab_seqpe_delta_loss(c.a.out, D, c.row, r->target, r->pivots, r->cands, dE, 0.4);
     const double lo = pelab_seqpe_ood_loss(c.a.out, D, 2, c.row + nd, r->sets, r->ood_m, 0, dE, 0.6);
@@ -589,7 +592,7 @@ static void check_reg_2d(void) {
         memcpy(c.teachers + (long)s * r->ood_m * D, c.a.out + (long)(nd + s * 2 * r->ood_m) * D,
                (size_t)r->ood_m * D * sizeof *c.teachers);
     pelab_params_zero_grad(&c.params);
-    pelab_seqpe_encoder_backward(&c.e, &c.a, dE);
+    pelab_seqpe_encoder_backward(test_ctx(), &c.e, &c.a, dE);
     double *grad = malloc(c.params.total * sizeof *grad);
     memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
     gradcheck_params("2-D α·L_delta + β·L_OOD", reg2_f, &c, &c.params, grad, 0, c.params.count);
@@ -608,6 +611,7 @@ static void check_shift(void) {
     pelab_opts_set(&o, "seqpe-shift-prob", "0.3");
     pelab_opts_set(&o, "seqpe-max-pos", "1000");
     CHECK(pelab_posenc_init(&pe, "seqpe", &o, &params, SD, SH, SN, 10) == PELAB_OK, "%s", pelab_last_error());
+    pe.ctx = test_ctx();
     enum { B = 400, T = 10 };
     static int32_t pos[B * T], again[B * T];
     for (int i = 0; i < B * T; i++) pos[i] = i % T;
@@ -639,6 +643,7 @@ static void check_shift_2d(void) {
     pelab_opts_set(&o, "seqpe-shift-prob", "0.5");
     CHECK(pelab_posenc_init_nd(&pe, "seqpe", &o, &params, SD, SH, SN, T, &grid) == PELAB_OK, "2-D: %s",
           pelab_last_error());
+    pe.ctx = test_ctx();
     const struct pelab_seqpe_encoder *e = pelab_seqpe_encoder_of(&pe);
     CHECK(e->dims == 2 && e->digits == 2 && e->capacity == 100, "2-D defaults: %d coordinates of %d digits",
           e->dims, e->digits);
@@ -668,6 +673,7 @@ static void check_shift_2d(void) {
     pelab_opts_set(&o1, "seqpe-shift-prob", "0.5");
     pelab_opts_set(&o1, "seqpe-max-pos", "100");
     CHECK(pelab_posenc_init(&pe1, "seqpe", &o1, &params1, SD, SH, SN, G + 1) == PELAB_OK, "1-D: %s", pelab_last_error());
+    pe1.ctx = test_ctx();
     static int32_t one[B * (G + 1)];
     for (int i = 0; i < B * (G + 1); i++) one[i] = i % (G + 1);
     pe1.ops->train_positions(&pe1, one, B, G + 1, 77);

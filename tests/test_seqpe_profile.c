@@ -285,7 +285,9 @@ static int init_seqpe(struct pelab_posenc *pe, struct pelab_params *params, stru
                       const char *const *kv, int T) {
     memset(o, 0, sizeof *o);
     for (int i = 0; kv[i]; i += 2) pelab_opts_set(o, kv[i], kv[i + 1]);
-    return pelab_posenc_init(pe, "seqpe", o, params, 8, 2, 1, T);
+    const int rc = pelab_posenc_init(pe, "seqpe", o, params, 8, 2, 1, T);
+    pe->ctx = test_ctx();
+    return rc;
 }
 
 static void check_step_shifts(void) {

@@ -59,6 +59,7 @@ struct setup {
 static void setup_init(struct setup *u, int T, int tile, int bidirectional) {
     memset(u, 0, sizeof *u);
     PELAB_ASSERT(pelab_posenc_init(&u->pe, "salience", NULL, &u->params, D, H, LAYERS, T) == PELAB_OK);
+    u->pe.ctx = test_ctx();
     PELAB_ASSERT(pelab_params_alloc(&u->params) == PELAB_OK);
     PELAB_ASSERT(pelab_posenc_plan_alloc(&u->pe, &u->sites, PELAB_PE_PLAN_PASS, PELAB_PE_KERNEL_TILED, 1, B, T) == PELAB_OK);
     PELAB_ASSERT(pelab_posenc_plan_alloc(&u->pe, &u->grads, PELAB_PE_PLAN_GRAD, 0, 1, B, T) == PELAB_OK);
@@ -67,7 +68,8 @@ static void setup_init(struct setup *u, int T, int tile, int bidirectional) {
     fill_uniform(u->sites.buf[0][TOY_C], BT * H, -1, 1, &seed);
     u->q = vec(BT * D, -1.5, 1.5), u->k = vec(BT * D, -1.5, 1.5);
     u->qkv = vec(BT * 3 * D, -1.5, 1.5), u->w = vec(BT * D, -1, 1);
-    u->s = (struct pelab_attn_call){.B = B, .T = T, .H = H, .dq = HD, .dv = HD, .ldv = 3 * D, .ldo = D,
+    u->s = (struct pelab_attn_call){.ctx = test_ctx(), .B = B, .T = T, .H = H, .dq = HD, .dv = HD, .ldv = 3 * D,
+                                    .ldo = D,
                                     .scale = 1 / sqrt((double)HD), .pe = &u->pe, .layer = LAYER,
                                     .sites = &u->sites, .site_grads = &u->grads, .tile = tile,
                                     .bidirectional = bidirectional};

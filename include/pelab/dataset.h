@@ -46,6 +46,16 @@ const struct pelab_dataset_ops *pelab_dataset_find(const char *name);
 
 /* The data directory: `given` if not NULL or empty, else $PELAB_DATA, else "data". */
 const char *pelab_data_dir(const char *given);
+/* The --data-dir row of every option table that takes it (the tasks' that read a dataset, and
+ * data's and tokenize's), an initialiser of struct pelab_optdef (pelab/options.h); and of the
+ * evaluation-time tables of those tasks (eval and sample take it anew: a run's data may move). */
+#define PELAB_OPT_ROW_DATA_DIR                                                                    \
+    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,                                                   \
+     "where the datasets are installed (empty: $PELAB_DATA, else data/)"}
+#define PELAB_OPT_ROW_DATA_DIR_EVAL                                                               \
+    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,                                                   \
+     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else "     \
+     "data/)"}
 
 struct pelab_install_opts {
     int force;            /* fetch and rebuild even if installed */

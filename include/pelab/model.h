@@ -13,6 +13,7 @@
 #define PELAB_MODEL_H
 
 #include <stdint.h>
+#include "pelab/ctx.h"
 #include "pelab/options.h"
 #include "pelab/params.h"
 #include "pelab/posenc.h"
@@ -64,6 +65,11 @@ struct pelab_eval_acts; /* the evaluation-only forward's buffers, private too */
 
 struct pelab_model {
     struct pelab_model_config cfg;
+    /* The context its passes run in (pelab/ctx.h): its matrix products' precision and failures,
+     * its encoding's and kernels' too, and the MPI job its evaluations share their work across;
+     * own_ctx until pelab_model_set_ctx gives it another. */
+    struct pelab_ctx *ctx;
+    struct pelab_ctx *own_ctx;        /* fp32, one process (pelab_ctx_init) */
     struct pelab_opts opts;           /* the options it was built from (read by settings) */
     struct pelab_params params;
     struct pelab_posenc pe;
@@ -97,6 +103,9 @@ int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int v
  * encoding that does not serve the positions is PELAB_ERR_USAGE (pelab_posenc_init_nd). */
 int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq,
                         const struct pelab_model_io *io);
+/* The context the model's passes run in from now on (the caller keeps it while the model may use
+ * it); NULL: its own again. */
+void pelab_model_set_ctx(struct pelab_model *m, struct pelab_ctx *ctx);
 /* Patch model: the input vectors (B,T,input_dim) the next forward reads (row 0 of each sequence,
  * the class token's, is not read). The caller keeps them until that forward returns. */
 void pelab_model_set_inputs(struct pelab_model *m, const pelab_real *inputs);

@@ -54,6 +54,7 @@ enum pelab_pe_site {
 };
 
 struct pelab_posenc;
+struct pelab_ctx;
 struct pelab_pe_fine_tune;
 struct pelab_pe_site_decl; /* a site inside the blocks, declared (src/posenc/site.h) */
 struct pelab_pe_site_io; /* what an encoding's hooks there read and write (the same header) */
@@ -101,6 +102,12 @@ struct pelab_pe_contract {
 };
 
 #define PELAB_PE_AUX_MAX 4 /* loss terms an encoding may add (aux_names) */
+
+/* The rows of the query and key tiles the tiled attention kernel hands an encoding (bias_tile, the
+ * sites' tile hooks) unless its caller chooses another tile: an encoding may keep a tile's work on
+ * the stack (FIRE's table of distances). Here, below the kernels, so that encodings need not
+ * reach up into them for it. */
+#define PELAB_PE_TILE 64
 
 /* The positions' shape a model gives its encoding (pelab_posenc_init_nd). */
 struct pelab_pe_layout {
@@ -286,6 +293,9 @@ struct pelab_posenc {
                       clamped at P − 1) */
     unsigned sites;/* PELAB_SITE_* bits it acts at: ops->sites, narrowed by init to its options' */
     struct pelab_params *params;
+    /* The context its matrix products run in (pelab/ctx.h: SeqPE's encoder and projections,
+     * CoPE's logits), its model's: set by the model after init (pelab_posenc_init clears it). */
+    struct pelab_ctx *ctx;
     /* Its parameters are params->list[param_first .. param_end), set by pelab_posenc_init: declared
      * one after another, so their values (and gradients) are one contiguous range, which lets an
      * attention kernel give each thread its own array of the BIAS gradients. */

@@ -1,22 +1,24 @@
 /* pelab/precision.h — the arithmetic of the matrix products: float32, or bf16 operands with float32
  * accumulation (mixed precision on CPUs with AVX512-BF16, through oneDNN).
  *
- * The precision is a property of the calling thread: every matrix product the thread starts
- * (pelab_gemm, and through it every linear layer of the model, forward and backward) uses it, and
- * OpenMP's worker threads inside a product follow the thread that started it. A new thread starts
- * in PELAB_PRECISION_FP32. pelab_train() and pelab_train_resume() set it from --precision for
- * the run and restore the caller's on return.
+ * The precision is a property of a context (pelab/ctx.h): every matrix product run in it uses it
+ * (pelab_gemm, and through it every linear layer of a model that holds the context, forward and
+ * backward, and the tiled attention kernel's tiles). pelab_ctx_init makes it PELAB_PRECISION_FP32.
+ * pelab_train_in() and pelab_train_resume_in() set their context's from --precision for the run
+ * and restore the caller's on return.
  *
  * In bf16 mode only the operands of the products are rounded (to nearest even, to bf16's 8
  * significant bits); the products accumulate and are written in float32 (pelab_real in the double
  * test build). That holds for the linear layers (through oneDNN) and for the tiled attention
- * kernel's score, value and gradient products (src/attn/tile_bf16.h). Weights, gradients,
+ * kernel's score, value and gradient products (src/kernels/cpu/tile_bf16.h). Weights, gradients,
  * optimizer state, norms, softmax, loss, the encodings' trigonometry and biases stay in
  * pelab_real, as do the reference attention kernel (--attention ref, the oracle) and the KV-cached
  * generation's one-query attention. Checkpoints are unchanged: a run trained in one precision is evaluated in either.
  */
 #ifndef PELAB_PRECISION_H
 #define PELAB_PRECISION_H
+
+struct pelab_ctx;
 
 enum pelab_precision {
     PELAB_PRECISION_FP32, /* the default; the products' bits are those of the float32 build */
@@ -45,7 +47,7 @@ const char *pelab_precision_name(enum pelab_precision p);
  * PELAB_BF16_EMULATION=1, an AVX-512 CPU without AVX512-BF16 runs bf16 on oneDNN's emulation
  * (operands rounded to bf16, float32 accumulation, the attention tiles on their portable loops;
  * slower than float32; the tests use it there), said on stderr by the first pelab_precision_set
- * to bf16. */
+ * to bf16 (once per process: the notice is about the CPU). */
 int pelab_precision_check(enum pelab_precision p);
 
 /* 1 when bf16 runs here on oneDNN's emulation (PELAB_BF16_EMULATION=1, above), else 0 (it runs
@@ -57,12 +59,8 @@ int pelab_bf16_emulated(void);
  * benchmarks; "none" where bf16 cannot run. */
 const char *pelab_bf16_kernels(void);
 
-/* Checks `p` (pelab_precision_check) and makes it the calling thread's precision; on failure the
- * thread's precision is unchanged. */
-int pelab_precision_set(enum pelab_precision p);
-
-/* The calling thread's precision. */
-enum pelab_precision pelab_precision_get(void);
+/* Checks `p` (pelab_precision_check) and makes it ctx's precision; on failure ctx is unchanged. */
+int pelab_precision_set(struct pelab_ctx *ctx, enum pelab_precision p);
 
 /* bf16's products against float32's here: float32's time of one 4096x512x512 product over bf16's
  * (> 1: bf16 is faster), on the thread count in force; measured once per CPU, bf16 kernels and
@@ -70,8 +68,9 @@ enum pelab_precision pelab_precision_get(void);
  * bf16 cannot run. */
 double pelab_bf16_speedup(void);
 
-/* When the calling thread's precision is bf16 (not emulated) and bf16 is slower than float32 here
- * (pelab_bf16_speedup below 1): one notice line on stderr saying so, once per process. */
-void pelab_bf16_advise(void);
+/* When ctx's precision is bf16 (not emulated) and bf16 is slower than float32 here
+ * (pelab_bf16_speedup below 1): one notice line on stderr saying so, once per process (it is
+ * about the CPU, as the probe is). */
+void pelab_bf16_advise(const struct pelab_ctx *ctx);
 
 #endif

@@ -12,8 +12,12 @@ int pelab_threads_available(void);
  * threads run the products). On x86-64 it also sets the pool's threads, the caller's among them, to flush subnormal floats
  * to zero (FTZ and DAZ: on Intel cores each operation on one costs a microcode assist), unless
  * the environment has PELAB_SUBNORMALS=keep (any case). Without OpenMP, OpenBLAS's threads keep
- * theirs. */
+ * theirs.
+ * The count is not a context's (pelab/ctx.h): OpenMP keeps it, for the calling thread (a thread
+ * that sets none runs on OpenMP's default), and OpenBLAS its own, for the process; pelab keeps
+ * no copy that could disagree with them. */
 void pelab_threads_set(int n);
+/* The calling thread's count, as OpenMP has it (OpenBLAS's without OpenMP; 1 without either). */
 int pelab_threads_get(void);
 /* The --threads row of every option table that takes it (training's and the commands'), an
  * initialiser of struct pelab_optdef (pelab/options.h). */

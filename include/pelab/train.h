@@ -13,12 +13,16 @@
  *   summary.json       final metrics
  *
  * Nothing here prints or exits: progress goes to an optional callback, failures return a status
- * with pelab_last_error() set.
+ * with pelab_last_error() set. A run's work runs in a context (pelab/ctx.h): the caller's, whose
+ * MPI job shares it across ranks and whose precision it sets from --precision for the run and
+ * restores on return (pelab_train_in, pelab_train_resume_in); or, for pelab_train and
+ * pelab_train_resume, one of its own (one process).
  */
 #ifndef PELAB_TRAIN_H
 #define PELAB_TRAIN_H
 
 #include <stdint.h>
+#include "pelab/ctx.h"
 #include "pelab/model.h"
 #include "pelab/options.h"
 #include "pelab/precision.h"
@@ -45,7 +49,7 @@ struct pelab_train_config {
     double weight_decay, beta1, beta2, eps, clip;
     uint64_t seed;
     int threads;
-    enum pelab_precision precision; /* of the matrix products, set on the training thread */
+    enum pelab_precision precision; /* of the matrix products, set in the run's context */
     int64_t eval_every, eval_batches, log_every, save_every;
     int64_t keep;                /* checkpoints kept */
     enum pelab_on_nan on_nan;
@@ -124,7 +128,11 @@ struct pelab_train_hooks {
  * applied here). Usage errors (bad or incompatible settings, an existing run in `out`) are found
  * before any file is written. A non-finite loss or gradient is handled as --on-nan says: stop
  * the run with PELAB_ERR_RUNTIME naming the step (the last checkpoint is kept), skip the update,
- * or roll back to the last checkpoint with a lower learning rate. hooks may be NULL. */
+ * or roll back to the last checkpoint with a lower learning rate. hooks may be NULL. The run's
+ * work runs in ctx: across the ranks of its MPI job (rank 0 alone writes and reports), in the
+ * precision of --precision. */
+int pelab_train_in(struct pelab_ctx *ctx, const struct pelab_opts *opts, const struct pelab_train_hooks *hooks);
+/* The same in a context of its own, in one process. */
 int pelab_train(const struct pelab_opts *opts, const struct pelab_train_hooks *hooks);
 
 /* Everything pelab_train() checks before it writes anything (preset, options, task and model
@@ -148,6 +156,9 @@ int pelab_train_check_run_settings(const struct pelab_opts *opts, const char *di
  * before it, with a NOTICE. `overrides` may give only the options pelab_train_resume_option
  * accepts (NULL: none). The continued run's losses equal an uninterrupted run's bit for bit,
  * thread count alike. */
+int pelab_train_resume_in(struct pelab_ctx *ctx, const char *dir, const struct pelab_opts *overrides,
+                          const struct pelab_train_hooks *hooks);
+/* The same in a context of its own, in one process. */
 int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
                        const struct pelab_train_hooks *hooks);
 

@@ -11,14 +11,20 @@
 #define PELAB_ATTN_ATTENTION_H
 
 #include <stdint.h>
+#include "pelab/ctx.h"
 #include "pelab/posenc.h"
 #include "pelab/real.h"
+#include "kernels/cpu/softmax_attn.h"
 #include "posenc/site.h"
 
 struct pelab_attn_scratch;
 
 /* The arguments of one attention call besides its arrays. */
 struct pelab_attn_call {
+    /* the context the call runs in (pelab/ctx.h): the tiled kernel's products in its precision,
+     * the cached kernel's matrix products in it too (a failed one kept there); the reference
+     * kernel does not read it */
+    struct pelab_ctx *ctx;
     int B, T, H;
     int dq;            /* query/key width per head (d, or 2d for PoPE) */
     int dv;            /* value width per head, d */
@@ -38,7 +44,7 @@ struct pelab_attn_call {
      * of sequence 0 (a share of a batch: its first row's place in the whole batch) */
     double dropout;
     uint64_t key, site, row0;
-    int tile;          /* tiled kernel: rows per query and key tile; 0 for PELAB_ATTN_TILE */
+    int tile;          /* tiled kernel: rows per query and key tile; 0 for PELAB_PE_TILE */
     /* tiled kernel: the caller's scratch, grown by the kernel when too small (more threads), or
      * NULL to allocate per call */
     struct pelab_attn_scratch *scratch;
@@ -58,14 +64,11 @@ struct pelab_attn_scratch {
 int pelab_attn_scratch_reserve(struct pelab_attn_scratch *w, const struct pelab_attn_call *s);
 void pelab_attn_scratch_free(struct pelab_attn_scratch *w);
 
-#define PELAB_ATTN_TILE 64
 
-/* The dropout mask index of probability (b, h, t, j): its place in the (rows, H, T, T)
- * probabilities of the whole batch, sequence b being row row0 + b of it, so that a share of
- * the rows draws the masks the whole batch draws there. */
+/* The dropout mask index of probability (b, h, t, j) (pelab_softmax_attn_drop_index: the masks
+ * of the whole batch, whichever rows a call holds). */
 static inline uint64_t pelab_attn_drop_index(const struct pelab_attn_call *s, int b, int h, int t, int j) {
-    return (((s->row0 + (uint64_t)b) * (uint64_t)s->H + (uint64_t)h) * (uint64_t)s->T + (uint64_t)t) *
-               (uint64_t)s->T + (uint64_t)j;
+    return pelab_softmax_attn_drop_index(s->row0, s->H, s->T, b, h, t, j);
 }
 
 /* q, k (B,H,T,dq); v (B,T,H,dv) rows ldv apart; out (B,T,H,dv) rows ldo apart (assigned);

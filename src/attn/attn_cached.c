@@ -260,12 +260,12 @@ static void chunk_products(const struct pelab_attn_cache *c, const struct cached
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; h++) head_bias(c, r, h); /* bias_tile may run on several threads at once */
     for (int h = 0; h < H; h++) /* (n,nk) = scale · (n,dq)·(nk,dq)^T + bias */
-        pelab_gemm(0, 1, n, nk, dq, s->scale, r->q + (long)h * n * dq, dq, r->K + (long)h * cap * dq, dq,
-                   has_bias ? 1 : 0, r->scores + (long)h * n * nk, nk);
+        pelab_gemm(s->ctx, 0, 1, n, nk, dq, s->scale, r->q + (long)h * n * dq, dq, r->K + (long)h * cap * dq,
+                   dq, has_bias ? 1 : 0, r->scores + (long)h * n * nk, nk);
 #pragma omp parallel for schedule(static)
     for (int hi = 0; hi < H * n; hi++) rows(r, hi);
     for (int h = 0; h < H; h++) /* out[:, h] (n,dv), rows ldo apart = (n,nk)·(nk,dv) */
-        pelab_gemm(0, 0, n, dv, nk, 1, r->scores + (long)h * n * nk, nk, r->V + (long)h * cap * dv, dv,
+        pelab_gemm(s->ctx, 0, 0, n, dv, nk, 1, r->scores + (long)h * n * nk, nk, r->V + (long)h * cap * dv, dv,
                    0, r->out + (long)h * dv, s->ldo);
 }
 

@@ -35,7 +35,7 @@
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
  *
- * bf16 (--precision bf16, the calling thread's precision): the six tile products take bf16
+ * bf16 (--precision bf16, the call's context's precision): the six tile products take bf16
  * operands with float32 accumulation (tile_bf16.h, AVX512-BF16 where the CPU has it); scores,
  * softmax, dropout, the bias and every sum outside the products stay in pelab_real. Those
  * products skip no masked blocks (a diagonal tile is computed whole, its masked entries unread
@@ -50,12 +50,12 @@
 #include <string.h>
 #include "attn/attention.h"
 #include "attn/sites.h"
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
-#include "nn/layers.h"
-#include "pelab/precision.h"
+#include "kernels/cpu/layers.h"
+#include "pelab/ctx.h"
 #include "pelab/status.h"
 #ifdef _OPENMP
 #include <omp.h>
@@ -77,7 +77,7 @@ static int max_threads(void) {
 #endif
 }
 
-static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_ATTN_TILE; }
+static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_PE_TILE; }
 static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Query tile i0's key tiles: those starting before key_stop (causal: up to the diagonal one). */
@@ -207,7 +207,7 @@ struct work {
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
     uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
-    int bf16;         /* the products in bf16 (the calling thread's --precision) */
+    int bf16;         /* the products in bf16 (the call's context's --precision) */
     struct pelab_attn_site_work sites; /* the sites' carries and scratch */
     int right_to_left; /* the forward visits a query tile's key tiles from the diagonal back */
 };
@@ -297,8 +297,7 @@ static unsigned char *thread_block(const struct pelab_attn_scratch *w, const str
     return w->mem + (size_t)id * thread_bytes(s);
 }
 
-/* The tiles of a thread's block; bf16: whether the products are in bf16, the precision of the
- * thread that called the kernel (read outside the parallel region: it is per thread). */
+/* The tiles of a thread's block; bf16: whether the products are in bf16 (call_bf16). */
 static void thread_work(struct work *w, unsigned char *block, const struct pelab_attn_call *s, int bf16) {
     work_carve(w, (pelab_real *)(block + bias_bytes(s)), tile_of(s), s->dq, s->dv);
     pelab_attn_sites_tile_work(s, tile_of(s), block + bias_bytes(s) + tiles_bytes(s), &w->sites);
@@ -306,7 +305,10 @@ static void thread_work(struct work *w, unsigned char *block, const struct pelab
     w->bf16 = bf16;
 }
 
-static int calling_thread_bf16(void) { return pelab_precision_get() == PELAB_PRECISION_BF16; }
+static int call_bf16(const struct pelab_attn_call *s) {
+    PELAB_ASSERT(s->ctx != NULL); /* a call runs in a context (attention.h) */
+    return s->ctx->precision == PELAB_PRECISION_BF16;
+}
 
 /* The bias-gradient array of a thread's block (bias_count reals). */
 static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
@@ -447,7 +449,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
     PELAB_PROF_START();
     const int B = s->B, H = s->H, tile = tile_of(s), nt = (s->T + tile - 1) / tile;
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
-    const int threads = team_size(scratch, s), bf16 = calling_thread_bf16();
+    const int threads = team_size(scratch, s), bf16 = call_bf16(s);
     if (!threads) return PELAB_ERR_RUNTIME;
     void (*const forward_tile)(struct work *, pelab_real *, pelab_real *, const pelab_real *,
                                const pelab_real *, const pelab_real *, const struct pelab_attn_call *,
@@ -569,7 +571,7 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
     PELAB_PROF_START();
     const int B = s->B, H = s->H, bias = has_bias_grad(s);
     struct pelab_attn_scratch own = {0}, *scratch = s->scratch ? s->scratch : &own;
-    const int threads = team_size(scratch, s), bf16 = calling_thread_bf16();
+    const int threads = team_size(scratch, s), bf16 = call_bf16(s);
     if (!threads) return PELAB_ERR_RUNTIME;
     int team = 1;
     void (*const backward_head)(struct work *, pelab_real *, pelab_real *, pelab_real *,

@@ -13,6 +13,8 @@
 
 /* ---- progress ------------------------------------------------------------------------------- */
 
+/* The process's, as its API says (pelab/train.h): what it reports to is the one terminal line of
+ * the process's stderr, whichever evaluation runs. */
 static struct {
     void (*hook)(void *ctx, const struct pelab_eval_progress *p);
     void *ctx;
@@ -100,13 +102,14 @@ static void source_fill(const struct source *s, uint64_t first, struct pelab_bat
  * examples, then the sums are added up, so every rank gets the result of the whole span. */
 static int run(struct pelab_model *m, const struct source *s, uint64_t first, uint64_t count,
                int batch, struct pelab_eval_result *r) {
+    struct pelab_dist *d = &m->ctx->dist;
     if (batch <= 0)
-        return pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive"));
+        return pelab_dist_agree(d, pelab_fail(PELAB_ERR_USAGE, "evaluation batch must be positive"));
     int T = s->L, rc;
     const uint64_t all = count;
     if ((uint64_t)batch > count) batch = count > 0 ? (int)count : 1; /* no larger than needed */
     uint64_t s0, s1; /* whole passes of `batch` examples: alike on any number of ranks */
-    pelab_dist_share_blocks(count, (uint64_t)batch, &s0, &s1);
+    pelab_dist_share_blocks(d, count, (uint64_t)batch, &s0, &s1);
     first += s0;
     count = s1 - s0;
     struct pelab_batch b;
@@ -159,11 +162,11 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
     b.B = batch;
     pelab_batch_free(&b);
     m->training = was_training;
-    if ((rc = pelab_dist_agree(rc))) return rc;
-    if (pelab_dist_size() > 1) { /* counts below 2^53: exact in double */
+    if ((rc = pelab_dist_agree(d, rc))) return rc;
+    if (d->size > 1) { /* counts below 2^53: exact in double */
         double sums[6] = {loss_sum, (double)r->targets, (double)r->bytes, (double)r->correct,
                           (double)r->answered, (double)r->exact};
-        pelab_dist_sum_double(sums, 6);
+        pelab_dist_sum_double(d, sums, 6);
         loss_sum = sums[0];
         r->targets = (uint64_t)sums[1];
         r->bytes = (uint64_t)sums[2];
@@ -180,7 +183,7 @@ static int run(struct pelab_model *m, const struct source *s, uint64_t first, ui
         r->exact_match = (double)r->exact / (double)r->answered;
     }
     if (!isfinite(r->loss)) /* alike on every rank: rank 0 says it */
-        return pelab_dist_agree(pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): "
+        return pelab_dist_agree(d, pelab_fail(PELAB_ERR_RUNTIME, "the %s loss is not finite (%g): "
                                            "the model's weights or activations overflow, so there "
                                            "is no result to report", pelab_split_name(s->split),
                                            pelab_printable(r->loss)));
@@ -198,7 +201,7 @@ int pelab_evaluate(struct pelab_model *m, const struct pelab_task *t, enum pelab
                    uint64_t first, uint64_t count, int batch, struct pelab_eval_result *r) {
     clear(r);
     /* a collective, as the evaluation is: every rank reads the split, and stops if one cannot */
-    int rc = pelab_dist_agree(pelab_task_open_split(t, split));
+    int rc = pelab_dist_agree(&m->ctx->dist, pelab_task_open_split(t, split));
     if (rc) return rc;
     struct source s = {t, split, pelab_task_split_len(t, split), 0, t->ops->fill_windows != NULL};
     uint64_t size;

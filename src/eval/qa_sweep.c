@@ -156,7 +156,8 @@ static int generate_all(struct pelab_model *m, const struct pelab_task *t, enum 
     if (rc) goto done;
     for (int p = 0; p < limit; p++) g.pos[p] = p;
     uint64_t s0, s1;
-    pelab_dist_share_blocks(count, (uint64_t)g.group, &s0, &s1); /* the groups one process makes */
+    /* the groups one process makes */
+    pelab_dist_share_blocks(&m->ctx->dist, count, (uint64_t)g.group, &s0, &s1);
     for (uint64_t i0 = s0; i0 < s1 && !rc; i0 += (uint64_t)g.group) { /* examples i0 .. i0 + k − 1 */
         const int k = s1 - i0 < (uint64_t)g.group ? (int)(s1 - i0) : g.group;
         int p0[GROUP], ans[GROUP], a[GROUP], want[GROUP], made[GROUP];
@@ -244,10 +245,10 @@ int pelab_qa_sweep(struct pelab_model *m, const struct pelab_opts *settings,
             rc = generate_all(m, &t, split, count, gen_tokens, &cached, &exact, &tokens_right,
                               &generated);
         pelab_task_free(&t);
-        if ((rc = pelab_dist_agree(rc))) return rc;
-        if (pelab_dist_size() > 1) { /* counts below 2^53: exact in double */
+        if ((rc = pelab_dist_agree(&m->ctx->dist, rc))) return rc;
+        if (m->ctx->dist.size > 1) { /* counts below 2^53: exact in double */
             double sums[3] = {(double)exact, (double)tokens_right, (double)generated};
-            pelab_dist_sum_double(sums, 3);
+            pelab_dist_sum_double(&m->ctx->dist, sums, 3);
             exact = (uint64_t)sums[0];
             tokens_right = (uint64_t)sums[1];
             generated = (uint64_t)sums[2];

@@ -454,7 +454,9 @@ static int check_header_crc(const char *path, const struct pelab_opts *meta, con
     return PELAB_OK;
 }
 
-static int accept_edited; /* pelab_safetensors_accept_edited */
+/* pelab_safetensors_accept_edited: the user's consent (--edited) for the files the process loads,
+ * given once by the command that loads them, before it opens any. */
+static int accept_edited;
 
 void pelab_safetensors_accept_edited(int on) { accept_edited = on; }
 

@@ -14,13 +14,13 @@
 #include <math.h>
 #include <string.h>
 #include "pelab/model.h"
-#include "pelab/precision.h"
+#include "pelab/ctx.h"
 #include "pelab/status.h"
 #include "attn/attention.h"
 #include "attn/sites.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 #define W(i) pelab_params_data(&m->params, (i))
 #define G(i) pelab_params_grad(&m->params, (i))
@@ -49,7 +49,7 @@ struct pelab_attn_call pelab_attn_call_for(struct pelab_model *m, int l, int B, 
                                            struct pelab_attn_scratch *scratch) {
     const int D = m->cfg.d_model, H = m->cfg.n_heads, d = D / H;
     return (struct pelab_attn_call){
-        .B = B, .T = T, .H = H, .dq = m->pe.qk_dim, .dv = d, .ldv = 3 * D, .ldo = D,
+        .ctx = m->ctx, .B = B, .T = T, .H = H, .dq = m->pe.qk_dim, .dv = d, .ldv = 3 * D, .ldo = D,
         .scale = (pelab_real)(1.0 / sqrt((double)d)), .pe = &m->pe, .layer = l,
         .pos = pos, .bidirectional = m->cfg.positions.bidirectional, .dropout = p_drop,
         .key = m->dropout_key, .site = pelab_dropout_site(l, PELAB_DROP_ATTN_PROBS),
@@ -68,9 +68,9 @@ static void linear(struct pelab_model *m, const struct pelab_fwd *f, pelab_real 
     const int step = f->mode == PELAB_FWD_GENERATE && n < FEW_ROWS;
     const uint16_t *h = step ? pelab_bf16_weights_of(m, i) : NULL;
     if (h) pelab_matmul_bf16w_forward(out, in, h, n, C, OC);
-    else if (step && pelab_precision_get() == PELAB_PRECISION_FP32)
+    else if (step && m->ctx->precision == PELAB_PRECISION_FP32)
         pelab_matmul_rows_forward(out, in, W(i), n, C, OC);
-    else pelab_matmul_forward(out, in, W(i), n, C, OC);
+    else pelab_matmul_forward(m->ctx, out, in, W(i), n, C, OC);
 }
 
 /* x (B,T,D): the token embedding E[tok], or the patch model's class token and patch embedding. */
@@ -83,7 +83,7 @@ static void input_forward(struct pelab_model *m, pelab_real *x, const int32_t *t
         return;
     }
     PELAB_ASSERT(inputs != NULL);
-    pelab_matmul_forward(x, inputs, W(m->patch_w), (int)BT, P, D); /* row 0's result replaced */
+    pelab_matmul_forward(m->ctx, x, inputs, W(m->patch_w), (int)BT, P, D); /* row 0's result replaced */
     const pelab_real *bias = W(m->patch_b), *cls = W(m->cls);
     for (long r = 0; r < BT; r++) {
         pelab_real *xr = x + r * D;
@@ -182,7 +182,7 @@ static pelab_real head_forward(struct pelab_model *m, const struct pelab_fwd *f,
         const int n = (int)(BT - r0 < f->rows ? BT - r0 : f->rows);
         double part;
         pelab_rmsnorm_forward(b->lnf + r0 * D, b->lnf_rstd + r0, xN + r0 * D, W(m->lnf), n, D);
-        pelab_matmul_forward(b->logits, b->lnf + r0 * D, wout, n, D, V); /* the chunk's (n,V) */
+        pelab_matmul_forward(m->ctx, b->logits, b->lnf + r0 * D, wout, n, D, V); /* the chunk's (n,V) */
         if (f->mode == PELAB_FWD_TRAIN)
             m->n_targets += pelab_crossentropy_forward(b->ce_stats + 2 * r0, b->losses + r0, &part,
                                                        b->logits, f->targets + r0, n, V);
@@ -208,12 +208,12 @@ int pelab_model_forward_pass(struct pelab_model *m, const struct pelab_fwd *f, c
     for (int l = 0; l < N; l++) {
         b = pelab_layer_bufs(m, &f->buf, kept, l, B, T);
         if ((m->status = block_forward(m, f, l, &b, pos, B, T))) {
-            const int failed = pelab_gemm_take_failure(); /* a product that failed first says so */
+            const int failed = pelab_gemm_take_failure(m->ctx); /* a product that failed first says so */
             return m->status = failed ? failed : m->status;
         }
     }
     m->loss = head_forward(m, f, b.out, (long)B * T);
-    return m->status = pelab_gemm_take_failure(); /* a product that failed: its error, not a NaN loss */
+    return m->status = pelab_gemm_take_failure(m->ctx); /* a product that failed: its error, not a NaN loss */
 }
 
 /* --- the backward of a block ------------------------------------------------------------------ */
@@ -227,9 +227,10 @@ static void mlp_backward(struct pelab_model *m, int l, const struct pelab_layer_
     memcpy(g->dbranch, g->dres, (size_t)BT * D * sizeof *g->dres);
     pelab_dropout(g->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_MLP_OUT),
                   pelab_residual_mask_start(m, T));
-    pelab_matmul_backward_assign(g->dfch_gelu, G(L->fcproj), g->dbranch, b->fch_gelu, W(L->fcproj), (int)BT, MD, D);
+    pelab_matmul_backward_assign(m->ctx, g->dfch_gelu, G(L->fcproj), g->dbranch, b->fch_gelu, W(L->fcproj),
+                                 (int)BT, MD, D);
     pelab_gelu_backward(g->dfch, g->dfch_gelu, b->fch, BT * MD);
-    pelab_matmul_backward_assign(g->dln, G(L->fc), g->dfch, b->ln2, W(L->fc), (int)BT, D, MD);
+    pelab_matmul_backward_assign(m->ctx, g->dln, G(L->fc), g->dfch, b->ln2, W(L->fc), (int)BT, D, MD);
     pelab_rmsnorm_backward(g->dres, G(L->ln2), g->dln, b->xmid, W(L->ln2), b->rstd2, (int)BT, D);
 }
 
@@ -263,12 +264,12 @@ void pelab_block_backward(struct pelab_model *m, int l, const struct pelab_layer
     memcpy(g->dbranch, g->dres, (size_t)BT * D * sizeof *g->dres);
     pelab_dropout(g->dbranch, BT * D, p_drop, m->dropout_key, pelab_dropout_site(l, PELAB_DROP_ATTN_OUT),
                   pelab_residual_mask_start(m, T));
-    pelab_matmul_backward_assign(g->datty, G(L->proj), g->dbranch, b->atty, W(L->proj), (int)BT, D, D);
+    pelab_matmul_backward_assign(m->ctx, g->datty, G(L->proj), g->dbranch, b->atty, W(L->proj), (int)BT, D, D);
     attention_backward(m, l, b, g, pos, p_drop, B, T);
     const struct pelab_pe_site_inputs in = {.x = b->ln1, .q = b->qo, .dx = g->dln, .dq = g->dqo, .pos = pos};
     pelab_posenc_sites_backward(&m->pe, l, PELAB_PE_READS_Q, &b->sites, &g->sites, &in, B, T);
     pelab_posenc_qk_backward(&m->pe, l, g->dqkv, g->dqkv + D, g->dqo, g->dko, b->qkv, b->qkv + D, 3 * D, pos, B, T);
-    pelab_matmul_backward_assign(g->dln, G(L->qkv), g->dqkv, b->ln1, W(L->qkv), (int)BT, D, 3 * D);
+    pelab_matmul_backward_assign(m->ctx, g->dln, G(L->qkv), g->dqkv, b->ln1, W(L->qkv), (int)BT, D, 3 * D);
     pelab_posenc_sites_backward(&m->pe, l, PELAB_PE_READS_X, &b->sites, &g->sites, &in, B, T);
     pelab_rmsnorm_backward(g->dres, G(L->ln1), g->dln, b->x, W(L->ln1), b->rstd1, (int)BT, D);
 }

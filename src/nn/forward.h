@@ -122,9 +122,5 @@ int pelab_model_forward_generate(struct pelab_model *m, struct pelab_attn_cache 
 const uint16_t *pelab_bf16_weights_of(const struct pelab_model *m, int param);
 void pelab_bf16_weights_free(struct pelab_bf16_weights *w);
 
-/* Positions per chunk of the position-wise part (MLP, output layer, loss) of
- * pelab_model_forward_eval; 0 restores the default (about 4M reals of hidden or logits). Tests set
- * a small one so that tiny models run over several chunks. */
-void pelab_model_eval_set_rows(long rows);
 
 #endif

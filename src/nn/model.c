@@ -20,7 +20,7 @@
 #include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "nn/forward.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 const struct pelab_optdef pelab_model_options[] = {
     {"pe", PELAB_OPT_STR, "rope", 0, 0, NULL, "positional encoding (see 'pelab help encodings')"},
@@ -118,6 +118,7 @@ static int model_build(struct pelab_model *m, const struct pelab_opts *opts, int
     /* with randomised positions the encoding trains on positions of all [0, N) */
     const int context = c->random_positions ? c->random_positions : max_seq;
     rc = pelab_posenc_init_nd(&m->pe, c->pe, opts, p, D, c->n_heads, N, context, &c->positions);
+    m->pe.ctx = m->ctx;
     if (rc) return rc;
     if (c->random_positions && !(m->pe.sites & (PELAB_SITE_EMBED | PELAB_SITE_QK | PELAB_SITE_BIAS))) /* nope, fox, cope */
         return pelab_fail(PELAB_ERR_USAGE, "--random-positions: --pe %s reads no positions", c->pe);
@@ -134,6 +135,9 @@ int pelab_model_init(struct pelab_model *m, const struct pelab_opts *opts, int v
 int pelab_model_init_io(struct pelab_model *m, const struct pelab_opts *opts, int vocab, int max_seq,
                         const struct pelab_model_io *io) {
     memset(m, 0, sizeof *m);
+    if (!(m->own_ctx = malloc(sizeof *m->own_ctx))) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
+    pelab_ctx_init(m->own_ctx);
+    m->ctx = m->own_ctx;
     int rc = model_build(m, opts, vocab, max_seq, io);
     if (rc) pelab_model_free(m); /* nothing half-built stays behind; the message is kept */
     return rc;
@@ -165,7 +169,12 @@ void pelab_model_free(struct pelab_model *m) {
     pelab_posenc_free(&m->pe);
     pelab_params_free(&m->params);
     free(m->layer);
+    free(m->own_ctx);
     memset(m, 0, sizeof *m);
+}
+
+void pelab_model_set_ctx(struct pelab_model *m, struct pelab_ctx *ctx) {
+    m->ctx = m->pe.ctx = ctx ? ctx : m->own_ctx;
 }
 
 void pelab_model_set_attention(struct pelab_model *m, enum pelab_attn_kernel kernel) {
@@ -286,7 +295,8 @@ static void input_backward(struct pelab_model *m, pelab_real *dx, const int32_t 
         }
     }
     /* dWp (D,P) += dx^T (D,BT) · in (BT,P) */
-    pelab_gemm(1, 0, D, P, (int)BT, 1, dx, D, inputs, P, 1, pelab_params_grad(&m->params, m->patch_w), P);
+    pelab_gemm(m->ctx, 1, 0, D, P, (int)BT, 1, dx, D, inputs, P, 1, pelab_params_grad(&m->params, m->patch_w),
+               P);
 }
 
 int pelab_model_settings(const struct pelab_model *m, struct pelab_opts *out) {
@@ -348,7 +358,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     pelab_real *dlogits = f->logits; /* written over the logits */
     pelab_crossentropy_backward(dlogits, f->logits, f->ce_stats, a->targets, loss_scale / m->n_targets, (int)BT, V);
     int out_w = m->lm_head >= 0 ? m->lm_head : m->wte;
-    pelab_matmul_backward_assign(g->dln, G(out_w), dlogits, f->lnf, W(out_w), (int)BT, D, V);
+    pelab_matmul_backward_assign(m->ctx, g->dln, G(out_w), dlogits, f->lnf, W(out_w), (int)BT, D, V);
     memset(g->dres, 0, (size_t)BT * D * sizeof *g->dres);
     pelab_rmsnorm_backward(g->dres, G(m->lnf), g->dln, f->x + N * BT * D, W(m->lnf), f->lnf_rstd, (int)BT, D);
 
@@ -360,7 +370,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     pelab_posenc_embed_backward(&m->pe, g->dres, a->pos, B, T);
     if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
     input_backward(m, g->dres, a->tokens, a->inputs, B, T);
-    const int rc = pelab_gemm_take_failure();
+    const int rc = pelab_gemm_take_failure(m->ctx);
     if (rc && !m->status) m->status = rc;
 }
 

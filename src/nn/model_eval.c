@@ -35,16 +35,12 @@ struct pelab_eval_acts {
     struct pelab_attn_scratch attn; /* the tiled kernel's per-thread tiles */
 };
 
-/* Chunk length: chunks of about 4M reals (16 MiB in float) at most, whole sequences when small.
- * A test sets another (pelab_model_eval_set_rows) to exercise the chunking on tiny models. */
-static long rows_override;
-
-void pelab_model_eval_set_rows(long rows) { rows_override = rows; }
-
+/* Chunk length: chunks of about 4M reals (16 MiB in float) at most, whole sequences when small;
+ * or the model's context's eval_rows (a test's, to exercise the chunking on tiny models). */
 static long chunk_rows(const struct pelab_model *m, long BT) {
-    const long MD = (long)m->cfg.mlp_mult * m->cfg.d_model, V = m->cfg.vocab;
-    long rows = rows_override > 0 ? rows_override : (4L << 20) / (MD > V ? MD : V);
-    if (rows < 16 && !rows_override) rows = 16;
+    const long MD = (long)m->cfg.mlp_mult * m->cfg.d_model, V = m->cfg.vocab, chosen = m->ctx->eval_rows;
+    long rows = chosen > 0 ? chosen : (4L << 20) / (MD > V ? MD : V);
+    if (rows < 16 && chosen <= 0) rows = 16;
     return rows < BT ? rows : BT;
 }
 

@@ -77,14 +77,14 @@ static void cope_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
 /* COUNT: z (B·H·T, P) = q (B·H·T, d) · e^T, q the queries after QK */
 static void cope_count_forward(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io) {
     const struct cope *c = pe->state;
-    pelab_matmul_forward(io->out[0], io->in, pelab_params_data(pe->params, c->table[layer]), io->B * pe->H * io->T,
-                         pe->d, pe->count_max);
+    pelab_matmul_forward(pe->ctx, io->out[0], io->in, pelab_params_data(pe->params, c->table[layer]),
+                         io->B * pe->H * io->T, pe->d, pe->count_max);
 }
 
 /* dq += dz·e, de += dz^T·q */
 static void cope_count_backward(struct pelab_posenc *pe, int layer, const struct pelab_pe_site_io *io) {
     const struct cope *c = pe->state;
-    pelab_matmul_backward(io->din, pelab_params_grad(pe->params, c->table[layer]), io->dout[0], io->in,
+    pelab_matmul_backward(pe->ctx, io->din, pelab_params_grad(pe->params, c->table[layer]), io->dout[0], io->in,
                           pelab_params_data(pe->params, c->table[layer]), io->B * pe->H * io->T, pe->d, pe->count_max);
 }
 

@@ -52,7 +52,6 @@
 #include <string.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
-#include "attn/attention.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 
@@ -308,10 +307,10 @@ static pelab_real mlp_backward(const struct view *v, int h, pelab_real u, const 
     return du;
 }
 
-/* Distances a tile's table holds on the stack: 2·PELAB_ATTN_TILE at least, so every tile of the
+/* Distances a tile's table holds on the stack: 2·PELAB_PE_TILE at least, so every tile of the
  * tiled kernel (nq + nk ≤ 2 tiles) is tabulated without an allocation. */
 #define FIRE_TAB_STACK 512
-_Static_assert(FIRE_TAB_STACK >= 2 * PELAB_ATTN_TILE, "a tiled kernel's tile must fit the stack table");
+_Static_assert(FIRE_TAB_STACK >= 2 * PELAB_PE_TILE, "a tiled kernel's tile must fit the stack table");
 
 /* Inputs waiting for their backward: distance n, normaliser position m (m = L or not), upstream g. */
 struct pending {

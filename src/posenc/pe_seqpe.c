@@ -25,17 +25,12 @@
  * positions). backward: the sites add into dE (U,D) (QK modes through W^p:
  * dW^p += dPᵀ·E, dE += dP·W^p), and backward_end() runs the encoder's backward once.
  *
- * Training (the posenc.h training hooks): train_positions() starts --seqpe-shift-prob of the
- * sequences at a random z ∈ [0, Lmax − T) (App. A.5); aux_forward() draws the regularisers'
- * positions from its key, encodes the draw's distinct positions once (activations of their own,
- * apart from the table) and returns α·L_δ + β·L_OOD with each term (seqpe_reg.c), keeping their
- * gradient with respect to those embeddings; aux_backward() takes it through the encoder.
+ * Training (the posenc.h training hooks): shifted starts and the regularisers, in seqpe_train.c.
  *
  * Parameters: the encoder's under pe.seqpe.*, and W^p as pe.seqpe.qk.weight (shared) or
  * blocks.{l}.attn.seqpe.qk.weight (per layer), rows [W_q^p; W_k^p], init N(0, 0.02); no weight
  * decay on any of them (the paper's encoder has none).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +38,11 @@
 #include "pelab/status.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/parallel.h"
-#include "posenc/seqpe.h"
+#include "posenc/pe_seqpe.h"
 
 enum { MODE_INPUT, MODE_ADD, MODE_MUL, MODE_BIAS };
 
-#define SEQPE_LMAX 20000 /* the paper's Lmax for text */
-
-static const struct pelab_optdef seqpe_options[] = {
+const struct pelab_optdef pelab_seqpe_options[] = {
     {"seqpe-mode", PELAB_OPT_CHOICE, "input", 0, 0, "input|attn-add|attn-mul|attn-bias",
      "how e_p enters: added to the input, or through W^p to queries and keys (q+pq)·(k+pk), "
      "(q⊙pq)·(k⊙pk), q·k + pq·pk"},
@@ -113,153 +106,45 @@ static const struct pelab_optdef seqpe_options[] = {
     {0},
 };
 
-struct seqpe {
-    int mode, shared;
-    struct pelab_seqpe_encoder enc;
-    int *proj;            /* (N,) parameter index of each layer's W^p (all equal when shared);
-                             NULL in input mode */
-    int n_proj;           /* distinct W^p: 1 shared, N per layer, 0 input */
-    /* the table of this pass's distinct positions */
-    struct pelab_seqpe_acts acts; /* encoder activations; acts.out (U,D) is E */
-    int32_t *upos;        /* (U,n) in lexicographic order */
-    int U;
-    int32_t *row;         /* (B,T) each token's row */
-    int32_t *scratch;     /* (2·B·T) */
-    long tok_cap;         /* tokens room in upos (times n), row, scratch */
-    pelab_real *pqk;      /* (n_proj, U, 2D) [pq; pk] of each row */
-    pelab_real *dE;       /* (U,D) backward: ∂loss/∂E, summed over sites and layers */
-    pelab_real *dpqk;     /* (U,2D) backward scratch of one layer */
-    long row_cap;         /* rows room in pqk, dE, dpqk */
-    pelab_real *snap;     /* the encoding's parameter values the table was computed with */
-    int have_table;
-    /* training only: shifted starts and the regularisers */
-    double shift_prob, alpha, beta;
-    struct pelab_seqpe_reg_style style; /* the profile as resolved, with: */
-    int final_norm;               /* RMSNorm before W_out */
-    int shift_by_step;            /* shifted starts per micro-batch, which then has no L_OOD */
-    int pool_size;                /* 0: any offset; else the offsets in pool (pool_size, n) */
-    int32_t *pool;
-    int main_shifted;             /* whether train_positions shifted this micro-batch */
-    struct pelab_seqpe_reg reg;   /* this micro-batch's draw */
-    struct pelab_seqpe_acts reg_acts;
-    int32_t *reg_all, *reg_uniq, *reg_row, *reg_scratch; /* (N,n), (N,n), (N,), (2N,) */
-    pelab_real *reg_dE;           /* (N,D) α·∂L_δ/∂E + β·∂L_OOD/∂E of the draw's distinct positions */
-    pelab_real *reg_dout;         /* (N,D) the same times aux_backward's scale */
-};
-
 
 /* Whether a choice among auto|paper's|authors' (`name`) takes the authors' side: auto follows
  * the profile. */
 static int authors_side(const struct pelab_opts *opts, const char *name, int authors) {
-    const int c = pelab_opt_choice(opts, seqpe_options, name);
+    const int c = pelab_opt_choice(opts, pelab_seqpe_options, name);
     return c == 0 ? authors : c == 2;
 }
 
 /* --seqpe-reg-profile and the options it sets: an option's auto takes the profile's value. */
-static int profile_init(struct seqpe *s, const struct pelab_opts *opts) {
-    const int authors = pelab_opt_choice(opts, seqpe_options, "seqpe-reg-profile") == 1;
+static int profile_init(struct pelab_seqpe *s, const struct pelab_opts *opts) {
+    const int authors = pelab_opt_choice(opts, pelab_seqpe_options, "seqpe-reg-profile") == 1;
     s->style.symmetric_ood = authors_side(opts, "seqpe-ood-loss", authors);
     s->style.far_shifts = authors_side(opts, "seqpe-ood-shifts", authors);
     s->style.window_anywhere = authors_side(opts, "seqpe-local-window", authors);
     s->style.hard_edits = authors_side(opts, "seqpe-global-edits", authors);
     s->shift_by_step = authors_side(opts, "seqpe-shift-unit", authors);
     s->final_norm = authors_side(opts, "seqpe-final-norm", authors);
-    const double frac = pelab_opt_real(opts, seqpe_options, "seqpe-global-frac");
+    const double frac = pelab_opt_real(opts, pelab_seqpe_options, "seqpe-global-frac");
     if (frac < 0 && frac != -1)
         return pelab_fail(PELAB_ERR_USAGE, "--seqpe-global-frac %g: give a fraction in [0, 1], or -1 "
                           "for the profile's", frac);
     s->style.global_frac = frac >= 0 ? frac : authors ? 0.4 : 0.5;
-    const long pool = pelab_opt_int(opts, seqpe_options, "seqpe-shift-pool");
+    const long pool = pelab_opt_int(opts, pelab_seqpe_options, "seqpe-shift-pool");
     s->pool_size = (int)(pool >= 0 ? pool : authors ? 320 : 0);
     return PELAB_OK;
 }
 
-/* The fixed offsets of the shifted starts: pool_size distinct ones in [0, room)^n (all of them
- * when there are no more), from a key of their own, the same for every run (the authors draw
- * theirs with the run's seed); kept distinct through an open-addressing set of pool indices. */
-static int pool_init(struct seqpe *s, int64_t room) {
-    const int n = s->enc.dims;
-    const double all = pow((double)room, n);
-    if (s->pool_size > all) s->pool_size = (int)all;
-    if (!s->pool_size) return PELAB_OK;
-    const long cap = 4L * s->pool_size;
-    int32_t *slot = malloc((size_t)cap * sizeof *slot);
-    s->pool = malloc((size_t)s->pool_size * n * sizeof *s->pool);
-    if (!slot || !s->pool) {
-        free(slot);
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for --seqpe-shift-pool");
-    }
-    for (long j = 0; j < cap; j++) slot[j] = -1;
-    struct pelab_rng rng;
-    pelab_rng_seed(&rng, 0x5E9E90015EEDull);
-    for (int i = 0; i < s->pool_size;) {
-        int32_t *z = s->pool + (long)i * n;
-        uint64_t h = 0;
-        for (int c = 0; c < n; c++) {
-            z[c] = (int32_t)pelab_rng_below(&rng, (uint64_t)room);
-            h = pelab_hash64(h ^ (uint64_t)z[c]);
-        }
-        long j = (long)(h % (uint64_t)cap);
-        while (slot[j] >= 0 && memcmp(s->pool + (long)slot[j] * n, z, (size_t)n * sizeof *z) != 0)
-            j = (j + 1) % cap;
-        if (slot[j] < 0) slot[j] = i++;
-    }
-    free(slot);
-    return PELAB_OK;
-}
-
-/* The options of training: weights, Lmax (which the digits must hold), the draws' sizes. extent:
- * the coordinates of the training context, 0 .. extent − 1 (T for sequences, G + 1 for a G × G
- * grid with the class token at 0). */
-static int regularisers_init(struct seqpe *s, const struct pelab_opts *opts, int extent, int D) {
-    s->alpha = pelab_opt_real(opts, seqpe_options, "seqpe-alpha");
-    s->beta = pelab_opt_real(opts, seqpe_options, "seqpe-beta");
-    s->shift_prob = pelab_opt_real(opts, seqpe_options, "seqpe-shift-prob");
-    long max_pos = pelab_opt_int(opts, seqpe_options, "seqpe-max-pos");
-    if (s->alpha == 0 && s->beta == 0 && s->shift_prob == 0) return PELAB_OK;
-    if (max_pos == 0) max_pos = s->enc.capacity < SEQPE_LMAX ? (long)s->enc.capacity : SEQPE_LMAX;
-    if (max_pos > s->enc.capacity)
-        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld is beyond what --seqpe-digits %d "
-                          "in base %d hold (positions below %lld)", max_pos, s->enc.digits,
-                          s->enc.base, (long long)s->enc.capacity);
-    if (s->shift_prob > 0 && max_pos <= extent)
-        return pelab_fail(PELAB_ERR_USAGE, "--seqpe-max-pos %ld leaves no room to shift the "
-                          "training context (%d) for --seqpe-shift-prob", max_pos, extent);
-    const int pivots = s->alpha > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-delta-batch") : 0;
-    const int C = (int)pelab_opt_int(opts, seqpe_options, "seqpe-candidates");
-    const int sets = s->beta > 0 ? (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-batch") : 0;
-    int m = (int)pelab_opt_int(opts, seqpe_options, "seqpe-ood-positions");
-    long in_context = 1; /* the training range has no more positions: extent^n */
-    for (int c = 0; c < s->enc.dims; c++) in_context *= extent;
-    if (m > in_context) m = (int)in_context;
-    int rc = pelab_seqpe_reg_init(&s->reg, s->enc.dims, s->enc.base, s->enc.digits, max_pos, extent,
-                                  pivots, C, sets, m, &s->style);
-    if (!rc && s->shift_prob > 0) rc = pool_init(s, max_pos - extent);
-    if (rc) return rc;
-    const long N = (long)pivots * (1 + C) + (long)sets * 2 * m, n = s->enc.dims;
-    s->reg_all = malloc((size_t)(N * n + 1) * sizeof *s->reg_all);
-    s->reg_uniq = malloc((size_t)(N * n + 1) * sizeof *s->reg_uniq);
-    s->reg_row = malloc((size_t)(N + 1) * sizeof *s->reg_row);
-    s->reg_scratch = malloc((size_t)(2 * N + 1) * sizeof *s->reg_scratch);
-    s->reg_dE = malloc((size_t)(N * D + 1) * sizeof *s->reg_dE);
-    s->reg_dout = malloc((size_t)(N * D + 1) * sizeof *s->reg_dout);
-    if (!s->reg_all || !s->reg_uniq || !s->reg_row || !s->reg_scratch || !s->reg_dE || !s->reg_dout)
-        return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the SeqPE regularisers");
-    return PELAB_OK;
-}
-
 static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, struct pelab_params *params) {
-    struct seqpe *s = calloc(1, sizeof *s);
+    struct pelab_seqpe *s = calloc(1, sizeof *s);
     if (!s) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     pe->state = s;
-    s->mode = pelab_opt_choice(opts, seqpe_options, "seqpe-mode");
-    s->shared = pelab_opt_choice(opts, seqpe_options, "seqpe-proj") == 0;
-    const int base = (int)pelab_opt_int(opts, seqpe_options, "seqpe-base");
-    int digits = (int)pelab_opt_int(opts, seqpe_options, "seqpe-digits");
-    int dims = (int)pelab_opt_int(opts, seqpe_options, "seqpe-dims");
-    const int layers = (int)pelab_opt_int(opts, seqpe_options, "seqpe-layers");
-    int width = (int)pelab_opt_int(opts, seqpe_options, "seqpe-width");
-    int heads = (int)pelab_opt_int(opts, seqpe_options, "seqpe-heads");
+    s->mode = pelab_opt_choice(opts, pelab_seqpe_options, "seqpe-mode");
+    s->shared = pelab_opt_choice(opts, pelab_seqpe_options, "seqpe-proj") == 0;
+    const int base = (int)pelab_opt_int(opts, pelab_seqpe_options, "seqpe-base");
+    int digits = (int)pelab_opt_int(opts, pelab_seqpe_options, "seqpe-digits");
+    int dims = (int)pelab_opt_int(opts, pelab_seqpe_options, "seqpe-dims");
+    const int layers = (int)pelab_opt_int(opts, pelab_seqpe_options, "seqpe-layers");
+    int width = (int)pelab_opt_int(opts, pelab_seqpe_options, "seqpe-width");
+    int heads = (int)pelab_opt_int(opts, pelab_seqpe_options, "seqpe-heads");
     if (!width) width = pe->D;
     if (!heads) heads = pe->H;
     if (dims == 0) dims = pe->pos_dims;
@@ -299,13 +184,13 @@ static int seqpe_init(struct pelab_posenc *pe, const struct pelab_opts *opts, st
         }
     }
     if (s->mode == MODE_BIAS) pe->qk_dim = 2 * pe->d;
-    if ((rc = regularisers_init(s, opts, extent, pe->D))) return rc;
+    if ((rc = pelab_seqpe_train_init(s, opts, extent, pe->D))) return rc;
     pe->sites = s->mode == MODE_INPUT ? PELAB_SITE_EMBED : PELAB_SITE_QK;
     return PELAB_OK;
 }
 
 static void seqpe_free(struct pelab_posenc *pe) {
-    struct seqpe *s = pe->state;
+    struct pelab_seqpe *s = pe->state;
     if (!s) return;
     pelab_seqpe_encoder_free(&s->enc);
     pelab_seqpe_acts_free(&s->acts);
@@ -317,20 +202,12 @@ static void seqpe_free(struct pelab_posenc *pe) {
     free(s->dE);
     free(s->dpqk);
     free(s->snap);
-    pelab_seqpe_reg_free(&s->reg);
-    free(s->pool);
-    pelab_seqpe_acts_free(&s->reg_acts);
-    free(s->reg_all);
-    free(s->reg_uniq);
-    free(s->reg_row);
-    free(s->reg_scratch);
-    free(s->reg_dE);
-    free(s->reg_dout);
+    pelab_seqpe_train_free(s);
     free(s);
 }
 
 static void seqpe_init_params(struct pelab_posenc *pe, struct pelab_rng *rng) {
-    struct seqpe *s = pe->state;
+    struct pelab_seqpe *s = pe->state;
     pelab_seqpe_encoder_init_params(&s->enc, rng);
     for (int l = 0; l < s->n_proj; l++) {
         const struct pelab_param *p = &pe->params->list[s->proj[l]];
@@ -365,7 +242,7 @@ static int pos_cmp(const int32_t *a, const int32_t *b, int n) {
     return 0;
 }
 
-static int rows_in_table(struct seqpe *s, const int32_t *pos, long ntok) {
+static int rows_in_table(struct pelab_seqpe *s, const int32_t *pos, long ntok) {
     const int n = s->enc.dims;
     for (long i = 0; i < ntok; i++) {
         const int32_t *p = pos + i * n;
@@ -384,7 +261,7 @@ static int rows_in_table(struct seqpe *s, const int32_t *pos, long ntok) {
 /* E and [pq; pk] for the distinct positions of this pass, unless the table already holds them
  * all and the parameters have not changed since it was computed. */
 static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
-    struct seqpe *s = pe->state;
+    struct pelab_seqpe *s = pe->state;
     const long ntok = (long)B * T;
     const int D = pe->D;
     int rc = pelab_seqpe_check(&s->enc, pos, ntok);
@@ -414,9 +291,9 @@ static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
             s->row_cap = n;
         }
         if ((rc = pelab_seqpe_acts_reserve(&s->acts, &s->enc, s->U))) return rc;
-        pelab_seqpe_encoder_forward(&s->enc, &s->acts, s->upos, s->U);
+        pelab_seqpe_encoder_forward(pe->ctx, &s->enc, &s->acts, s->upos, s->U);
         for (int l = 0; l < s->n_proj; l++) /* [pq; pk] = W^p e                        (U,2D) */
-            pelab_matmul_forward(s->pqk + (long)l * s->U * 2 * D, s->acts.out,
+            pelab_matmul_forward(pe->ctx, s->pqk + (long)l * s->U * 2 * D, s->acts.out,
                                  pelab_params_data(pe->params, s->proj[l]), s->U, D, 2 * D);
         memcpy(s->snap, params, n_params * sizeof *params);
         s->have_table = 1;
@@ -426,7 +303,7 @@ static int seqpe_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int
 }
 
 int pelab_seqpe_table_rows(const struct pelab_posenc *pe) {
-    const struct seqpe *s = pe->state;
+    const struct pelab_seqpe *s = pe->state;
     return s->have_table ? s->U : 0;
 }
 
@@ -434,7 +311,7 @@ int pelab_seqpe_table_rows(const struct pelab_posenc *pe) {
 
 static void seqpe_embed_forward(struct pelab_posenc *pe, pelab_real *out, const int32_t *pos,
                                 int B, int T) {
-    const struct seqpe *s = pe->state;
+    const struct pelab_seqpe *s = pe->state;
     const int D = pe->D;
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < (long)B * T; i++) {
@@ -448,7 +325,7 @@ static void seqpe_embed_forward(struct pelab_posenc *pe, pelab_real *out, const 
  * in order (fixed sums). */
 static void seqpe_embed_backward(struct pelab_posenc *pe, const pelab_real *dout,
                                  const int32_t *pos, int B, int T) {
-    struct seqpe *s = pe->state;
+    struct pelab_seqpe *s = pe->state;
     const int D = pe->D;
 #pragma omp parallel
     {
@@ -467,7 +344,7 @@ static void seqpe_embed_backward(struct pelab_posenc *pe, const pelab_real *dout
 static void seqpe_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo, pelab_real *ko,
                              const pelab_real *q, const pelab_real *k, int ld, const int32_t *pos,
                              int B, int T) {
-    const struct seqpe *s = pe->state;
+    const struct pelab_seqpe *s = pe->state;
     const int H = pe->H, d = pe->d, D = pe->D, dq = pe->qk_dim, mode = s->mode;
     const pelab_real *P = s->pqk + (long)(s->shared ? 0 : layer) * s->U * 2 * D;
 #pragma omp parallel for collapse(2) schedule(static)
@@ -492,7 +369,7 @@ static void seqpe_qk_forward(struct pelab_posenc *pe, int layer, pelab_real *qo,
 static void seqpe_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq, pelab_real *dk,
                               const pelab_real *dqo, const pelab_real *dko, const pelab_real *q,
                               const pelab_real *k, int ld, const int32_t *pos, int B, int T) {
-    struct seqpe *s = pe->state;
+    struct pelab_seqpe *s = pe->state;
     const int H = pe->H, d = pe->d, D = pe->D, dq_ = pe->qk_dim, mode = s->mode;
     const pelab_real *P = s->pqk + (long)(s->shared ? 0 : layer) * s->U * 2 * D;
     /* dq, dk: add passes the gradient through, mul scales it by pq, bias keeps its first half */
@@ -531,20 +408,20 @@ static void seqpe_qk_backward(struct pelab_posenc *pe, int layer, pelab_real *dq
         }
     }
     /* [pq; pk] = W^p e:  dW^p += dPᵀ·E,  dE += dP·W^p */
-    pelab_matmul_backward(s->dE, pelab_params_grad(pe->params, s->proj[layer]), s->dpqk,
+    pelab_matmul_backward(pe->ctx, s->dE, pelab_params_grad(pe->params, s->proj[layer]), s->dpqk,
                           s->acts.out, pelab_params_data(pe->params, s->proj[layer]), s->U, D, 2 * D);
 }
 
 /* The encoder's backward, once per backward pass, from everything the sites sent to dE. */
 static void seqpe_backward_end(struct pelab_posenc *pe) {
-    struct seqpe *s = pe->state;
-    pelab_seqpe_encoder_backward(&s->enc, &s->acts, s->dE);
+    struct pelab_seqpe *s = pe->state;
+    pelab_seqpe_encoder_backward(pe->ctx, &s->enc, &s->acts, s->dE);
     memset(s->dE, 0, (size_t)s->U * pe->D * sizeof *s->dE);
 }
 
 /* e_p of each position, through the table (so an analysis of many positions encodes each once). */
 static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, int n, pelab_real *out) {
-    struct seqpe *s = pe->state;
+    struct pelab_seqpe *s = pe->state;
     int rc = seqpe_prepare(pe, pos, 1, n);
     if (rc) return rc;
     for (int i = 0; i < n; i++)
@@ -552,102 +429,15 @@ static int seqpe_position_vectors(struct pelab_posenc *pe, const int32_t *pos, i
     return PELAB_OK;
 }
 
-/* --- training: shifted starts and the regularisers ------------------------------------------ */
-
-/* Each sequence, with probability --seqpe-shift-prob, moves to start at z ∈ [0, Lmax − L) (L
- * the training context's extent per coordinate); with n coordinates each moves by its own z_c,
- * drawn from a key of its own (coordinate 0 keeps the 1-D draw). With --seqpe-shift-pool z is
- * one of the pool's, drawn by the same key. With --seqpe-shift-unit step the micro-batch draws
- * once (index B·2, past every sequence's) and then shifts every sequence, by consecutive
- * entries of the pool from a start drawn by the same key (distinct when B ≤ the pool; the
- * authors' walk their shuffled pool in order across steps, each entry shared by two sequences). */
-static void seqpe_train_positions(struct pelab_posenc *pe, int32_t *pos, int B, int T, uint64_t key) {
-    struct seqpe *s = pe->state;
-    s->main_shifted = 0;
-    if (s->shift_prob == 0) return;
-    const int n = s->enc.dims;
-    const int64_t room = s->reg.max_pos - s->reg.train_len;
-    if (s->shift_by_step && pelab_hash_uniform(key, 2 * (uint64_t)B) >= s->shift_prob) return;
-    s->main_shifted = s->shift_by_step;
-    for (int b = 0; b < B; b++) {
-        if (!s->shift_by_step && pelab_hash_uniform(key, 2 * (uint64_t)b) >= s->shift_prob) continue;
-        const int32_t *pooled = NULL;
-        if (s->pool_size) { /* a step's start once, then consecutive entries; a sequence's its own */
-            const uint64_t i = 2 * (uint64_t)(s->shift_by_step ? B : b) + 1;
-            const long start = (long)(pelab_hash_uniform(key, i) * s->pool_size);
-            pooled = s->pool + (s->shift_by_step ? (start + b) % s->pool_size : start) * n;
-        }
-        for (int c = 0; c < n; c++) {
-            const uint64_t kc = c == 0 ? key : pelab_hash64(key + (uint64_t)c);
-            const int32_t z = pooled ? pooled[c] : (int32_t)(pelab_hash_uniform(kc, 2 * (uint64_t)b + 1) * (double)room);
-            for (int t = 0; t < T; t++) pos[((long)b * T + t) * n + c] += z;
-        }
-    }
-}
-
-static const char *const seqpe_aux_names[] = {"loss_delta", "loss_ood", NULL};
-
-/* One draw; its distinct positions through the encoder; α·L_δ + β·L_OOD and their gradient with
- * respect to the embeddings (reg_dE), which aux_backward takes through the encoder. A
- * micro-batch that --seqpe-shift-unit step shifted has no L_OOD (the authors' teachers are the
- * main pass's positions, then shifted): it adds 0, and logs 0. */
-static int seqpe_aux_forward(struct pelab_posenc *pe, uint64_t key, double *terms, double *total) {
-    struct seqpe *s = pe->state;
-    struct pelab_seqpe_reg *r = &s->reg;
-    const int n = r->dims, D = pe->D;
-    terms[0] = terms[1] = NAN;
-    *total = 0;
-    s->reg_acts.U = 0;
-    const int sets = s->main_shifted ? 0 : r->sets;
-    if (r->sets && !sets) terms[1] = 0;
-    if (!r->pivots && !sets) return PELAB_OK;
-    pelab_seqpe_reg_draw(r, key);
-    const long nd = (long)r->pivots * (1 + r->cands), N = nd + (long)sets * 2 * r->ood_m;
-    memcpy(s->reg_all, r->delta_pos, (size_t)(nd * n) * sizeof *s->reg_all);
-    memcpy(s->reg_all + nd * n, r->ood_pos, (size_t)((N - nd) * n) * sizeof *s->reg_all);
-    const int U = pelab_seqpe_unique(s->reg_uniq, s->reg_row, s->reg_all, (int)N, n, s->reg_scratch);
-    int rc = pelab_seqpe_check(&s->enc, s->reg_uniq, U);
-    if (!rc) rc = pelab_seqpe_acts_reserve(&s->reg_acts, &s->enc, U);
-    if (rc) return rc;
-    pelab_seqpe_encoder_forward(&s->enc, &s->reg_acts, s->reg_uniq, U);
-    memset(s->reg_dE, 0, (size_t)U * D * sizeof *s->reg_dE);
-    pelab_clear_error(); /* a NaN term with an error set is out of memory, not a diverged model */
-    if (r->pivots) {
-        terms[0] = pelab_seqpe_delta_loss(s->reg_acts.out, D, s->reg_row, r->target, r->pivots,
-                                          r->cands, s->reg_dE, s->alpha);
-        *total += s->alpha * terms[0];
-    }
-    if (sets) {
-        terms[1] = pelab_seqpe_ood_loss(s->reg_acts.out, D, pe->H, s->reg_row + nd, sets, r->ood_m,
-                                        s->style.symmetric_ood, s->reg_dE, s->beta);
-        *total += s->beta * terms[1];
-    }
-    if ((isnan(terms[0]) || isnan(terms[1])) && *pelab_last_error()) return PELAB_ERR_RUNTIME;
-    return PELAB_OK;
-}
-
-static void seqpe_aux_backward(struct pelab_posenc *pe, pelab_real scale) {
-    struct seqpe *s = pe->state;
-    const long n = (long)s->reg_acts.U * pe->D;
-    if (!n) return;
-    for (long i = 0; i < n; i++) s->reg_dout[i] = scale * s->reg_dE[i];
-    pelab_seqpe_encoder_backward(&s->enc, &s->reg_acts, s->reg_dout);
-}
-
 const struct pelab_seqpe_encoder *pelab_seqpe_encoder_of(const struct pelab_posenc *pe) {
-    const struct seqpe *s = pe->state;
+    const struct pelab_seqpe *s = pe->state;
     return &s->enc;
-}
-
-const struct pelab_seqpe_reg *pelab_seqpe_last_draw(const struct pelab_posenc *pe) {
-    const struct seqpe *s = pe->state;
-    return &s->reg;
 }
 
 /* The automatic options (0, auto, −1) as init resolved them: what the run records is what it
  * ran. */
 static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts) {
-    const struct seqpe *s = pe->state;
+    const struct pelab_seqpe *s = pe->state;
     const struct {
         const char *name;
         int64_t value; /* 0: not resolved here (L_max without the regularisers) */
@@ -657,7 +447,7 @@ static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts)
     for (size_t i = 0; i < sizeof chosen / sizeof chosen[0] && !rc; i++) {
         char v[32];
         snprintf(v, sizeof v, "%lld", (long long)chosen[i].value);
-        if (chosen[i].value > 0 && pelab_opt_int(opts, seqpe_options, chosen[i].name) == 0)
+        if (chosen[i].value > 0 && pelab_opt_int(opts, pelab_seqpe_options, chosen[i].name) == 0)
             rc = pelab_opts_set(opts, chosen[i].name, v);
     }
     const struct {
@@ -670,14 +460,14 @@ static int seqpe_resolve(const struct pelab_posenc *pe, struct pelab_opts *opts)
                   {"seqpe-global-edits", s->style.hard_edits ? "authors" : "paper"},
                   {"seqpe-shift-unit", s->shift_by_step ? "step" : "sequence"}};
     for (size_t i = 0; i < sizeof styled / sizeof styled[0] && !rc; i++)
-        if (pelab_opt_choice(opts, seqpe_options, styled[i].name) == 0)
+        if (pelab_opt_choice(opts, pelab_seqpe_options, styled[i].name) == 0)
             rc = pelab_opts_set(opts, styled[i].name, styled[i].value);
     char v[32];
     snprintf(v, sizeof v, "%g", s->style.global_frac);
-    if (!rc && pelab_opt_real(opts, seqpe_options, "seqpe-global-frac") < 0)
+    if (!rc && pelab_opt_real(opts, pelab_seqpe_options, "seqpe-global-frac") < 0)
         rc = pelab_opts_set(opts, "seqpe-global-frac", v);
     snprintf(v, sizeof v, "%d", s->pool_size);
-    if (!rc && pelab_opt_int(opts, seqpe_options, "seqpe-shift-pool") < 0)
+    if (!rc && pelab_opt_int(opts, pelab_seqpe_options, "seqpe-shift-pool") < 0)
         rc = pelab_opts_set(opts, "seqpe-shift-pool", v);
     return rc;
 }
@@ -696,7 +486,7 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
                   /* two encoder blocks, the default, which .small makes one for the other cases */
                   "seqpe-mode=attn-bias seqpe-proj=per-layer seqpe-layers=2", NULL},
                  .small = "seqpe-layers=1 seqpe-delta-batch=4 seqpe-candidates=8 seqpe-ood-batch=3 seqpe-ood-positions=4"},
-    .options = seqpe_options,
+    .options = pelab_seqpe_options,
     .init = seqpe_init,
     .free = seqpe_free,
     .init_params = seqpe_init_params,
@@ -708,8 +498,8 @@ const struct pelab_posenc_ops pelab_pe_seqpe = {
     .backward_end = seqpe_backward_end,
     .position_vectors = seqpe_position_vectors,
     .resolve = seqpe_resolve,
-    .train_positions = seqpe_train_positions,
-    .aux_names = seqpe_aux_names,
-    .aux_forward = seqpe_aux_forward,
-    .aux_backward = seqpe_aux_backward,
+    .train_positions = pelab_seqpe_train_positions,
+    .aux_names = pelab_seqpe_aux_names,
+    .aux_forward = pelab_seqpe_aux_forward,
+    .aux_backward = pelab_seqpe_aux_backward,
 };

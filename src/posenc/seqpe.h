@@ -14,6 +14,7 @@
 #define PELAB_POSENC_SEQPE_H
 
 #include <stdint.h>
+#include "pelab/ctx.h"
 #include "pelab/params.h"
 #include "pelab/real.h"
 #include "pelab/rng.h"
@@ -106,13 +107,14 @@ void pelab_seqpe_digits(const struct pelab_seqpe_encoder *e, const int32_t *coor
 int pelab_seqpe_acts_reserve(struct pelab_seqpe_acts *a, const struct pelab_seqpe_encoder *e, int U);
 void pelab_seqpe_acts_free(struct pelab_seqpe_acts *a);
 
-/* a->out (U,D) = e_p of each position of coords (U, n), already checked; a has room for U. */
-void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pelab_seqpe_acts *a,
-                                 const int32_t *coords, int U);
+/* a->out (U,D) = e_p of each position of coords (U, n), already checked; a has room for U. Its
+ * matrix products run in ctx (pelab/ctx.h), as the model's. */
+void pelab_seqpe_encoder_forward(struct pelab_ctx *ctx, const struct pelab_seqpe_encoder *e,
+                                 struct pelab_seqpe_acts *a, const int32_t *coords, int U);
 /* The encoder's parameter gradients += from dout (U,D), the gradient of a->out of the last
  * forward on a (whose activations it leaves intact: a second backward adds the same again). */
-void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pelab_seqpe_acts *a,
-                                  const pelab_real *dout);
+void pelab_seqpe_encoder_backward(struct pelab_ctx *ctx, const struct pelab_seqpe_encoder *e,
+                                  struct pelab_seqpe_acts *a, const pelab_real *dout);
 
 /* The distinct positions of coords (N, n): writes them to uniq (≤ N, n) in lexicographic order and
  * the row of each input in uniq to row (N,); returns their count. scratch (2N,) ints. */

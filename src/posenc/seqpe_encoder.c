@@ -1,8 +1,9 @@
 /* The SeqPE position encoder (Li et al. 2025, "SeqPE: Transformer with Sequential Position
  * Encoding", §3.2, Eq. 8): digits of a position → a small causal Transformer → e_p. Formulas and
  * shapes in seqpe.h. It reuses the main model's layer kernels (RMSNorm, linear, GELU) and the
- * reference attention kernel: its sequences are a few tokens long, so the (S,S) probabilities are
- * tiny and the reference kernel is the simple choice.
+ * reference attention's arithmetic (kernels/cpu/softmax_attn.h), with no encoding of its own: its
+ * sequences are a few tokens long, so the (S,S) probabilities are tiny and materialising them is
+ * the simple choice.
  *
  * backward, from dout = ∂loss/∂e_p (U,D):
  *   dW_out += doutᵀ·lnf;  d[CLS] = RMSNorm'(dout·W_out) (or dout·W_out without the final norm);
@@ -15,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pelab/status.h"
-#include "attn/attention.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/parallel.h"
-#include "nn/layers.h"
+#include "kernels/cpu/softmax_attn.h"
+#include "kernels/cpu/layers.h"
 #include "posenc/seqpe.h"
 
 #define W_(e, i) pelab_params_data((e)->params, (i))
@@ -205,15 +206,15 @@ static void permute(pelab_real *rows, pelab_real *q, pelab_real *k, int U, int S
             }
 }
 
-static struct pelab_attn_call attn_shape(const struct pelab_seqpe_encoder *e, int U) {
+static struct pelab_softmax_attn attn_shape(const struct pelab_seqpe_encoder *e, int U) {
     const int dh = e->width / e->heads;
-    return (struct pelab_attn_call){.B = U, .T = e->seq, .H = e->heads, .dq = dh, .dv = dh,
+    return (struct pelab_softmax_attn){.B = U, .T = e->seq, .H = e->heads, .dq = dh, .dv = dh,
                                      .ldv = 3 * e->width, .ldo = e->width,
                                      .scale = (pelab_real)(1.0 / sqrt((double)dh))};
 }
 
-void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pelab_seqpe_acts *a,
-                                 const int32_t *coords, int U) {
+void pelab_seqpe_encoder_forward(struct pelab_ctx *ctx, const struct pelab_seqpe_encoder *e,
+                                 struct pelab_seqpe_acts *a, const int32_t *coords, int U) {
     PELAB_ASSERT(U <= a->cap);
     const int S = e->seq, W = e->width, D = e->out_dim, n = e->dims, k = e->digits;
     const long NT = (long)U * S;
@@ -232,7 +233,7 @@ void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pel
         for (int i = 0; i < W; i++) x[i] = d[i] + p[i] + (c ? c[i] : 0);
     }
 
-    const struct pelab_attn_call s = attn_shape(e, U);
+    const struct pelab_softmax_attn s = attn_shape(e, U);
     for (int l = 0; l < e->layers; l++) {
         const struct pelab_seqpe_block *b = &e->block[l];
         pelab_real *x = a->x + l * NT * W, *xout = a->x + (l + 1) * NT * W;
@@ -243,15 +244,15 @@ void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pel
         pelab_real *fch = a->fch + l * NT * 4 * W, *fchg = a->fchg + l * NT * 4 * W;
 
         pelab_rmsnorm_forward(ln1, a->rstd1 + l * NT, x, W_(e, b->ln1), (int)NT, W);
-        pelab_matmul_forward(qkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
+        pelab_matmul_forward(ctx, qkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
         permute(qkv, qh, kh, U, S, e->heads, W / e->heads, 1);
-        pelab_attn_ref_forward(atty, att, qh, kh, qkv + 2 * W, &s);
-        pelab_matmul_forward(xmid, atty, W_(e, b->proj), (int)NT, W, W);
+        pelab_softmax_attn_forward(atty, att, qh, kh, qkv + 2 * W, &s, NULL);
+        pelab_matmul_forward(ctx, xmid, atty, W_(e, b->proj), (int)NT, W, W);
         for (long i = 0; i < NT * W; i++) xmid[i] += x[i];
         pelab_rmsnorm_forward(ln2, a->rstd2 + l * NT, xmid, W_(e, b->ln2), (int)NT, W);
-        pelab_matmul_forward(fch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
+        pelab_matmul_forward(ctx, fch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
         pelab_gelu_forward(fchg, fch, NT * 4 * W);
-        pelab_matmul_forward(xout, fchg, W_(e, b->fcproj), (int)NT, 4 * W, W);
+        pelab_matmul_forward(ctx, xout, fchg, W_(e, b->fcproj), (int)NT, 4 * W, W);
         for (long i = 0; i < NT * W; i++) xout[i] += xmid[i];
     }
 
@@ -260,7 +261,7 @@ void pelab_seqpe_encoder_forward(const struct pelab_seqpe_encoder *e, struct pel
     for (int u = 0; u < U; u++)
         memcpy(a->cls + (long)u * W, hL + ((long)u * S + S - 1) * W, (size_t)W * sizeof *a->cls);
     if (e->lnf >= 0) pelab_rmsnorm_forward(a->lnf, a->rstdf, a->cls, W_(e, e->lnf), U, W);
-    pelab_matmul_forward(a->out, e->lnf >= 0 ? a->lnf : a->cls, W_(e, e->out), U, W, D);
+    pelab_matmul_forward(ctx, a->out, e->lnf >= 0 ? a->lnf : a->cls, W_(e, e->out), U, W, D);
 }
 
 /* dE[row] += g for each token row, rows of dE shared by many tokens: threads split the columns
@@ -288,8 +289,8 @@ static void embed_grads(const struct pelab_seqpe_encoder *e, const struct pelab_
     }
 }
 
-void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pelab_seqpe_acts *a,
-                                  const pelab_real *dout) {
+void pelab_seqpe_encoder_backward(struct pelab_ctx *ctx, const struct pelab_seqpe_encoder *e,
+                                  struct pelab_seqpe_acts *a, const pelab_real *dout) {
     const int U = a->U, S = e->seq, W = e->width, D = e->out_dim;
     const long NT = (long)U * S;
 
@@ -297,7 +298,7 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
     const int norm = e->lnf >= 0;
     pelab_real *dlnf = norm ? a->dlnf : a->dcls;
     memset(dlnf, 0, (size_t)U * W * sizeof *dlnf);
-    pelab_matmul_backward(dlnf, G_(e, e->out), dout, norm ? a->lnf : a->cls, W_(e, e->out), U, W, D);
+    pelab_matmul_backward(ctx, dlnf, G_(e, e->out), dout, norm ? a->lnf : a->cls, W_(e, e->out), U, W, D);
     if (norm) {
         memset(a->dcls, 0, (size_t)U * W * sizeof *a->dcls);
         pelab_rmsnorm_backward(a->dcls, G_(e, e->lnf), a->dlnf, a->cls, W_(e, e->lnf), a->rstdf, U, W);
@@ -306,7 +307,7 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
     for (int u = 0; u < U; u++)
         memcpy(a->dres + ((long)u * S + S - 1) * W, a->dcls + (long)u * W, (size_t)W * sizeof *a->dres);
 
-    const struct pelab_attn_call s = attn_shape(e, U);
+    const struct pelab_softmax_attn s = attn_shape(e, U);
     for (int l = e->layers - 1; l >= 0; l--) {
         const struct pelab_seqpe_block *b = &e->block[l];
         const pelab_real *x = a->x + l * NT * W, *ln1 = a->ln1 + l * NT * W;
@@ -318,20 +319,21 @@ void pelab_seqpe_encoder_backward(const struct pelab_seqpe_encoder *e, struct pe
 
         /* MLP branch: x_{l+1} = m + GELU(RMSNorm(m)·W1ᵀ)·W2ᵀ */
         memset(a->dfchg, 0, (size_t)NT * 4 * W * sizeof *a->dfchg);
-        pelab_matmul_backward(a->dfchg, G_(e, b->fcproj), a->dres, fchg, W_(e, b->fcproj), (int)NT, 4 * W, W);
+        pelab_matmul_backward(ctx, a->dfchg, G_(e, b->fcproj), a->dres, fchg, W_(e, b->fcproj), (int)NT, 4 * W,
+                              W);
         pelab_gelu_backward(a->dfch, a->dfchg, fch, NT * 4 * W);
         memset(a->dln, 0, (size_t)NT * W * sizeof *a->dln);
-        pelab_matmul_backward(a->dln, G_(e, b->fc), a->dfch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
+        pelab_matmul_backward(ctx, a->dln, G_(e, b->fc), a->dfch, ln2, W_(e, b->fc), (int)NT, W, 4 * W);
         pelab_rmsnorm_backward(a->dres, G_(e, b->ln2), a->dln, xmid, W_(e, b->ln2), a->rstd2 + l * NT, (int)NT, W);
 
         /* attention branch: m = x + Attn(RMSNorm(x)·Wqkvᵀ)·Woᵀ */
         memset(a->datty, 0, (size_t)NT * W * sizeof *a->datty);
-        pelab_matmul_backward(a->datty, G_(e, b->proj), a->dres, atty, W_(e, b->proj), (int)NT, W, W);
-        pelab_attn_ref_backward(a->dqh, a->dkh, a->dqkv + 2 * W, a->datt, a->datty, att, qh, kh,
-                                qkv + 2 * W, &s);
+        pelab_matmul_backward(ctx, a->datty, G_(e, b->proj), a->dres, atty, W_(e, b->proj), (int)NT, W, W);
+        pelab_softmax_attn_backward(a->dqh, a->dkh, a->dqkv + 2 * W, a->datt, a->datty, att, qh, kh,
+                                    qkv + 2 * W, &s, NULL);
         permute(a->dqkv, a->dqh, a->dkh, U, S, e->heads, W / e->heads, 0);
         memset(a->dln, 0, (size_t)NT * W * sizeof *a->dln);
-        pelab_matmul_backward(a->dln, G_(e, b->qkv), a->dqkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
+        pelab_matmul_backward(ctx, a->dln, G_(e, b->qkv), a->dqkv, ln1, W_(e, b->qkv), (int)NT, W, 3 * W);
         pelab_rmsnorm_backward(a->dres, G_(e, b->ln1), a->dln, x, W_(e, b->ln1), a->rstd1 + l * NT, (int)NT, W);
     }
     embed_grads(e, a, a->dres, NT);

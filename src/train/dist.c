@@ -1,6 +1,7 @@
 /* Data parallelism across MPI ranks (pelab/dist.h): every MPI call of pelab is in this file.
  * Without PELAB_MPI, or in a process no launcher started, there is one rank and the collectives
- * are identities. */
+ * are identities. The job's state is the caller's handle (struct pelab_dist); MPI's own
+ * (MPI_COMM_WORLD) is the process's, as MPI makes it. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,6 @@
 #include <limits.h>
 #include <mpi.h>
 #endif
-
-static int rank_ = 0, size_ = 1, started_ = 0;
-static int follower_ = 0, agreed_ = 0;
 
 int pelab_dist_built(void) {
 #ifdef PELAB_MPI
@@ -35,15 +33,24 @@ static int launched_size(void) {
     return getenv("PMIX_RANK") ? 0 : 1;
 }
 
-int pelab_dist_init(int *argc, char ***argv) {
+/* The rank a launcher announced in the environment, 0 when none did. */
+static int launched_rank(void) {
+    const char *v = getenv("OMPI_COMM_WORLD_RANK");
+    if (!v) v = getenv("PMI_RANK");
+    if (!v) v = getenv("PMIX_RANK");
+    return v ? atoi(v) : 0;
+}
+
+int pelab_dist_init(struct pelab_dist *d, int *argc, char ***argv) {
+    *d = (struct pelab_dist){.rank = 0, .size = 1};
     int n = launched_size();
     if (n == 1) return PELAB_OK;
 #ifdef PELAB_MPI
     if (MPI_Init(argc, argv) != MPI_SUCCESS)
         return pelab_fail(PELAB_ERR_RUNTIME, "MPI_Init failed: cannot join the MPI job");
-    started_ = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    d->started = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &d->size);
     return PELAB_OK;
 #else
     (void)argc;
@@ -55,18 +62,16 @@ int pelab_dist_init(int *argc, char ***argv) {
 #endif
 }
 
-void pelab_dist_finalize(void) {
+void pelab_dist_finalize(struct pelab_dist *d) {
 #ifdef PELAB_MPI
-    if (started_) MPI_Finalize();
+    if (d->started) MPI_Finalize();
 #endif
-    started_ = 0;
-    rank_ = 0;
-    size_ = 1;
+    *d = (struct pelab_dist){.rank = 0, .size = 1};
 }
 
-void pelab_dist_abort(int code) {
+void pelab_dist_abort(const struct pelab_dist *d, int code) {
 #ifdef PELAB_MPI
-    if (started_ && size_ > 1) {
+    if (d->started && d->size > 1) {
         fflush(stdout);
         fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, code);
@@ -75,25 +80,22 @@ void pelab_dist_abort(int code) {
     (void)code;
 }
 
-int pelab_dist_rank(void) { return rank_; }
-int pelab_dist_size(void) { return size_; }
-
 int pelab_dist_threads(int threads) {
     const int cores = pelab_threads_available();
     if (threads > cores) {
         /* Threads beyond the cores only take turns on them, and every parallel loop waits at its
          * end for the last one's turn (4096 threads on 2 cores: 1.2 s for an evaluation of a
-         * tenth of a second). Said once per process (compare trains its runs in one), by rank 0. */
+         * tenth of a second). Said once per process (compare trains its runs in one: the notice
+         * is the process's, so its flag is too), by rank 0. */
         static int said;
-        if (!said++ && rank_ == 0)
+        if (!said++ && launched_rank() == 0)
             fprintf(stderr, "notice: --threads %d is more than the %d core%s this process can use; "
                     "running on %d\n", threads, cores, cores == 1 ? "" : "s", cores);
         return cores;
     }
     if (threads > 0) return threads;
-    if (size_ == 1) return cores;
-    /* several ranks: this machine's cores shared among the ranks on it, and no more than the
-     * cores this rank is bound to */
+    /* this machine's cores shared among the ranks on it (one, without a launcher: the cores), and
+     * no more than the cores this rank is bound to */
     const char *v = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     long local = v ? atol(v) : 1, machine = sysconf(_SC_NPROCESSORS_ONLN);
     if (local < 1) local = 1;
@@ -101,34 +103,35 @@ int pelab_dist_threads(int threads) {
     return share < cores ? share : cores;
 }
 
-void pelab_dist_share(uint64_t B, uint64_t *r0, uint64_t *r1) {
-    uint64_t q = B / (uint64_t)size_, rem = B % (uint64_t)size_, r = (uint64_t)rank_;
+void pelab_dist_share(const struct pelab_dist *d, uint64_t B, uint64_t *r0, uint64_t *r1) {
+    uint64_t q = B / (uint64_t)d->size, rem = B % (uint64_t)d->size, r = (uint64_t)d->rank;
     *r0 = r * q + (r < rem ? r : rem);
     *r1 = *r0 + q + (r < rem);
 }
 
-void pelab_dist_share_blocks(uint64_t n, uint64_t block, uint64_t *i0, uint64_t *i1) {
+void pelab_dist_share_blocks(const struct pelab_dist *d, uint64_t n, uint64_t block, uint64_t *i0,
+                             uint64_t *i1) {
     uint64_t b0, b1;
-    pelab_dist_share((n + block - 1) / block, &b0, &b1);
+    pelab_dist_share(d, (n + block - 1) / block, &b0, &b1);
     *i0 = b0 * block < n ? b0 * block : n;
     *i1 = b1 * block < n ? b1 * block : n;
 }
 
-int pelab_dist_agree(int rc) {
-    follower_ = agreed_ = 0;
-    if (size_ == 1) return rc;
+int pelab_dist_agree(struct pelab_dist *d, int rc) {
+    d->follower = d->agreed = 0;
+    if (d->size == 1) return rc;
 #ifdef PELAB_MPI
     /* (lowest failing rank, −largest code), both by MIN in one collective */
-    int mine[2] = {rc ? rank_ : size_, -rc}, all[2];
+    int mine[2] = {rc ? d->rank : d->size, -rc}, all[2];
     MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all[0] == size_) return PELAB_OK;
-    agreed_ = 1;
+    if (all[0] == d->size) return PELAB_OK;
+    d->agreed = 1;
     if (rc) {
         /* several ranks may fail alike (a bad option): the lowest one says so */
-        follower_ = rank_ != all[0];
+        d->follower = d->rank != all[0];
         return rc;
     }
-    follower_ = 1;
+    d->follower = 1;
     return pelab_fail(-all[1], "rank %d failed (its message says why)", all[0]);
 #else
     return rc;
@@ -146,12 +149,12 @@ static void describe(char *out, size_t size, int n, char *const *w, int i) {
     else snprintf(out, size, "'%s'", w[i]);
 }
 
-int pelab_dist_same_words(int n, char *const *words, const char *what) {
-    if (size_ == 1) return PELAB_OK;
+int pelab_dist_same_words(struct pelab_dist *d, int n, char *const *words, const char *what) {
+    if (d->size == 1) return PELAB_OK;
     /* rank 0's words, NUL-separated: their count and bytes first, then the bytes */
     uint64_t head[2] = {(uint64_t)n, 0};
     for (int i = 0; i < n; i++) head[1] += strlen(words[i]) + 1;
-    pelab_dist_bcast(head, sizeof head);
+    pelab_dist_bcast(d, head, sizeof head);
     char *text = malloc(head[1] + 1);
     char **root = malloc((head[0] + 1) * sizeof *root);
     if (!text || !root) {
@@ -159,34 +162,31 @@ int pelab_dist_same_words(int n, char *const *words, const char *what) {
         free(root);
         return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for the ranks' %s", what);
     }
-    if (rank_ == 0)
+    if (d->rank == 0)
         for (int i = 0, at = 0; i < n; i++) at += sprintf(text + at, "%s", words[i]) + 1;
-    pelab_dist_bcast(text, head[1]);
+    pelab_dist_bcast(d, text, head[1]);
     const int n0 = (int)head[0];
     for (int i = 0, at = 0; i < n0; i++) root[i] = text + at, at += (int)strlen(text + at) + 1;
     int differ = -1; /* the first word that is not rank 0's */
     for (int i = 0; differ < 0 && i < (n > n0 ? n : n0); i++)
         if (i >= n || i >= n0 || strcmp(words[i], root[i]) != 0) differ = i;
-    const int first = pelab_dist_first(differ >= 0);
+    const int first = pelab_dist_first(d, differ >= 0);
     char msg[1024] = "";
-    if (first == rank_) {
+    if (first == d->rank) {
         char mine[400], theirs[400];
         describe(mine, sizeof mine, n, words, differ);
         describe(theirs, sizeof theirs, n0, root, differ);
         snprintf(msg, sizeof msg, "rank %d's %s differs from rank 0's: it has %s where rank 0 has %s "
-                 "(every rank of one job must run the same %s)", rank_, what, mine, theirs, what);
+                 "(every rank of one job must run the same %s)", d->rank, what, mine, theirs, what);
     }
     free(text);
     free(root);
     if (first < 0) return PELAB_OK;
-    pelab_dist_bcast_from(msg, sizeof msg, first);
-    agreed_ = 1;
-    follower_ = rank_ != 0;
+    pelab_dist_bcast_from(d, msg, sizeof msg, first);
+    d->agreed = 1;
+    d->follower = d->rank != 0;
     return pelab_fail(PELAB_ERR_USAGE, "%s", msg);
 }
-
-int pelab_dist_follower(void) { return follower_; }
-int pelab_dist_agreed(void) { return agreed_; }
 
 #ifdef PELAB_MPI
 /* MPI counts are ints: large buffers go in pieces. */
@@ -199,40 +199,42 @@ static void sum(void *x, size_t n, size_t elem, MPI_Datatype type) {
 }
 #endif
 
-void pelab_dist_sum_real(pelab_real *x, size_t n) {
+void pelab_dist_sum_real(const struct pelab_dist *d, pelab_real *x, size_t n) {
 #ifdef PELAB_MPI
-    if (size_ > 1) sum(x, n, sizeof *x, sizeof *x == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT);
+    if (d->size > 1) sum(x, n, sizeof *x, sizeof *x == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT);
 #else
     (void)x;
     (void)n;
 #endif
 }
 
-void pelab_dist_sum_double(double *x, size_t n) {
+void pelab_dist_sum_double(const struct pelab_dist *d, double *x, size_t n) {
 #ifdef PELAB_MPI
-    if (size_ > 1) sum(x, n, sizeof *x, MPI_DOUBLE);
+    if (d->size > 1) sum(x, n, sizeof *x, MPI_DOUBLE);
 #else
     (void)x;
     (void)n;
 #endif
 }
 
-void pelab_dist_bcast(void *buf, size_t bytes) { pelab_dist_bcast_from(buf, bytes, 0); }
+void pelab_dist_bcast(const struct pelab_dist *d, void *buf, size_t bytes) {
+    pelab_dist_bcast_from(d, buf, bytes, 0);
+}
 
-int pelab_dist_first(int flag) {
+int pelab_dist_first(const struct pelab_dist *d, int flag) {
 #ifdef PELAB_MPI
-    if (size_ > 1) {
-        int mine = flag ? rank_ : size_, first;
+    if (d->size > 1) {
+        int mine = flag ? d->rank : d->size, first;
         MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        return first == size_ ? -1 : first;
+        return first == d->size ? -1 : first;
     }
 #endif
     return flag ? 0 : -1;
 }
 
-void pelab_dist_bcast_from(void *buf, size_t bytes, int root) {
+void pelab_dist_bcast_from(const struct pelab_dist *d, void *buf, size_t bytes, int root) {
 #ifdef PELAB_MPI
-    if (size_ == 1) return;
+    if (d->size == 1) return;
     const size_t piece = (size_t)INT_MAX / 2;
     for (size_t i = 0; i < bytes; i += piece) {
         size_t k = bytes - i < piece ? bytes - i : piece;
@@ -245,15 +247,15 @@ void pelab_dist_bcast_from(void *buf, size_t bytes, int root) {
 #endif
 }
 
-void pelab_dist_barrier(void) {
+void pelab_dist_barrier(const struct pelab_dist *d) {
 #ifdef PELAB_MPI
-    if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+    if (d->size > 1) MPI_Barrier(MPI_COMM_WORLD);
 #endif
 }
 
-void pelab_dist_gather_u64(uint64_t x, uint64_t *all) {
+void pelab_dist_gather_u64(const struct pelab_dist *d, uint64_t x, uint64_t *all) {
 #ifdef PELAB_MPI
-    if (size_ > 1) {
+    if (d->size > 1) {
         MPI_Allgather(&x, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
         return;
     }
@@ -261,13 +263,13 @@ void pelab_dist_gather_u64(uint64_t x, uint64_t *all) {
     all[0] = x;
 }
 
-int pelab_dist_test_fault(int64_t step) {
+int pelab_dist_test_fault(const struct pelab_dist *d, int64_t step) {
     const char *v = getenv("PELAB_TEST_RANK_FAULT");
     long long s;
     int r, n = 0;
     char what[16];
     if (!v || sscanf(v, "%lld:%d:%15[a-z]%n", &s, &r, what, &n) != 3 || v[n] || s != step ||
-        r != rank_)
+        r != d->rank)
         return 0;
     if (strcmp(what, "kill") == 0) {
         fflush(stdout);

@@ -97,7 +97,7 @@ static void kept_text(const struct pelab_trainer *tr, char *buf, size_t size) {
 static int rollback(struct pelab_trainer *tr, const char *event) {
     double scale = tr->lr_scale * tr->c.nan_lr_factor;
     int64_t rollbacks = tr->nan_rollbacks + 1;
-    const int root = pelab_dist_rank() == 0; /* rank 0 reads, then sends to the others */
+    const int root = tr->ctx->dist.rank == 0; /* rank 0 reads, then sends to the others */
     int found = 0, rc = PELAB_OK;
     if (root) {
         pelab_log_close(tr);

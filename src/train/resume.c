@@ -1,6 +1,6 @@
 /* Continuing a run: its settings from config.json (with the few overrides a resume accepts), its
  * newest sound checkpoint restored on rank 0 and sent to the others, log.jsonl cut back to that
- * step, then the training loop of train.c from there. A run killed before its first checkpoint
+ * step, then the training loop (loop.c) from there. A run killed before its first checkpoint
  * starts over; one that lost its checkpoints but saved results is refused. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -84,12 +84,19 @@ static int check_nothing_saved(const struct pelab_trainer *tr) {
 
 int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
                        const struct pelab_train_hooks *hooks) {
-    struct pelab_trainer *tr = pelab_trainer_new(hooks);
+    struct pelab_ctx ctx;
+    pelab_ctx_init(&ctx);
+    return pelab_train_resume_in(&ctx, dir, overrides, hooks);
+}
+
+int pelab_train_resume_in(struct pelab_ctx *ctx, const char *dir, const struct pelab_opts *overrides,
+                          const struct pelab_train_hooks *hooks) {
+    struct pelab_trainer *tr = pelab_trainer_new(ctx, hooks);
     if (!tr) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     /* Across ranks: every rank reads config.json (a directory all of them see) and builds the
      * model; rank 0 alone locks the run, restores its checkpoint and sends it to the others,
      * then alone writes; each stage ends with the ranks agreeing that it went well. */
-    const int root = pelab_dist_rank() == 0;
+    const int root = tr->ctx->dist.rank == 0;
     struct pelab_opts *file = malloc(sizeof *file); /* config.json without the overrides */
     int rc = file ? pelab_trainer_set_dir(tr, dir) : pelab_fail(PELAB_ERR_RUNTIME, "out of memory");
     if (!rc) rc = pelab_run_read_config(tr->dir, &tr->opts);
@@ -120,7 +127,7 @@ int pelab_train_resume(const char *dir, const struct pelab_opts *overrides,
     if ((rc = pelab_opts_set(&tr->opts, "out", tr->dir))) goto agree;
     pelab_settings_build(&tr->settings, &tr->opts, &tr->model, &tr->task);
 agree:
-    if ((rc = pelab_dist_agree(rc)) || (rc = pelab_trainer_ranks_agree(&tr->opts))) goto done;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, rc)) || (rc = pelab_trainer_ranks_agree(tr))) goto done;
 
     int found = 0;
     if (root) {
@@ -131,11 +138,11 @@ agree:
     if ((rc = pelab_trainer_sync(tr, rc, &found))) goto done;
     /* A fine-tuning run (--init-from) that starts over starts from its source again: every rank
      * reads it (a directory all of them see). */
-    if ((rc = pelab_dist_agree(pelab_init_from_read_record(tr)))) goto done;
-    if (!found && (rc = pelab_dist_agree(pelab_init_from_reload(tr)))) goto done;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, pelab_init_from_read_record(tr)))) goto done;
+    if (!found && (rc = pelab_dist_agree(&tr->ctx->dist, pelab_init_from_reload(tr)))) goto done;
     if (!found) pelab_trainer_fresh_start(tr); /* killed before its first checkpoint */
     if (tr->c.steps < tr->step) {
-        rc = pelab_dist_agree(pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the "
+        rc = pelab_dist_agree(&tr->ctx->dist, pelab_fail(PELAB_ERR_USAGE, "--steps %" PRId64 " is below the "
                                          "run's step %" PRId64, tr->c.steps, tr->step));
         goto done; /* alike on every rank: rank 0 says it */
     }
@@ -145,7 +152,7 @@ agree:
         if (!rc) say_schedule(tr, file);
         if (!rc) rc = pelab_log_open(tr, 0);
     }
-    if ((rc = pelab_dist_agree(rc))) goto done;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, rc))) goto done;
     rc = pelab_trainer_loop(tr, tr->hooks);
 done:
     free(file);

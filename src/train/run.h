@@ -35,6 +35,7 @@ struct pelab_poison {
 };
 
 struct pelab_trainer {
+    struct pelab_ctx *ctx;       /* the caller's (pelab_train_in): the model's passes run in it */
     struct pelab_train_config c;
     struct pelab_opts opts;      /* every option of the run, as text */
     struct pelab_settings settings;
@@ -67,7 +68,7 @@ struct pelab_trainer {
     int lock_fd;        /* the run directory, locked while training (-1: not held) */
     const struct pelab_train_hooks *hooks; /* may be NULL */
     struct pelab_poison poison;   /* PELAB_TEST_NAN: test-only NaN injection */
-    int prev_precision; /* the calling thread's precision, restored by trainer_free (-1: unset) */
+    int prev_precision; /* the context's precision before the run's, restored by trainer_free (-1: unset) */
 
     /* --init-from (init_from.c): the source's weights, the run's start (NULL: the seed's own
      * initialisation), and what config.json records of the source */
@@ -84,20 +85,47 @@ void pelab_settings_json(const struct pelab_settings *s, struct pelab_sb *sb);
 /* Metadata entries "pelab.config.<name>" for every setting. */
 int pelab_settings_metadata(const struct pelab_settings *s, struct pelab_opts *meta);
 
-/* The trainer (train.c), shared with resume.c: a trainer with the caller's hooks (NULL when out
- * of memory) and its release; its run directory; its task, model and optimizer from tr->opts
+/* The trainer (train.c), shared with resume.c: a trainer in the caller's context with its hooks
+ * (NULL when out of memory) and its release; its run directory; its task, model and optimizer from tr->opts
  * (hint: a line added to a setting's error, or NULL); its batch buffers; config.json written
- * atomically; the training loop from tr->step on. Each returns PELAB_OK or the status (message
- * set). pelab_trainer_ranks_agree: a collective, the ranks' resolved settings compared (one
- * line from rank 0 naming the first difference). */
-struct pelab_trainer *pelab_trainer_new(const struct pelab_train_hooks *hooks);
+ * atomically; the training loop from tr->step on (loop.c). Each returns PELAB_OK or the status (message
+ * set). pelab_trainer_ranks_agree: a collective, the ranks' resolved settings (tr->opts) compared
+ * (one line from rank 0 naming the first difference). */
+struct pelab_trainer *pelab_trainer_new(struct pelab_ctx *ctx, const struct pelab_train_hooks *hooks);
 void pelab_trainer_free(struct pelab_trainer *tr);
 int pelab_trainer_set_dir(struct pelab_trainer *tr, const char *dir);
 int pelab_trainer_setup(struct pelab_trainer *tr, const char *hint);
 int pelab_trainer_buffers(struct pelab_trainer *tr);
 int pelab_trainer_write_config(struct pelab_trainer *tr);
-int pelab_trainer_ranks_agree(const struct pelab_opts *o);
+int pelab_trainer_ranks_agree(struct pelab_trainer *tr);
 int pelab_trainer_loop(struct pelab_trainer *tr, const struct pelab_train_hooks *hooks);
+/* A new run's trainer from options: preset applied, everything checked and built, nothing
+ * written. */
+int pelab_trainer_prepare(struct pelab_trainer *tr, const struct pelab_opts *opts);
+/* The resolved options into tr->settings, as config.json and the model file's metadata record
+ * them (decay-steps resolved, so extending a run with --steps keeps its schedule). */
+int pelab_trainer_resolve_settings(struct pelab_trainer *tr);
+
+/* What an update found not finite: handed to pelab_nan_handle. Plain bytes (no pointers), so
+ * the rank that found it can send it to the others. */
+struct pelab_nan_event {
+    char what[64];
+    char detail[640];
+    int applied; /* the weights were already updated */
+};
+/* One optimizer update's outcome: the means over its micro-batches of the loss, the accuracy and
+ * the encoding's own loss terms (aux, tr->n_aux of them; NaN for a term its options switch
+ * off), and the learning rate it stepped with. */
+struct pelab_update {
+    double loss, acc, aux[PELAB_PE_AUX_MAX], lr;
+    struct pelab_nan_event ev;
+};
+#define PELAB_UPDATE_NAN (-1)
+/* One optimizer update of tr at tr->step (update.c): PELAB_OK with tr->step advanced; an error
+ * status; or PELAB_UPDATE_NAN, with u->ev filled and the update's batches consumed, when the
+ * loss, the gradient or (with --check-finite) an activation is not finite: then no weight has
+ * changed (or, u->ev.applied, a weight the update made is not finite). */
+int pelab_trainer_update(struct pelab_trainer *tr, struct pelab_update *u);
 
 /* A NOTICE to the progress hook (printf-style; one line; log.c). */
 void pelab_train_notice(const struct pelab_trainer *tr, const char *fmt, ...)

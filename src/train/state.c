@@ -376,20 +376,20 @@ struct sync_state {
 };
 
 int pelab_trainer_sync(struct pelab_trainer *tr, int rc, int *found) {
-    if ((rc = pelab_dist_agree(rc)) || pelab_dist_size() == 1) return rc;
+    if ((rc = pelab_dist_agree(&tr->ctx->dist, rc)) || tr->ctx->dist.size == 1) return rc;
     struct sync_state k = {tr->step, tr->opt.step, tr->log_n, tr->log_skipped, tr->nan_rollbacks,
                          tr->nan_skips, tr->saved_step, tr->cursor, tr->elapsed_s, tr->train_s,
                          tr->log_loss, tr->log_acc, tr->last_loss, tr->last_acc, tr->lr_scale,
                          {0}, {0}, *found};
     memcpy(k.log_aux, tr->log_aux, sizeof k.log_aux);
     memcpy(k.aux_on, tr->aux_on, sizeof k.aux_on);
-    pelab_dist_bcast(&k, sizeof k);
+    pelab_dist_bcast(&tr->ctx->dist, &k, sizeof k);
     *found = k.found;
     if (!k.found) return PELAB_OK; /* every rank starts afresh, alike */
     const struct pelab_params *P = &tr->model.params;
-    pelab_dist_bcast(P->data, P->total * sizeof *P->data);
-    pelab_dist_bcast(P->m, P->total * sizeof *P->m);
-    pelab_dist_bcast(P->v, P->total * sizeof *P->v);
+    pelab_dist_bcast(&tr->ctx->dist, P->data, P->total * sizeof *P->data);
+    pelab_dist_bcast(&tr->ctx->dist, P->m, P->total * sizeof *P->m);
+    pelab_dist_bcast(&tr->ctx->dist, P->v, P->total * sizeof *P->v);
     tr->step = k.step;
     tr->opt.step = k.adam_step;
     tr->log_n = k.log_n;

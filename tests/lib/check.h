@@ -27,4 +27,9 @@ void check_fail(const char *file, int line, const char *fmt, ...) __attribute__(
 /* Prints "name: N checks, N failed" and returns the exit status (0 when nothing failed). */
 int check_report(const char *name);
 
+/* The context the tests' kernels, encodings and attention calls run in unless a test makes its
+ * own (pelab/ctx.h): fp32, one process, made on the first call. A test that changes its precision
+ * or rows sets them back. */
+struct pelab_ctx *test_ctx(void);
+
 #endif

@@ -93,7 +93,9 @@ int pe_case_init(struct pelab_posenc *pe, struct pelab_params *params, const str
     struct pelab_opts o = {0};
     for (const char *const *kv = c->opts + 2; kv[0]; kv += 2) pelab_opts_set(&o, kv[0], kv[1]);
     memset(pe, 0, sizeof *pe);
-    return pelab_posenc_init_nd(pe, c->ops->name, &o, params, D, H, layers, max_seq, &c->layout);
+    const int rc = pelab_posenc_init_nd(pe, c->ops->name, &o, params, D, H, layers, max_seq, &c->layout);
+    pe->ctx = test_ctx(); /* an encoding alone computes in the tests' context */
+    return rc;
 }
 
 int pe_extent_free(const struct pelab_posenc *pe, const char *label, long len, const char *what) {

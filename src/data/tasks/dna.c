@@ -12,22 +12,20 @@
 #include <string.h>
 #include "data/tasks/seqdocs.h"
 #include "data/tasks/tasks.h"
+#include "pelab/dataset.h"
 #include "pelab/status.h"
 
 static const struct pelab_optdef options[] = {
     {"seq-len", PELAB_OPT_INT, "1000", 1, 1048576, NULL,
      "training context T: windows of T+1 tokens, T of them scored"},
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (empty: $PELAB_DATA, else data/)"},
+    PELAB_OPT_ROW_DATA_DIR,
     {"data-seed", PELAB_OPT_INT, "0", 0, 9007199254740991.0, NULL,
      "mixed into the draw of training windows: another order of the same data"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 
 static const struct pelab_optdef eval_options[] = {
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else "
-     "data/)"},
+    PELAB_OPT_ROW_DATA_DIR_EVAL,
     {"test-genome", PELAB_OPT_CHOICE, "human", 0, 0, "human|pfal",
      "test (and length-sweep) documents: human chromosome X, or P. falciparum (dna-pfal), "
      "another species' genome"},

@@ -44,7 +44,7 @@ static const struct pelab_optdef options[] = {
      "training resolution: images are resized (bilinear) to side × side, a multiple of --patch"},
     {"positions", PELAB_OPT_CHOICE, "grid", 0, 0, "grid|raster",
      "grid: (row, column) positions for 2-D encodings; raster: 1-D positions in raster order"},
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL, "where the datasets are installed (empty: $PELAB_DATA, else data/)"},
+    PELAB_OPT_ROW_DATA_DIR,
     {"data-seed", PELAB_OPT_INT, "0", 0, 9007199254740991.0, NULL,
      "mixed into the order of training images: another order of the same data"},
     {"aug-scale", PELAB_OPT_STR, "off", 0, 0, NULL,
@@ -249,8 +249,7 @@ static const char *image_token_text(const struct pelab_task *t, int32_t token) {
 
 /* A run's images may move: eval and sample take --data-dir anew. */
 static const struct pelab_optdef eval_options[] = {
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else data/)"},
+    PELAB_OPT_ROW_DATA_DIR_EVAL,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -11,6 +11,7 @@
  */
 #include "data/tasks/seqdocs.h"
 #include "data/tasks/tasks.h"
+#include "pelab/dataset.h"
 #include "pelab/status.h"
 
 #define VOICES 4
@@ -18,8 +19,7 @@
 static const struct pelab_optdef options[] = {
     {"seq-len", PELAB_OPT_INT, "2048", 1, 1048576, NULL,
      "training context T: each chorale cropped to T+1 tokens, T of them scored"},
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (empty: $PELAB_DATA, else data/)"},
+    PELAB_OPT_ROW_DATA_DIR,
     {"data-seed", PELAB_OPT_INT, "0", 0, 9007199254740991.0, NULL,
      "mixed into the draw of training windows: another order of the same data"},
     {NULL, 0, NULL, 0, 0, NULL, NULL},

@@ -81,9 +81,7 @@ static int collect(struct seq_split *s, const struct pelab_tokcache *c, int whic
 }
 
 const struct pelab_optdef seqdocs_eval_options[] = {
-    {"data-dir", PELAB_OPT_STR, "", 0, 0, NULL,
-     "where the datasets are installed (empty: the run's --data-dir, else $PELAB_DATA, else "
-     "data/)"},
+    PELAB_OPT_ROW_DATA_DIR_EVAL,
     {NULL, 0, NULL, 0, 0, NULL, NULL},
 };
 

@@ -78,24 +78,23 @@ static double measure(void) {
     int failed = !a || !b || !c;
     for (long i = 0; !failed && i < (long)PROBE_M * PROBE_K; i++) a[i] = (pelab_real)((i * 7919 % 1000) / 1000.0 - 0.5);
     for (long i = 0; !failed && i < (long)PROBE_N * PROBE_K; i++) b[i] = (pelab_real)((i * 104729 % 1000) / 1000.0 - 0.5);
-    const enum pelab_precision was = pelab_precision_get();
-    pelab_precision_set(PELAB_PRECISION_FP32);
+    struct pelab_ctx fp32; /* float32's products, in a context of the probe's own */
+    pelab_ctx_init(&fp32);
     for (int r = 0; !failed && r <= PROBE_REPS; r++)
         for (int bf16 = 0; bf16 < 2 && !failed; bf16++) {
             const double t0 = pelab_clock_s();
             if (bf16) failed = pelab_gemm_bf16(0, 1, PROBE_M, PROBE_N, PROBE_K, 1, a, PROBE_K, b, PROBE_K, 0, c, PROBE_N);
-            else pelab_gemm(0, 1, PROBE_M, PROBE_N, PROBE_K, 1, a, PROBE_K, b, PROBE_K, 0, c, PROBE_N);
+            else pelab_gemm(&fp32, 0, 1, PROBE_M, PROBE_N, PROBE_K, 1, a, PROBE_K, b, PROBE_K, 0, c, PROBE_N);
             const double t = pelab_clock_s() - t0;
             if (r > 0 && t < best[bf16]) best[bf16] = t; /* r 0: untimed, oneDNN makes its kernel */
         }
-    pelab_precision_set(was);
     free(a), free(b), free(c);
     if (failed) pelab_clear_error();
     return failed ? 0 : best[0] / best[1];
 }
 
 double pelab_bf16_speedup(void) {
-    static double speedup; /* this process's, once measured or read */
+    static double speedup; /* this process's, once measured or read: the CPU's, as the cache file's */
     if (speedup > 0) return speedup;
     if (pelab_precision_check(PELAB_PRECISION_BF16)) return 0;
     char key[512], path[4096];
@@ -111,9 +110,9 @@ double pelab_bf16_speedup(void) {
     return speedup;
 }
 
-void pelab_bf16_advise(void) {
-    static int said;
-    if (said || pelab_precision_get() != PELAB_PRECISION_BF16 || pelab_bf16_emulated()) return;
+void pelab_bf16_advise(const struct pelab_ctx *ctx) {
+    static int said; /* once per process: it is about the CPU */
+    if (said || ctx->precision != PELAB_PRECISION_BF16 || pelab_bf16_emulated()) return;
     said = 1;
     const double s = pelab_bf16_speedup();
     if (s > 0 && s < 1)

@@ -13,11 +13,11 @@
  * done by hand. The rounding loop serves the double test build too, where oneDNN (no f64 on the
  * CPU) writes a float32 scratch that is then added into C.
  *
- * Per thread (the precision is per thread, and oneDNN streams and the memory objects bound to
- * user pointers must not be shared by threads running at once): a stream, an LRU cache of
- * primitives keyed by shape, transposes, ldc, alpha and beta, and the bf16 buffers, grown to the
- * largest product seen and reused, so a warm training step allocates nothing here. All of it is
- * freed when the thread ends. The engine is one for the process.
+ * Per thread (oneDNN streams and the memory objects bound to user pointers must not be shared by
+ * threads running at once): a stream, an LRU cache of primitives keyed by shape, transposes, ldc,
+ * alpha and beta, and the bf16 buffers, grown to the largest product seen and reused, so a warm
+ * training step allocates nothing here. All of it is freed when the thread ends. The engine is
+ * one for the process: oneDNN's CPU engine stands for the machine, and creating one is costly.
  */
 #include <math.h>
 #include <pthread.h>
@@ -25,15 +25,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include "kernels/cpu/bf16.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
-#include "pelab/precision.h"
+#include "pelab/ctx.h"
 #include "pelab/status.h"
-
-static _Thread_local enum pelab_precision thread_precision = PELAB_PRECISION_FP32;
 
 int pelab_precision_parse(const char *name, enum pelab_precision *p) {
     if (strcmp(name, "fp32") == 0) *p = PELAB_PRECISION_FP32;
@@ -46,9 +44,8 @@ const char *pelab_precision_name(enum pelab_precision p) {
     return p == PELAB_PRECISION_BF16 ? "bf16" : "fp32";
 }
 
-enum pelab_precision pelab_precision_get(void) { return thread_precision; }
-
-/* Set by pelab_precision_check when bf16 runs on oneDNN's emulation (never without oneDNN). */
+/* Set by pelab_precision_check when bf16 runs on oneDNN's emulation (never without oneDNN): what
+ * oneDNN found of the CPU, the process's as the CPU is. */
 static _Atomic int bf16_emulated;
 
 static void say_emulated(void) {
@@ -60,10 +57,10 @@ int pelab_bf16_emulated(void) {
     return pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK && bf16_emulated;
 }
 
-int pelab_precision_set(enum pelab_precision p) {
+int pelab_precision_set(struct pelab_ctx *ctx, enum pelab_precision p) {
     int rc = pelab_precision_check(p);
     if (rc) return rc;
-    thread_precision = p;
+    ctx->precision = p;
     if (p == PELAB_PRECISION_BF16 && bf16_emulated) { /* said once per process */
         static pthread_once_t said = PTHREAD_ONCE_INIT;
         pthread_once(&said, say_emulated);
@@ -132,7 +129,7 @@ struct entry {
 
 enum { CACHE = 48 }; /* distinct products of a training step: 3 per linear layer shape */
 
-struct ctx {
+struct thread_state {
     dnnl_stream_t stream;
     struct entry cache[CACHE];
     unsigned long tick;
@@ -145,7 +142,7 @@ struct ctx {
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static pthread_key_t ctx_key;
+static pthread_key_t thread_key;
 static dnnl_engine_t engine;
 static dnnl_status_t engine_status = dnnl_runtime_error;
 
@@ -157,8 +154,8 @@ static void entry_free(struct entry *e) {
     memset(e, 0, sizeof *e);
 }
 
-static void ctx_free(void *p) {
-    struct ctx *x = p;
+static void thread_state_free(void *p) {
+    struct thread_state *x = p;
     if (!x) return;
     for (int i = 0; i < CACHE; i++) entry_free(&x->cache[i]);
     if (x->stream) dnnl_stream_destroy(x->stream);
@@ -172,7 +169,7 @@ static void ctx_free(void *p) {
 
 static void init_once(void) {
     engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0);
-    if (pthread_key_create(&ctx_key, ctx_free) != 0 && engine_status == dnnl_success) {
+    if (pthread_key_create(&thread_key, thread_state_free) != 0 && engine_status == dnnl_success) {
         dnnl_engine_destroy(engine);
         engine_status = dnnl_out_of_memory;
     }
@@ -233,16 +230,16 @@ const char *pelab_bf16_kernels(void) {
     return text;
 }
 
-static struct ctx *ctx_get(void) {
+static struct thread_state *thread_state_get(void) {
     pthread_once(&once, init_once);
     if (engine_status != dnnl_success) return NULL;
-    struct ctx *x = pthread_getspecific(ctx_key);
+    struct thread_state *x = pthread_getspecific(thread_key);
     if (x) return x;
     x = calloc(1, sizeof *x);
     if (!x) return NULL;
     if (dnnl_stream_create(&x->stream, engine, dnnl_stream_default_flags) != dnnl_success ||
-        pthread_setspecific(ctx_key, x) != 0) {
-        ctx_free(x);
+        pthread_setspecific(thread_key, x) != 0) {
+        thread_state_free(x);
         return NULL;
     }
     return x;
@@ -266,7 +263,7 @@ static dnnl_status_t md2(dnnl_memory_desc_t *md, long r, long c, dnnl_data_type_
 }
 
 /* The primitive for this product, from the cache or created (evicting the least recently used). */
-static int lookup(struct ctx *x, struct entry **out, int ta, int tb, int M, int N, int K, int ldc,
+static int lookup(struct thread_state *x, struct entry **out, int ta, int tb, int M, int N, int K, int ldc,
                   float alpha, float beta) {
     struct entry *e = NULL, *victim = &x->cache[0];
     for (int i = 0; i < CACHE; i++) {
@@ -321,7 +318,7 @@ static int lookup(struct ctx *x, struct entry **out, int ta, int tb, int M, int 
 }
 
 /* C = alpha · a · b + beta · C from the packed operands x->a (op(A) as stored) and x->b. */
-static int product(struct ctx *x, int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+static int product(struct thread_state *x, int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                    pelab_real beta, pelab_real *C, int ldc) {
     struct entry *e;
     int rc;
@@ -354,8 +351,8 @@ static int product(struct ctx *x, int trans_a, int trans_b, int M, int N, int K,
 }
 
 /* The thread's context with room for packed operands of na and nb elements. */
-static int ready(struct ctx **out, size_t na, size_t nb, int M, int N, int K) {
-    struct ctx *x = ctx_get();
+static int ready(struct thread_state **out, size_t na, size_t nb, int M, int N, int K) {
+    struct thread_state *x = thread_state_get();
     if (!x) return pelab_fail(PELAB_ERR_RUNTIME, "bf16 matrix product: out of memory or no oneDNN engine");
     if (reserve((void **)&x->a, &x->a_cap, na, sizeof *x->a) ||
         reserve((void **)&x->b, &x->b_cap, nb, sizeof *x->b))
@@ -378,7 +375,7 @@ int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real al
         scale_only(C, M, N, ldc, beta);
         return PELAB_OK;
     }
-    struct ctx *x;
+    struct thread_state *x;
     int rc = ready(&x, (size_t)M * K, (size_t)K * N, M, N, K);
     if (rc) return rc;
     /* stored A: (M,K), or (K,M) when transposed; stored B: (K,N), or (N,K) */
@@ -393,7 +390,7 @@ int pelab_gemm_bf16_backward(pelab_real *dinp, pelab_real *dw, const pelab_real 
         int rc = pelab_gemm_bf16(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
         return rc ? rc : pelab_gemm_bf16(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
     }
-    struct ctx *x;
+    struct thread_state *x;
     const size_t nb = (size_t)C * (OC > N ? OC : N);
     int rc = ready(&x, (size_t)N * OC, nb, N, C, OC);
     if (rc) return rc;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include "core/prof.h"
 #include "kernels/cpu/parallel.h"
-#include "pelab/precision.h"
+#include "pelab/ctx.h"
 #include "pelab/status.h"
 
 #ifdef PELAB_BLAS
@@ -114,14 +114,8 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
 
 #endif
 
-/* The calling thread's first failed product since pelab_gemm_take_failure last looked. */
-static _Thread_local struct {
-    int status;
-    char message[512];
-} failure;
-
 /* PELAB_TEST_GEMM_FAIL=N (tests only): the N-th product of the process fails as a bf16 one that
- * runs out of memory would, in any precision. */
+ * runs out of memory would, in any precision. The count is the process's, as the variable is. */
 static long injected_failure(void) {
     static long at = -1, count;
     if (at < 0) {
@@ -131,66 +125,70 @@ static long injected_failure(void) {
     return at > 0 && ++count == at;
 }
 
-int pelab_gemm_take_failure(void) {
-    if (!failure.status) return PELAB_OK;
-    const int rc = failure.status;
-    failure.status = PELAB_OK;
-    return pelab_fail(rc, "%s", failure.message);
+int pelab_gemm_take_failure(struct pelab_ctx *ctx) {
+    struct pelab_gemm_failure *f = &ctx->gemm;
+    if (!f->status) return PELAB_OK;
+    const int rc = f->status;
+    f->status = PELAB_OK;
+    return pelab_fail(rc, "%s", f->message);
 }
 
-/* A product that failed with rc: kept as the thread's failure (the first one), C filled with NaN. */
-static void failed(int rc, pelab_real *C, int M, int N, int ldc) {
-    if (!failure.status) {
-        failure.status = rc;
-        snprintf(failure.message, sizeof failure.message, "%s", pelab_last_error());
+/* A product that failed with rc: kept as ctx's failure (the first one), C filled with NaN. */
+static void failed(struct pelab_ctx *ctx, int rc, pelab_real *C, int M, int N, int ldc) {
+    struct pelab_gemm_failure *f = &ctx->gemm;
+    if (!f->status) {
+        f->status = rc;
+        snprintf(f->message, sizeof f->message, "%s", pelab_last_error());
     }
     for (long i = 0; i < M; i++)
         for (long j = 0; j < N; j++) C[i * ldc + j] = (pelab_real)NAN;
 }
 
-void pelab_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+void pelab_gemm(struct pelab_ctx *ctx, int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                 const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                 pelab_real *C, int ldc) {
+    PELAB_ASSERT(ctx != NULL); /* a model's (pelab_model_set_ctx), an encoding's (pe->ctx), a call's */
     int rc;
     if (injected_failure())
         rc = pelab_fail(PELAB_ERR_RUNTIME, "matrix product %dx%dx%d: out of memory (PELAB_TEST_GEMM_FAIL)", M, N, K);
-    else if (pelab_precision_get() == PELAB_PRECISION_FP32) {
+    else if (ctx->precision == PELAB_PRECISION_FP32) {
         gemm_fp32(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     } else
         rc = pelab_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    if (rc != PELAB_OK) failed(rc, C, M, N, ldc);
+    if (rc != PELAB_OK) failed(ctx, rc, C, M, N, ldc);
 }
 
-void pelab_matmul_forward(pelab_real *out, const pelab_real *inp, const pelab_real *w, int N,
-                          int C, int OC) {
+void pelab_matmul_forward(struct pelab_ctx *ctx, pelab_real *out, const pelab_real *inp, const pelab_real *w,
+                          int N, int C, int OC) {
     PELAB_PROF_START();
-    pelab_gemm(0, 1, N, OC, C, 1, inp, C, w, C, 0, out, OC);
+    pelab_gemm(ctx, 0, 1, N, OC, C, 1, inp, C, w, C, 0, out, OC);
     PELAB_PROF_STOP(PELAB_PROF_MATMUL_FWD, 2.0 * N * C * OC);
 }
 
-static void backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout, const pelab_real *inp,
-                     const pelab_real *w, int N, int C, int OC, pelab_real beta) {
+static void backward(struct pelab_ctx *ctx, pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+                     const pelab_real *inp, const pelab_real *w, int N, int C, int OC, pelab_real beta) {
     PELAB_PROF_START();
-    if (pelab_precision_get() == PELAB_PRECISION_BF16) { /* dout rounded to bf16 once for both products */
+    if (ctx->precision == PELAB_PRECISION_BF16) { /* dout rounded to bf16 once for both products */
         const int injected = injected_failure() | injected_failure(); /* counted as the two products */
         const int rc = injected ? pelab_fail(PELAB_ERR_RUNTIME, "matrix product %dx%dx%d: out of memory "
                                              "(PELAB_TEST_GEMM_FAIL)", N, C, OC)
                                 : pelab_gemm_bf16_backward(dinp, dw, dout, inp, w, N, C, OC, beta);
-        if (rc != PELAB_OK) failed(rc, dinp, N, C, C), failed(rc, dw, OC, C, C);
+        if (rc != PELAB_OK) failed(ctx, rc, dinp, N, C, C), failed(ctx, rc, dw, OC, C, C);
     } else {
-        pelab_gemm(0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
-        pelab_gemm(1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
+        pelab_gemm(ctx, 0, 0, N, C, OC, 1, dout, OC, w, C, beta, dinp, C);
+        pelab_gemm(ctx, 1, 0, OC, C, N, 1, dout, OC, inp, C, 1, dw, C);
     }
     PELAB_PROF_STOP(PELAB_PROF_MATMUL_BWD, 4.0 * N * C * OC);
 }
 
-void pelab_matmul_backward(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
+void pelab_matmul_backward(struct pelab_ctx *ctx, pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
                            const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
-    backward(dinp, dw, dout, inp, w, N, C, OC, 1);
+    backward(ctx, dinp, dw, dout, inp, w, N, C, OC, 1);
 }
 
-void pelab_matmul_backward_assign(pelab_real *dinp, pelab_real *dw, const pelab_real *dout,
-                                  const pelab_real *inp, const pelab_real *w, int N, int C, int OC) {
-    backward(dinp, dw, dout, inp, w, N, C, OC, 0);
+void pelab_matmul_backward_assign(struct pelab_ctx *ctx, pelab_real *dinp, pelab_real *dw,
+                                  const pelab_real *dout, const pelab_real *inp, const pelab_real *w,
+                                  int N, int C, int OC) {
+    backward(ctx, dinp, dw, dout, inp, w, N, C, OC, 0);
 }

@@ -7,7 +7,7 @@
 #include "pelab/status.h"
 
 static const char *const names[PELAB_SIMD_LEVELS] = {"portable", "avx2", "avx512"};
-static int level = -1; /* not chosen yet */
+static int level = -1; /* not chosen yet; then the CPU's, capped by PELAB_SIMD: the process's */
 
 const char *pelab_simd_name(enum pelab_simd_level l) {
     return l >= 0 && l < PELAB_SIMD_LEVELS ? names[l] : "?";

@@ -1,6 +1,8 @@
 /* Thread count shared by OpenMP and OpenBLAS: with OpenMP, OpenBLAS is single-threaded and runs
  * inside OpenMP's threads (matmul.c), so one pool of threads does all the work. The pool's
- * threads also flush subnormal floats to zero (below). */
+ * threads also flush subnormal floats to zero (below). pelab keeps no count of its own: OpenMP
+ * keeps it (the calling thread's nthreads-var, which every parallel region it starts reads), as
+ * OpenBLAS keeps its own; pelab_threads_get asks them. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <sched.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #endif
 #ifdef PELAB_BLAS
 void openblas_set_num_threads(int);
+int openblas_get_num_threads(void);
 #endif
 
 #if defined(__x86_64__) || defined(__SSE__)
@@ -23,8 +26,6 @@ void openblas_set_num_threads(int);
 #define MXCSR_FTZ 0x8000 /* results below FLT_MIN / DBL_MIN become 0 */
 #define MXCSR_DAZ 0x0040 /* subnormal inputs are read as 0 */
 #endif
-
-static int n_threads = 1;
 
 /* Subnormals (|x| < 2^-126 ≈ 1.2e-38 in float32) flushed to zero as results and read as zero as
  * inputs, on the calling thread. On Intel cores every operation that meets one takes a microcode
@@ -91,7 +92,6 @@ int pelab_threads_available(void) {
 
 void pelab_threads_set(int n) {
     if (n <= 0) n = pelab_threads_available();
-    n_threads = n;
     const int flush = flush_wanted();
 #ifdef _OPENMP
     omp_set_num_threads(n);
@@ -109,7 +109,15 @@ void pelab_threads_set(int n) {
 #endif
 }
 
-int pelab_threads_get(void) { return n_threads; }
+int pelab_threads_get(void) {
+#if defined(_OPENMP)
+    return omp_get_max_threads();
+#elif defined(PELAB_BLAS)
+    return openblas_get_num_threads();
+#else
+    return 1;
+#endif
+}
 
 /* The build's target: -march=native (or another ARCH) defines the macros of every extension it
  * enables; the portable default only the baseline's. */

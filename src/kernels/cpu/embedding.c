@@ -2,7 +2,7 @@
 #include <string.h>
 #include "core/prof.h"
 #include "kernels/cpu/parallel.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 void pelab_embed_forward(pelab_real *out, const int32_t *tokens, const pelab_real *wte, int N, int C) {
     PELAB_PROF_START();

@@ -9,8 +9,8 @@
  * AVX512-BF16 (Zen 4) VDPBF16PS: two bf16 products summed into each float32 lane per
  * instruction. Elsewhere, and in the double test build, the same
  * function by plain loops: the operands rounded to bf16, multiplied and summed in pelab_real. */
-#ifndef PELAB_ATTN_TILE_BF16_H
-#define PELAB_ATTN_TILE_BF16_H
+#ifndef PELAB_KERNELS_TILE_BF16_H
+#define PELAB_KERNELS_TILE_BF16_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -8,7 +8,7 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 #define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
 

@@ -1,8 +1,8 @@
 /* The model's layers as forward/backward pairs on plain arrays (llm.c style): arguments are
  * outputs, saved activations, inputs, weights, dimensions. Parameter gradients accumulate (+=);
  * activation gradients are assigned unless a comment says +=. */
-#ifndef PELAB_NN_LAYERS_H
-#define PELAB_NN_LAYERS_H
+#ifndef PELAB_KERNELS_LAYERS_H
+#define PELAB_KERNELS_LAYERS_H
 
 #include <stdint.h>
 #include "pelab/real.h"

@@ -10,7 +10,7 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 /* *max and s of one row (V,), both over sixteen lanes so that every compiler vectorises them:
  * the maximum as sixteen running maxima (an elementwise maximum; a max-reduction it would not

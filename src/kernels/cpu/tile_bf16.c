@@ -17,7 +17,7 @@
  * O(m·n·kd); on AMX, whose products take a few hundred cycles a tile, it is most of the time.
  */
 #define _DEFAULT_SOURCE /* syscall, for arch_prctl */
-#include "attn/tile_bf16.h"
+#include "kernels/cpu/tile_bf16.h"
 #include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -117,8 +117,10 @@ static void product_portable(pelab_real *C, long ldc, const uint16_t *a, const u
     }
 }
 
-static enum pelab_tile_isa best_isa = PELAB_TILE_PLAIN; /* what this CPU and OS allow (find_isa) */
-static _Atomic int isa_cap = PELAB_TILE_AMX;                /* pelab_tile_bf16_cap */
+/* What this CPU and OS allow (find_isa, once: the machine's), and the tests' cap on it
+ * (pelab_tile_bf16_cap), which runs each level the CPU has. */
+static enum pelab_tile_isa best_isa = PELAB_TILE_PLAIN;
+static _Atomic int isa_cap = PELAB_TILE_AMX;
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 
 #if PELAB_SIMD_X86 && !defined(PELAB_DOUBLE)

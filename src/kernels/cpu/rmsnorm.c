@@ -7,7 +7,7 @@
 #include "core/prof.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 #define RMSNORM_EPS 1e-5
 

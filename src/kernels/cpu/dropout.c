@@ -2,7 +2,7 @@
  * recomputes it, nothing is stored, and threads share no generator. The index is the element's
  * place in the whole batch (first + i), so a share of the rows draws what the batch draws there. */
 #include "pelab/rng.h"
-#include "nn/layers.h"
+#include "kernels/cpu/layers.h"
 
 pelab_real pelab_dropout_scale(double p, uint64_t key, uint64_t site, uint64_t i) {
     return pelab_hash_uniform(key ^ pelab_hash64(site), i) < p ? 0 : (pelab_real)(1.0 / (1.0 - p));
