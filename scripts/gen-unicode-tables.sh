@@ -32,7 +32,7 @@ function strtonum_(s,    i, c, v) {
 }
 function emit(cls, name, what,    i) {
     printf "/* %s: %d ranges. */\nconst struct pelab_ucd_range %s[] = {\n", what, n[cls], name
-    for (i = 1; i <= n[cls]; i++) printf "    {0x%04X, 0x%04X},\n", lo_[cls, i], hi_[cls, i]
+    for (i = 1; i <= n[cls]; i++) printf "%s{0x%04X, 0x%04X},%s", (i % 4 == 1 ? "    " : " "), lo_[cls, i], hi_[cls, i], (i % 4 == 0 || i == n[cls] ? "\n" : "")
     printf "};\nconst int %s_count = %d;\n\n", name, n[cls]
 }
 END {

@@ -87,7 +87,7 @@ static void setup_free(struct attn_setup *a);
 static const char *describe(const struct attn_case *c) {
     static char label[256];
     snprintf(label, sizeof label, "%s B %d H %d T %3d tile %2d d %d dropout %.1f row0 %d%s", c->pc->label, c->B,
-             c->H, c->T, c->tile ? c->tile : PELAB_ATTN_TILE, c->d, c->dropout, c->row0,
+             c->H, c->T, c->tile ? c->tile : PELAB_PE_TILE, c->d, c->dropout, c->row0,
              c->shifted ? " shifted" : "");
     return label;
 }
