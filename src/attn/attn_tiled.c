@@ -30,7 +30,7 @@
  * count, and the encodings' tile backward (FIRE's is an MLP backward per distance) runs on every
  * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
  * keep them, which is the T×T memory this kernel exists to avoid.
- * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 3) reals (wide: the tile rounded up to a
+ * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 5) reals (wide: the tile rounded up to a
  * vector block), plus the encoding's parameter count and its sites' carries and scratch, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
@@ -43,7 +43,10 @@
  *
  * Vector level. The per-tile work (forward_tile, backward_head and all they call, inlined) is
  * compiled for AVX-512, AVX2 and the build's baseline (kernels/cpu/simd.h); each call picks the
- * level the CPU runs, outside the parallel region.
+ * level the CPU runs, outside the parallel region. The products' sums are fused multiply-adds at
+ * AVX2 and AVX-512; the rows' maxima, exponentials (kernels/cpu/vexp.h) and sums and the tiles'
+ * transposes are written out for those two levels, as the compiler did not vectorise them well
+ * (short rows, masked ends, sums of a vector's lanes as a tree).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -53,6 +56,7 @@
 #include "attn/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/vexp.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 #include "pelab/precision.h"
@@ -124,15 +128,25 @@ static int wide_of(int n) { return (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR; }
  * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
 enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
 
+/* a·b + c: fused (one rounding) where the level has FMA instructions; at the portable level, which
+ * has none, a product and a sum (fma there would be a library call per element). */
+static PELAB_ALWAYS_INLINE pelab_real fma_at(enum pelab_simd_level level, pelab_real a, pelab_real b, pelab_real c) {
+#ifdef PELAB_DOUBLE
+    return level >= PELAB_SIMD_AVX2 ? fma(a, b, c) : a * b + c;
+#else
+    return level >= PELAB_SIMD_AVX2 ? fmaf(a, b, c) : a * b + c;
+#endif
+}
+
 /* op(A)(r, x) */
 static PELAB_ALWAYS_INLINE pelab_real op_a(const pelab_real *restrict A, long lda, int a_trans, int r, int x) {
     return a_trans ? A[(long)x * lda + r] : A[(long)r * lda + x];
 }
 
-static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A,
-                                          long lda, int a_trans, const pelab_real *restrict B, long ldb,
-                                          int b_wide, int m, int n, int kd, pelab_real alpha,
-                                          enum tile_mask mask) {
+static PELAB_ALWAYS_INLINE void tile_gemm(enum pelab_simd_level level, pelab_real *restrict C, long ldc,
+                                          const pelab_real *restrict A, long lda, int a_trans,
+                                          const pelab_real *restrict B, long ldb, int b_wide, int m, int n,
+                                          int kd, pelab_real alpha, enum tile_mask mask) {
     const int m_full = m - m % GEMM_MR;
     const int n_blocks = b_wide ? wide_of(n) : n - n % GEMM_NR; /* columns the blocks cover */
     for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
@@ -146,13 +160,13 @@ static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, cons
                 for (int i = 0; i < GEMM_MR; i++) {
                     const pelab_real a = op_a(A, lda, a_trans, r0 + i, x);
 #pragma omp simd
-                    for (int j = 0; j < GEMM_NR; j++) acc[i][j] += a * b[j];
+                    for (int j = 0; j < GEMM_NR; j++) acc[i][j] = fma_at(level, a, b[j], acc[i][j]);
                 }
             }
             const int w = min_int(GEMM_NR, n - j0);
             for (int i = 0; i < GEMM_MR; i++)
 #pragma omp simd
-                for (int j = 0; j < w; j++) C[(r0 + i) * ldc + j0 + j] += alpha * acc[i][j];
+                for (int j = 0; j < w; j++) C[(r0 + i) * ldc + j0 + j] = fma_at(level, alpha, acc[i][j], C[(r0 + i) * ldc + j0 + j]);
         }
     }
     /* rows past m_full, one at a time: each column block's row sums in one vector register */
@@ -165,11 +179,11 @@ static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, cons
             for (int x = x0; x < x1; x++) {
                 const pelab_real a = op_a(A, lda, a_trans, r, x), *restrict b = B + x * ldb + j0;
 #pragma omp simd
-                for (int j = 0; j < GEMM_NR; j++) acc[j] += a * b[j];
+                for (int j = 0; j < GEMM_NR; j++) acc[j] = fma_at(level, a, b[j], acc[j]);
             }
             const int w = min_int(GEMM_NR, n - j0);
 #pragma omp simd
-            for (int j = 0; j < w; j++) C[r * ldc + j0 + j] += alpha * acc[j];
+            for (int j = 0; j < w; j++) C[r * ldc + j0 + j] = fma_at(level, alpha, acc[j], C[r * ldc + j0 + j]);
         }
     }
     /* columns past the blocks (b_wide: none), every row */
@@ -182,19 +196,108 @@ static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, cons
             const pelab_real a = alpha * op_a(A, lda, a_trans, r, x);
             const pelab_real *restrict b = B + x * ldb;
 #pragma omp simd
-            for (int j = n_blocks; j < n_to; j++) c[j] += a * b[j];
+            for (int j = n_blocks; j < n_to; j++) c[j] = fma_at(level, a, b[j], c[j]);
         }
     }
 }
 
 /* out (n, m) = in (m, n)^T with out's rows ldo ≥ m apart, columns m .. ldo−1 zero; in's rows ldi
  * apart. */
-static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, long ldo, const pelab_real *restrict in,
-                                               long ldi, int m, int n) {
+static PELAB_ALWAYS_INLINE void transpose_plain(pelab_real *restrict out, long ldo, const pelab_real *restrict in,
+                                                long ldi, int m, int n) {
     for (int j = 0; j < n; j++)
         for (long r = m; r < ldo; r++) out[j * ldo + r] = 0;
     for (int r = 0; r < m; r++)
         for (int j = 0; j < n; j++) out[(long)j * ldo + r] = in[r * ldi + j];
+}
+
+#ifdef PELAB_VEXP_VECTORS
+/* Vector lanes: the first n of 16 (n ≥ 16: all; n ≤ 0: none) as an AVX-512 mask, the first n of 8
+ * as AVX2's all-ones lanes. */
+static inline __mmask16 lanes16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+PELAB_TARGET_AVX2 static inline __m256i lanes8(int n) {
+    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n > 8 ? 8 : n), index);
+}
+
+/* The transpose by blocks of 16 × 16 (AVX-512) or 8 × 8 (AVX2) in registers, for ldo = m rounded up
+ * to the block: rows past m are read as zeros, so the block writes out's padding too. A block is
+ * three rounds of shuffles: pairs of rows interleaved, then fours, then the 128-bit quarters. */
+PELAB_TARGET_AVX512 static inline void transpose_avx512(float *restrict out, long ldo, const float *restrict in,
+                                                        long ldi, int m, int n) {
+    for (int r0 = 0; r0 < m; r0 += 16)
+        for (int c0 = 0; c0 < n; c0 += 16) {
+            const __mmask16 cols = lanes16(n - c0);
+            __m512 a[16], t[16];
+            for (int i = 0; i < 16; i++)
+                a[i] = r0 + i < m ? _mm512_maskz_loadu_ps(cols, in + (long)(r0 + i) * ldi + c0) : _mm512_setzero_ps();
+            for (int i = 0; i < 16; i += 2) {
+                t[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(a[i], a[i + 1]);
+            }
+            for (int i = 0; i < 16; i += 4) {
+                a[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+                a[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+                a[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                a[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+            }
+            /* a[4g + k] holds column k + 4q of rows 4g .. 4g+3 in its quarter q */
+            for (int k = 0; k < 4; k++) {
+                const __m512 v0 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0x88), v1 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0xDD);
+                const __m512 v2 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0x88), v3 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0xDD);
+                t[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+                t[k + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+                t[k + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+                t[k + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+            }
+            for (int c = 0; c < 16 && c0 + c < n; c++) _mm512_storeu_ps(out + (long)(c0 + c) * ldo + r0, t[c]);
+        }
+}
+
+PELAB_TARGET_AVX2 static inline void transpose_avx2(float *restrict out, long ldo, const float *restrict in,
+                                                    long ldi, int m, int n) {
+    for (int r0 = 0; r0 < m; r0 += 8)
+        for (int c0 = 0; c0 < n; c0 += 8) {
+            const __m256i cols = lanes8(n - c0);
+            __m256 a[8], t[8];
+            for (int i = 0; i < 8; i++)
+                a[i] = r0 + i < m ? _mm256_maskload_ps(in + (long)(r0 + i) * ldi + c0, cols) : _mm256_setzero_ps();
+            for (int i = 0; i < 8; i += 2) {
+                t[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
+                t[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
+            }
+            for (int i = 0; i < 8; i += 4) {
+                a[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+                a[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+                a[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+                a[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+            }
+            /* a[4g + k] holds column k + 4h of rows 4g .. 4g+3 in its half h */
+            for (int k = 0; k < 4; k++) {
+                t[k] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x20);
+                t[k + 4] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x31);
+            }
+            for (int c = 0; c < 8 && c0 + c < n; c++) _mm256_storeu_ps(out + (long)(c0 + c) * ldo + r0, t[c]);
+        }
+}
+#endif
+
+/* out (n, m) = in (m, n)^T with out's rows ldo = wide_of(m) apart, columns m .. ldo−1 zero; in's
+ * rows ldi apart. */
+static PELAB_ALWAYS_INLINE void tile_transpose(enum pelab_simd_level level, pelab_real *restrict out, long ldo,
+                                               const pelab_real *restrict in, long ldi, int m, int n) {
+#ifdef PELAB_VEXP_VECTORS
+    if (level == PELAB_SIMD_AVX512) {
+        transpose_avx512(out, ldo, in, ldi, m, n);
+        return;
+    }
+    if (level == PELAB_SIMD_AVX2) {
+        transpose_avx2(out, ldo, in, ldi, m, n);
+        return;
+    }
+#endif
+    transpose_plain(out, ldo, in, ldi, m, n);
 }
 /* --- per-thread scratch -------------------------------------------------------------------------- */
 
@@ -206,6 +309,7 @@ struct work {
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
+    pelab_real *mx, *alpha; /* (tile,) forward: each row's new maximum and its accumulator's factor */
     uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
     int bf16;         /* the products in bf16 (the calling thread's --precision) */
     struct pelab_attn_site_work sites; /* the sites' carries and scratch */
@@ -222,7 +326,7 @@ static long pack_reals(int tile, int dq, int dv) {
 }
 
 static long work_reals(int tile, int dq, int dv) {
-    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
+    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 5) + pack_reals(tile, dq, dv);
 }
 
 /* Lays w out over buf (work_reals of it). */
@@ -236,7 +340,9 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
-    w->pack = (uint16_t *)(w->keep + tile);
+    w->mx = w->keep + tile;
+    w->alpha = w->mx + tile;
+    w->pack = (uint16_t *)(w->alpha + tile);
 }
 
 /* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, the
@@ -311,22 +417,21 @@ static int calling_thread_bf16(void) { return pelab_precision_get() == PELAB_PRE
 /* The bias-gradient array of a thread's block (bias_count reals). */
 static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
 
-/* keep (n,) = dropout keep-scales of probabilities (b, h, t, j0 .. j0+n−1) (all 1 without
- * dropout). */
-static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_call *s,
-                                         int b, int h, int t, int j0) {
-    if (s->dropout <= 0) {
-        for (int c = 0; c < n; c++) keep[c] = 1;
-        return;
-    }
+/* keep (n,) = dropout keep-scales of probabilities (b, h, t, j0 .. j0+n−1), returned; NULL without
+ * dropout (every scale 1). */
+static PELAB_ALWAYS_INLINE const pelab_real *keep_row(pelab_real *keep, int n, const struct pelab_attn_call *s,
+                                                      int b, int h, int t, int j0) {
+    if (s->dropout <= 0) return NULL;
     const uint64_t idx = pelab_attn_drop_index(s, b, h, t, j0);
     for (int c = 0; c < n; c++) keep[c] = pelab_dropout_scale(s->dropout, s->key, s->site, idx + (uint64_t)c);
+    return keep;
 }
 
 /* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
  * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
-static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
-                   const struct pelab_attn_call *s, int b, int h, int i0, int nq, int j0, int nk) {
+static PELAB_ALWAYS_INLINE void scores(enum pelab_simd_level level, struct work *w, const pelab_real *q,
+                                       const pelab_real *k, const struct pelab_attn_call *s, int b, int h,
+                                       int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
     const int dq = s->dq;
     if (has_bias(s)) {
@@ -338,8 +443,8 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
     if (w->bf16) { /* K_J^T read while packing */
         pelab_tile_gemm_bf16(w->S, nk, QI, dq, 0, KJ, dq, 1, nq, nk, dq, s->scale, w->pack);
     } else {
-        tile_transpose(w->kt, wide_of(nk), KJ, dq, nk, dq);
-        tile_gemm(w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
+        tile_transpose(level, w->kt, wide_of(nk), KJ, dq, nk, dq);
+        tile_gemm(level, w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
                   i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
     }
 }
@@ -354,9 +459,138 @@ static PELAB_ALWAYS_INLINE struct pelab_site_block tile_block(const struct work 
 
 /* --- forward ------------------------------------------------------------------------------------- */
 
-/* max(m, x[0..n)). Sixteen running maxima, so the loop vectorises as an elementwise maximum:
- * compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out. */
-static PELAB_ALWAYS_INLINE pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
+/* --- a row's softmax: written out for AVX-512 and AVX2 (vexp.h), plain loops elsewhere ---------- */
+
+#ifdef PELAB_VEXP_VECTORS
+PELAB_TARGET_AVX512 static inline float row_max_avx512(const float *x, int n, float m) {
+    __m512 v = _mm512_set1_ps(m); /* _mm512_max_ps(x, v) is v where x is NaN, as the plain loop */
+    int c = 0;
+    for (; c + 16 <= n; c += 16) v = _mm512_max_ps(_mm512_loadu_ps(x + c), v);
+    if (c < n) v = _mm512_mask_max_ps(v, lanes16(n - c), _mm512_maskz_loadu_ps(lanes16(n - c), x + c), v);
+    return _mm512_reduce_max_ps(v);
+}
+
+/* x[c] = e^(x[c] − m) (pelab_vexp_prob) for c < n, 0 for n ≤ c < nk; returns their sum. */
+PELAB_TARGET_AVX512 static inline float exp_row_avx512(float *x, int n, int nk, float m) {
+    const __m512 mv = _mm512_set1_ps(m);
+    __m512 sum = _mm512_setzero_ps();
+    int c = 0;
+    for (; c + 16 <= n; c += 16) {
+        const __m512 e = pelab_vexp16_prob(_mm512_sub_ps(_mm512_loadu_ps(x + c), mv));
+        _mm512_storeu_ps(x + c, e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    for (; c < nk; c += 16) {
+        const __mmask16 in = lanes16(n - c);
+        const __m512 e = _mm512_maskz_mov_ps(in, pelab_vexp16_prob(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, x + c), mv)));
+        _mm512_mask_storeu_ps(x + c, lanes16(nk - c), e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+/* The backward's row: p[c] = e^(p[c] − lse) · keep[c] and ds[c] = e^(p[c] − lse) · (keep[c] · ds[c] − D)
+ * for c < n (keep NULL: 1), both 0 for n ≤ c < nk. */
+PELAB_TARGET_AVX512 static inline void grad_row_avx512(float *p, float *ds, const float *keep, int n, int nk,
+                                                       float lse, float D) {
+    const __m512 lv = _mm512_set1_ps(lse), dv = _mm512_set1_ps(D), one = _mm512_set1_ps(1);
+    for (int c = 0; c < nk; c += 16) {
+        const __mmask16 in = lanes16(n - c);
+        const __m512 e = _mm512_maskz_mov_ps(in, pelab_vexp16_prob(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + c), lv)));
+        const __m512 k = keep ? _mm512_mask_loadu_ps(one, in, keep + c) : one;
+        const __m512 g = _mm512_sub_ps(_mm512_mul_ps(k, _mm512_maskz_loadu_ps(in, ds + c)), dv);
+        _mm512_mask_storeu_ps(p + c, lanes16(nk - c), _mm512_mul_ps(e, k));
+        _mm512_mask_storeu_ps(ds + c, lanes16(nk - c), _mm512_maskz_mul_ps(in, e, g));
+    }
+}
+
+PELAB_TARGET_AVX2 static inline float lanes8_max(__m256 v) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+PELAB_TARGET_AVX2 static inline float lanes8_sum(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+
+PELAB_TARGET_AVX2 static inline float row_max_avx2(const float *x, int n, float m) {
+    __m256 v = _mm256_set1_ps(m);
+    int c = 0;
+    for (; c + 8 <= n; c += 8) v = _mm256_max_ps(_mm256_loadu_ps(x + c), v);
+    if (c < n) { /* lanes past n read as v itself */
+        const __m256i in = lanes8(n - c);
+        v = _mm256_max_ps(_mm256_blendv_ps(v, _mm256_maskload_ps(x + c, in), _mm256_castsi256_ps(in)), v);
+    }
+    return lanes8_max(v);
+}
+
+PELAB_TARGET_AVX2 static inline float exp_row_avx2(float *x, int n, int nk, float m) {
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 sum = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+        const __m256 e = pelab_vexp8_prob(_mm256_sub_ps(_mm256_loadu_ps(x + c), mv));
+        _mm256_storeu_ps(x + c, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    for (; c < nk; c += 8) {
+        const __m256i in = lanes8(n - c);
+        const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(in),
+                                       pelab_vexp8_prob(_mm256_sub_ps(_mm256_maskload_ps(x + c, in), mv)));
+        _mm256_maskstore_ps(x + c, lanes8(nk - c), e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    return lanes8_sum(sum);
+}
+
+PELAB_TARGET_AVX2 static inline void grad_row_avx2(float *p, float *ds, const float *keep, int n, int nk,
+                                                   float lse, float D) {
+    const __m256 lv = _mm256_set1_ps(lse), dv = _mm256_set1_ps(D), one = _mm256_set1_ps(1);
+    for (int c = 0; c < nk; c += 8) {
+        const __m256i in = lanes8(n - c), out = lanes8(nk - c);
+        const __m256 inf = _mm256_castsi256_ps(in);
+        const __m256 e = _mm256_and_ps(inf, pelab_vexp8_prob(_mm256_sub_ps(_mm256_maskload_ps(p + c, in), lv)));
+        const __m256 k = keep ? _mm256_blendv_ps(one, _mm256_maskload_ps(keep + c, in), inf) : one;
+        const __m256 g = _mm256_sub_ps(_mm256_mul_ps(k, _mm256_maskload_ps(ds + c, in)), dv);
+        _mm256_maskstore_ps(p + c, out, _mm256_mul_ps(e, k));
+        _mm256_maskstore_ps(ds + c, out, _mm256_and_ps(inf, _mm256_mul_ps(e, g)));
+    }
+}
+
+/* Σ a[c]·b[c], c < n: lanes summed as a tree at the end (an `omp simd` reduction's lanes are summed
+ * one after another, a chain of dependent additions longer than a short row's products). */
+PELAB_TARGET_AVX512 static inline float dot_avx512(const float *a, const float *b, int n) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int c = 0; c < n; c += 16) {
+        const __mmask16 in = lanes16(n - c);
+        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(in, a + c), _mm512_maskz_loadu_ps(in, b + c), acc);
+    }
+    return _mm512_reduce_add_ps(acc);
+}
+
+PELAB_TARGET_AVX2 static inline float dot_avx2(const float *a, const float *b, int n) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int c = 0; c < n; c += 8) {
+        const __m256i in = lanes8(n - c);
+        acc = _mm256_fmadd_ps(_mm256_maskload_ps(a + c, in), _mm256_maskload_ps(b + c, in), acc);
+    }
+    return lanes8_sum(acc);
+}
+#endif
+
+/* max(m, x[0..n)). Plain loops: sixteen running maxima, so the loop vectorises as an elementwise
+ * maximum (compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out). */
+static PELAB_ALWAYS_INLINE pelab_real row_max(enum pelab_simd_level level, const pelab_real *restrict x, int n,
+                                              pelab_real m) {
+#ifdef PELAB_VEXP_VECTORS
+    if (level == PELAB_SIMD_AVX512) return row_max_avx512(x, n, m);
+    if (level == PELAB_SIMD_AVX2) return row_max_avx2(x, n, m);
+#endif
     enum { L = 16 };
     pelab_real part[L];
     for (int i = 0; i < L; i++) part[i] = m;
@@ -369,33 +603,97 @@ static PELAB_ALWAYS_INLINE pelab_real row_max(const pelab_real *restrict x, int 
     return m;
 }
 
-/* One row's online-softmax step over a key tile: sc (nk,) its scores, the first n causal. Updates
- * the running max *m and sum *l, leaves sc = P̃ ⊙ keep (0 past n) and returns α, the factor the
- * row's accumulator must be scaled by. */
-static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m,
-                                                  pelab_real *l, const pelab_real *restrict keep) {
-    const pelab_real mx = row_max(sc, n, *m);
-    /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 (not e^(−∞), which the float build's
-     * clamped exp would make a tiny positive number) */
-    const pelab_real alpha = *m == -INFINITY ? 0 : pelab_vexp(*m - mx);
-    /* the exponentials apart from the sum: that loop vectorises in the float build (vmath.h's
-     * exp) without a pragma, which the double build's libm exp could not honour */
-    for (int c = 0; c < n; c++) sc[c] = pelab_vexp_prob(sc[c] - mx);
+/* Σ a[c]·b[c], c < n */
+static PELAB_ALWAYS_INLINE pelab_real dot(enum pelab_simd_level level, const pelab_real *a, const pelab_real *b, int n) {
+#ifdef PELAB_VEXP_VECTORS
+    if (level == PELAB_SIMD_AVX512) return dot_avx512(a, b, n);
+    if (level == PELAB_SIMD_AVX2) return dot_avx2(a, b, n);
+#endif
+    return pelab_vdot(a, b, n);
+}
+
+/* x[c] = e^(x[c] − m) for c < n (pelab_vexp_prob), 0 for n ≤ c < nk; returns their sum. */
+static PELAB_ALWAYS_INLINE pelab_real exp_row(enum pelab_simd_level level, pelab_real *restrict x, int n, int nk,
+                                              pelab_real m) {
+#ifdef PELAB_VEXP_VECTORS
+    if (level == PELAB_SIMD_AVX512) return exp_row_avx512(x, n, nk, m);
+    if (level == PELAB_SIMD_AVX2) return exp_row_avx2(x, n, nk, m);
+#endif
+    /* the exponentials apart from the sum: that loop vectorises in the float build without a
+     * pragma, which the double build's libm exp could not honour */
+    for (int c = 0; c < n; c++) x[c] = pelab_vexp_prob(x[c] - m);
     pelab_real sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < n; c++) {
-        sum += sc[c];
-        sc[c] *= keep[c];
+    for (int c = 0; c < n; c++) sum += x[c];
+    for (int c = n; c < nk; c++) x[c] = 0;
+    return sum;
+}
+
+/* The backward's row of P ⊙ keep (p: the scores in, the probabilities out) and of dS (ds: dP in):
+ *   p[c] = P·keep[c],  ds[c] = P·(keep[c]·ds[c] − D),  P = e^(p[c] − lse)
+ * for c < n, both 0 for n ≤ c < nk; keep NULL (no dropout) is all 1. */
+static PELAB_ALWAYS_INLINE void grad_row(enum pelab_simd_level level, pelab_real *restrict p, pelab_real *restrict ds,
+                                         const pelab_real *restrict keep, int n, int nk, pelab_real lse,
+                                         pelab_real D) {
+#ifdef PELAB_VEXP_VECTORS
+    if (level == PELAB_SIMD_AVX512) {
+        grad_row_avx512(p, ds, keep, n, nk, lse, D);
+        return;
     }
-    for (int c = n; c < nk; c++) sc[c] = 0;
-    *l = alpha * *l + sum;
-    *m = mx;
-    return alpha;
+    if (level == PELAB_SIMD_AVX2) {
+        grad_row_avx2(p, ds, keep, n, nk, lse, D);
+        return;
+    }
+#endif
+    if (keep) {
+        for (int c = 0; c < n; c++) { /* vectorises in the float build, as exp_row's loop */
+            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
+            p[c] = pc * keep[c];
+            ds[c] = pc * (keep[c] * ds[c] - D);
+        }
+    } else {
+        for (int c = 0; c < n; c++) {
+            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
+            p[c] = pc;
+            ds[c] = pc * (ds[c] - D);
+        }
+    }
+    for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
+}
+
+/* The online-softmax step of a key tile's rows: S (nq, nk) their scores, row r's first visible(r)
+ * causal. Updates each row's running max m and sum l, leaves S = P̃ ⊙ keep (0 past the visible
+ * ones) and scales each row's accumulator (acc, rows dv wide) by α = e^(m − m'). In phases over
+ * the rows (maxima; the factors, as one vector loop; the exponentials), so that the rows' chains
+ * of dependent operations overlap rather than run one row at a time. */
+static PELAB_ALWAYS_INLINE void online_step(enum pelab_simd_level level, struct work *w, const struct pelab_attn_call *s,
+                                            int b, int h, int i0, int nq, int j0, int nk) {
+    pelab_real *restrict m = w->m, *restrict mx = w->mx, *restrict alpha = w->alpha;
+    for (int r = 0; r < nq; r++) mx[r] = row_max(level, w->S + (long)r * nk, visible(s, i0 + r, j0, nk), m[r]);
+    /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 */
+    for (int r = 0; r < nq; r++) {
+        const pelab_real e = pelab_vexp(m[r] - mx[r]);
+        alpha[r] = m[r] == -INFINITY ? 0 : e;
+    }
+    for (int r = 0; r < nq; r++) {
+        const int n = visible(s, i0 + r, j0, nk);
+        pelab_real *restrict sc = w->S + (long)r * nk;
+        const pelab_real sum = exp_row(level, sc, n, nk, mx[r]);
+        const pelab_real *restrict keep = keep_row(w->keep, n, s, b, h, i0 + r, j0);
+        if (keep)
+            for (int c = 0; c < n; c++) sc[c] *= keep[c];
+        w->l[r] = alpha[r] * w->l[r] + sum;
+        m[r] = mx[r];
+        pelab_real *restrict a = w->acc + (long)r * s->dv;
+        if (alpha[r] != 1)
+            for (int c = 0; c < s->dv; c++) a[c] *= alpha[r];
+    }
 }
 
 /* Query tile I = rows i0 .. i0+nq−1 of (b, h): out_I and lse_I. Tiles are aligned (i0 and every
  * j0 are multiples of the tile), so the key tiles below the diagonal one are wholly causal. */
-static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse,
+static PELAB_ALWAYS_INLINE void forward_tile_body(enum pelab_simd_level level, struct work *w, pelab_real *out,
+                                                  pelab_real *lse,
                                                   const pelab_real *q, const pelab_real *k, const pelab_real *v,
                                                   const struct pelab_attn_call *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
@@ -407,23 +705,16 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
     for (int jt = 0; jt < ntiles; jt++) {
         const int j0 = (w->right_to_left ? ntiles - 1 - jt : jt) * tile;
         const int nk = key_count(s, i0, nq, j0);
-        scores(w, q, k, s, b, h, i0, nq, j0, nk);
+        scores(level, w, q, k, s, b, h, i0, nq, j0, nk);
         const struct pelab_site_block blk = tile_block(w, s, b, h, i0, nq, j0, nk);
         pelab_attn_sites_forward(&blk, &w->sites);
-        for (int r = 0; r < nq; r++) {
-            const int t = i0 + r, n = visible(s, t, j0, nk);
-            keep_row(w->keep, n, s, b, h, t, j0);
-            const pelab_real alpha = online_step(w->S + (long)r * nk, n, nk, &w->m[r], &w->l[r], w->keep);
-            pelab_real *restrict a = w->acc + (long)r * dv;
-            if (alpha != 1)
-                for (int c = 0; c < dv; c++) a[c] *= alpha;
-        }
+        online_step(level, w, s, b, h, i0, nq, j0, nk);
         /* acc (nq, dv) += P̃ (nq, nk) · V_J (nk, dv) */
         const pelab_real *VJ = v + ((long)b * T + j0) * s->ldv + (long)h * dv;
         if (w->bf16)
             pelab_tile_gemm_bf16(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1, w->pack);
         else
-            tile_gemm(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1,
+            tile_gemm(level, w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1,
                       j0 == i0 && !s->bidirectional ? TILE_IN_LOWER : TILE_FULL);
     }
     for (int r = 0; r < nq; r++) {
@@ -437,7 +728,7 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
 
 /* forward_tile_avx512, _avx2, _portable: the tile loops above compiled for each vector level
  * (simd.h); the products, maxima and exponentials are where the forward's time goes. */
-PELAB_SIMD_KERNEL(forward_tile,
+PELAB_SIMD_KERNEL_LEVEL(forward_tile,
                   (struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q, const pelab_real *k,
                    const pelab_real *v, const struct pelab_attn_call *s, int b, int h, int i0, int nq),
                   (w, out, lse, q, k, v, s, b, h, i0, nq))
@@ -473,7 +764,8 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 
 /* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into bgrad, the thread's array), given
  * w->l = D_I and w->m = lse_I. */
-static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad, pelab_real *dq,
+static PELAB_ALWAYS_INLINE void backward_tile(enum pelab_simd_level level, struct work *w, pelab_real *bgrad,
+                                              pelab_real *dq,
                                               pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                                               const pelab_real *q, const pelab_real *k, const pelab_real *v,
                                               const struct pelab_attn_call *s, int b, int h, int i0, int nq,
@@ -486,7 +778,7 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     const pelab_real *QI = q + (bh * T + i0) * dqw, *KJ = k + (bh * T + j0) * dqw; /* (n, dq) */
     pelab_real *dQI = dq + (bh * T + i0) * dqw, *dKJ = dk + (bh * T + j0) * dqw;
 
-    scores(w, q, k, s, b, h, i0, nq, j0, nk);
+    scores(level, w, q, k, s, b, h, i0, nq, j0, nk);
     struct pelab_site_block blk = tile_block(w, s, b, h, i0, nq, j0, nk);
     pelab_attn_sites_recompute(&blk, &w->sites);
     /* dP (nq, nk) = dO_I · V_J^T */
@@ -495,22 +787,15 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     if (w->bf16) {
         pelab_tile_gemm_bf16(w->dP, nk, dO, s->ldo, 0, VJ, s->ldv, 1, nq, nk, dvw, 1, w->pack);
     } else {
-        tile_transpose(w->vt, wide_of(nk), VJ, s->ldv, nk, dvw);
-        tile_gemm(w->dP, nk, dO, s->ldo, 0, w->vt, wide_of(nk), 1, nq, nk, dvw, 1,
+        tile_transpose(level, w->vt, wide_of(nk), VJ, s->ldv, nk, dvw);
+        tile_gemm(level, w->dP, nk, dO, s->ldo, 0, w->vt, wide_of(nk), 1, nq, nk, dvw, 1,
                   diag ? TILE_OUT_CAUSAL : TILE_FULL);
     }
     /* S → P ⊙ keep,  dP → dS = P ⊙ (keep ⊙ dP − D); both 0 on masked entries */
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r, n = visible(s, t, j0, nk);
         pelab_real *restrict p = w->S + (long)r * nk, *restrict ds = w->dP + (long)r * nk;
-        const pelab_real lse = w->m[r], D = w->l[r];
-        keep_row(w->keep, n, s, b, h, t, j0);
-        for (int c = 0; c < n; c++) { /* vectorises in the float build, as in online_step */
-            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
-            p[c] = pc * w->keep[c];
-            ds[c] = pc * (w->keep[c] * ds[c] - D);
-        }
-        for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
+        grad_row(level, p, ds, keep_row(w->keep, n, s, b, h, t, j0), n, nk, w->m[r], w->l[r]);
     }
     blk.S = w->dP; /* dS → the gradient at the scores before the sites' terms */
     pelab_attn_sites_backward(&blk, &w->sites);
@@ -521,9 +806,9 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         pelab_tile_gemm_bf16(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, w->pack);
         pelab_tile_gemm_bf16(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, w->pack);
     } else {
-        tile_gemm(dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
-        tile_gemm(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
-        tile_gemm(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(level, dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(level, dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
+        tile_gemm(level, dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
     }
     if (bgrad) {
         s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,
@@ -532,7 +817,8 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
 }
 
 /* All of (b, h): its dq, dk, dv rows are assigned. */
-static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *bgrad, pelab_real *dq,
+static PELAB_ALWAYS_INLINE void backward_head_body(enum pelab_simd_level level, struct work *w, pelab_real *bgrad,
+                                                   pelab_real *dq,
                                                    pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                                                    const pelab_real *out, const pelab_real *lse,
                                                    const pelab_real *q, const pelab_real *k, const pelab_real *v,
@@ -549,15 +835,15 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
         for (int r = 0; r < nq; r++) {
             const long row = ((long)b * T + i0 + r) * s->ldo + (long)h * dvw;
             w->m[r] = lse[bh * T + i0 + r];
-            w->l[r] = pelab_vdot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
+            w->l[r] = dot(level, dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
         }
         pelab_attn_sites_rows_begin(s, &w->sites, nq);
         for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile)
-            backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
+            backward_tile(level, w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
     }
 }
 
-PELAB_SIMD_KERNEL(backward_head,
+PELAB_SIMD_KERNEL_LEVEL(backward_head,
                   (struct work *w, pelab_real *bgrad, pelab_real *dq, pelab_real *dk, pelab_real *dv,
                    const pelab_real *dout, const pelab_real *out, const pelab_real *lse, const pelab_real *q,
                    const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s, int b, int h),
