@@ -1,17 +1,20 @@
 /* bench_attn — the tiled attention kernel alone, forward and backward (float build).
  *
- *   build/bench/bench_attn [--shape I|L|C] [--B N] [--H N] [--T N] [--d N] [--causal 0|1]
+ *   build/bench/bench_attn [--shape NAME] [--B N] [--H N] [--T N] [--d N] [--causal 0|1]
  *                          [--reps N] [--threads N]
  *
  * Times pelab_attn_tiled_forward and pelab_attn_tiled_backward on random queries, keys and values
  * of one layer (no encoding inside the kernel, no dropout), the median of `reps` calls of each
  * (default 21) after two untimed, in wall time and in the process's CPU time (on a machine shared
  * with other work, the CPU time of one thread is the steadier measure: it leaves out the time the
- * process waited for a core). The shapes of the benchmark configurations (bench_train):
- *   I  the image preset's ViT: B 128, 4 heads of 16, T 50, every key visible
- *   L  the length-generalisation `cpu` model (copy): B 64, 4 heads of 16, T 23, causal
+ * process waited for a core). --shape NAME takes the attention of a benchmark configuration
+ * (bench/configs.h): its B, heads, T and head width D / heads, causal but for the image model's
+ * (every key visible), e.g.
+ *   I  the image preset's ViT: B 128, 4 heads of 16, T 50, every key visible (the default)
+ *   L  the length-generalisation `cpu` model: B 64, 4 heads of 16, causal
  *   C  configuration C: B 8, 6 heads of 64, T 256, causal
- * and any other through --B, --H, --T, --d (width of a head), --causal. Prints one JSON line:
+ * and the options after it change any part: --B, --H, --T, --d (width of a head), --causal.
+ * Prints one JSON line:
  *   {"B":128,"H":4,"T":50,"d":16,"causal":0,"threads":1,"simd":"avx512","forward_ms":...,
  *    "backward_ms":...,"forward_cpu_ms":...,"backward_cpu_ms":...,"forward_gflops":...,
  *    "backward_gflops":...}
@@ -27,6 +30,7 @@
 #include "kernels/cpu/simd.h"
 #include "pelab/clock.h"
 #include "pelab/threads.h"
+#include "configs.h"
 
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -57,22 +61,30 @@ static float *rvec(long n) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_attn [--shape I|L|C] [--B N] [--H N] [--T N] [--d N] [--causal 0|1] "
-                    "[--reps N] [--threads N]\n");
+    fprintf(stderr, "usage: bench_attn [--shape NAME] [--B N] [--H N] [--T N] [--d N] [--causal 0|1] "
+                    "[--reps N] [--threads N]\n  --shape  a configuration of bench/configs.h:");
+    for (size_t i = 0; i < sizeof bench_configs / sizeof bench_configs[0]; i++)
+        fprintf(stderr, " %s", bench_configs[i].name);
+    fprintf(stderr, " (default I)\n");
     return 2;
+}
+
+/* The attention of configuration c: B, heads, T, a head's width; causal but for the image model's. */
+static void shape_of(const struct bench_config *c, int *B, int *H, int *T, int *d, int *causal) {
+    *B = c->B, *H = c->heads, *T = c->T, *d = c->D / c->heads, *causal = !c->patch_dim;
 }
 
 int main(int argc, char **argv) {
     pelab_blas_mend(argv);
-    int B = 128, H = 4, T = 50, d = 16, causal = 0, reps = 21, threads = 1;
+    int B, H, T, d, causal, reps = 21, threads = 1;
+    shape_of(bench_config_find("I"), &B, &H, &T, &d, &causal);
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) return usage();
         if (strcmp(a, "--shape") == 0) {
-            if (strcmp(v, "I") == 0) B = 128, H = 4, T = 50, d = 16, causal = 0;
-            else if (strcmp(v, "L") == 0) B = 64, H = 4, T = 23, d = 16, causal = 1;
-            else if (strcmp(v, "C") == 0) B = 8, H = 6, T = 256, d = 64, causal = 1;
-            else return usage();
+            const struct bench_config *c = bench_config_find(v);
+            if (!c) return usage();
+            shape_of(c, &B, &H, &T, &d, &causal);
         } else if (strcmp(a, "--B") == 0) B = atoi(v);
         else if (strcmp(a, "--H") == 0) H = atoi(v);
         else if (strcmp(a, "--T") == 0) T = atoi(v);
