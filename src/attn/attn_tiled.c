@@ -221,66 +221,90 @@ PELAB_TARGET_AVX2 static inline __m256i lanes8(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n > 8 ? 8 : n), index);
 }
 
-/* The transpose by blocks of 16 × 16 (AVX-512) or 8 × 8 (AVX2) in registers, for ldo = m rounded up
- * to the block: rows past m are read as zeros, so the block writes out's padding too. A block is
- * three rounds of shuffles: pairs of rows interleaved, then fours, then the 128-bit quarters. */
-PELAB_TARGET_AVX512 static inline void transpose_avx512(float *restrict out, long ldo, const float *restrict in,
-                                                        long ldi, int m, int n) {
-    for (int r0 = 0; r0 < m; r0 += 16)
-        for (int c0 = 0; c0 < n; c0 += 16) {
-            const __mmask16 cols = lanes16(n - c0);
-            __m512 a[16], t[16];
-            for (int i = 0; i < 16; i++)
-                a[i] = r0 + i < m ? _mm512_maskz_loadu_ps(cols, in + (long)(r0 + i) * ldi + c0) : _mm512_setzero_ps();
-            for (int i = 0; i < 16; i += 2) {
-                t[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
-                t[i + 1] = _mm512_unpackhi_ps(a[i], a[i + 1]);
-            }
-            for (int i = 0; i < 16; i += 4) {
-                a[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-                a[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-                a[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-                a[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-            }
-            /* a[4g + k] holds column k + 4q of rows 4g .. 4g+3 in its quarter q */
-            for (int k = 0; k < 4; k++) {
-                const __m512 v0 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0x88), v1 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0xDD);
-                const __m512 v2 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0x88), v3 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0xDD);
-                t[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-                t[k + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
-                t[k + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-                t[k + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
-            }
-            for (int c = 0; c < 16 && c0 + c < n; c++) _mm512_storeu_ps(out + (long)(c0 + c) * ldo + r0, t[c]);
-        }
+/* What the kernels written once for both levels (the transposes, the rows') need of a level beyond
+ * the intrinsics they share but for the prefix (_mm512_add_ps, _mm256_add_ps, ...), for W = 16
+ * (AVX-512) and W = 8 (AVX2):
+ *   load_z<W>(in, p)        p's lanes in `in` (lanes<W>), zeros elsewhere
+ *   load_or<W>(in, p, v)    p's lanes in `in`, v's elsewhere
+ *   store_m<W>(in, p, v)    v's lanes in `in` to p, nothing else written
+ *   zero_out<W>(in, v)      v's lanes in `in`, zeros elsewhere
+ *   sum<W>(v), max<W>(v)    v's lanes summed (maximum) as a tree */
+PELAB_TARGET_AVX512 static inline __m512 load_z16(__mmask16 in, const float *p) { return _mm512_maskz_loadu_ps(in, p); }
+PELAB_TARGET_AVX512 static inline __m512 load_or16(__mmask16 in, const float *p, __m512 v) {
+    return _mm512_mask_loadu_ps(v, in, p);
+}
+PELAB_TARGET_AVX512 static inline void store_m16(__mmask16 in, float *p, __m512 v) { _mm512_mask_storeu_ps(p, in, v); }
+PELAB_TARGET_AVX512 static inline __m512 zero_out16(__mmask16 in, __m512 v) { return _mm512_maskz_mov_ps(in, v); }
+PELAB_TARGET_AVX512 static inline float sum16(__m512 v) { return _mm512_reduce_add_ps(v); }
+PELAB_TARGET_AVX512 static inline float max16(__m512 v) { return _mm512_reduce_max_ps(v); }
+
+PELAB_TARGET_AVX2 static inline __m256 load_z8(__m256i in, const float *p) { return _mm256_maskload_ps(p, in); }
+PELAB_TARGET_AVX2 static inline __m256 load_or8(__m256i in, const float *p, __m256 v) {
+    return _mm256_blendv_ps(v, _mm256_maskload_ps(p, in), _mm256_castsi256_ps(in));
+}
+PELAB_TARGET_AVX2 static inline void store_m8(__m256i in, float *p, __m256 v) { _mm256_maskstore_ps(p, in, v); }
+PELAB_TARGET_AVX2 static inline __m256 zero_out8(__m256i in, __m256 v) { return _mm256_and_ps(_mm256_castsi256_ps(in), v); }
+PELAB_TARGET_AVX2 static inline float sum8(__m256 v) {
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+}
+PELAB_TARGET_AVX2 static inline float max8(__m256 v) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
 }
 
-PELAB_TARGET_AVX2 static inline void transpose_avx2(float *restrict out, long ldo, const float *restrict in,
-                                                    long ldi, int m, int n) {
-    for (int r0 = 0; r0 < m; r0 += 8)
-        for (int c0 = 0; c0 < n; c0 += 8) {
-            const __m256i cols = lanes8(n - c0);
-            __m256 a[8], t[8];
-            for (int i = 0; i < 8; i++)
-                a[i] = r0 + i < m ? _mm256_maskload_ps(in + (long)(r0 + i) * ldi + c0, cols) : _mm256_setzero_ps();
-            for (int i = 0; i < 8; i += 2) {
-                t[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
-                t[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
-            }
-            for (int i = 0; i < 8; i += 4) {
-                a[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-                a[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-                a[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-                a[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-            }
-            /* a[4g + k] holds column k + 4h of rows 4g .. 4g+3 in its half h */
-            for (int k = 0; k < 4; k++) {
-                t[k] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x20);
-                t[k + 4] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x31);
-            }
-            for (int c = 0; c < 8 && c0 + c < n; c++) _mm256_storeu_ps(out + (long)(c0 + c) * ldo + r0, t[c]);
-        }
+/* A block's last round of the transpose below: a[4g + k] holds column k + 4q of rows 4g .. 4g+3 in
+ * its 128-bit quarter (AVX2: half) q; t[c] is column c. */
+PELAB_TARGET_AVX512 static inline void across16(const __m512 *a, __m512 *t) {
+    for (int k = 0; k < 4; k++) {
+        const __m512 v0 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0x88), v1 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0xDD);
+        const __m512 v2 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0x88), v3 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0xDD);
+        t[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
+        t[k + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
+        t[k + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
+        t[k + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
+    }
 }
+PELAB_TARGET_AVX2 static inline void across8(const __m256 *a, __m256 *t) {
+    for (int k = 0; k < 4; k++) {
+        t[k] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x20);
+        t[k + 4] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x31);
+    }
+}
+
+/* transpose<W>: the transpose by blocks of W × W in registers, for ldo = m rounded up to W: rows
+ * past m are read as zeros, so the block writes out's padding too. A block is three rounds of
+ * shuffles: pairs of rows interleaved, then fours, then across the 128-bit lanes (across<W>). */
+#define TRANSPOSE_KERNEL(W, P, V, M, TARGET)                                                      \
+    TARGET static inline void transpose##W(float *restrict out, long ldo, const float *restrict in, \
+                                           long ldi, int m, int n) {                              \
+        for (int r0 = 0; r0 < m; r0 += W)                                                         \
+            for (int c0 = 0; c0 < n; c0 += W) {                                                   \
+                const M cols = lanes##W(n - c0);                                                  \
+                V a[W], t[W];                                                                     \
+                for (int i = 0; i < W; i++)                                                       \
+                    a[i] = r0 + i < m ? load_z##W(cols, in + (long)(r0 + i) * ldi + c0) : P##_setzero_ps(); \
+                for (int i = 0; i < W; i += 2) {                                                  \
+                    t[i] = P##_unpacklo_ps(a[i], a[i + 1]);                                       \
+                    t[i + 1] = P##_unpackhi_ps(a[i], a[i + 1]);                                   \
+                }                                                                                 \
+                for (int i = 0; i < W; i += 4) {                                                  \
+                    a[i] = P##_shuffle_ps(t[i], t[i + 2], 0x44);                                  \
+                    a[i + 1] = P##_shuffle_ps(t[i], t[i + 2], 0xEE);                              \
+                    a[i + 2] = P##_shuffle_ps(t[i + 1], t[i + 3], 0x44);                          \
+                    a[i + 3] = P##_shuffle_ps(t[i + 1], t[i + 3], 0xEE);                          \
+                }                                                                                 \
+                across##W(a, t);                                                                  \
+                for (int c = 0; c < W && c0 + c < n; c++) P##_storeu_ps(out + (long)(c0 + c) * ldo + r0, t[c]); \
+            }                                                                                     \
+    }
+
+TRANSPOSE_KERNEL(16, _mm512, __m512, __mmask16, PELAB_TARGET_AVX512)
+TRANSPOSE_KERNEL(8, _mm256, __m256, __m256i, PELAB_TARGET_AVX2)
 #endif
 
 /* out (n, m) = in (m, n)^T with out's rows ldo = wide_of(m) apart, columns m .. ldo−1 zero; in's
@@ -289,11 +313,11 @@ static PELAB_ALWAYS_INLINE void tile_transpose(enum pelab_simd_level level, pela
                                                const pelab_real *restrict in, long ldi, int m, int n) {
 #ifdef PELAB_VEXP_VECTORS
     if (level == PELAB_SIMD_AVX512) {
-        transpose_avx512(out, ldo, in, ldi, m, n);
+        transpose16(out, ldo, in, ldi, m, n);
         return;
     }
     if (level == PELAB_SIMD_AVX2) {
-        transpose_avx2(out, ldo, in, ldi, m, n);
+        transpose8(out, ldo, in, ldi, m, n);
         return;
     }
 #endif
@@ -462,125 +486,73 @@ static PELAB_ALWAYS_INLINE struct pelab_site_block tile_block(const struct work 
 /* --- a row's softmax: written out for AVX-512 and AVX2 (vexp.h), plain loops elsewhere ---------- */
 
 #ifdef PELAB_VEXP_VECTORS
-PELAB_TARGET_AVX512 static inline float row_max_avx512(const float *x, int n, float m) {
-    __m512 v = _mm512_set1_ps(m); /* _mm512_max_ps(x, v) is v where x is NaN, as the plain loop */
-    int c = 0;
-    for (; c + 16 <= n; c += 16) v = _mm512_max_ps(_mm512_loadu_ps(x + c), v);
-    if (c < n) v = _mm512_mask_max_ps(v, lanes16(n - c), _mm512_maskz_loadu_ps(lanes16(n - c), x + c), v);
-    return _mm512_reduce_max_ps(v);
-}
-
-/* x[c] = e^(x[c] − m) (pelab_vexp_prob) for c < n, 0 for n ≤ c < nk; returns their sum. */
-PELAB_TARGET_AVX512 static inline float exp_row_avx512(float *x, int n, int nk, float m) {
-    const __m512 mv = _mm512_set1_ps(m);
-    __m512 sum = _mm512_setzero_ps();
-    int c = 0;
-    for (; c + 16 <= n; c += 16) {
-        const __m512 e = pelab_vexp16_prob(_mm512_sub_ps(_mm512_loadu_ps(x + c), mv));
-        _mm512_storeu_ps(x + c, e);
-        sum = _mm512_add_ps(sum, e);
+/* The rows' kernels of a level: W lanes, intrinsics of prefix P on vectors V with masks M, for
+ * functions of target TARGET. Whole vectors while they fit, then masked ones (AVX2's masked stores
+ * are slow on some CPUs: only at a row's end).
+ *   row_max<W>(x, n, m)     max(m, x[0..n)); NaNs in x ignored, as the plain loop
+ *   exp_row<W>(x, n, nk, m) x[c] = e^(x[c] − m) (pelab_vexp_prob) for c < n, 0 for n ≤ c < nk;
+ *                           returns their sum
+ *   grad_row<W>(...)        the backward's row, grad_row's (below)
+ *   dot<W>(a, b, n)         Σ a[c]·b[c], the lanes summed as a tree (an `omp simd` reduction's
+ *                           are summed one after another, a chain longer than a short row's
+ *                           products) */
+#define ROW_KERNELS(W, P, V, M, TARGET)                                                           \
+    TARGET static inline float row_max##W(const float *x, int n, float m) {                      \
+        V v = P##_set1_ps(m);                                                                     \
+        int c = 0;                                                                                \
+        for (; c + W <= n; c += W) v = P##_max_ps(P##_loadu_ps(x + c), v);                       \
+        if (c < n) v = P##_max_ps(load_or##W(lanes##W(n - c), x + c, v), v);                      \
+        return max##W(v);                                                                         \
+    }                                                                                             \
+    TARGET static inline float exp_row##W(float *x, int n, int nk, float m) {                    \
+        const V mv = P##_set1_ps(m);                                                              \
+        V sum = P##_setzero_ps();                                                                 \
+        int c = 0;                                                                                \
+        for (; c + W <= n; c += W) {                                                              \
+            const V e = pelab_vexp##W##_prob(P##_sub_ps(P##_loadu_ps(x + c), mv));                 \
+            P##_storeu_ps(x + c, e);                                                              \
+            sum = P##_add_ps(sum, e);                                                             \
+        }                                                                                         \
+        for (; c < nk; c += W) {                                                                  \
+            const M in = lanes##W(n - c);                                                         \
+            const V e = zero_out##W(in, pelab_vexp##W##_prob(P##_sub_ps(load_z##W(in, x + c), mv))); \
+            store_m##W(lanes##W(nk - c), x + c, e);                                               \
+            sum = P##_add_ps(sum, e);                                                             \
+        }                                                                                         \
+        return sum##W(sum);                                                                       \
+    }                                                                                             \
+    TARGET static inline void grad_row##W(float *p, float *ds, const float *keep, int n, int nk,  \
+                                          float lse, float D) {                                   \
+        const V lv = P##_set1_ps(lse), dv = P##_set1_ps(D), one = P##_set1_ps(1);                 \
+        int c = 0;                                                                                \
+        for (; c + W <= n; c += W) {                                                              \
+            const V e = pelab_vexp##W##_prob(P##_sub_ps(P##_loadu_ps(p + c), lv));                 \
+            const V k = keep ? P##_loadu_ps(keep + c) : one;                                      \
+            P##_storeu_ps(p + c, P##_mul_ps(e, k));                                               \
+            P##_storeu_ps(ds + c, P##_mul_ps(e, P##_sub_ps(P##_mul_ps(k, P##_loadu_ps(ds + c)), dv))); \
+        }                                                                                         \
+        for (; c < nk; c += W) {                                                                  \
+            const M in = lanes##W(n - c), out = lanes##W(nk - c);                                 \
+            const V e = zero_out##W(in, pelab_vexp##W##_prob(P##_sub_ps(load_z##W(in, p + c), lv))); \
+            const V k = keep ? load_or##W(in, keep + c, one) : one;                               \
+            const V g = P##_sub_ps(P##_mul_ps(k, load_z##W(in, ds + c)), dv);                     \
+            store_m##W(out, p + c, P##_mul_ps(e, k));                                             \
+            store_m##W(out, ds + c, zero_out##W(in, P##_mul_ps(e, g)));                           \
+        }                                                                                         \
+    }                                                                                             \
+    TARGET static inline float dot##W(const float *a, const float *b, int n) {                   \
+        V acc = P##_setzero_ps();                                                                 \
+        int c = 0;                                                                                \
+        for (; c + W <= n; c += W) acc = P##_fmadd_ps(P##_loadu_ps(a + c), P##_loadu_ps(b + c), acc); \
+        if (c < n) {                                                                              \
+            const M in = lanes##W(n - c);                                                         \
+            acc = P##_fmadd_ps(load_z##W(in, a + c), load_z##W(in, b + c), acc);                  \
+        }                                                                                         \
+        return sum##W(acc);                                                                       \
     }
-    for (; c < nk; c += 16) {
-        const __mmask16 in = lanes16(n - c);
-        const __m512 e = _mm512_maskz_mov_ps(in, pelab_vexp16_prob(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, x + c), mv)));
-        _mm512_mask_storeu_ps(x + c, lanes16(nk - c), e);
-        sum = _mm512_add_ps(sum, e);
-    }
-    return _mm512_reduce_add_ps(sum);
-}
 
-/* The backward's row: p[c] = e^(p[c] − lse) · keep[c] and ds[c] = e^(p[c] − lse) · (keep[c] · ds[c] − D)
- * for c < n (keep NULL: 1), both 0 for n ≤ c < nk. */
-PELAB_TARGET_AVX512 static inline void grad_row_avx512(float *p, float *ds, const float *keep, int n, int nk,
-                                                       float lse, float D) {
-    const __m512 lv = _mm512_set1_ps(lse), dv = _mm512_set1_ps(D), one = _mm512_set1_ps(1);
-    for (int c = 0; c < nk; c += 16) {
-        const __mmask16 in = lanes16(n - c);
-        const __m512 e = _mm512_maskz_mov_ps(in, pelab_vexp16_prob(_mm512_sub_ps(_mm512_maskz_loadu_ps(in, p + c), lv)));
-        const __m512 k = keep ? _mm512_mask_loadu_ps(one, in, keep + c) : one;
-        const __m512 g = _mm512_sub_ps(_mm512_mul_ps(k, _mm512_maskz_loadu_ps(in, ds + c)), dv);
-        _mm512_mask_storeu_ps(p + c, lanes16(nk - c), _mm512_mul_ps(e, k));
-        _mm512_mask_storeu_ps(ds + c, lanes16(nk - c), _mm512_maskz_mul_ps(in, e, g));
-    }
-}
-
-PELAB_TARGET_AVX2 static inline float lanes8_max(__m256 v) {
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
-}
-
-PELAB_TARGET_AVX2 static inline float lanes8_sum(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
-}
-
-PELAB_TARGET_AVX2 static inline float row_max_avx2(const float *x, int n, float m) {
-    __m256 v = _mm256_set1_ps(m);
-    int c = 0;
-    for (; c + 8 <= n; c += 8) v = _mm256_max_ps(_mm256_loadu_ps(x + c), v);
-    if (c < n) { /* lanes past n read as v itself */
-        const __m256i in = lanes8(n - c);
-        v = _mm256_max_ps(_mm256_blendv_ps(v, _mm256_maskload_ps(x + c, in), _mm256_castsi256_ps(in)), v);
-    }
-    return lanes8_max(v);
-}
-
-PELAB_TARGET_AVX2 static inline float exp_row_avx2(float *x, int n, int nk, float m) {
-    const __m256 mv = _mm256_set1_ps(m);
-    __m256 sum = _mm256_setzero_ps();
-    int c = 0;
-    for (; c + 8 <= n; c += 8) {
-        const __m256 e = pelab_vexp8_prob(_mm256_sub_ps(_mm256_loadu_ps(x + c), mv));
-        _mm256_storeu_ps(x + c, e);
-        sum = _mm256_add_ps(sum, e);
-    }
-    for (; c < nk; c += 8) {
-        const __m256i in = lanes8(n - c);
-        const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(in),
-                                       pelab_vexp8_prob(_mm256_sub_ps(_mm256_maskload_ps(x + c, in), mv)));
-        _mm256_maskstore_ps(x + c, lanes8(nk - c), e);
-        sum = _mm256_add_ps(sum, e);
-    }
-    return lanes8_sum(sum);
-}
-
-PELAB_TARGET_AVX2 static inline void grad_row_avx2(float *p, float *ds, const float *keep, int n, int nk,
-                                                   float lse, float D) {
-    const __m256 lv = _mm256_set1_ps(lse), dv = _mm256_set1_ps(D), one = _mm256_set1_ps(1);
-    for (int c = 0; c < nk; c += 8) {
-        const __m256i in = lanes8(n - c), out = lanes8(nk - c);
-        const __m256 inf = _mm256_castsi256_ps(in);
-        const __m256 e = _mm256_and_ps(inf, pelab_vexp8_prob(_mm256_sub_ps(_mm256_maskload_ps(p + c, in), lv)));
-        const __m256 k = keep ? _mm256_blendv_ps(one, _mm256_maskload_ps(keep + c, in), inf) : one;
-        const __m256 g = _mm256_sub_ps(_mm256_mul_ps(k, _mm256_maskload_ps(ds + c, in)), dv);
-        _mm256_maskstore_ps(p + c, out, _mm256_mul_ps(e, k));
-        _mm256_maskstore_ps(ds + c, out, _mm256_and_ps(inf, _mm256_mul_ps(e, g)));
-    }
-}
-
-/* Σ a[c]·b[c], c < n: lanes summed as a tree at the end (an `omp simd` reduction's lanes are summed
- * one after another, a chain of dependent additions longer than a short row's products). */
-PELAB_TARGET_AVX512 static inline float dot_avx512(const float *a, const float *b, int n) {
-    __m512 acc = _mm512_setzero_ps();
-    for (int c = 0; c < n; c += 16) {
-        const __mmask16 in = lanes16(n - c);
-        acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(in, a + c), _mm512_maskz_loadu_ps(in, b + c), acc);
-    }
-    return _mm512_reduce_add_ps(acc);
-}
-
-PELAB_TARGET_AVX2 static inline float dot_avx2(const float *a, const float *b, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    for (int c = 0; c < n; c += 8) {
-        const __m256i in = lanes8(n - c);
-        acc = _mm256_fmadd_ps(_mm256_maskload_ps(a + c, in), _mm256_maskload_ps(b + c, in), acc);
-    }
-    return lanes8_sum(acc);
-}
+ROW_KERNELS(16, _mm512, __m512, __mmask16, PELAB_TARGET_AVX512)
+ROW_KERNELS(8, _mm256, __m256, __m256i, PELAB_TARGET_AVX2)
 #endif
 
 /* max(m, x[0..n)). Plain loops: sixteen running maxima, so the loop vectorises as an elementwise
@@ -588,8 +560,8 @@ PELAB_TARGET_AVX2 static inline float dot_avx2(const float *a, const float *b, i
 static PELAB_ALWAYS_INLINE pelab_real row_max(enum pelab_simd_level level, const pelab_real *restrict x, int n,
                                               pelab_real m) {
 #ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) return row_max_avx512(x, n, m);
-    if (level == PELAB_SIMD_AVX2) return row_max_avx2(x, n, m);
+    if (level == PELAB_SIMD_AVX512) return row_max16(x, n, m);
+    if (level == PELAB_SIMD_AVX2) return row_max8(x, n, m);
 #endif
     enum { L = 16 };
     pelab_real part[L];
@@ -606,8 +578,8 @@ static PELAB_ALWAYS_INLINE pelab_real row_max(enum pelab_simd_level level, const
 /* Σ a[c]·b[c], c < n */
 static PELAB_ALWAYS_INLINE pelab_real dot(enum pelab_simd_level level, const pelab_real *a, const pelab_real *b, int n) {
 #ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) return dot_avx512(a, b, n);
-    if (level == PELAB_SIMD_AVX2) return dot_avx2(a, b, n);
+    if (level == PELAB_SIMD_AVX512) return dot16(a, b, n);
+    if (level == PELAB_SIMD_AVX2) return dot8(a, b, n);
 #endif
     return pelab_vdot(a, b, n);
 }
@@ -616,8 +588,8 @@ static PELAB_ALWAYS_INLINE pelab_real dot(enum pelab_simd_level level, const pel
 static PELAB_ALWAYS_INLINE pelab_real exp_row(enum pelab_simd_level level, pelab_real *restrict x, int n, int nk,
                                               pelab_real m) {
 #ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) return exp_row_avx512(x, n, nk, m);
-    if (level == PELAB_SIMD_AVX2) return exp_row_avx2(x, n, nk, m);
+    if (level == PELAB_SIMD_AVX512) return exp_row16(x, n, nk, m);
+    if (level == PELAB_SIMD_AVX2) return exp_row8(x, n, nk, m);
 #endif
     /* the exponentials apart from the sum: that loop vectorises in the float build without a
      * pragma, which the double build's libm exp could not honour */
@@ -637,11 +609,11 @@ static PELAB_ALWAYS_INLINE void grad_row(enum pelab_simd_level level, pelab_real
                                          pelab_real D) {
 #ifdef PELAB_VEXP_VECTORS
     if (level == PELAB_SIMD_AVX512) {
-        grad_row_avx512(p, ds, keep, n, nk, lse, D);
+        grad_row16(p, ds, keep, n, nk, lse, D);
         return;
     }
     if (level == PELAB_SIMD_AVX2) {
-        grad_row_avx2(p, ds, keep, n, nk, lse, D);
+        grad_row8(p, ds, keep, n, nk, lse, D);
         return;
     }
 #endif

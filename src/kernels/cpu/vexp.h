@@ -20,19 +20,25 @@
 #define PELAB_VEXP_VECTORS 1
 #include <immintrin.h>
 
+/* pelab_vexp_unmasked's reduction and polynomial on a vector (intrinsics of prefix P on vectors V):
+ * declares t (x·log2 e + 1.5·2^23, n in its low bits), n and p, with e^x = 2^n·p. */
+#define PELAB_VEXP_POLYNOMIAL(P, V, x)                                                            \
+    const V shift = P##_set1_ps(12582912.0f);                                                     \
+    const V t = P##_add_ps(P##_mul_ps(x, P##_set1_ps(1.44269504088896341f)), shift);            \
+    const V n = P##_sub_ps(t, shift);                                                             \
+    V r = P##_fmadd_ps(n, P##_set1_ps(-0.693359375f), x);                                        \
+    r = P##_fmadd_ps(n, P##_set1_ps(2.12194440e-4f), r);                                         \
+    V p = P##_set1_ps(1.9875691500e-4f);                                                          \
+    p = P##_fmadd_ps(p, r, P##_set1_ps(1.3981999507e-3f));                                       \
+    p = P##_fmadd_ps(p, r, P##_set1_ps(8.3334519073e-3f));                                       \
+    p = P##_fmadd_ps(p, r, P##_set1_ps(4.1665795894e-2f));                                       \
+    p = P##_fmadd_ps(p, r, P##_set1_ps(1.6666665459e-1f));                                       \
+    p = P##_fmadd_ps(p, r, P##_set1_ps(5.0000001201e-1f));                                       \
+    p = P##_add_ps(P##_fmadd_ps(p, P##_mul_ps(r, r), r), P##_set1_ps(1.0f))
+
 PELAB_TARGET_AVX512 static inline __m512 pelab_vexp16_unmasked(__m512 x) {
-    const __m512 shift = _mm512_set1_ps(12582912.0f);
-    const __m512 t = _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), shift);
-    const __m512 n = _mm512_sub_ps(t, shift);
-    __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    PELAB_VEXP_POLYNOMIAL(_mm512, __m512, x);
+    (void)t;
     return _mm512_scalef_ps(p, n);
 }
 
@@ -43,18 +49,8 @@ PELAB_TARGET_AVX512 static inline __m512 pelab_vexp16_prob(__m512 x) {
 }
 
 PELAB_TARGET_AVX2 static inline __m256 pelab_vexp8_unmasked(__m256 x) {
-    const __m256 shift = _mm256_set1_ps(12582912.0f);
-    const __m256 t = _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), shift);
-    const __m256 n = _mm256_sub_ps(t, shift);
-    __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    PELAB_VEXP_POLYNOMIAL(_mm256, __m256, x);
+    (void)n;
     /* 2^n: (n + 127) << 23 from t's bits, in 32-bit integer lanes (wrapping, as the scalar one) */
     const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(127 - 0x4B400000)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
