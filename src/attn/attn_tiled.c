@@ -47,6 +47,12 @@
  * AVX2 and AVX-512; the rows' maxima, exponentials (kernels/cpu/vexp.h) and sums and the tiles'
  * transposes are written out for those two levels, as the compiler did not vectorise them well
  * (short rows, masked ends, sums of a vector's lanes as a tree).
+ *
+ * Files. This one holds the walk: the per-thread scratch, the scores and the sites' blocks, the
+ * online softmax over key tiles, the backward's tiles and the threads. What it inlines at each
+ * level: tile_gemm.h (the products on tiles), tile_transpose.h (K_J and V_J transposed),
+ * tile_rows.h (a row's maximum, exponentials and sums, the backward's P and dS) and tile_lanes.h
+ * (the masked loads, stores and lane sums those two write out for AVX-512 and AVX2).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -54,9 +60,11 @@
 #include "attn/attention.h"
 #include "attn/sites.h"
 #include "attn/tile_bf16.h"
+#include "attn/tile_gemm.h"
+#include "attn/tile_rows.h"
+#include "attn/tile_transpose.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
-#include "kernels/cpu/vexp.h"
 #include "kernels/cpu/vmath.h"
 #include "nn/layers.h"
 #include "pelab/precision.h"
@@ -82,247 +90,24 @@ static int max_threads(void) {
 }
 
 static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_ATTN_TILE; }
-static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Query tile i0's key tiles: those starting before key_stop (causal: up to the diagonal one). */
 static int key_stop(const struct pelab_attn_call *s, int i0) { return s->bidirectional ? s->T : i0 + 1; }
 /* Keys in key tile j0 for query tile i0 of nq rows (causal: the diagonal tile ends with its last
  * query). */
 static int key_count(const struct pelab_attn_call *s, int i0, int nq, int j0) {
-    if (s->bidirectional) return min_int(tile_of(s), s->T - j0);
+    if (s->bidirectional) return tile_min(tile_of(s), s->T - j0);
     return j0 < i0 ? tile_of(s) : nq;
 }
 /* Visible keys of query t in key tile j0 of nk keys: a prefix of it. */
 static int visible(const struct pelab_attn_call *s, int t, int j0, int nk) {
-    return s->bidirectional ? nk : min_int(nk, t - j0 + 1);
+    return s->bidirectional ? nk : tile_min(nk, t - j0 + 1);
 }
 /* (B,T,n) positions: token t of sequence b. */
 static const int32_t *pos_at(const struct pelab_attn_call *s, int b, int t) {
     return s->pos + ((long)b * s->T + t) * s->pe->pos_dims;
 }
 
-/* --- small dense products on tiles ------------------------------------------------------------- */
-
-/* C (m, n) += alpha · op(A) (m, kd) · B (kd, n); C's and B's rows ldc and ldb apart. op(A) is A
- * (m, kd) with rows lda apart, or, a_trans, the transpose of A (kd, m) with rows lda apart, read in
- * place (a transposed copy of a 64-wide tile cost more than the product it fed).
- * Blocks of GEMM_MR rows × GEMM_NR columns of C are summed in a local array over all of kd and
- * added once: with constant bounds the compiler keeps the block in vector registers (8 rows of
- * 64 bytes: 8 AVX-512 or 16 AVX2 registers), and each row of B loaded serves 8 rows of C.
- * Measured on Zen 4, one thread, T 1024, d 64: 8 × 64 bytes ≈ 85 GFLOP/s forward, 4 × 64 bytes
- * 80, 4 × 128 bytes 63, 2 × 64 bytes 51.
- * b_wide: B's rows may be read to n rounded up to GEMM_NR (a padded buffer, wide_of), so the last
- * columns are a block too, of which only the first n are stored; otherwise they, and the rows past
- * the last whole block, take the plain loop. */
-enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
-
-/* n rounded up to whole column blocks: the row stride of a buffer tile_gemm may read wide. */
-static int wide_of(int n) { return (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR; }
-
-/* What a product on a diagonal tile (query i0 = key j0, so local row r and local key r are the
- * same position) may leave out, the causal mask being known:
- *   TILE_FULL        nothing (tiles below the diagonal);
- *   TILE_OUT_CAUSAL  C(r, j) is read only for j ≤ r: blocks wholly above the diagonal are skipped;
- *   TILE_IN_LOWER    op(A)(r, x) = 0 for x > r: row r sums over x ≤ r;
- *   TILE_IN_UPPER    op(A)(r, x) = 0 for x < r: row r sums over x ≥ r.
- * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
-enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
-
-/* a·b + c: fused (one rounding) where the level has FMA instructions; at the portable level, which
- * has none, a product and a sum (fma there would be a library call per element). */
-static PELAB_ALWAYS_INLINE pelab_real fma_at(enum pelab_simd_level level, pelab_real a, pelab_real b, pelab_real c) {
-#ifdef PELAB_DOUBLE
-    return level >= PELAB_SIMD_AVX2 ? fma(a, b, c) : a * b + c;
-#else
-    return level >= PELAB_SIMD_AVX2 ? fmaf(a, b, c) : a * b + c;
-#endif
-}
-
-/* op(A)(r, x) */
-static PELAB_ALWAYS_INLINE pelab_real op_a(const pelab_real *restrict A, long lda, int a_trans, int r, int x) {
-    return a_trans ? A[(long)x * lda + r] : A[(long)r * lda + x];
-}
-
-static PELAB_ALWAYS_INLINE void tile_gemm(enum pelab_simd_level level, pelab_real *restrict C, long ldc,
-                                          const pelab_real *restrict A, long lda, int a_trans,
-                                          const pelab_real *restrict B, long ldb, int b_wide, int m, int n,
-                                          int kd, pelab_real alpha, enum tile_mask mask) {
-    const int m_full = m - m % GEMM_MR;
-    const int n_blocks = b_wide ? wide_of(n) : n - n % GEMM_NR; /* columns the blocks cover */
-    for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
-        const int x0 = mask == TILE_IN_UPPER ? min_int(r0, kd) : 0;
-        const int x1 = mask == TILE_IN_LOWER ? min_int(r0 + GEMM_MR, kd) : kd;
-        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r0 + GEMM_MR, n_blocks) : n_blocks;
-        for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
-            pelab_real acc[GEMM_MR][GEMM_NR] = {{0}};
-            for (int x = x0; x < x1; x++) {
-                const pelab_real *restrict b = B + x * ldb + j0;
-                for (int i = 0; i < GEMM_MR; i++) {
-                    const pelab_real a = op_a(A, lda, a_trans, r0 + i, x);
-#pragma omp simd
-                    for (int j = 0; j < GEMM_NR; j++) acc[i][j] = fma_at(level, a, b[j], acc[i][j]);
-                }
-            }
-            const int w = min_int(GEMM_NR, n - j0);
-            for (int i = 0; i < GEMM_MR; i++)
-#pragma omp simd
-                for (int j = 0; j < w; j++) C[(r0 + i) * ldc + j0 + j] = fma_at(level, alpha, acc[i][j], C[(r0 + i) * ldc + j0 + j]);
-        }
-    }
-    /* rows past m_full, one at a time: each column block's row sums in one vector register */
-    for (int r = m_full; r < m; r++) {
-        const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
-        const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
-        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r + 1, n_blocks) : n_blocks;
-        for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
-            pelab_real acc[GEMM_NR] = {0};
-            for (int x = x0; x < x1; x++) {
-                const pelab_real a = op_a(A, lda, a_trans, r, x), *restrict b = B + x * ldb + j0;
-#pragma omp simd
-                for (int j = 0; j < GEMM_NR; j++) acc[j] = fma_at(level, a, b[j], acc[j]);
-            }
-            const int w = min_int(GEMM_NR, n - j0);
-#pragma omp simd
-            for (int j = 0; j < w; j++) C[r * ldc + j0 + j] = fma_at(level, alpha, acc[j], C[r * ldc + j0 + j]);
-        }
-    }
-    /* columns past the blocks (b_wide: none), every row */
-    for (int r = 0; r < m && n_blocks < n; r++) {
-        const int n_to = mask == TILE_OUT_CAUSAL ? min_int(n, r + 1) : n;
-        const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
-        const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
-        pelab_real *restrict c = C + r * ldc;
-        for (int x = x0; x < x1; x++) {
-            const pelab_real a = alpha * op_a(A, lda, a_trans, r, x);
-            const pelab_real *restrict b = B + x * ldb;
-#pragma omp simd
-            for (int j = n_blocks; j < n_to; j++) c[j] = fma_at(level, a, b[j], c[j]);
-        }
-    }
-}
-
-/* out (n, m) = in (m, n)^T with out's rows ldo ≥ m apart, columns m .. ldo−1 zero; in's rows ldi
- * apart. */
-static PELAB_ALWAYS_INLINE void transpose_plain(pelab_real *restrict out, long ldo, const pelab_real *restrict in,
-                                                long ldi, int m, int n) {
-    for (int j = 0; j < n; j++)
-        for (long r = m; r < ldo; r++) out[j * ldo + r] = 0;
-    for (int r = 0; r < m; r++)
-        for (int j = 0; j < n; j++) out[(long)j * ldo + r] = in[r * ldi + j];
-}
-
-#ifdef PELAB_VEXP_VECTORS
-/* Vector lanes: the first n of 16 (n ≥ 16: all; n ≤ 0: none) as an AVX-512 mask, the first n of 8
- * as AVX2's all-ones lanes. */
-static inline __mmask16 lanes16(int n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
-
-PELAB_TARGET_AVX2 static inline __m256i lanes8(int n) {
-    const __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n < 0 ? 0 : n > 8 ? 8 : n), index);
-}
-
-/* What the kernels written once for both levels (the transposes, the rows') need of a level beyond
- * the intrinsics they share but for the prefix (_mm512_add_ps, _mm256_add_ps, ...), for W = 16
- * (AVX-512) and W = 8 (AVX2):
- *   load_z<W>(in, p)        p's lanes in `in` (lanes<W>), zeros elsewhere
- *   load_or<W>(in, p, v)    p's lanes in `in`, v's elsewhere
- *   store_m<W>(in, p, v)    v's lanes in `in` to p, nothing else written
- *   zero_out<W>(in, v)      v's lanes in `in`, zeros elsewhere
- *   sum<W>(v), max<W>(v)    v's lanes summed (maximum) as a tree */
-PELAB_TARGET_AVX512 static inline __m512 load_z16(__mmask16 in, const float *p) { return _mm512_maskz_loadu_ps(in, p); }
-PELAB_TARGET_AVX512 static inline __m512 load_or16(__mmask16 in, const float *p, __m512 v) {
-    return _mm512_mask_loadu_ps(v, in, p);
-}
-PELAB_TARGET_AVX512 static inline void store_m16(__mmask16 in, float *p, __m512 v) { _mm512_mask_storeu_ps(p, in, v); }
-PELAB_TARGET_AVX512 static inline __m512 zero_out16(__mmask16 in, __m512 v) { return _mm512_maskz_mov_ps(in, v); }
-PELAB_TARGET_AVX512 static inline float sum16(__m512 v) { return _mm512_reduce_add_ps(v); }
-PELAB_TARGET_AVX512 static inline float max16(__m512 v) { return _mm512_reduce_max_ps(v); }
-
-PELAB_TARGET_AVX2 static inline __m256 load_z8(__m256i in, const float *p) { return _mm256_maskload_ps(p, in); }
-PELAB_TARGET_AVX2 static inline __m256 load_or8(__m256i in, const float *p, __m256 v) {
-    return _mm256_blendv_ps(v, _mm256_maskload_ps(p, in), _mm256_castsi256_ps(in));
-}
-PELAB_TARGET_AVX2 static inline void store_m8(__m256i in, float *p, __m256 v) { _mm256_maskstore_ps(p, in, v); }
-PELAB_TARGET_AVX2 static inline __m256 zero_out8(__m256i in, __m256 v) { return _mm256_and_ps(_mm256_castsi256_ps(in), v); }
-PELAB_TARGET_AVX2 static inline float sum8(__m256 v) {
-    __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_add_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
-}
-PELAB_TARGET_AVX2 static inline float max8(__m256 v) {
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
-}
-
-/* A block's last round of the transpose below: a[4g + k] holds column k + 4q of rows 4g .. 4g+3 in
- * its 128-bit quarter (AVX2: half) q; t[c] is column c. */
-PELAB_TARGET_AVX512 static inline void across16(const __m512 *a, __m512 *t) {
-    for (int k = 0; k < 4; k++) {
-        const __m512 v0 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0x88), v1 = _mm512_shuffle_f32x4(a[k], a[4 + k], 0xDD);
-        const __m512 v2 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0x88), v3 = _mm512_shuffle_f32x4(a[8 + k], a[12 + k], 0xDD);
-        t[k] = _mm512_shuffle_f32x4(v0, v2, 0x88);
-        t[k + 8] = _mm512_shuffle_f32x4(v0, v2, 0xDD);
-        t[k + 4] = _mm512_shuffle_f32x4(v1, v3, 0x88);
-        t[k + 12] = _mm512_shuffle_f32x4(v1, v3, 0xDD);
-    }
-}
-PELAB_TARGET_AVX2 static inline void across8(const __m256 *a, __m256 *t) {
-    for (int k = 0; k < 4; k++) {
-        t[k] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x20);
-        t[k + 4] = _mm256_permute2f128_ps(a[k], a[4 + k], 0x31);
-    }
-}
-
-/* transpose<W>: the transpose by blocks of W × W in registers, for ldo = m rounded up to W: rows
- * past m are read as zeros, so the block writes out's padding too. A block is three rounds of
- * shuffles: pairs of rows interleaved, then fours, then across the 128-bit lanes (across<W>). */
-#define TRANSPOSE_KERNEL(W, P, V, M, TARGET)                                                      \
-    TARGET static inline void transpose##W(float *restrict out, long ldo, const float *restrict in, \
-                                           long ldi, int m, int n) {                              \
-        for (int r0 = 0; r0 < m; r0 += W)                                                         \
-            for (int c0 = 0; c0 < n; c0 += W) {                                                   \
-                const M cols = lanes##W(n - c0);                                                  \
-                V a[W], t[W];                                                                     \
-                for (int i = 0; i < W; i++)                                                       \
-                    a[i] = r0 + i < m ? load_z##W(cols, in + (long)(r0 + i) * ldi + c0) : P##_setzero_ps(); \
-                for (int i = 0; i < W; i += 2) {                                                  \
-                    t[i] = P##_unpacklo_ps(a[i], a[i + 1]);                                       \
-                    t[i + 1] = P##_unpackhi_ps(a[i], a[i + 1]);                                   \
-                }                                                                                 \
-                for (int i = 0; i < W; i += 4) {                                                  \
-                    a[i] = P##_shuffle_ps(t[i], t[i + 2], 0x44);                                  \
-                    a[i + 1] = P##_shuffle_ps(t[i], t[i + 2], 0xEE);                              \
-                    a[i + 2] = P##_shuffle_ps(t[i + 1], t[i + 3], 0x44);                          \
-                    a[i + 3] = P##_shuffle_ps(t[i + 1], t[i + 3], 0xEE);                          \
-                }                                                                                 \
-                across##W(a, t);                                                                  \
-                for (int c = 0; c < W && c0 + c < n; c++) P##_storeu_ps(out + (long)(c0 + c) * ldo + r0, t[c]); \
-            }                                                                                     \
-    }
-
-TRANSPOSE_KERNEL(16, _mm512, __m512, __mmask16, PELAB_TARGET_AVX512)
-TRANSPOSE_KERNEL(8, _mm256, __m256, __m256i, PELAB_TARGET_AVX2)
-#endif
-
-/* out (n, m) = in (m, n)^T with out's rows ldo = wide_of(m) apart, columns m .. ldo−1 zero; in's
- * rows ldi apart. */
-static PELAB_ALWAYS_INLINE void tile_transpose(enum pelab_simd_level level, pelab_real *restrict out, long ldo,
-                                               const pelab_real *restrict in, long ldi, int m, int n) {
-#ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) {
-        transpose16(out, ldo, in, ldi, m, n);
-        return;
-    }
-    if (level == PELAB_SIMD_AVX2) {
-        transpose8(out, ldo, in, ldi, m, n);
-        return;
-    }
-#endif
-    transpose_plain(out, ldo, in, ldi, m, n);
-}
 /* --- per-thread scratch -------------------------------------------------------------------------- */
 
 struct work {
@@ -483,156 +268,6 @@ static PELAB_ALWAYS_INLINE struct pelab_site_block tile_block(const struct work 
 
 /* --- forward ------------------------------------------------------------------------------------- */
 
-/* --- a row's softmax: written out for AVX-512 and AVX2 (vexp.h), plain loops elsewhere ---------- */
-
-#ifdef PELAB_VEXP_VECTORS
-/* The rows' kernels of a level: W lanes, intrinsics of prefix P on vectors V with masks M, for
- * functions of target TARGET. Whole vectors while they fit, then masked ones (AVX2's masked stores
- * are slow on some CPUs: only at a row's end).
- *   row_max<W>(x, n, m)     max(m, x[0..n)); NaNs in x ignored, as the plain loop
- *   exp_row<W>(x, n, nk, m) x[c] = e^(x[c] − m) (pelab_vexp_prob) for c < n, 0 for n ≤ c < nk;
- *                           returns their sum
- *   grad_row<W>(...)        the backward's row, grad_row's (below)
- *   dot<W>(a, b, n)         Σ a[c]·b[c], the lanes summed as a tree (an `omp simd` reduction's
- *                           are summed one after another, a chain longer than a short row's
- *                           products) */
-#define ROW_KERNELS(W, P, V, M, TARGET)                                                           \
-    TARGET static inline float row_max##W(const float *x, int n, float m) {                      \
-        V v = P##_set1_ps(m);                                                                     \
-        int c = 0;                                                                                \
-        for (; c + W <= n; c += W) v = P##_max_ps(P##_loadu_ps(x + c), v);                       \
-        if (c < n) v = P##_max_ps(load_or##W(lanes##W(n - c), x + c, v), v);                      \
-        return max##W(v);                                                                         \
-    }                                                                                             \
-    TARGET static inline float exp_row##W(float *x, int n, int nk, float m) {                    \
-        const V mv = P##_set1_ps(m);                                                              \
-        V sum = P##_setzero_ps();                                                                 \
-        int c = 0;                                                                                \
-        for (; c + W <= n; c += W) {                                                              \
-            const V e = pelab_vexp##W##_prob(P##_sub_ps(P##_loadu_ps(x + c), mv));                 \
-            P##_storeu_ps(x + c, e);                                                              \
-            sum = P##_add_ps(sum, e);                                                             \
-        }                                                                                         \
-        for (; c < nk; c += W) {                                                                  \
-            const M in = lanes##W(n - c);                                                         \
-            const V e = zero_out##W(in, pelab_vexp##W##_prob(P##_sub_ps(load_z##W(in, x + c), mv))); \
-            store_m##W(lanes##W(nk - c), x + c, e);                                               \
-            sum = P##_add_ps(sum, e);                                                             \
-        }                                                                                         \
-        return sum##W(sum);                                                                       \
-    }                                                                                             \
-    TARGET static inline void grad_row##W(float *p, float *ds, const float *keep, int n, int nk,  \
-                                          float lse, float D) {                                   \
-        const V lv = P##_set1_ps(lse), dv = P##_set1_ps(D), one = P##_set1_ps(1);                 \
-        int c = 0;                                                                                \
-        for (; c + W <= n; c += W) {                                                              \
-            const V e = pelab_vexp##W##_prob(P##_sub_ps(P##_loadu_ps(p + c), lv));                 \
-            const V k = keep ? P##_loadu_ps(keep + c) : one;                                      \
-            P##_storeu_ps(p + c, P##_mul_ps(e, k));                                               \
-            P##_storeu_ps(ds + c, P##_mul_ps(e, P##_sub_ps(P##_mul_ps(k, P##_loadu_ps(ds + c)), dv))); \
-        }                                                                                         \
-        for (; c < nk; c += W) {                                                                  \
-            const M in = lanes##W(n - c), out = lanes##W(nk - c);                                 \
-            const V e = zero_out##W(in, pelab_vexp##W##_prob(P##_sub_ps(load_z##W(in, p + c), lv))); \
-            const V k = keep ? load_or##W(in, keep + c, one) : one;                               \
-            const V g = P##_sub_ps(P##_mul_ps(k, load_z##W(in, ds + c)), dv);                     \
-            store_m##W(out, p + c, P##_mul_ps(e, k));                                             \
-            store_m##W(out, ds + c, zero_out##W(in, P##_mul_ps(e, g)));                           \
-        }                                                                                         \
-    }                                                                                             \
-    TARGET static inline float dot##W(const float *a, const float *b, int n) {                   \
-        V acc = P##_setzero_ps();                                                                 \
-        int c = 0;                                                                                \
-        for (; c + W <= n; c += W) acc = P##_fmadd_ps(P##_loadu_ps(a + c), P##_loadu_ps(b + c), acc); \
-        if (c < n) {                                                                              \
-            const M in = lanes##W(n - c);                                                         \
-            acc = P##_fmadd_ps(load_z##W(in, a + c), load_z##W(in, b + c), acc);                  \
-        }                                                                                         \
-        return sum##W(acc);                                                                       \
-    }
-
-ROW_KERNELS(16, _mm512, __m512, __mmask16, PELAB_TARGET_AVX512)
-ROW_KERNELS(8, _mm256, __m256, __m256i, PELAB_TARGET_AVX2)
-#endif
-
-/* max(m, x[0..n)). Plain loops: sixteen running maxima, so the loop vectorises as an elementwise
- * maximum (compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out). */
-static PELAB_ALWAYS_INLINE pelab_real row_max(enum pelab_simd_level level, const pelab_real *restrict x, int n,
-                                              pelab_real m) {
-#ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) return row_max16(x, n, m);
-    if (level == PELAB_SIMD_AVX2) return row_max8(x, n, m);
-#endif
-    enum { L = 16 };
-    pelab_real part[L];
-    for (int i = 0; i < L; i++) part[i] = m;
-    int c = 0;
-    for (; c + L <= n; c += L)
-#pragma omp simd
-        for (int i = 0; i < L; i++) part[i] = x[c + i] > part[i] ? x[c + i] : part[i];
-    for (; c < n; c++) m = x[c] > m ? x[c] : m;
-    for (int i = 0; i < L; i++) m = part[i] > m ? part[i] : m;
-    return m;
-}
-
-/* Σ a[c]·b[c], c < n */
-static PELAB_ALWAYS_INLINE pelab_real dot(enum pelab_simd_level level, const pelab_real *a, const pelab_real *b, int n) {
-#ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) return dot16(a, b, n);
-    if (level == PELAB_SIMD_AVX2) return dot8(a, b, n);
-#endif
-    return pelab_vdot(a, b, n);
-}
-
-/* x[c] = e^(x[c] − m) for c < n (pelab_vexp_prob), 0 for n ≤ c < nk; returns their sum. */
-static PELAB_ALWAYS_INLINE pelab_real exp_row(enum pelab_simd_level level, pelab_real *restrict x, int n, int nk,
-                                              pelab_real m) {
-#ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) return exp_row16(x, n, nk, m);
-    if (level == PELAB_SIMD_AVX2) return exp_row8(x, n, nk, m);
-#endif
-    /* the exponentials apart from the sum: that loop vectorises in the float build without a
-     * pragma, which the double build's libm exp could not honour */
-    for (int c = 0; c < n; c++) x[c] = pelab_vexp_prob(x[c] - m);
-    pelab_real sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < n; c++) sum += x[c];
-    for (int c = n; c < nk; c++) x[c] = 0;
-    return sum;
-}
-
-/* The backward's row of P ⊙ keep (p: the scores in, the probabilities out) and of dS (ds: dP in):
- *   p[c] = P·keep[c],  ds[c] = P·(keep[c]·ds[c] − D),  P = e^(p[c] − lse)
- * for c < n, both 0 for n ≤ c < nk; keep NULL (no dropout) is all 1. */
-static PELAB_ALWAYS_INLINE void grad_row(enum pelab_simd_level level, pelab_real *restrict p, pelab_real *restrict ds,
-                                         const pelab_real *restrict keep, int n, int nk, pelab_real lse,
-                                         pelab_real D) {
-#ifdef PELAB_VEXP_VECTORS
-    if (level == PELAB_SIMD_AVX512) {
-        grad_row16(p, ds, keep, n, nk, lse, D);
-        return;
-    }
-    if (level == PELAB_SIMD_AVX2) {
-        grad_row8(p, ds, keep, n, nk, lse, D);
-        return;
-    }
-#endif
-    if (keep) {
-        for (int c = 0; c < n; c++) { /* vectorises in the float build, as exp_row's loop */
-            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
-            p[c] = pc * keep[c];
-            ds[c] = pc * (keep[c] * ds[c] - D);
-        }
-    } else {
-        for (int c = 0; c < n; c++) {
-            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
-            p[c] = pc;
-            ds[c] = pc * (ds[c] - D);
-        }
-    }
-    for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
-}
-
 /* The online-softmax step of a key tile's rows: S (nq, nk) their scores, row r's first visible(r)
  * causal. Updates each row's running max m and sum l, leaves S = P̃ ⊙ keep (0 past the visible
  * ones) and scales each row's accumulator (acc, rows dv wide) by α = e^(m − m'). In phases over
@@ -725,7 +360,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
                 for (int it = nt - 1; it >= 0; it--)
-                    forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
+                    forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, tile_min(tile, s->T - it * tile));
     }
     pelab_attn_scratch_free(&own);
     PELAB_PROF_STOP(PELAB_PROF_ATTN_FWD, 1.0 * B * H * s->T * (s->T + 1) * (s->dq + s->dv));
@@ -803,7 +438,7 @@ static PELAB_ALWAYS_INLINE void backward_head_body(enum pelab_simd_level level, 
     for (int t = 0; t < T; t++)
         memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
     for (int i0 = 0; i0 < T; i0 += tile) {
-        const int nq = min_int(tile, T - i0);
+        const int nq = tile_min(tile, T - i0);
         for (int r = 0; r < nq; r++) {
             const long row = ((long)b * T + i0 + r) * s->ldo + (long)h * dvw;
             w->m[r] = lse[bh * T + i0 + r];
