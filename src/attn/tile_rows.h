@@ -85,24 +85,14 @@ ROW_KERNELS(16, _mm512, __m512, __mmask16, PELAB_TARGET_AVX512)
 ROW_KERNELS(8, _mm256, __m256, __m256i, PELAB_TARGET_AVX2)
 #endif
 
-/* max(m, x[0..n)). Plain loops: sixteen running maxima, so the loop vectorises as an elementwise
- * maximum (compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out). */
+/* max(m, x[0..n)); NaNs in x ignored (pelab_vmax at the other levels). */
 static PELAB_ALWAYS_INLINE pelab_real row_max(enum pelab_simd_level level, const pelab_real *restrict x, int n,
                                               pelab_real m) {
 #ifdef PELAB_VEXP_VECTORS
     if (level == PELAB_SIMD_AVX512) return row_max16(x, n, m);
     if (level == PELAB_SIMD_AVX2) return row_max8(x, n, m);
 #endif
-    enum { L = 16 };
-    pelab_real part[L];
-    for (int i = 0; i < L; i++) part[i] = m;
-    int c = 0;
-    for (; c + L <= n; c += L)
-#pragma omp simd
-        for (int i = 0; i < L; i++) part[i] = x[c + i] > part[i] ? x[c + i] : part[i];
-    for (; c < n; c++) m = x[c] > m ? x[c] : m;
-    for (int i = 0; i < L; i++) m = part[i] > m ? part[i] : m;
-    return m;
+    return pelab_vmax(x, n, m);
 }
 
 /* Σ a[c]·b[c], c < n */

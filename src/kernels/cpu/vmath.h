@@ -142,4 +142,20 @@ static inline __attribute__((always_inline)) pelab_real pelab_vdot(const pelab_r
     return s;
 }
 
+/* max(m, x[0..n)), NaNs in x ignored: sixteen running maxima, so that the loop vectorises as an
+ * elementwise maximum (compilers will not vectorise a floating-point max-reduction unless NaNs
+ * are ruled out). Always inlined: the tiled attention calls it per row of a tile. */
+static inline __attribute__((always_inline)) pelab_real pelab_vmax(const pelab_real *x, int n, pelab_real m) {
+    enum { L = 16 };
+    pelab_real part[L];
+    for (int i = 0; i < L; i++) part[i] = m;
+    int c = 0;
+    for (; c + L <= n; c += L)
+#pragma omp simd
+        for (int i = 0; i < L; i++) part[i] = x[c + i] > part[i] ? x[c + i] : part[i];
+    for (; c < n; c++) m = x[c] > m ? x[c] : m;
+    for (int i = 0; i < L; i++) m = part[i] > m ? part[i] : m;
+    return m;
+}
+
 #endif
