@@ -145,8 +145,10 @@ CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/f32/%.o)
 LAB_OBJ := $(LAB_SRC:%.c=$(BUILD)/f32/%.o)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(BUILD)/f64/%.o)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
-# The kernels', the bf16 and the KV cache's tests also run in the float build, the one users run.
-TEST_BIN += $(BUILD)/tests/test_kernels_f32 $(BUILD)/tests/test_bf16_f32 $(BUILD)/tests/test_bf16_attn_f32 $(BUILD)/tests/test_kv_cache_f32
+# The kernels', the exponential's, the bf16 and the KV cache's tests also run in the float build, the
+# one users run.
+TEST_BIN += $(BUILD)/tests/test_kernels_f32 $(BUILD)/tests/test_vexp_f32 $(BUILD)/tests/test_bf16_f32 \
+  $(BUILD)/tests/test_bf16_attn_f32 $(BUILD)/tests/test_kv_cache_f32
 # Each fuzz target also builds as a test that replays its corpus and the crash regressions; those
 # of the lab's code (LAB_FUZZ) among the lab's tests.
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))

@@ -10,8 +10,11 @@
  * 7 × 7 grid and the class token, T 50): random patch vectors, positions (row, column) with the
  * class token at (0, 0), bidirectional attention, a label on the class token only; --pe rope and
  * pope run their 2-D forms, rope2d and pope2d. Prints one JSON line (I adds images_per_s):
- *   {"config":"A","pe":"rope","precision":"fp32","tokens_per_s":...,"step_ms":...,"steps":...,
- *    "threads":...,"gflop_per_step":...,"gflops":...}
+ *   {"config":"A","pe":"rope","precision":"fp32","tokens_per_s":...,"step_ms":...,"cpu_ms":...,
+ *    "steps":...,"threads":...,"gflop_per_step":...,"gflops":...}
+ * cpu_ms is a step's CPU time, the process's (every thread's, waiting ones too): on one thread of
+ * a machine shared with other work, the steadier measure, as it leaves out the time the process
+ * waited for a core.
  * A step's floating-point operations are counted as the model's arithmetic, not the kernels':
  *   matrix products  6·B·T·(12·N·D² + D·V)         (forward 2·, backward 4· per weight and token)
  *   attention        3·N·B·H·T·(T+1)·(dq + dv)     (the causal half of Q·Kᵀ and P·V, forward
@@ -33,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/model.h"
@@ -44,6 +48,13 @@
 #include "pelab/threads.h"
 #include "core/prof.h"
 #include "configs.h"
+
+/* The process's CPU time, seconds. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static int usage(void) {
     fprintf(stderr,
@@ -161,9 +172,9 @@ int main(int argc, char **argv) {
     const int rows = (int)(r1 - r0);
     const size_t off = (size_t)r0 * (size_t)c->T;
     if (image) pelab_model_set_inputs(&m, inputs + off * c->patch_dim);
-    double t0 = 0, loss = 0, allreduce = 0, wait = 0;
+    double t0 = 0, c0 = 0, loss = 0, allreduce = 0, wait = 0;
     for (int s = 0; s < warmup + steps; s++) {
-        if (s == warmup) t0 = pelab_clock_s(), allreduce = wait = 0, pelab_prof_reset();
+        if (s == warmup) t0 = pelab_clock_s(), c0 = cpu_s(), allreduce = wait = 0, pelab_prof_reset();
         if (random_positions && pelab_random_positions(pos + off, tokens + off, rows, c->T, 0, random_positions,
                                                        (uint64_t)s, 0) != PELAB_OK) {
             fprintf(stderr, "bench_train: %s\n", pelab_last_error());
@@ -181,7 +192,7 @@ int main(int argc, char **argv) {
         allreduce += pelab_clock_s() - tb;
         pelab_adamw_step(&opt, &m.params, 1e-3, pelab_clip_scale(pelab_grad_norm(&m.params), 1.0));
     }
-    double elapsed = pelab_clock_s() - t0;
+    const double elapsed = pelab_clock_s() - t0, cpu = cpu_s() - c0;
     pelab_dist_sum_double(&ctx.dist, &loss, 1);
     const double D = c->D, BT = (double)n, d = (double)c->D / c->heads, dq = m.pe.qk_dim;
     const double flops =
@@ -191,10 +202,11 @@ int main(int argc, char **argv) {
                     3.0 * c->layers * c->B * c->heads * c->T * (c->T + 1.0) * (dq + d);
     if (ctx.dist.rank == 0)
         printf("{\"config\":\"%s\",\"pe\":\"%s\",\"random_positions\":%d,\"precision\":\"%s\",\"tokens_per_s\":%.1f,"
-               "\"step_ms\":%.3f,\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
+               "\"step_ms\":%.3f,\"cpu_ms\":%.3f,\"steps\":%d,\"threads\":%d,\"loss\":%.4f,\"gflop_per_step\":%.2f,"
                "\"gflops\":%.1f,\"ranks\":%d,\"params\":%zu,\"wait_ms\":%.3f,"
                "\"allreduce_ms\":%.3f,\"images_per_s\":%.1f}\n",
-               c->name, pe, random_positions, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps, steps,
+               c->name, pe, random_positions, precision, (double)n * steps / elapsed, 1e3 * elapsed / steps,
+               1e3 * cpu / steps, steps,
                pelab_threads_get(), loss, flops / 1e9, flops * steps / elapsed / 1e9,
                ctx.dist.size, m.params.total, 1e3 * wait / steps, 1e3 * allreduce / steps,
                image ? (double)c->B * steps / elapsed : 0.0);

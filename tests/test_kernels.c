@@ -284,14 +284,17 @@ static void check_rope(int half) {
  * tiles it skips the blocks the causal mask empties: so it is checked in the float build too
  * (test_attn.c checks it in double, with every encoding). Three tiles, the last partial, widths
  * past one block. Forward and backward, the reference's results converted to double. */
-static void check_attention(void) {
-    const int B = 1, H = 2, T = 150, dq = 40, dv = 24, D = H * dv;
+/* The tiled kernel against the reference on one shape: B = 1, H = 2; causal, or bidirectional
+ * (every key, as the image task runs it); attention dropout p. */
+static void check_attention_shape(int T, int dq, int dv, int bidirectional, double p) {
+    const int B = 1, H = 2, D = H * dv;
     const long BT = (long)B * T, nq = BT * H * dq;
     pelab_real *q = rvec(nq, -1, 1), *k = rvec(nq, -1, 1), *qkv = rvec(BT * 3 * D, -1, 1);
     pelab_real *dout = rvec(BT * D, -1, 1), *out[2], *dq_[2], *dk_[2], *dqkv[2];
     pelab_real *lse = rvec(BT * H, 0, 0), *att = rvec(BT * H * T, 0, 0), *datt = rvec(BT * H * T, 0, 0);
     const struct pelab_attn_call s = {.ctx = test_ctx(), .B = B, .T = T, .H = H, .dq = dq, .dv = dv,
-                                       .ldv = 3 * D, .ldo = D, .scale = (pelab_real)0.3};
+                                       .ldv = 3 * D, .ldo = D, .scale = (pelab_real)0.3,
+                                       .bidirectional = bidirectional, .dropout = p, .key = 11, .site = 3};
     for (int i = 0; i < 2; i++) {
         out[i] = rvec(BT * D, 0, 0), dq_[i] = rvec(nq, 0, 0), dk_[i] = rvec(nq, 0, 0);
         dqkv[i] = calloc((size_t)BT * 3 * D, sizeof **dqkv);
@@ -303,14 +306,27 @@ static void check_attention(void) {
                                     &s) == PELAB_OK, "tiled backward");
     double *want = dvec(BT * 3 * D);
     const struct { const char *what; pelab_real *ref, *got; long n; } parts[] = {
-        {"attention out", out[0], out[1], BT * D}, {"attention dq", dq_[0], dq_[1], nq},
-        {"attention dk", dk_[0], dk_[1], nq}, {"attention dv", dqkv[0], dqkv[1], BT * 3 * D}};
-    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
-        for (long i = 0; i < parts[p].n; i++) want[i] = parts[p].ref[i];
-        compare(parts[p].what, parts[p].got, want, parts[p].n);
+        {"out", out[0], out[1], BT * D}, {"dq", dq_[0], dq_[1], nq},
+        {"dk", dk_[0], dk_[1], nq}, {"dv", dqkv[0], dqkv[1], BT * 3 * D}};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "attention %s (T %d, widths %d and %d, %s, dropout %g)", parts[i].what, T, dq,
+                 dv, bidirectional ? "bidirectional" : "causal", p);
+        for (long j = 0; j < parts[i].n; j++) want[j] = parts[i].ref[j];
+        compare(what, parts[i].got, want, parts[i].n);
     }
     for (int i = 0; i < 2; i++) free(out[i]), free(dq_[i]), free(dk_[i]), free(dqkv[i]);
     free(q), free(k), free(qkv), free(dout), free(lse), free(att), free(datt), free(want);
+}
+
+/* Widths 40 and 24 (vector remainders), heads 16 wide as the image and length-generalisation
+ * models have them (queries and keys 32 wide: PoPE's), one tile and several, partial ones. */
+static void check_attention(void) {
+    check_attention_shape(150, 40, 24, 0, 0);
+    check_attention_shape(50, 16, 16, 1, 0);
+    check_attention_shape(23, 16, 16, 0, 0);
+    check_attention_shape(130, 32, 16, 1, 0.3);
+    check_attention_shape(70, 16, 16, 0, 0.2);
 }
 
 /* --- AdamW --------------------------------------------------------------------------------------- */

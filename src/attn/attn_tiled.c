@@ -30,7 +30,7 @@
  * count, and the encodings' tile backward (FIRE's is an MLP backward per distance) runs on every
  * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
  * keep them, which is the T×T memory this kernel exists to avoid.
- * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 3) reals (wide: the tile rounded up to a
+ * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 5) reals (wide: the tile rounded up to a
  * vector block), plus the encoding's parameter count and its sites' carries and scratch, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
  * allocates nothing here; without one (scratch NULL) each call allocates its own.
@@ -43,13 +43,25 @@
  *
  * Vector level. The per-tile work (forward_tile, backward_head and all they call, inlined) is
  * compiled for AVX-512, AVX2 and the build's baseline (kernels/cpu/simd.h); each call picks the
- * level the CPU runs, outside the parallel region.
+ * level the CPU runs, outside the parallel region. The products' sums are fused multiply-adds at
+ * AVX2 and AVX-512; the rows' maxima, exponentials (kernels/cpu/vexp.h) and sums and the tiles'
+ * transposes are written out for those two levels, as the compiler did not vectorise them well
+ * (short rows, masked ends, sums of a vector's lanes as a tree).
+ *
+ * Files. This one holds the walk: the per-thread scratch, the scores and the sites' blocks, the
+ * online softmax over key tiles, the backward's tiles and the threads. What it inlines at each
+ * level: tile_gemm.h (the products on tiles), tile_transpose.h (K_J and V_J transposed),
+ * tile_rows.h (a row's maximum, exponentials and sums, the backward's P and dS) and tile_lanes.h
+ * (the masked loads, stores and lane sums those two write out for AVX-512 and AVX2).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attn/attention.h"
 #include "attn/sites.h"
+#include "attn/tile_gemm.h"
+#include "attn/tile_rows.h"
+#include "attn/tile_transpose.h"
 #include "kernels/cpu/tile_bf16.h"
 #include "core/prof.h"
 #include "kernels/cpu/simd.h"
@@ -78,124 +90,24 @@ static int max_threads(void) {
 }
 
 static int tile_of(const struct pelab_attn_call *s) { return s->tile > 0 ? s->tile : PELAB_PE_TILE; }
-static int min_int(int a, int b) { return a < b ? a : b; }
 
 /* Query tile i0's key tiles: those starting before key_stop (causal: up to the diagonal one). */
 static int key_stop(const struct pelab_attn_call *s, int i0) { return s->bidirectional ? s->T : i0 + 1; }
 /* Keys in key tile j0 for query tile i0 of nq rows (causal: the diagonal tile ends with its last
  * query). */
 static int key_count(const struct pelab_attn_call *s, int i0, int nq, int j0) {
-    if (s->bidirectional) return min_int(tile_of(s), s->T - j0);
+    if (s->bidirectional) return tile_min(tile_of(s), s->T - j0);
     return j0 < i0 ? tile_of(s) : nq;
 }
 /* Visible keys of query t in key tile j0 of nk keys: a prefix of it. */
 static int visible(const struct pelab_attn_call *s, int t, int j0, int nk) {
-    return s->bidirectional ? nk : min_int(nk, t - j0 + 1);
+    return s->bidirectional ? nk : tile_min(nk, t - j0 + 1);
 }
 /* (B,T,n) positions: token t of sequence b. */
 static const int32_t *pos_at(const struct pelab_attn_call *s, int b, int t) {
     return s->pos + ((long)b * s->T + t) * s->pe->pos_dims;
 }
 
-/* --- small dense products on tiles ------------------------------------------------------------- */
-
-/* C (m, n) += alpha · op(A) (m, kd) · B (kd, n); C's and B's rows ldc and ldb apart. op(A) is A
- * (m, kd) with rows lda apart, or, a_trans, the transpose of A (kd, m) with rows lda apart, read in
- * place (a transposed copy of a 64-wide tile cost more than the product it fed).
- * Blocks of GEMM_MR rows × GEMM_NR columns of C are summed in a local array over all of kd and
- * added once: with constant bounds the compiler keeps the block in vector registers (8 rows of
- * 64 bytes: 8 AVX-512 or 16 AVX2 registers), and each row of B loaded serves 8 rows of C.
- * Measured on Zen 4, one thread, T 1024, d 64: 8 × 64 bytes ≈ 85 GFLOP/s forward, 4 × 64 bytes
- * 80, 4 × 128 bytes 63, 2 × 64 bytes 51.
- * b_wide: B's rows may be read to n rounded up to GEMM_NR (a padded buffer, wide_of), so the last
- * columns are a block too, of which only the first n are stored; otherwise they, and the rows past
- * the last whole block, take the plain loop. */
-enum { GEMM_MR = 8, GEMM_NR = 64 / (int)sizeof(pelab_real) };
-
-/* n rounded up to whole column blocks: the row stride of a buffer tile_gemm may read wide. */
-static int wide_of(int n) { return (n + GEMM_NR - 1) / GEMM_NR * GEMM_NR; }
-
-/* What a product on a diagonal tile (query i0 = key j0, so local row r and local key r are the
- * same position) may leave out, the causal mask being known:
- *   TILE_FULL        nothing (tiles below the diagonal);
- *   TILE_OUT_CAUSAL  C(r, j) is read only for j ≤ r: blocks wholly above the diagonal are skipped;
- *   TILE_IN_LOWER    op(A)(r, x) = 0 for x > r: row r sums over x ≤ r;
- *   TILE_IN_UPPER    op(A)(r, x) = 0 for x < r: row r sums over x ≥ r.
- * On a tile of 64 this skips about 40% of the products, and at T ≤ 64 every tile is diagonal. */
-enum tile_mask { TILE_FULL, TILE_OUT_CAUSAL, TILE_IN_LOWER, TILE_IN_UPPER };
-
-/* op(A)(r, x) */
-static PELAB_ALWAYS_INLINE pelab_real op_a(const pelab_real *restrict A, long lda, int a_trans, int r, int x) {
-    return a_trans ? A[(long)x * lda + r] : A[(long)r * lda + x];
-}
-
-static PELAB_ALWAYS_INLINE void tile_gemm(pelab_real *restrict C, long ldc, const pelab_real *restrict A,
-                                          long lda, int a_trans, const pelab_real *restrict B, long ldb,
-                                          int b_wide, int m, int n, int kd, pelab_real alpha,
-                                          enum tile_mask mask) {
-    const int m_full = m - m % GEMM_MR;
-    const int n_blocks = b_wide ? wide_of(n) : n - n % GEMM_NR; /* columns the blocks cover */
-    for (int r0 = 0; r0 < m_full; r0 += GEMM_MR) {
-        const int x0 = mask == TILE_IN_UPPER ? min_int(r0, kd) : 0;
-        const int x1 = mask == TILE_IN_LOWER ? min_int(r0 + GEMM_MR, kd) : kd;
-        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r0 + GEMM_MR, n_blocks) : n_blocks;
-        for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
-            pelab_real acc[GEMM_MR][GEMM_NR] = {{0}};
-            for (int x = x0; x < x1; x++) {
-                const pelab_real *restrict b = B + x * ldb + j0;
-                for (int i = 0; i < GEMM_MR; i++) {
-                    const pelab_real a = op_a(A, lda, a_trans, r0 + i, x);
-#pragma omp simd
-                    for (int j = 0; j < GEMM_NR; j++) acc[i][j] += a * b[j];
-                }
-            }
-            const int w = min_int(GEMM_NR, n - j0);
-            for (int i = 0; i < GEMM_MR; i++)
-#pragma omp simd
-                for (int j = 0; j < w; j++) C[(r0 + i) * ldc + j0 + j] += alpha * acc[i][j];
-        }
-    }
-    /* rows past m_full, one at a time: each column block's row sums in one vector register */
-    for (int r = m_full; r < m; r++) {
-        const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
-        const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
-        const int j1 = mask == TILE_OUT_CAUSAL ? min_int(r + 1, n_blocks) : n_blocks;
-        for (int j0 = 0; j0 < j1; j0 += GEMM_NR) {
-            pelab_real acc[GEMM_NR] = {0};
-            for (int x = x0; x < x1; x++) {
-                const pelab_real a = op_a(A, lda, a_trans, r, x), *restrict b = B + x * ldb + j0;
-#pragma omp simd
-                for (int j = 0; j < GEMM_NR; j++) acc[j] += a * b[j];
-            }
-            const int w = min_int(GEMM_NR, n - j0);
-#pragma omp simd
-            for (int j = 0; j < w; j++) C[r * ldc + j0 + j] += alpha * acc[j];
-        }
-    }
-    /* columns past the blocks (b_wide: none), every row */
-    for (int r = 0; r < m && n_blocks < n; r++) {
-        const int n_to = mask == TILE_OUT_CAUSAL ? min_int(n, r + 1) : n;
-        const int x0 = mask == TILE_IN_UPPER ? min_int(r, kd) : 0;
-        const int x1 = mask == TILE_IN_LOWER ? min_int(r + 1, kd) : kd;
-        pelab_real *restrict c = C + r * ldc;
-        for (int x = x0; x < x1; x++) {
-            const pelab_real a = alpha * op_a(A, lda, a_trans, r, x);
-            const pelab_real *restrict b = B + x * ldb;
-#pragma omp simd
-            for (int j = n_blocks; j < n_to; j++) c[j] += a * b[j];
-        }
-    }
-}
-
-/* out (n, m) = in (m, n)^T with out's rows ldo ≥ m apart, columns m .. ldo−1 zero; in's rows ldi
- * apart. */
-static PELAB_ALWAYS_INLINE void tile_transpose(pelab_real *restrict out, long ldo, const pelab_real *restrict in,
-                                               long ldi, int m, int n) {
-    for (int j = 0; j < n; j++)
-        for (long r = m; r < ldo; r++) out[j * ldo + r] = 0;
-    for (int r = 0; r < m; r++)
-        for (int j = 0; j < n; j++) out[(long)j * ldo + r] = in[r * ldi + j];
-}
 /* --- per-thread scratch -------------------------------------------------------------------------- */
 
 struct work {
@@ -206,6 +118,7 @@ struct work {
     pelab_real *acc;  /* (tile, dv) forward: unnormalised output rows */
     pelab_real *m, *l;/* (tile,) forward: running max and sum; backward: lse and D of the rows */
     pelab_real *keep; /* (tile,) one row's dropout keep-scales */
+    pelab_real *mx, *alpha; /* (tile,) forward: each row's new maximum and its accumulator's factor */
     uint16_t *pack;   /* bf16 products: their packed operands (tile_bf16.h) */
     int bf16;         /* the products in bf16 (the call's context's --precision) */
     struct pelab_attn_site_work sites; /* the sites' carries and scratch */
@@ -222,7 +135,7 @@ static long pack_reals(int tile, int dq, int dv) {
 }
 
 static long work_reals(int tile, int dq, int dv) {
-    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 3) + pack_reals(tile, dq, dv);
+    return 2L * tile * tile + (long)wide_of(tile) * (dq + dv) + (long)tile * (dv + 5) + pack_reals(tile, dq, dv);
 }
 
 /* Lays w out over buf (work_reals of it). */
@@ -236,7 +149,9 @@ static void work_carve(struct work *w, pelab_real *buf, int tile, int dq, int dv
     w->m = w->acc + (long)tile * dv;
     w->l = w->m + tile;
     w->keep = w->l + tile;
-    w->pack = (uint16_t *)(w->keep + tile);
+    w->mx = w->keep + tile;
+    w->alpha = w->mx + tile;
+    w->pack = (uint16_t *)(w->alpha + tile);
 }
 
 /* --- the caller's scratch: per thread, the encoding's bias-gradient array when it has one, the
@@ -313,22 +228,21 @@ static int call_bf16(const struct pelab_attn_call *s) {
 /* The bias-gradient array of a thread's block (bias_count reals). */
 static pelab_real *bias_grad_of(unsigned char *block) { return (pelab_real *)block; }
 
-/* keep (n,) = dropout keep-scales of probabilities (b, h, t, j0 .. j0+n−1) (all 1 without
- * dropout). */
-static PELAB_ALWAYS_INLINE void keep_row(pelab_real *keep, int n, const struct pelab_attn_call *s,
-                                         int b, int h, int t, int j0) {
-    if (s->dropout <= 0) {
-        for (int c = 0; c < n; c++) keep[c] = 1;
-        return;
-    }
+/* keep (n,) = dropout keep-scales of probabilities (b, h, t, j0 .. j0+n−1), returned; NULL without
+ * dropout (every scale 1). */
+static PELAB_ALWAYS_INLINE const pelab_real *keep_row(pelab_real *keep, int n, const struct pelab_attn_call *s,
+                                                      int b, int h, int t, int j0) {
+    if (s->dropout <= 0) return NULL;
     const uint64_t idx = pelab_attn_drop_index(s, b, h, t, j0);
     for (int c = 0; c < n; c++) keep[c] = pelab_dropout_scale(s->dropout, s->key, s->site, idx + (uint64_t)c);
+    return keep;
 }
 
 /* w->S (nq, nk) = bias(I, J) + scale · Q_I K_J^T for query rows i0.. and key rows j0.. of (b, h);
  * leaves K_J^T in w->kt. Every entry is formed; callers read only the causal ones. */
-static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, const pelab_real *k,
-                   const struct pelab_attn_call *s, int b, int h, int i0, int nq, int j0, int nk) {
+static PELAB_ALWAYS_INLINE void scores(enum pelab_simd_level level, struct work *w, const pelab_real *q,
+                                       const pelab_real *k, const struct pelab_attn_call *s, int b, int h,
+                                       int i0, int nq, int j0, int nk) {
     const long bh = (long)b * s->H + h;
     const int dq = s->dq;
     if (has_bias(s)) {
@@ -340,8 +254,8 @@ static PELAB_ALWAYS_INLINE void scores(struct work *w, const pelab_real *q, cons
     if (w->bf16) { /* K_J^T read while packing */
         pelab_tile_gemm_bf16(w->S, nk, QI, dq, 0, KJ, dq, 1, nq, nk, dq, s->scale, w->pack);
     } else {
-        tile_transpose(w->kt, wide_of(nk), KJ, dq, nk, dq);
-        tile_gemm(w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
+        tile_transpose(level, w->kt, wide_of(nk), KJ, dq, nk, dq);
+        tile_gemm(level, w->S, nk, QI, dq, 0, w->kt, wide_of(nk), 1, nq, nk, dq, s->scale,
                   i0 == j0 && !s->bidirectional ? TILE_OUT_CAUSAL : TILE_FULL);
     }
 }
@@ -356,48 +270,39 @@ static PELAB_ALWAYS_INLINE struct pelab_site_block tile_block(const struct work 
 
 /* --- forward ------------------------------------------------------------------------------------- */
 
-/* max(m, x[0..n)). Sixteen running maxima, so the loop vectorises as an elementwise maximum:
- * compilers will not vectorise a floating-point max-reduction unless NaNs are ruled out. */
-static PELAB_ALWAYS_INLINE pelab_real row_max(const pelab_real *restrict x, int n, pelab_real m) {
-    enum { L = 16 };
-    pelab_real part[L];
-    for (int i = 0; i < L; i++) part[i] = m;
-    int c = 0;
-    for (; c + L <= n; c += L)
-#pragma omp simd
-        for (int i = 0; i < L; i++) part[i] = x[c + i] > part[i] ? x[c + i] : part[i];
-    for (; c < n; c++) m = x[c] > m ? x[c] : m;
-    for (int i = 0; i < L; i++) m = part[i] > m ? part[i] : m;
-    return m;
-}
-
-/* One row's online-softmax step over a key tile: sc (nk,) its scores, the first n causal. Updates
- * the running max *m and sum *l, leaves sc = P̃ ⊙ keep (0 past n) and returns α, the factor the
- * row's accumulator must be scaled by. */
-static PELAB_ALWAYS_INLINE pelab_real online_step(pelab_real *restrict sc, int n, int nk, pelab_real *m,
-                                                  pelab_real *l, const pelab_real *restrict keep) {
-    const pelab_real mx = row_max(sc, n, *m);
-    /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 (not e^(−∞), which the float build's
-     * clamped exp would make a tiny positive number) */
-    const pelab_real alpha = *m == -INFINITY ? 0 : pelab_vexp(*m - mx);
-    /* the exponentials apart from the sum: that loop vectorises in the float build (vmath.h's
-     * exp) without a pragma, which the double build's libm exp could not honour */
-    for (int c = 0; c < n; c++) sc[c] = pelab_vexp_prob(sc[c] - mx);
-    pelab_real sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < n; c++) {
-        sum += sc[c];
-        sc[c] *= keep[c];
+/* The online-softmax step of a key tile's rows: S (nq, nk) their scores, row r's first visible(r)
+ * causal. Updates each row's running max m and sum l, leaves S = P̃ ⊙ keep (0 past the visible
+ * ones) and scales each row's accumulator (acc, rows dv wide) by α = e^(m − m'). In phases over
+ * the rows (maxima; the factors, as one vector loop; the exponentials), so that the rows' chains
+ * of dependent operations overlap rather than run one row at a time. */
+static PELAB_ALWAYS_INLINE void online_step(enum pelab_simd_level level, struct work *w, const struct pelab_attn_call *s,
+                                            int b, int h, int i0, int nq, int j0, int nk) {
+    pelab_real *restrict m = w->m, *restrict mx = w->mx, *restrict alpha = w->alpha;
+    for (int r = 0; r < nq; r++) mx[r] = row_max(level, w->S + (long)r * nk, visible(s, i0 + r, j0, nk), m[r]);
+    /* the first tile finds m = −∞ with ℓ = acc = 0: α = 0 */
+    for (int r = 0; r < nq; r++) {
+        const pelab_real e = pelab_vexp(m[r] - mx[r]);
+        alpha[r] = m[r] == -INFINITY ? 0 : e;
     }
-    for (int c = n; c < nk; c++) sc[c] = 0;
-    *l = alpha * *l + sum;
-    *m = mx;
-    return alpha;
+    for (int r = 0; r < nq; r++) {
+        const int n = visible(s, i0 + r, j0, nk);
+        pelab_real *restrict sc = w->S + (long)r * nk;
+        const pelab_real sum = exp_row(level, sc, n, nk, mx[r]);
+        const pelab_real *restrict keep = keep_row(w->keep, n, s, b, h, i0 + r, j0);
+        if (keep)
+            for (int c = 0; c < n; c++) sc[c] *= keep[c];
+        w->l[r] = alpha[r] * w->l[r] + sum;
+        m[r] = mx[r];
+        pelab_real *restrict a = w->acc + (long)r * s->dv;
+        if (alpha[r] != 1)
+            for (int c = 0; c < s->dv; c++) a[c] *= alpha[r];
+    }
 }
 
 /* Query tile I = rows i0 .. i0+nq−1 of (b, h): out_I and lse_I. Tiles are aligned (i0 and every
  * j0 are multiples of the tile), so the key tiles below the diagonal one are wholly causal. */
-static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *out, pelab_real *lse,
+static PELAB_ALWAYS_INLINE void forward_tile_body(enum pelab_simd_level level, struct work *w, pelab_real *out,
+                                                  pelab_real *lse,
                                                   const pelab_real *q, const pelab_real *k, const pelab_real *v,
                                                   const struct pelab_attn_call *s, int b, int h, int i0, int nq) {
     const int T = s->T, dv = s->dv, tile = tile_of(s);
@@ -409,23 +314,16 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
     for (int jt = 0; jt < ntiles; jt++) {
         const int j0 = (w->right_to_left ? ntiles - 1 - jt : jt) * tile;
         const int nk = key_count(s, i0, nq, j0);
-        scores(w, q, k, s, b, h, i0, nq, j0, nk);
+        scores(level, w, q, k, s, b, h, i0, nq, j0, nk);
         const struct pelab_site_block blk = tile_block(w, s, b, h, i0, nq, j0, nk);
         pelab_attn_sites_forward(&blk, &w->sites);
-        for (int r = 0; r < nq; r++) {
-            const int t = i0 + r, n = visible(s, t, j0, nk);
-            keep_row(w->keep, n, s, b, h, t, j0);
-            const pelab_real alpha = online_step(w->S + (long)r * nk, n, nk, &w->m[r], &w->l[r], w->keep);
-            pelab_real *restrict a = w->acc + (long)r * dv;
-            if (alpha != 1)
-                for (int c = 0; c < dv; c++) a[c] *= alpha;
-        }
+        online_step(level, w, s, b, h, i0, nq, j0, nk);
         /* acc (nq, dv) += P̃ (nq, nk) · V_J (nk, dv) */
         const pelab_real *VJ = v + ((long)b * T + j0) * s->ldv + (long)h * dv;
         if (w->bf16)
             pelab_tile_gemm_bf16(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1, w->pack);
         else
-            tile_gemm(w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1,
+            tile_gemm(level, w->acc, dv, w->S, nk, 0, VJ, s->ldv, 0, nq, dv, nk, 1,
                       j0 == i0 && !s->bidirectional ? TILE_IN_LOWER : TILE_FULL);
     }
     for (int r = 0; r < nq; r++) {
@@ -439,7 +337,7 @@ static PELAB_ALWAYS_INLINE void forward_tile_body(struct work *w, pelab_real *ou
 
 /* forward_tile_avx512, _avx2, _portable: the tile loops above compiled for each vector level
  * (simd.h); the products, maxima and exponentials are where the forward's time goes. */
-PELAB_SIMD_KERNEL(forward_tile,
+PELAB_SIMD_KERNEL_LEVEL(forward_tile,
                   (struct work *w, pelab_real *out, pelab_real *lse, const pelab_real *q, const pelab_real *k,
                    const pelab_real *v, const struct pelab_attn_call *s, int b, int h, int i0, int nq),
                   (w, out, lse, q, k, v, s, b, h, i0, nq))
@@ -464,7 +362,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++)
                 for (int it = nt - 1; it >= 0; it--)
-                    forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, min_int(tile, s->T - it * tile));
+                    forward_tile(&w, out, lse, q, k, v, s, b, h, it * tile, tile_min(tile, s->T - it * tile));
     }
     pelab_attn_scratch_free(&own);
     PELAB_PROF_STOP(PELAB_PROF_ATTN_FWD, 1.0 * B * H * s->T * (s->T + 1) * (s->dq + s->dv));
@@ -475,7 +373,8 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 
 /* Tile (I, J) of (b, h): dq_I, dk_J, dv_J += and the bias gradients (into bgrad, the thread's array), given
  * w->l = D_I and w->m = lse_I. */
-static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad, pelab_real *dq,
+static PELAB_ALWAYS_INLINE void backward_tile(enum pelab_simd_level level, struct work *w, pelab_real *bgrad,
+                                              pelab_real *dq,
                                               pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                                               const pelab_real *q, const pelab_real *k, const pelab_real *v,
                                               const struct pelab_attn_call *s, int b, int h, int i0, int nq,
@@ -488,7 +387,7 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     const pelab_real *QI = q + (bh * T + i0) * dqw, *KJ = k + (bh * T + j0) * dqw; /* (n, dq) */
     pelab_real *dQI = dq + (bh * T + i0) * dqw, *dKJ = dk + (bh * T + j0) * dqw;
 
-    scores(w, q, k, s, b, h, i0, nq, j0, nk);
+    scores(level, w, q, k, s, b, h, i0, nq, j0, nk);
     struct pelab_site_block blk = tile_block(w, s, b, h, i0, nq, j0, nk);
     pelab_attn_sites_recompute(&blk, &w->sites);
     /* dP (nq, nk) = dO_I · V_J^T */
@@ -497,22 +396,15 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
     if (w->bf16) {
         pelab_tile_gemm_bf16(w->dP, nk, dO, s->ldo, 0, VJ, s->ldv, 1, nq, nk, dvw, 1, w->pack);
     } else {
-        tile_transpose(w->vt, wide_of(nk), VJ, s->ldv, nk, dvw);
-        tile_gemm(w->dP, nk, dO, s->ldo, 0, w->vt, wide_of(nk), 1, nq, nk, dvw, 1,
+        tile_transpose(level, w->vt, wide_of(nk), VJ, s->ldv, nk, dvw);
+        tile_gemm(level, w->dP, nk, dO, s->ldo, 0, w->vt, wide_of(nk), 1, nq, nk, dvw, 1,
                   diag ? TILE_OUT_CAUSAL : TILE_FULL);
     }
     /* S → P ⊙ keep,  dP → dS = P ⊙ (keep ⊙ dP − D); both 0 on masked entries */
     for (int r = 0; r < nq; r++) {
         const int t = i0 + r, n = visible(s, t, j0, nk);
         pelab_real *restrict p = w->S + (long)r * nk, *restrict ds = w->dP + (long)r * nk;
-        const pelab_real lse = w->m[r], D = w->l[r];
-        keep_row(w->keep, n, s, b, h, t, j0);
-        for (int c = 0; c < n; c++) { /* vectorises in the float build, as in online_step */
-            const pelab_real pc = pelab_vexp_prob(p[c] - lse);
-            p[c] = pc * w->keep[c];
-            ds[c] = pc * (w->keep[c] * ds[c] - D);
-        }
-        for (int c = n; c < nk; c++) p[c] = ds[c] = 0;
+        grad_row(level, p, ds, keep_row(w->keep, n, s, b, h, t, j0), n, nk, w->m[r], w->l[r]);
     }
     blk.S = w->dP; /* dS → the gradient at the scores before the sites' terms */
     pelab_attn_sites_backward(&blk, &w->sites);
@@ -523,9 +415,9 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
         pelab_tile_gemm_bf16(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, w->pack);
         pelab_tile_gemm_bf16(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, w->pack);
     } else {
-        tile_gemm(dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
-        tile_gemm(dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
-        tile_gemm(dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(level, dVJ, s->ldv, w->S, nk, 1, dO, s->ldo, 0, nk, dvw, nq, 1, diag ? TILE_IN_UPPER : TILE_FULL);
+        tile_gemm(level, dQI, dqw, w->dP, nk, 0, KJ, dqw, 0, nq, dqw, nk, s->scale, diag ? TILE_IN_LOWER : TILE_FULL);
+        tile_gemm(level, dKJ, dqw, w->dP, nk, 1, QI, dqw, 0, nk, dqw, nq, s->scale, diag ? TILE_IN_UPPER : TILE_FULL);
     }
     if (bgrad) {
         s->pe->ops->bias_tile_backward(s->pe, s->layer, h, bgrad, w->dP, pos_at(s, b, i0), nq,
@@ -534,7 +426,8 @@ static PELAB_ALWAYS_INLINE void backward_tile(struct work *w, pelab_real *bgrad,
 }
 
 /* All of (b, h): its dq, dk, dv rows are assigned. */
-static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *bgrad, pelab_real *dq,
+static PELAB_ALWAYS_INLINE void backward_head_body(enum pelab_simd_level level, struct work *w, pelab_real *bgrad,
+                                                   pelab_real *dq,
                                                    pelab_real *dk, pelab_real *dv, const pelab_real *dout,
                                                    const pelab_real *out, const pelab_real *lse,
                                                    const pelab_real *q, const pelab_real *k, const pelab_real *v,
@@ -547,19 +440,19 @@ static PELAB_ALWAYS_INLINE void backward_head_body(struct work *w, pelab_real *b
     for (int t = 0; t < T; t++)
         memset(dv + ((long)b * T + t) * s->ldv + (long)h * dvw, 0, (size_t)dvw * sizeof *dv);
     for (int i0 = 0; i0 < T; i0 += tile) {
-        const int nq = min_int(tile, T - i0);
+        const int nq = tile_min(tile, T - i0);
         for (int r = 0; r < nq; r++) {
             const long row = ((long)b * T + i0 + r) * s->ldo + (long)h * dvw;
             w->m[r] = lse[bh * T + i0 + r];
-            w->l[r] = pelab_vdot(dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
+            w->l[r] = dot(level, dout + row, out + row, dvw); /* D = rowsum(dO ⊙ O) */
         }
         pelab_attn_sites_rows_begin(s, &w->sites, nq);
         for (int j0 = 0; j0 < key_stop(s, i0); j0 += tile)
-            backward_tile(w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
+            backward_tile(level, w, bgrad, dq, dk, dv, dout, q, k, v, s, b, h, i0, nq, j0, key_count(s, i0, nq, j0));
     }
 }
 
-PELAB_SIMD_KERNEL(backward_head,
+PELAB_SIMD_KERNEL_LEVEL(backward_head,
                   (struct work *w, pelab_real *bgrad, pelab_real *dq, pelab_real *dk, pelab_real *dv,
                    const pelab_real *dout, const pelab_real *out, const pelab_real *lse, const pelab_real *q,
                    const pelab_real *k, const pelab_real *v, const struct pelab_attn_call *s, int b, int h),

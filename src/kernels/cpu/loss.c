@@ -13,20 +13,14 @@
 #include "kernels/cpu/layers.h"
 
 /* *max and s of one row (V,), both over sixteen lanes so that every compiler vectorises them:
- * the maximum as sixteen running maxima (an elementwise maximum; a max-reduction it would not
- * vectorise unless NaNs were ruled out), the sum as sixteen partial sums of 16·16 terms each in
- * the real type, added into sixteen double sums. */
+ * the maximum as pelab_vmax's sixteen running maxima, the sum as sixteen partial sums of 16·16
+ * terms each in the real type, added into sixteen double sums. */
 static PELAB_ALWAYS_INLINE double row_sum_exp(const pelab_real *z, int V, pelab_real *max) {
     enum { L = 16, BLOCK = 16 * L };
-    pelab_real part[L], mx = z[0];
-    for (int i = 0; i < L; i++) part[i] = mx;
-    int v = 0;
-    for (; v + L <= V; v += L)
-#pragma omp simd
-        for (int i = 0; i < L; i++) part[i] = z[v + i] > part[i] ? z[v + i] : part[i];
-    for (; v < V; v++) mx = z[v] > mx ? z[v] : mx;
-    for (int i = 0; i < L; i++) mx = part[i] > mx ? part[i] : mx;
+    const pelab_real mx = pelab_vmax(z, V, z[0]);
+    pelab_real part[L];
     double acc[L] = {0}, s = 0;
+    int v;
     for (v = 0; v + BLOCK <= V; v += BLOCK) {
         for (int i = 0; i < L; i++) part[i] = 0;
         for (int b = 0; b < BLOCK; b += L)

@@ -57,6 +57,29 @@ int pelab_simd_check_env(void);
     static void (*const name##_at[PELAB_SIMD_LEVELS]) params = {name##_portable, name##_avx2,   \
                                                                  name##_avx512};
 
+/* The same, for a body whose first parameter is the level it is compiled for (a constant in each
+ * variant, so that `if (level == PELAB_SIMD_AVX512)` in an inlined body costs nothing): where a
+ * level's instructions are written out (vexp.h) or a fused multiply-add must not become a call
+ * (fmaf at the portable level, which has no FMA instruction, is a library call per element).
+ * Intrinsics go in functions of their own with the level's target attribute, called under the
+ * level's test: the compiler refuses them inlined into the body's portable variant, even where
+ * that code is never reached.
+ *
+ *   static PELAB_ALWAYS_INLINE void rows_body(enum pelab_simd_level level, float *x, long n) {...}
+ *   PELAB_SIMD_KERNEL_LEVEL(rows, (float *x, long n), (x, n))
+ */
+#define PELAB_SIMD_UNPAREN(...) __VA_ARGS__
+#define PELAB_SIMD_KERNEL_LEVEL(name, params, args)                                              \
+    PELAB_TARGET_AVX512 static void name##_avx512 params {                                      \
+        name##_body(PELAB_SIMD_AVX512, PELAB_SIMD_UNPAREN args);                                 \
+    }                                                                                            \
+    PELAB_TARGET_AVX2 static void name##_avx2 params {                                          \
+        name##_body(PELAB_SIMD_AVX2, PELAB_SIMD_UNPAREN args);                                   \
+    }                                                                                            \
+    static void name##_portable params { name##_body(PELAB_SIMD_PORTABLE, PELAB_SIMD_UNPAREN args); } \
+    static void (*const name##_at[PELAB_SIMD_LEVELS]) params = {name##_portable, name##_avx2,   \
+                                                                 name##_avx512};
+
 /* The variant of kernel `name` for the current level. Call it outside parallel regions (or read
  * the level once before one): the first call does the detection. */
 #define pelab_simd_fn(name) (name##_at[pelab_simd_level()])
