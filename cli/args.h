@@ -65,17 +65,17 @@ int pelab_args_check_only(const struct pelab_opts *opts, const struct pelab_optd
 void pelab_args_help(FILE *f, const struct pelab_group *groups, int n_groups, const char *skip);
 
 /* The library's commands (cli/cmd_<name>.c; the lab's: lab/lab.h): run returns an exit status,
- * help prints the usage. train, eval and sample run in the process's context (its MPI job;
- * --precision sets its precision); the others run in one process, on contexts of their own. */
+ * help prints the usage. Each is given the process's context: train, eval and sample compute in
+ * it (its MPI job; --precision sets its precision); data and tokenize need none. */
 int pelab_cmd_train(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_train_help(FILE *f);
 int pelab_cmd_eval(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_eval_help(FILE *f);
 int pelab_cmd_sample(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_sample_help(FILE *f);
-int pelab_cmd_data(int argc, char **argv);
+int pelab_cmd_data(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_data_help(FILE *f);
-int pelab_cmd_tokenize(int argc, char **argv);
+int pelab_cmd_tokenize(struct pelab_ctx *ctx, int argc, char **argv);
 void pelab_cmd_tokenize_help(FILE *f);
 
 #endif

@@ -173,7 +173,7 @@ static int take_names(int argc, char **argv, char **opt_argv, int *opt_argc, cha
     return PELAB_OK;
 }
 
-int pelab_cmd_data(int argc, char **argv) {
+int pelab_cmd_data(struct pelab_ctx *ctx, int argc, char **argv) {
     if (argc > 0 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
         pelab_cmd_data_help(stdout);
         return PELAB_OK;

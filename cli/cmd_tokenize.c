@@ -92,7 +92,7 @@ static int run(const struct pelab_opts *opts, const char *file) {
     return rc;
 }
 
-int pelab_cmd_tokenize(int argc, char **argv) {
+int pelab_cmd_tokenize(struct pelab_ctx *ctx, int argc, char **argv) {
     /* The one argument that is not an option (nor an option's value) is the file. */
     const char *file = NULL;
     char **opt_argv = malloc(((size_t)argc + 1) * sizeof *opt_argv);

@@ -8,15 +8,14 @@
 
 struct pelab_ctx;
 
-/* One command: `pelab NAME ...` runs it on the words after NAME and returns an exit status (0 ok,
- * 1 runtime error, 2 usage error); `pelab help NAME` prints help. train, eval and sample run in
- * the process's context (run_in: its MPI job, the precision they set); the others in one process,
- * on contexts of their own (run). One of the two is set. */
+/* One command: `pelab NAME ...` runs run(ctx, argc, argv) on the words after NAME in the
+ * process's context and returns an exit status (0 ok, 1 runtime error, 2 usage error); `pelab
+ * help NAME` prints help. train, eval and sample compute in ctx (its MPI job, the precision they
+ * set); the others run in one process and train their runs in contexts of their own. */
 struct pelab_command {
     const char *name;
     const char *summary;
-    int (*run_in)(struct pelab_ctx *ctx, int argc, char **argv);
-    int (*run)(int argc, char **argv);
+    int (*run)(struct pelab_ctx *ctx, int argc, char **argv);
     void (*help)(FILE *f);
 };
 

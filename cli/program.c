@@ -168,7 +168,7 @@ static int run(struct pelab_ctx *ctx, int argc, char **argv, const struct pelab_
     }
     pelab_clear_error();
     pelab_eval_set_progress(pelab_eval_progress_print, NULL);
-    int rc = c->run_in ? c->run_in(ctx, argc - 2, argv + 2) : c->run(argc - 2, argv + 2);
+    int rc = c->run(ctx, argc - 2, argv + 2);
     return rc ? fail(ctx, rc) : PELAB_OK;
 }
 

@@ -371,7 +371,7 @@ static int analyze_freq(const struct pelab_opts *opts, struct pelab_run *run, st
     return rc ? rc : emit(opts, v);
 }
 
-int pelab_cmd_analyze(int argc, char **argv) {
+int pelab_cmd_analyze(struct pelab_ctx *ctx, int argc, char **argv) {
     if (argc > 0 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
         pelab_cmd_analyze_help(stdout);
         return PELAB_OK;

@@ -70,7 +70,7 @@ void pelab_cmd_compare_help(FILE *f) {
     pelab_args_help(f, g, n, "pe,out");
 }
 
-int pelab_cmd_compare(int argc, char **argv) {
+int pelab_cmd_compare(struct pelab_ctx *ctx, int argc, char **argv) {
     static struct pelab_group g[PELAB_GROUPS_MAX];
     static struct pelab_opts opts;
     static struct compare_plan pl;

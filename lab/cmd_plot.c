@@ -149,7 +149,7 @@ static int plot_lines_cmd(const struct pelab_opts *o) {
     return rc;
 }
 
-int pelab_cmd_plot(int argc, char **argv) {
+int pelab_cmd_plot(struct pelab_ctx *ctx, int argc, char **argv) {
     if (argc > 0 && (strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0)) {
         pelab_cmd_plot_help(stdout);
         return PELAB_OK;
