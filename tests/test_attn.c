@@ -181,6 +181,7 @@ static void run_rows(struct result *r, struct attn_setup *a, int tiled, int b0, 
         pelab_attn_ref_backward(r->dq, r->dk, r->dv + 2 * D, datt, dout, att, q, k, v, s);
         free(att), free(datt);
     }
+    pelab_posenc_backward_end(&a->pe);
     r->grad = vec((long)a->params.total, 0, 0);
     memcpy(r->grad, a->params.grad, a->params.total * sizeof *r->grad);
 }
@@ -425,6 +426,7 @@ static int check_gradients(const struct attn_case *c) {
     pelab_params_zero_grad(&g.a.params);
     CHECK(pelab_attn_tiled_backward(dq, dk, dv + 2 * D, g.w, g.out, g.lse, g.a.qo, g.a.ko, g.a.qkv + 2 * D, s) == PELAB_OK,
           "tiled backward");
+    pelab_posenc_backward_end(&g.a.pe);
     double *grad = vec((long)g.a.params.total, 0, 0);
     memcpy(grad, g.a.params.grad, g.a.params.total * sizeof *grad);
     char label[300], what[320];

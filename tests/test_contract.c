@@ -285,7 +285,7 @@ static void check_gradients(const struct pe_case *v) {
             /* backward of the weighted sum: dqo = w (first half), dko = w (second half) */
             pelab_params_zero_grad(&m.params);
             pelab_posenc_qk_backward(pe, layer, dqkv, dqkv + D, w, w + nout, qkv, qkv + D, ld, pos, B, T);
-            if (pe->ops->backward_end) pe->ops->backward_end(pe);
+            pelab_posenc_backward_end(pe);
             /* only the q and k columns are inputs; v's are not touched */
             for (int i = 0; i < B * T; i++) {
                 char what[320];

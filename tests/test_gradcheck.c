@@ -197,12 +197,6 @@ static int pe_case_init_fits(const struct pe_case *c, int D, int H) {
     return ok;
 }
 
-/* The encoding's backward passes done: what an encoding gathers across its sites goes into its
- * parameters (SeqPE's encoder). */
-static void backward_end(struct pelab_posenc *pe) {
-    if (pe->ops->backward_end) pe->ops->backward_end(pe);
-}
-
 /* --- QK: q and k of layer 1 (inside rows `ld` apart), and the encoding's parameters ------------- */
 struct qk_ctx { struct pelab_posenc pe; struct pelab_params params; int B, T, ld; int32_t *pos;
                 double *q, *k, *wq, *wk, *qo, *ko; };
@@ -250,7 +244,7 @@ static int qk_setup(struct qk_ctx *c, const struct pe_case *v, const int *at, in
     qk_f(c);
     pelab_params_zero_grad(&c->params);
     pelab_posenc_qk_backward(&c->pe, 1, *dq, *dk, c->wq, c->wk, c->q, c->k, c->ld, c->pos, c->B, c->T);
-    backward_end(&c->pe);
+    pelab_posenc_backward_end(&c->pe);
     /* the stride's gap columns are never written by the backward: compare only real columns by
      * giving them the analytic value 0 and a function that ignores them (the numeric derivative
      * there is exactly 0) */
@@ -360,7 +354,7 @@ static void check_embed(struct pe_case *v, void *count) {
     embed_f(&c);
     pelab_params_zero_grad(&c.params);
     c.pe.ops->embed_backward(&c.pe, c.w, pos, c.B, c.T);
-    backward_end(&c.pe);
+    pelab_posenc_backward_end(&c.pe);
     double *grad = vec((long)c.params.total, 0, 0);
     memcpy(grad, c.params.grad, c.params.total * sizeof *grad);
     gradcheck_params(v->label, embed_f, &c, &c.params, grad, c.pe.param_first, c.pe.param_end);
@@ -408,7 +402,7 @@ static void bias_backward(struct bias_ctx *c) {
                 c->pe.ops->bias_tile_backward(&c->pe, l, h,
                                               pelab_posenc_table_grad(&c->pe),
                                               c->w[l][h][t], tiles[t].q, tiles[t].nq, tiles[t].k, tiles[t].nk);
-    backward_end(&c->pe);
+    pelab_posenc_backward_end(&c->pe);
 }
 /* Every parameter of a BIAS encoding, moved off its init by `scale` (move_params); the
  * encoding prepared once for a pass over the tiles' positions (negative ones, which no pass has,

@@ -204,7 +204,7 @@ static void check_sites(const char *mode, const char *proj) {
         }
         free(tq), free(tk);
     }
-    c.pe.ops->backward_end(&c.pe);
+    pelab_posenc_backward_end(&c.pe);
     char what[96];
     if (!(c.pe.sites & PELAB_SITE_EMBED)) {
         snprintf(what, sizeof what, "%s (%s) q", mode, proj);

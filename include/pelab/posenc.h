@@ -204,7 +204,10 @@ struct pelab_posenc_ops {
      * writes only `out`, and each thread passes bias_tile_backward its own `grad` (the reference
      * kernel calls it serially in (b, h) order with the table's gradients; the tiled kernel gives
      * each thread an array of pelab_posenc_grad_count reals and sums them in thread order).
-     * Neither writes anything else of the encoding's. */
+     * Neither writes anything else of the encoding's, except that bias_tile_backward may leave
+     * sums for backward_end to finish in scratch of its own kept per thread (by the OpenMP thread
+     * number of the caller's team: FIRE's upstream gradient summed per distance, so that its MLP's
+     * backward runs once per distance of a pass rather than once per distance of each tile). */
     void (*bias_tile)(struct pelab_posenc *pe, int layer, int h, pelab_real *out,
                       const int32_t *pos_q, int nq, const int32_t *pos_k, int nk);
     void (*bias_tile_backward)(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
@@ -382,6 +385,9 @@ void pelab_posenc_embed_forward(struct pelab_posenc *pe, pelab_real *out, const 
 void pelab_posenc_embed_backward(struct pelab_posenc *pe, const pelab_real *dout, const int32_t *pos,
                                  int B, int T);
 int pelab_posenc_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T);
+/* ops->backward_end where the encoding has one: every caller of the site backwards (the model, a
+ * test of one attention kernel) calls it once after them, or the gradients may be incomplete. */
+void pelab_posenc_backward_end(struct pelab_posenc *pe);
 /* --random-positions N (posenc/random_positions.c): the positions (B,T) of rows of `tokens` become,
  * row r, a sorted random subset of [0, N) as long as the row before its `pad` padding (which
  * repeats the last one), drawn from hash(key, first + r). PELAB_ERR_USAGE when a row is longer

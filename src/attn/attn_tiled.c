@@ -23,13 +23,12 @@
  *
  * Threads. The forward splits (b, h, query tile): rows are independent, so any schedule gives the
  * same bits. The backward splits (b, h): each owns its rows of dq, dk, dv and of the sites'
- * gradients, so nothing races. The
- * BIAS encoding's parameter gradients are shared by every (b, h); each thread passes the
- * encoding's tile backward an array of its own, laid out as the encoding's gradient range
- * (posenc.h), and the arrays are summed in thread order at the end: the same bits for a given thread
- * count, and the encodings' tile backward (FIRE's is an MLP backward per distance) runs on every
- * thread. A serial pass in (b, h) order would instead have to recompute every P and dP tile, or
- * keep them, which is the T×T memory this kernel exists to avoid.
+ * gradients, so nothing races. The BIAS encoding's parameter gradients are shared by every
+ * (b, h); each thread passes the encoding's tile backward an array of its own, laid out as the
+ * encoding's gradient range (posenc.h), and the arrays are summed in thread order at the end: the
+ * same bits for a given thread count, and the encodings' tile backward runs on every thread. A
+ * serial pass in (b, h) order would instead have to recompute every P and dP tile, or keep them,
+ * which is the T×T memory this kernel exists to avoid.
  * Per thread: 2 tiles² + wide·(dq + dv) + tile·(dv + 5) reals (wide: the tile rounded up to a
  * vector block), plus the encoding's parameter count and its sites' carries and scratch, in
  * scratch the caller keeps between calls (struct pelab_attn_scratch), so a training step
@@ -67,19 +66,12 @@
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 #include "kernels/cpu/layers.h"
+#include "kernels/cpu/parallel.h"
 #include "pelab/ctx.h"
 #include "pelab/status.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-static int thread_id(void) {
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
 
 static int max_threads(void) {
 #ifdef _OPENMP
@@ -355,7 +347,7 @@ int pelab_attn_tiled_forward(pelab_real *out, pelab_real *lse, const pelab_real 
 #pragma omp parallel num_threads(threads)
     {
         struct work w;
-        thread_work(&w, thread_block(scratch, s, thread_id()), s, bf16);
+        thread_work(&w, thread_block(scratch, s, pelab_thread_index()), s, bf16);
         /* later query tiles visit more key tiles: dynamic scheduling balances them, and the rows
          * of a tile do not depend on which thread computes them */
 #pragma omp for collapse(3) schedule(dynamic)
@@ -473,7 +465,7 @@ int pelab_attn_tiled_backward(pelab_real *dq, pelab_real *dk, pelab_real *dv, co
                                 const struct pelab_attn_call *, int, int) = pelab_simd_fn(backward_head);
 #pragma omp parallel num_threads(threads)
     {
-        const int id = thread_id();
+        const int id = pelab_thread_index();
         unsigned char *block = thread_block(scratch, s, id);
         struct work w;
         thread_work(&w, block, s, bf16);

@@ -368,7 +368,7 @@ void pelab_model_backward(struct pelab_model *m, pelab_real loss_scale) {
     }
 
     pelab_posenc_embed_backward(&m->pe, g->dres, a->pos, B, T);
-    if (m->pe.ops->backward_end) m->pe.ops->backward_end(&m->pe);
+    pelab_posenc_backward_end(&m->pe);
     input_backward(m, g->dres, a->tokens, a->inputs, B, T);
     const int rc = pelab_gemm_take_failure(m->ctx);
     if (rc && !m->status) m->status = rc;

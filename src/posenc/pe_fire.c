@@ -36,9 +36,12 @@
  * vectorise without horizontal sums. bias_tile only reads the encoding's state, so it is safe to
  * call from parallel threads; bias_tile_backward accumulates into the gradient array it is given,
  * which attention kernels keep private to a thread or use serially (posenc.h). The backward sums
- * the upstream gradient per distance over a tile's rows t < L when its range is tabulable and
- * runs the MLP's backward once per distance (randomised positions: a different order of the same
- * sum than per entry).
+ * the upstream gradient of the rows t < L per distance and runs the MLP's backward once per
+ * distance of the sum: over the whole pass when the pass's table covers the tile's distances (a sum
+ * per thread, finished by backward_end: with randomised positions every tile of a batch meets
+ * hundreds of distances, mostly the same ones, and a backward per tile and distance dominated the
+ * step), else over the tile when its range is tabulable; other entries run
+ * it per entry. Both are a different order of the same sum than per entry.
  *
  * backward, for one input u with upstream g (the sum of dout over the entries that share u):
  *   the MLP's parameter grads += as for any MLP (only output row h receives gradient);
@@ -52,6 +55,8 @@
 #include <string.h>
 #include "pelab/posenc.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/vmath.h"
 
@@ -80,6 +85,12 @@ struct fire {
      * net_size), against which bias_tile checks that it still holds (n_dist 0: no table). */
     pelab_real *pass_tab, *pass_weights;
     long n_dist, net_size, cap_dist;
+    /* The pass's waiting backward: the upstream gradient of the rows t < L summed per distance,
+     * (slots, nets, H, n_dist), a slot per thread of the team that runs the tile backwards
+     * (slot_used: written since the last backward_end), which backward_end sums in slot order. */
+    pelab_real *wait_g;
+    unsigned char *slot_used;
+    int slots;
 };
 
 /* One FIRE's parameters (and gradients) for a call. */
@@ -141,6 +152,8 @@ static void fire_free(struct pelab_posenc *pe) {
     free(f->net);
     free(f->pass_tab);
     free(f->pass_weights);
+    free(f->wait_g);
+    free(f->slot_used);
     free(f);
 }
 
@@ -399,21 +412,31 @@ static const pelab_real *net_weights(const struct pelab_posenc *pe, const struct
  * distances, and the tiles of a batch (B rows × heads × layers) evaluated them again each time. The
  * table holds the values the tiles would compute (the same inputs through the same lanes), so a
  * run is the same with it or without. */
+static void fire_backward_end(struct pelab_posenc *pe);
+
 static int fire_prepare(struct pelab_posenc *pe, const int32_t *pos, int B, int T) {
     struct fire *f = pe->state;
-    const int nets = f->shared ? 1 : pe->n_layers;
+    const int nets = f->shared ? 1 : pe->n_layers, slots = pelab_threads_get();
     int32_t top = 0;
     for (long i = 0; i < (long)B * T; i++) top = pos[i] > top ? pos[i] : top;
+    fire_backward_end(pe); /* a backward left waiting (a caller that never ended it) loses nothing */
     f->n_dist = 0;
     if ((long)top + 1 > FIRE_PASS_DIST_MAX) return PELAB_OK; /* per tile */
     const long n_dist = (long)top + 1;
     if (!f->net_size) f->net_size = pelab_params_data(pe->params, f->net[0].ell) + 1 - net_weights(pe, &f->net[0]);
-    if (n_dist > f->cap_dist) {
-        pelab_real *tab = realloc(f->pass_tab, (size_t)nets * pe->H * n_dist * sizeof *tab);
+    if (n_dist > f->cap_dist || slots > f->slots) {
+        const long cap = n_dist > f->cap_dist ? n_dist : f->cap_dist;
+        const size_t per_net = (size_t)nets * pe->H * cap;
+        pelab_real *tab = realloc(f->pass_tab, per_net * sizeof *tab);
         if (tab) f->pass_tab = tab;
+        free(f->wait_g), free(f->slot_used);
+        f->wait_g = calloc((size_t)slots * per_net, sizeof *f->wait_g);
+        f->slot_used = calloc((size_t)slots, 1);
+        f->slots = f->wait_g && f->slot_used ? slots : 0;
         if (!f->pass_weights) f->pass_weights = malloc((size_t)nets * f->net_size * sizeof *f->pass_weights);
-        if (!tab || !f->pass_weights) return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for FIRE's table of distances");
-        f->cap_dist = n_dist;
+        if (!tab || !f->pass_weights || !f->slots)
+            return pelab_fail(PELAB_ERR_RUNTIME, "out of memory for FIRE's table of distances");
+        f->cap_dist = cap;
     }
     for (int l = 0; l < nets; l++) {
         struct view v;
@@ -475,6 +498,17 @@ static void fire_bias_tile(struct pelab_posenc *pe, int layer, int h, pelab_real
     if (own != stack_tab) free(own);
 }
 
+/* This thread's sums of the pass for FIRE `layer`'s head h, indexed by distance, when they cover
+ * the distances lo..hi of a tile's rows t < L (marked written); NULL otherwise (no pass, a longer
+ * distance, or a thread beyond the slots prepare made). */
+static pelab_real *waiting_sums(struct pelab_posenc *pe, int layer, int h, int64_t lo, int64_t hi) {
+    struct fire *f = pe->state;
+    const int t = pelab_thread_index(), nets = f->shared ? 1 : pe->n_layers;
+    if (lo < 0 || hi >= f->n_dist || t >= f->slots) return NULL;
+    f->slot_used[t] = 1;
+    return f->wait_g + (((long)t * nets + (f->shared ? 0 : layer)) * pe->H + h) * f->n_dist;
+}
+
 static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, pelab_real *grad,
                                     const pelab_real *dout, const int32_t *pos_q, int nq,
                                     const int32_t *pos_k, int nk) {
@@ -484,11 +518,14 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
     load_view(pe, layer, grad, &v);
     pelab_real act[FIRE_ACT(v)], lane[FIRE_ACT(v) / FIRE_LANES], dz[2 * v.W], stack_g[FIRE_TAB_STACK];
     struct pending p = {.count = 0};
-    int64_t lo, hi, R;
+    int64_t lo, hi;
     short_distances(&v, pos_q, nq, pos_k, nk, &lo, &hi);
-    R = table_size(lo, hi, nq, nk);
-    /* summed dout per distance */
-    pelab_real *g = !R ? NULL : R <= FIRE_TAB_STACK ? stack_g : malloc((size_t)R * sizeof *g);
+    /* dout summed per distance, g[n − lo]: into this thread's sums of the pass when they cover the
+     * tile's distances (backward_end runs the MLP), else the tile's own (R distances, run below) */
+    pelab_real *wait = waiting_sums(pe, layer, h, lo, hi);
+    const int64_t R = wait ? 0 : table_size(lo, hi, nq, nk);
+    pelab_real *own = R > FIRE_TAB_STACK ? malloc((size_t)R * sizeof *own) : stack_g;
+    pelab_real *g = wait ? wait + lo : R && own ? own : NULL;
     for (int64_t n = 0; g && n < R; n++) g[n] = 0;
     for (int i = 0; i < nq; i++) {
         const int is_short = pos_q[i] < v.L;
@@ -504,9 +541,42 @@ static void fire_bias_tile_backward(struct pelab_posenc *pe, int layer, int h, p
     for (int64_t n = 0; g && n < R; n++)
         if (g[n] != 0) push_backward(&v, h, &p, (double)(lo + n), v.L, 1, g[n], act, lane, dz);
     if (p.count) flush_backward(&v, h, &p, act, lane, dz);
-    if (g != stack_g) free(g);
+    if (own != stack_g) free(own);
     pelab_posenc_grad(pe, grad, net->c)[0] += (pelab_real)v.dc;
     pelab_posenc_grad(pe, grad, net->ell)[0] += (pelab_real)v.dell;
+}
+
+/* The pass's waiting sums (struct fire), into the table's gradients: per FIRE and head, each
+ * distance's sum over the slots in slot order through one MLP backward; the slots are left zero. */
+static void fire_backward_end(struct pelab_posenc *pe) {
+    struct fire *f = pe->state;
+    int used = 0;
+    for (int t = 0; t < f->slots; t++) used |= f->slot_used[t];
+    if (!used) return;
+    const int nets = f->shared ? 1 : pe->n_layers;
+    const long per_slot = (long)nets * pe->H * f->n_dist;
+    pelab_real *grad = pelab_posenc_table_grad(pe);
+    for (int l = 0; l < nets; l++) {
+        struct view v;
+        load_view(pe, l, grad, &v);
+        pelab_real act[FIRE_ACT(v)], lane[FIRE_ACT(v) / FIRE_LANES], dz[2 * v.W];
+        struct pending p = {.count = 0};
+        for (int h = 0; h < pe->H; h++) {
+            const pelab_real *sums = f->wait_g + ((long)l * pe->H + h) * f->n_dist;
+            for (long n = 0; n < f->n_dist; n++) {
+                pelab_real g = 0;
+                for (int t = 0; t < f->slots; t++)
+                    if (f->slot_used[t]) g += sums[t * per_slot + n];
+                if (g != 0) push_backward(&v, h, &p, (double)n, v.L, 1, g, act, lane, dz);
+            }
+            if (p.count) flush_backward(&v, h, &p, act, lane, dz);
+        }
+        pelab_posenc_grad(pe, grad, f->net[l].c)[0] += (pelab_real)v.dc;
+        pelab_posenc_grad(pe, grad, f->net[l].ell)[0] += (pelab_real)v.dell;
+    }
+    for (int t = 0; t < f->slots; t++)
+        if (f->slot_used[t]) memset(f->wait_g + t * per_slot, 0, (size_t)per_slot * sizeof *f->wait_g);
+    memset(f->slot_used, 0, (size_t)f->slots);
 }
 
 const struct pelab_posenc_ops pelab_pe_fire = {
@@ -523,6 +593,7 @@ const struct pelab_posenc_ops pelab_pe_fire = {
     .prepare = fire_prepare,
     .bias_tile = fire_bias_tile,
     .bias_tile_backward = fire_bias_tile_backward,
+    .backward_end = fire_backward_end,
 };
 
 const struct pelab_posenc_ops pelab_pe_fire_shared = {
@@ -537,4 +608,5 @@ const struct pelab_posenc_ops pelab_pe_fire_shared = {
     .prepare = fire_prepare,
     .bias_tile = fire_bias_tile,
     .bias_tile_backward = fire_bias_tile_backward,
+    .backward_end = fire_backward_end,
 };

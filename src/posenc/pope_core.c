@@ -114,43 +114,58 @@ static PELAB_ALWAYS_INLINE void pope_fwd_body(const struct pope_args *a, long i0
 }
 PELAB_SIMD_KERNEL(pope_fwd, (const struct pope_args *a, long i0, long i1), (a, i0, i1))
 
-/* Tokens [i0, i1): dq, dk and, with δ, ∂loss/∂φ_k per element (summed into dδ afterwards).
+/* One head of one token: dq, dk (d,) and, with_phase, dph (d,) = ∂loss/∂φ_k per element.
  *   dμ_q = dq'_c cos φ + dq'_{d+c} sin φ,  dq = dμ_q σ(q)   (σ = softplus', from one exp)
- *   dμ_k likewise with φ + δ;  dφ_k = μ_k (dk'_{d+c} cos(φ + δ) − dk'_c sin(φ + δ)) */
+ *   dμ_k likewise with φ + δ;  dφ_k = μ_k (dk'_{d+c} cos(φ + δ) − dk'_c sin(φ + δ))
+ * softplus and with_phase are constants at each call, so no loop holds a branch: gcc at AVX2 and
+ * below vectorises no loop that stores under a condition. */
+static PELAB_ALWAYS_INLINE void pope_bwd_head(pelab_real *restrict dqi, pelab_real *restrict dki,
+                                              pelab_real *restrict dph, const pelab_real *restrict qi,
+                                              const pelab_real *restrict ki, const pelab_real *restrict gq,
+                                              const pelab_real *restrict gk, const pelab_real *restrict cs,
+                                              const pelab_real *restrict sn, const pelab_real *restrict hc,
+                                              const pelab_real *restrict hs, int d, const int softplus,
+                                              const int with_phase) {
+    if (softplus) {
+        PELAB_VMATH_SIMD
+        for (int c = 0; c < d; c++) {
+            const pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c], sk = sn[c] * hc[c] + cs[c] * hs[c];
+            pelab_real mq, sq, mk, sgk;
+            pelab_vsoftplus_sigmoid(qi[c], &mq, &sq);
+            pelab_vsoftplus_sigmoid(ki[c], &mk, &sgk);
+            dqi[c] = (gq[c] * cs[c] + gq[d + c] * sn[c]) * sq;
+            dki[c] = (gk[c] * ck + gk[d + c] * sk) * sgk;
+            if (with_phase) dph[c] = mk * (gk[d + c] * ck - gk[c] * sk);
+        }
+    } else {
+#pragma omp simd
+        for (int c = 0; c < d; c++) {
+            const pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c], sk = sn[c] * hc[c] + cs[c] * hs[c];
+            dqi[c] = gq[c] * cs[c] + gq[d + c] * sn[c];
+            dki[c] = gk[c] * ck + gk[d + c] * sk;
+            if (with_phase) dph[c] = ki[c] * (gk[d + c] * ck - gk[c] * sk);
+        }
+    }
+}
+
+/* Tokens [i0, i1): dq, dk and, with δ, ∂loss/∂φ_k per element (summed into dδ afterwards). */
 static PELAB_ALWAYS_INLINE void pope_bwd_body(const struct pope_args *a, long i0, long i1) {
     const int d = a->d, H = a->H;
     for (long i = i0; i < i1; i++) {
         const long b = i / a->T, t = i % a->T;
-        const pelab_real *restrict cs = a->cos + i * d, *restrict sn = a->sin + i * d;
+        const pelab_real *cs = a->cos + i * d, *sn = a->sin + i * d;
         for (int h = 0; h < H; h++) {
-            const pelab_real *restrict qi = a->q + i * a->ld + (long)h * d;
-            const pelab_real *restrict ki = a->k + i * a->ld + (long)h * d;
-            pelab_real *restrict dqi = a->qo + i * a->ld + (long)h * d;
-            pelab_real *restrict dki = a->ko + i * a->ld + (long)h * d;
-            const pelab_real *restrict gq = a->gq + ((b * H + h) * a->T + t) * 2 * d;
-            const pelab_real *restrict gk = a->gk + ((b * H + h) * a->T + t) * 2 * d;
-            const pelab_real *restrict hc = a->dc + (long)h * d, *restrict hs = a->ds + (long)h * d;
-            pelab_real *restrict dph = a->dphase ? a->dphase + (i * H + h) * d : NULL;
-            if (a->softplus) {
-                PELAB_VMATH_SIMD
-                for (int c = 0; c < d; c++) {
-                    const pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c], sk = sn[c] * hc[c] + cs[c] * hs[c];
-                    pelab_real mq, sq, mk, sgk;
-                    pelab_vsoftplus_sigmoid(qi[c], &mq, &sq);
-                    pelab_vsoftplus_sigmoid(ki[c], &mk, &sgk);
-                    dqi[c] = (gq[c] * cs[c] + gq[d + c] * sn[c]) * sq;
-                    dki[c] = (gk[c] * ck + gk[d + c] * sk) * sgk;
-                    if (dph) dph[c] = mk * (gk[d + c] * ck - gk[c] * sk);
-                }
-            } else {
-#pragma omp simd
-                for (int c = 0; c < d; c++) {
-                    const pelab_real ck = cs[c] * hc[c] - sn[c] * hs[c], sk = sn[c] * hc[c] + cs[c] * hs[c];
-                    dqi[c] = gq[c] * cs[c] + gq[d + c] * sn[c];
-                    dki[c] = gk[c] * ck + gk[d + c] * sk;
-                    if (dph) dph[c] = ki[c] * (gk[d + c] * ck - gk[c] * sk);
-                }
-            }
+            const long qk = i * a->ld + (long)h * d, g = ((b * H + h) * a->T + t) * 2 * d;
+            pelab_real *dph = a->dphase ? a->dphase + (i * H + h) * d : NULL;
+            const pelab_real *hc = a->dc + (long)h * d, *hs = a->ds + (long)h * d;
+#define POPE_BWD_HEAD(softplus, with_phase)                                                              \
+    pope_bwd_head(a->qo + qk, a->ko + qk, dph, a->q + qk, a->k + qk, a->gq + g, a->gk + g, cs, sn, hc, hs, \
+                  d, softplus, with_phase)
+            if (a->softplus && dph) POPE_BWD_HEAD(1, 1);
+            else if (a->softplus) POPE_BWD_HEAD(1, 0);
+            else if (dph) POPE_BWD_HEAD(0, 1);
+            else POPE_BWD_HEAD(0, 0);
+#undef POPE_BWD_HEAD
         }
     }
 }

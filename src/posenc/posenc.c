@@ -248,6 +248,10 @@ size_t pelab_posenc_grad_count(const struct pelab_posenc *pe) {
     return last->offset + last->size - first->offset;
 }
 
+void pelab_posenc_backward_end(struct pelab_posenc *pe) {
+    if (pe->ops->backward_end) pe->ops->backward_end(pe);
+}
+
 pelab_real *pelab_posenc_table_grad(const struct pelab_posenc *pe) {
     return pe->param_end > pe->param_first ? pe->params->grad + pe->params->list[pe->param_first].offset
                                            : pe->params->grad;

@@ -7,6 +7,15 @@
 #include <omp.h>
 #endif
 
+/* This thread's number in the team running it (0 outside a parallel region). */
+static inline int pelab_thread_index(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* Inside a parallel region: this thread's slice [*lo, *hi) of [0, n). */
 static inline void pelab_thread_slice(long n, long *lo, long *hi) {
 #ifdef _OPENMP

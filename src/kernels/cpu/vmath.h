@@ -126,11 +126,19 @@ static inline pelab_real pelab_vsoftplus(pelab_real x) {
 static inline pelab_real pelab_vsigmoid(pelab_real x) { return 1 / (1 + pelab_vexp(-x)); }
 
 /* softplus(x) and its derivative sigmoid(x) from one exponential e = e^−|x|:
- * softplus = max(x, 0) + log(1 + e);  sigmoid = 1/(1 + e) for x > 0, e/(1 + e) otherwise. */
+ * softplus = max(x, 0) + log(1 + e);  sigmoid = 1/(1 + e) for x > 0, e/(1 + e) otherwise, as
+ * r · (1 or e) with r = 1/(1 + e). In float the factor is chosen by its bits: with a select
+ * between r and e·r, gcc at AVX2 and below keeps the multiply (which may trap) on its branch and
+ * then vectorises no loop that calls this. */
 static inline void pelab_vsoftplus_sigmoid(pelab_real x, pelab_real *sp, pelab_real *sg) {
     const pelab_real e = pelab_vexp(x > 0 ? -x : x), r = 1 / (1 + e);
     *sp = (x > 0 ? x : 0) + pelab_vlog1p_unit(e);
+#ifdef PELAB_DOUBLE
     *sg = x > 0 ? r : e * r;
+#else
+    const uint32_t pos = -(uint32_t)(x > 0);
+    *sg = r * pelab_bits_float((pelab_float_bits(e) & ~pos) | (pelab_float_bits(1.0f) & pos));
+#endif
 }
 
 /* Σ a[i]·b[i], accumulated in pelab_real and vectorised (the sum's order is the compiler's, the
