@@ -153,6 +153,32 @@ grep -qxF '| text, RoPE (1,200 updates, seed 1) | `--precision bf16` | 1.00000 |
 sed -i 's/"seed": 1, "dir": "b/"seed": 3, "dir": "b/' "$W/results/txt-var/compare.json"
 PELAB_RESULTS=$W/results /usr/bin/python3 lab/scripts/tables.py "$W/PAIR.md" >"$W/o" 2>&1 && fail "a variant run without a base run passed"
 grep -q "results/txt-base has no run of rope, seed 3" "$W/o" || fail "a variant run without a base run: $(cat "$W/o")"
+# A compare with --tune: each table gives the value each encoding chose (a column per tuned
+# option, RoPE 4e-3, PoPE 1e-3) and its caption how; ?tune makes the grid, each encoding's mean
+# validation loss at every point, the chosen one in bold; ?tune of a record without a grid refused
+R=$W/results/txt-tuned
+mkdir -p "$R/runs/rope+lr-4e-3-s1"
+echo '{"task": {"seq-len": 32}, "training": {"threads": 1, "steps": 600}}' >"$R/runs/rope+lr-4e-3-s1/config.json"
+cat >"$R/record.json" <<'JSON'
+{"command": ["./pelab", "compare", "--task", "text", "--pe", "rope,pope", "--tune", "lr=1e-3,4e-3", "--out", "t"], "commit": "0123456789ab", "cpu": "a CPU", "cores": 2}
+JSON
+cat >"$R/compare.json" <<'JSON'
+{"task": "text", "lengths": ["1x"], "tune": {"options": ["lr"], "values": {"lr": [0.001, 0.004]}, "seeds": [1001], "metric": "val_loss"},
+ "runs": [{"pe": "rope", "seed": 1, "dir": "t/rope+lr-4e-3-s1", "test_ppl": 5.5, "sweep_ppl": [6.0]},
+          {"pe": "pope", "seed": 1, "dir": "t/pope+lr-1e-3-s1", "test_ppl": 5.4, "sweep_ppl": [5.9]}],
+ "encodings": [
+  {"pe": "rope", "tune": {"grid": [{"lr": 0.001, "val_loss_mean": 2.75}, {"lr": 0.004, "val_loss_mean": 2.5}], "chosen": {"lr": 0.004}}},
+  {"pe": "pope", "tune": {"grid": [{"lr": 0.001, "val_loss_mean": 2.25}, {"lr": 0.004, "diverged": true, "val_loss_mean": null}], "chosen": {"lr": 0.001}}}]}
+JSON
+printf '<!-- results:txt-tuned -->\n<!-- /results:txt-tuned -->\n<!-- results:txt-tuned?tune -->\n<!-- /results:txt-tuned?tune -->\n' >"$W/TUNE.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 lab/scripts/tables.py "$W/TUNE.md" >"$W/o" 2>&1 || fail "a tuned record: $(cat "$W/o")"
+grep -qxF '| RoPE | 4e-3 | 5.500 | 6.000 |' "$W/TUNE.md" && grep -qxF '| PoPE | 1e-3 | 5.400 | 5.900 |' "$W/TUNE.md" &&
+    grep -q 'lr from 1e-3, 4e-3 chosen per encoding by the least mean validation loss on tuning seed 1001' "$W/TUNE.md" &&
+    grep -qxF '| RoPE | 2.7500 | **2.5000** |' "$W/TUNE.md" && grep -qxF '| PoPE | **2.2500** | diverged |' "$W/TUNE.md" ||
+    fail "a tuned record: $(cat "$W/TUNE.md")"
+printf '<!-- results:txt-base?tune -->\n<!-- /results:txt-base?tune -->\n' >"$W/BAD.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 lab/scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "?tune of an untuned record passed"
+grep -q "?tune is alone, for a record of a compare with --tune" "$W/o" || fail "?tune of an untuned record: $(cat "$W/o")"
 # A block's options (a made-up indirect record, three seeds): ?ci adds each mean's 95 % confidence
 # interval, t(0.975, 2) = 4.302653 times sd/√3 (RoPE's 10, 20, 40 %: 23.3 ± 15.3, half-width 37.9);
 # ?solved says "k of n solved" where the seeds split at 90 %; ?pairs=COLUMN sets every two rows
@@ -204,7 +230,7 @@ assert all(abs(tables.t975(df) - want) < 1e-6 for df, want in ((31, 2.039513), (
 PY
 printf '<!-- results:acc-check?sd -->\n<!-- /results:acc-check?sd -->\n' >"$W/BAD.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 lab/scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "an unknown option passed"
-grep -q "results:acc-check?sd: 'sd' is not an option of a block (ci, solved, pairs=COLUMN, against=ENTRY)" "$W/o" || fail "an unknown option: $(cat "$W/o")"
+grep -q "results:acc-check?sd: 'sd' is not an option of a block (ci, solved, pairs=COLUMN, against=ENTRY, tune)" "$W/o" || fail "an unknown option: $(cat "$W/o")"
 # &against=ENTRY: that row against each other only; &against=best: the best mean's (ALiBi's, the
 # most accurate and the lowest loss); a row the record lacks, or against= without pairs=, refused
 for b in 'acc-check?pairs=test_acc&against=pope' 'acc-check?pairs=test_loss&against=best'; do
