@@ -389,10 +389,11 @@ def accuracy_table(name, record, compare):
     """Encodings × test accuracy (%), each seed's, and test loss (a compare of a task scored by
     accuracy alone: indirect indexing)."""
     _, seeds = entries(compare)
-    head = ["encoding", "test accuracy (%)", "seeds %s (%%)" % ", ".join(str(s) for s in seeds), "test loss"]
+    head = ["encoding"] + tuned_head(compare) + \
+        ["test accuracy (%)", "seeds %s (%%)" % ", ".join(str(s) for s in seeds), "test loss"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for pe, label, runs in rows_of(compare):
-        row = [row_name(pe, label), solved_cell([r["test_acc"] for r in runs]),
+        row = [row_name(pe, label)] + tuned_cells(compare, pe) + [solved_cell([r["test_acc"] for r in runs]),
                ", ".join("%.1f" % (100 * r["test_acc"]) for r in runs), cell([r["test_loss"] for r in runs])]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines + caption(name, record, compare, seeds)) + "\n"
@@ -468,19 +469,20 @@ def resolutions_table(name, record, compare):
     T = run_config(name, compare["runs"][0])["task"]["image-side"]
     of_paper = paper_table(name)  # then the paper's side (8 times ours) beside ours
     notes = [", ".join((["%d" % (8 * s)] if of_paper else []) + (["trained"] if s == T else [])) for s in sides]
-    head = ["encoding"] + ["%d (%s)" % (s, n) if n else "%d" % s for s, n in zip(sides, notes)] + ["AVG"]
+    head = ["encoding"] + tuned_head(compare) + \
+        ["%d (%s)" % (s, n) if n else "%d" % s for s, n in zip(sides, notes)] + ["AVG"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order, seeds = entries(compare)
     shared = shared_settings(order)
     for pe, label, runs in rows_of(compare):
-        row = [row_name(pe, label, shared)]
+        row = [row_name(pe, label, shared)] + tuned_cells(compare, pe)
         row += [cell([100 * r["sweep_acc"][i] for r in runs], 1) for i in range(len(sides))]
         row.append(cell([100 * statistics.mean(r["sweep_acc"]) for r in runs], 1))
         lines.append("| " + " | ".join(row) + " |")
         key = ":".join([pe.split(":")[0]] + [x for x in pe.split(":")[1:] if x not in shared])
         paper = paper_row(name, key, sides)
-        if paper:
-            lines.append("| " + " | ".join(paper) + " |")
+        if paper:  # the paper's row has no tuned values of ours
+            lines.append("| " + " | ".join(paper[:1] + [""] * len(tuned_head(compare)) + paper[1:]) + " |")
     unit = "test accuracy in %% at each side in pixels%s; AVG the mean over the sides; " % (
         " (in brackets the paper's side, 8 times ours)" if of_paper else "")
     return "\n".join(lines + caption(name, record, compare, seeds, unit, shared=shared)) + "\n"
@@ -492,11 +494,12 @@ def qa_table(name, record, compare):
     run: the SeqPE paper's Table II, whose rows follow when the lengths are its 1×..8×)."""
     T = run_config(name, compare["runs"][0])["task"]["seq-len"]
     at = [length_label(l, T) for l in compare["lengths"]]
-    head = ["encoding", "test span NLL"] + ["span ppl " + a for a in at] + ["EM " + a for a in at]
+    head = ["encoding"] + tuned_head(compare) + \
+        ["test span NLL"] + ["span ppl " + a for a in at] + ["EM " + a for a in at]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order, seeds = entries(compare)
     for pe, label, runs in rows_of(compare):
-        row = [row_name(pe, label), cell([r["test_loss"] for r in runs])]
+        row = [row_name(pe, label)] + tuned_cells(compare, pe) + [cell([r["test_loss"] for r in runs])]
         row += [cell([r["sweep_span_ppl"][i] for r in runs]) for i in range(len(at))]
         row += [cell([100 * r["sweep_em"][i] for r in runs], 1) for i in range(len(at))]
         lines.append("| " + " | ".join(row) + " |")

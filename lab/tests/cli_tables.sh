@@ -176,6 +176,20 @@ grep -qxF '| RoPE | 4e-3 | 5.500 | 6.000 |' "$W/TUNE.md" && grep -qxF '| PoPE | 
     grep -q 'lr from 1e-3, 4e-3 chosen per encoding by the least mean validation loss on tuning seed 1001' "$W/TUNE.md" &&
     grep -qxF '| RoPE | 2.7500 | **2.5000** |' "$W/TUNE.md" && grep -qxF '| PoPE | **2.2500** | diverged |' "$W/TUNE.md" ||
     fail "a tuned record: $(cat "$W/TUNE.md")"
+# an indirect record's table (accuracy) gives the chosen value alike
+R=$W/results/acc-tuned
+mkdir -p "$R/runs/rope+lr-4e-3-s1"
+echo '{"task": {"seq-len": 32}, "training": {"threads": 1, "steps": 600}}' >"$R/runs/rope+lr-4e-3-s1/config.json"
+sed 's/"text"/"indirect"/' "$W/results/txt-tuned/record.json" >"$R/record.json"
+cat >"$R/compare.json" <<'JSON'
+{"task": "indirect", "tune": {"options": ["lr"], "values": {"lr": [0.001, 0.004]}, "seeds": [1001], "metric": "val_loss"},
+ "runs": [{"pe": "rope", "seed": 1, "dir": "t/rope+lr-4e-3-s1", "test_acc": 0.5, "test_loss": 1.5}],
+ "encodings": [{"pe": "rope", "tune": {"grid": [{"lr": 0.001, "val_loss_mean": 2.75}, {"lr": 0.004, "val_loss_mean": 2.5}], "chosen": {"lr": 0.004}}}]}
+JSON
+printf '<!-- results:acc-tuned -->\n<!-- /results:acc-tuned -->\n' >"$W/TUNE2.md"
+PELAB_RESULTS=$W/results /usr/bin/python3 lab/scripts/tables.py "$W/TUNE2.md" >"$W/o" 2>&1 || fail "a tuned indirect record: $(cat "$W/o")"
+grep -qxF '| encoding | lr | test accuracy (%) | seeds 1 (%) | test loss |' "$W/TUNE2.md" && grep -qxF '| RoPE | 4e-3 | 50.0 | 50.0 | 1.500 |' "$W/TUNE2.md" ||
+    fail "a tuned indirect record: $(cat "$W/TUNE2.md")"
 printf '<!-- results:txt-base?tune -->\n<!-- /results:txt-base?tune -->\n' >"$W/BAD.md"
 PELAB_RESULTS=$W/results /usr/bin/python3 lab/scripts/tables.py "$W/BAD.md" >"$W/o" 2>&1 && fail "?tune of an untuned record passed"
 grep -q "?tune is alone, for a record of a compare with --tune" "$W/o" || fail "?tune of an untuned record: $(cat "$W/o")"
