@@ -12,6 +12,10 @@
 # Each run validates every 1,000 updates; the record keeps those lines (RUN/log-val.jsonl, the
 # learning curve). At 6k tokens/s a run: about 2.5 h a run of the mechanism arm and 4 h of the
 # full task, two at a time (float32: 5 h and 8 h).
+# Where an encoding's two seeds split between solved and not, a third is trained and the record
+# made again. Each run's final weights are read by `pelab analyze freq` and `analyze probe`, each
+# recorded as results/TABLE-freq-RUN and TABLE-probe-RUN; each arm's learning curves are drawn as
+# docs/figures/TABLE-curves.png.
 # The runs live in $PELAB_MID_RUNS (runs/indirect-mid) and checkpoint every 1,000 updates:
 # an interrupted call continues them from their last checkpoint (finished ones are reused).
 set -euo pipefail
@@ -30,4 +34,28 @@ for arm in ${*:-mechanism full}; do
     # the record's call then reuses them
     "${cmp[@]}" --seeds 1
     bash lab/scripts/record.sh "$table" "${cmp[@]}" --seeds 2
+    # a third seed where an encoding's two split between solved (test accuracy >= 90 %, as
+    # tables.py's ?solved) and not; the record is then made again with the first two reused
+    split=$(/usr/bin/python3 - "$runs/$arm" <<'PY'
+import json, sys
+solved = lambda pe, s: json.load(open("%s/%s-s%d/summary.json" % (sys.argv[1], pe, s)))["test_acc"] >= 0.9
+print(" ".join(pe for pe in ("rope", "pope") if solved(pe, 1) != solved(pe, 2)))
+PY
+)
+    if [ -n "$split" ]; then
+        echo "indirect_mid: $arm: the two seeds of $split split between solved and not: a third seed"
+        bash lab/scripts/record.sh "$table" "${cmp[@]}" --seeds 3
+    fi
+    # what each run's heads learned, on its final weights: frequency usage and the probe
+    for run in "$runs/$arm"/{rope,pope}-s[0-9]; do
+        for a in freq probe; do
+            bash lab/scripts/record.sh "$table-$a-$(basename "$run")" ./pelab analyze $a --model "$run" \
+                --threads 2 --batches 8 --out "$runs/$arm/$a-$(basename "$run").csv"
+        done
+    done
+    # the learning curves (validation every 1,000 updates) of docs/results/indirect.md
+    /usr/bin/python3 lab/scripts/curves.py "${PELAB_RESULTS:-results}/$table" >"$runs/$arm/curves.csv"
+    ./pelab plot lines --csv "$runs/$arm/curves.csv" --x step --y val_acc --group run \
+        --title "indirect indexing, $preset preset: validation accuracy" --ylabel "validation accuracy" \
+        --png "docs/figures/$table-curves.png"
 done
