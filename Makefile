@@ -76,7 +76,8 @@ else
   $(call notice,OpenBLAS not found (pkg-config openblas): using the portable matmul (much slower). Install it with 'make deps'.)
 endif
 
-# oneDNN: the bf16 matrix products of --precision bf16 (src/kernels/cpu/gemm_bf16.c). Debian's
+# oneDNN: the float32 products of two rows or more (src/kernels/cpu/matmul.c) and the bf16
+# matrix products of --precision bf16 (src/kernels/cpu/gemm_bf16.c). Debian's
 # libdnnl-dev ships no .pc file: pkg-config dnnl when there is one, else a program that includes
 # dnnl.h and links -ldnnl.
 DNNL_CFLAGS := $(shell pkg-config --cflags dnnl 2>/dev/null)
@@ -89,7 +90,7 @@ ifneq ($(DNNL_LIBS),)
   CFLAGS += -DPELAB_DNNL $(DNNL_CFLAGS)
   LDLIBS += $(DNNL_LIBS)
 else
-  $(call notice,oneDNN not found (dnnl.h and -ldnnl); --precision bf16 will be refused. Install libdnnl-dev with 'make deps'.)
+  $(call notice,oneDNN not found (dnnl.h and -ldnnl): float32 products by OpenBLAS alone (slower at small shapes), --precision bf16 refused. Install libdnnl-dev with 'make deps'.)
 endif
 
 # cairo draws the PNG figures of `analyze --png` and `plot` (with fontconfig, which Debian's

@@ -2,16 +2,17 @@
  *
  *   build/bench/bench_sgemm [--threads N] [--size N] [--reps N]
  *
- * Times pelab_gemm (OpenBLAS's sgemm, threaded as pelab threads it) on N×N by N×N products
- * (default 2048), best of `reps` (default 5) after one untimed; then the same product through
- * oneDNN's sgemm (which picks its kernels from the CPU's instructions, not from a table of
- * models), where the build has oneDNN. Prints one JSON line:
- *   {"size":2048,"threads":2,"gflops":...,"kernels":"OpenBLAS 0.3.21 SkylakeX kernels",
- *    "onednn_gflops":...,"isa":"AVX-512","clock_mhz":2500,"peak_gflops_1fma":...,"peak_gflops_2fma":...}
+ * Times pelab_gemm (oneDNN's sgemm in a build with oneDNN, else OpenBLAS's; threaded as pelab
+ * threads it: kernels/cpu/matmul.c) on N×N by N×N products (default 2048), best of `reps`
+ * (default 5) after one untimed; then the same product through OpenBLAS's cblas_sgemm on all the
+ * threads OpenBLAS runs with, where the build has OpenBLAS. Prints one JSON line:
+ *   {"size":2048,"threads":2,"gflops":...,"kernels":"oneDNN 2.6.3 sgemm on AVX-512 ...",
+ *    "openblas_gflops":...,"openblas_kernels":"OpenBLAS 0.3.21 SkylakeX kernels",
+ *    "isa":"AVX-512","clock_mhz":2500,"peak_gflops_1fma":...,"peak_gflops_2fma":...}
  * The peaks are threads × clock × FLOPs per FMA instruction (2 × lanes of the widest vectors the
  * CPU has) with one or two FMA units a core (how many a core has is not visible from software), at
  * the clock /proc/cpuinfo reports. bench/run.sh divides each configuration's training GFLOP/s by
- * pelab's own rate, the best library's rate being printed beside it.
+ * pelab's own rate, the other library's rate being printed beside it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +21,9 @@
 #include "pelab/threads.h"
 #include "kernels/cpu/blas_kernels.h"
 #include "kernels/cpu/matmul.h"
-#ifdef PELAB_DNNL
-#include <dnnl.h>
+#include "kernels/cpu/parallel.h"
+#ifdef PELAB_BLAS
+#include <cblas.h>
 #endif
 
 /* Best time of `reps` calls of product(n) after one untimed. */
@@ -44,9 +46,17 @@ static void pelab_product(int n, const float *a, const float *b, float *c) {
     pelab_gemm(&fp32, 0, 1, n, n, n, 1, a, n, b, n, 0, c, n);
 }
 
-#ifdef PELAB_DNNL
-static void onednn_product(int n, const float *a, const float *b, float *c) {
-    dnnl_sgemm('N', 'T', n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); /* row-major, as pelab's */
+#ifdef PELAB_BLAS
+/* threaded as pelab threaded it before oneDNN: each OpenMP thread a slice of C's rows */
+static void openblas_product(int n, const float *a, const float *b, float *c) {
+#pragma omp parallel
+    {
+        long lo, hi;
+        pelab_thread_slice(n, &lo, &hi);
+        if (hi > lo)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(hi - lo), n, n, 1.0f, a + lo * n, n, b, n,
+                        0.0f, c + lo * n, n);
+    }
 }
 #endif
 
@@ -94,9 +104,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < nn; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
     const double flops = 2.0 * n * nn;
     printf("{\"size\":%d,\"threads\":%d,\"gflops\":%.1f,\"kernels\":\"%s\"", n, pelab_threads_get(),
-           flops / best_time(pelab_product, n, reps, a, b, c) / 1e9, pelab_blas_kernels());
-#ifdef PELAB_DNNL
-    printf(",\"onednn_gflops\":%.1f", flops / best_time(onednn_product, n, reps, a, b, c) / 1e9);
+           flops / best_time(pelab_product, n, reps, a, b, c) / 1e9, pelab_sgemm_kernels());
+#ifdef PELAB_BLAS
+    printf(",\"openblas_gflops\":%.1f,\"openblas_kernels\":\"%s\"",
+           flops / best_time(openblas_product, n, reps, a, b, c) / 1e9, pelab_blas_kernels());
 #endif
     int isa;
     const double mhz = cpu_mhz(&isa);

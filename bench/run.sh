@@ -51,10 +51,10 @@ echo "pelab: $pelab_bin, twin: PyTorch $("$py" -c 'import torch; print(torch.__v
      "$threads threads, $reps repetitions (medians)"
 sgemm_json=$("$sgemm_bin" --threads "$threads")
 sgemm=$(printf '%s\n' "$sgemm_json" | field gflops)
-onednn=$(printf '%s\n' "$sgemm_json" | field onednn_gflops)
+openblas=$(printf '%s\n' "$sgemm_json" | field openblas_gflops)
 peak=$(printf '%s\n' "$sgemm_json" | field peak_gflops_2fma)
 echo "sgemm (2048³, $threads threads): $sgemm GFLOP/s on $(printf '%s\n' "$sgemm_json" | sed -n 's/.*"kernels":"\([^"]*\)".*/\1/p')" \
-     "(oneDNN's sgemm ${onednn:-not built}; peak at the nominal clock with 2 FMA units a core: ${peak:-unknown})"
+     "(OpenBLAS's sgemm ${openblas:-not built}; peak at the nominal clock with 2 FMA units a core: ${peak:-unknown})"
 status=0
 rows=()
 json="["

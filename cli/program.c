@@ -148,7 +148,8 @@ static int run(struct pelab_ctx *ctx, int argc, char **argv, const struct pelab_
         printf("pelab %s (commit %s, %s, %s, %s, %s)\n", PELAB_VERSION, PELAB_COMMIT, pelab_build_info(),
                !bf16 ? "no bf16" : pelab_bf16_emulated() ? "bf16 emulated" : "bf16",
                pelab_dist_built() ? "MPI" : "no MPI", program->figures() ? "cairo" : "no cairo");
-        printf("matrix products: %s\n", pelab_blas_kernels());
+        printf("BLAS: %s\n", pelab_blas_kernels());
+        printf("float32 products: %s\n", pelab_sgemm_kernels());
         if (bf16) printf("bf16 products: %s\n", pelab_bf16_kernels());
         return PELAB_OK;
     }

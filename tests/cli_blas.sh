@@ -7,9 +7,9 @@
 # runs Cooperlake only where the CPU has BF16 (else SkylakeX): which one ran is what --version says.
 set -u
 . "$(dirname "$0")/lib/cli.sh"
-"$P" --version | grep -q "^matrix products: OpenBLAS" || { echo "skip: pelab built without OpenBLAS"; exit 77; }
+"$P" --version | grep -q "^BLAS: OpenBLAS" || { echo "skip: pelab built without OpenBLAS"; exit 77; }
 bf16="fpu sse sse2 pni ssse3 sse4_1 sse4_2 fma avx f16c avx2 avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16"
-chosen=$(env -u OPENBLAS_CORETYPE "$P" --version | sed -n 's/^matrix products: OpenBLAS [^ ]* \([^ ]*\) kernels.*/\1/p')
+chosen=$(env -u OPENBLAS_CORETYPE "$P" --version | sed -n 's/^BLAS: OpenBLAS [^ ]* \([^ ]*\) kernels.*/\1/p')
 case $chosen in
 Cooperlake | SapphireRapids | "") echo "skip: pelab runs OpenBLAS's $chosen kernels here, the best level: a played CPU cannot be above it"; exit 77 ;;
 esac
@@ -17,7 +17,7 @@ esac
 # misjudged: one line, then the command runs on the better kernels
 expect 0 "OpenBLAS chose its $chosen kernels on this AVX-512 with BF16 CPU.*running with OPENBLAS_CORETYPE=Cooperlake" -G -c -- \
     env -u OPENBLAS_CORETYPE PELAB_CPU_FLAGS="$bf16" "$P" --version
-grep -q "^matrix products: OpenBLAS .* kernels (OPENBLAS_CORETYPE=Cooperlake" "$W/o" ||
+grep -q "^BLAS: OpenBLAS .* kernels (OPENBLAS_CORETYPE=Cooperlake" "$W/o" ||
     fail "the second run does not run with OPENBLAS_CORETYPE=Cooperlake: $(cat "$W/o")"
 
 # the arguments reach the second run intact (a space inside one, an empty one), and its exit status

@@ -460,6 +460,52 @@ static void check_gemm_few_rows(void) {
     pelab_threads_set(saved);
 }
 
+/* --- a row's bits, whatever its call ------------------------------------------------------------- */
+/* The linear layers' products (x · W^T, dY · W, dY^T · X) of 64 rows give every row the same bits
+ * on 1 thread as on 2 (each thread a slice of rows) and as in two calls of 16 and 48 rows
+ * (kernels/cpu/matmul.c: from 16 rows on, a row's bits do not depend on its call). */
+static void check_gemm_row_bits(void) {
+    const int saved = pelab_threads_get();
+    enum { M = 64, N = 96, K = 80, SPLIT = 16 };
+    for (int kind = 0; kind < 3; kind++) {
+        const int ta = kind == 2, tb = kind == 0;
+        const int m = ta ? N : M, k = ta ? M : K; /* dY^T X: rows of C are columns of dY (M, N) */
+        const int lda = ta ? m : k, ldb = tb ? k : N;
+        pelab_real *A = rvec((long)m * k, -1, 1), *B = rvec((long)k * N, -1, 1);
+        pelab_real *C[3];
+        for (int v = 0; v < 3; v++) C[v] = rvec((long)m * N, -1, 1);
+        pelab_threads_set(1);
+        pelab_gemm(test_ctx(), ta, tb, m, N, k, 1, A, lda, B, ldb, 0, C[0], N);
+        pelab_gemm(test_ctx(), ta, tb, SPLIT, N, k, 1, A, lda, B, ldb, 0, C[1], N);
+        pelab_gemm(test_ctx(), ta, tb, m - SPLIT, N, k, 1, ta ? A + SPLIT : A + (long)SPLIT * lda, lda, B, ldb, 0,
+                   C[1] + (long)SPLIT * N, N);
+        pelab_threads_set(2);
+        pelab_gemm(test_ctx(), ta, tb, m, N, k, 1, A, lda, B, ldb, 0, C[2], N);
+        CHECK(pelab_gemm_take_failure(test_ctx()) == PELAB_OK, "gemm failed: %s", pelab_last_error());
+        CHECK(memcmp(C[0], C[1], (size_t)m * N * sizeof **C) == 0,
+              "gemm trans %d%d: rows in calls of %d and %d rows differ from one call of %d", ta, tb, SPLIT,
+              m - SPLIT, m);
+        CHECK(memcmp(C[0], C[2], (size_t)m * N * sizeof **C) == 0,
+              "gemm trans %d%d: 2 threads differ from 1", ta, tb);
+        free(A), free(B);
+        for (int v = 0; v < 3; v++) free(C[v]);
+    }
+#if defined(PELAB_BLAS) && defined(PELAB_DNNL) && !defined(PELAB_DOUBLE)
+    /* a product oneDNN refuses (A's stride below its width) fills C with NaN and is kept as the
+     * context's failure, with oneDNN's status */
+    pelab_real *A = rvec(4 * 8, -1, 1), *B = rvec(8 * 4, -1, 1), *C = rvec(4 * 4, -1, 1);
+    pelab_gemm(test_ctx(), 0, 0, 4, 4, 8, 1, A, 2, B, 4, 0, C, 4);
+    const int rc = pelab_gemm_take_failure(test_ctx());
+    CHECK(rc == PELAB_ERR_RUNTIME && strstr(pelab_last_error(), "oneDNN's sgemm failed") && isnan(C[0]) &&
+              isnan(C[15]),
+          "a refused product: status %d, '%s', C[0] %g", rc, pelab_last_error(), (double)C[0]);
+    pelab_clear_error();
+    free(A), free(B), free(C);
+    CHECK(strncmp(pelab_sgemm_kernels(), "oneDNN ", 7) == 0, "float32 products: %s", pelab_sgemm_kernels());
+#endif
+    pelab_threads_set(saved);
+}
+
 /* --- subnormals ---------------------------------------------------------------------------------- */
 /* pelab_threads_set sets every thread of the pool to flush subnormals (on x86-64), each of 3
  * threads then computes 1e-30 · 1e-10 as 0 and reads a subnormal input as 0; with
@@ -520,5 +566,6 @@ int main(void) {
     CHECK(levels > 0, "no SIMD level ran");
     level_name = "blas";
     check_gemm_few_rows();
+    check_gemm_row_bits();
     return check_report(sizeof(pelab_real) == 8 ? "test_kernels" : "test_kernels_f32");
 }

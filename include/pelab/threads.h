@@ -40,9 +40,12 @@ const char *pelab_subnormal_mode(void);
  * kernels run on this CPU, and whether pelab_threads_set flushes subnormals, e.g. "OpenBLAS,
  * OpenMP, portable x86-64 build, avx512 kernels, subnormals flushed". */
 const char *pelab_build_info(void);
-/* The matrix-product kernels that run, e.g. "OpenBLAS 0.3.21 SkylakeX kernels"; with
- * OPENBLAS_CORETYPE set, also that, and the better core this CPU allows if there is one. */
+/* OpenBLAS's kernels that run, e.g. "OpenBLAS 0.3.21 SkylakeX kernels"; with OPENBLAS_CORETYPE
+ * set, also that, and the better core this CPU allows if there is one. */
 const char *pelab_blas_kernels(void);
+/* What runs the float32 products of two rows or more: "oneDNN 2.6.3 sgemm on AVX-512 (one-row
+ * products: OpenBLAS's sgemv)" in a build with oneDNN, else pelab_blas_kernels(). */
+const char *pelab_sgemm_kernels(void);
 /* Call first in main(), before any other work: where OpenBLAS chose kernels below what the CPU's
  * instructions allow (a model its table does not know) and OPENBLAS_CORETYPE is unset, says so in
  * one line on stderr and runs the program again (execv of /proc/self/exe with the same argv) with

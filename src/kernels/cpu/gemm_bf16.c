@@ -191,6 +191,8 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
+const char *pelab_dnnl_isa(void) { return isa_name(dnnl_get_effective_cpu_isa()); }
+
 static int has_isa(dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) {
     return ((unsigned)isa & (unsigned)want) == (unsigned)want;
 }

@@ -1,15 +1,23 @@
-/* GEMM through CBLAS, or a portable fallback (blocked, OpenMP over rows of C). */
+/* GEMM: float32 products of two rows or more through oneDNN's sgemm when the build has oneDNN
+ * (at the small shapes the experiments train, 64–256 wide, it ran 1.1–1.3× OpenBLAS's sgemm, which
+ * packs both operands and zeroes C first), one-row products and the float64 build through CBLAS
+ * (OpenBLAS), or a portable fallback (blocked, OpenMP over rows of C) without BLAS. */
 #include "kernels/cpu/matmul.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "core/prof.h"
+#include "pelab/threads.h"
 #include "kernels/cpu/parallel.h"
 #include "pelab/ctx.h"
 #include "pelab/status.h"
 
 #ifdef PELAB_BLAS
 #include <cblas.h>
+#if defined(PELAB_DNNL) && !defined(PELAB_DOUBLE)
+#include <dnnl.h>
+#define SGEMM_DNNL 1
+#endif
 
 /* C (1,N) = alpha · op(A) (1,K) · op(B) + beta · C as a matrix–vector product: a one-row product
  * reads B once, where a gemm would first copy it into its packed panels. */
@@ -25,21 +33,31 @@ static void blas_gemv(int trans_a, int trans_b, int N, int K, pelab_real alpha, 
 #endif
 }
 
-/* One row (M = 1) by blas_gemv, whatever the caller's split: its bits do not depend on it. */
-static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                      pelab_real *C, int ldc) {
+/* One row (M = 1) by blas_gemv, whatever the caller's split: its bits do not depend on it. Two
+ * rows or more in float32: oneDNN's sgemm (row-major, as pelab's arrays), whose bits for a row do
+ * not depend on how many rows its call holds from 16 rows on (the callers' row slices are multiples
+ * of 16); below 16 it takes another kernel. 0, or oneDNN's status when it fails (out of memory). */
+static int blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                     const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                     pelab_real *C, int ldc) {
     if (M == 1) {
         blas_gemv(trans_a, trans_b, N, K, alpha, A, lda, B, ldb, beta, C);
-        return;
+        return 0;
     }
 #ifdef PELAB_DOUBLE
     cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#elif defined(SGEMM_DNNL)
+    if (K > 0)
+        return (int)dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
+                               beta, C, ldc);
+    for (long i = 0; i < M; i++) /* K = 0: C = beta C, as BLAS defines it (beta 0 reads no C) */
+        for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
 #else
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
+    return 0;
 }
 
 /* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
@@ -49,10 +67,11 @@ static void blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real 
  * C's columns instead, a multiple of 64, so each thread reads its own part of B: there the cost is
  * B's bytes, and one core alone cannot read them at the memory's full rate. (Generation's steps
  * take pelab_matmul_rows_forward, which reads B in place.) */
-static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                      pelab_real *C, int ldc) {
+static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                     const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                     pelab_real *C, int ldc) {
     enum { ROWS = 16, COLS = 64 };
+    int status = 0; /* a failed slice's (any one's) */
 #ifdef _OPENMP
     if (M >= 2 * ROWS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
 #pragma omp parallel
@@ -61,11 +80,16 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
             pelab_thread_slice((M + ROWS - 1) / ROWS, &lo, &hi);
             lo *= ROWS, hi = hi * ROWS < M ? hi * ROWS : M;
             /* rows lo.. of op(A): rows of A, or its columns when transposed */
-            if (hi > lo)
-                blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha, trans_a ? A + lo : A + lo * lda,
-                          lda, B, ldb, beta, C + lo * ldc, ldc);
+            const int st = hi > lo ? blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha,
+                                               trans_a ? A + lo : A + lo * lda, lda, B, ldb, beta,
+                                               C + lo * ldc, ldc)
+                                   : 0;
+            if (st) {
+#pragma omp atomic write
+                status = st;
+            }
         }
-        return;
+        return status;
     }
     if (N >= 2 * COLS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
 #pragma omp parallel
@@ -74,14 +98,18 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
             pelab_thread_slice((N + COLS - 1) / COLS, &lo, &hi);
             lo *= COLS, hi = hi * COLS < N ? hi * COLS : N;
             /* columns lo.. of op(B): columns of B, or its rows when transposed */
-            if (hi > lo)
-                blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda, trans_b ? B + lo * ldb : B + lo,
-                          ldb, beta, C + lo, ldc);
+            const int st = hi > lo ? blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda,
+                                               trans_b ? B + lo * ldb : B + lo, ldb, beta, C + lo, ldc)
+                                   : 0;
+            if (st) {
+#pragma omp atomic write
+                status = st;
+            }
         }
-        return;
+        return status;
     }
 #endif
-    blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else
@@ -89,9 +117,9 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
 /* C[i][j] = beta·C[i][j] + alpha · Σ_k a(i,k) b(k,j). The inner loop runs over j so that, when B
  * is not transposed, it streams a row of B and vectorises; a transposed B is first copied into
  * a row-major panel for the same reason. */
-static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
-                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
-                      pelab_real *C, int ldc) {
+static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
+                     const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
+                     pelab_real *C, int ldc) {
     enum { KB = 128 };
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < M; i++) {
@@ -110,9 +138,22 @@ static void gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real 
             }
         }
     }
+    return 0;
 }
 
 #endif
+
+const char *pelab_sgemm_kernels(void) {
+#ifdef SGEMM_DNNL
+    static char text[192];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(text, sizeof text, "oneDNN %d.%d.%d sgemm on %s (one-row products: OpenBLAS's sgemv)",
+             v->major, v->minor, v->patch, pelab_dnnl_isa());
+    return text;
+#else
+    return pelab_blas_kernels();
+#endif
+}
 
 /* PELAB_TEST_GEMM_FAIL=N (tests only): the N-th product of the process fails as a bf16 one that
  * runs out of memory would, in any precision. The count is the process's, as the variable is. */
@@ -152,8 +193,10 @@ void pelab_gemm(struct pelab_ctx *ctx, int trans_a, int trans_b, int M, int N, i
     if (injected_failure())
         rc = pelab_fail(PELAB_ERR_RUNTIME, "matrix product %dx%dx%d: out of memory (PELAB_TEST_GEMM_FAIL)", M, N, K);
     else if (ctx->precision == PELAB_PRECISION_FP32) {
-        gemm_fp32(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
+        const int status = gemm_fp32(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (status == 0) return;
+        rc = pelab_fail(PELAB_ERR_RUNTIME, "matrix product %dx%dx%d: oneDNN's sgemm failed (status %d)",
+                        M, N, K, status);
     } else
         rc = pelab_gemm_bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (rc != PELAB_OK) failed(ctx, rc, C, M, N, ldc);

@@ -1,6 +1,6 @@
-/* Matrix products on row-major pelab_real arrays: OpenBLAS when the build has it, otherwise a
- * portable blocked loop; in the bf16 precision (pelab/precision.h), oneDNN's bf16 matmul
- * (gemm_bf16.c). */
+/* Matrix products on row-major pelab_real arrays: float32 products of two rows or more by oneDNN's
+ * sgemm when the build has oneDNN, the rest by OpenBLAS when the build has it, otherwise a portable
+ * blocked loop; in the bf16 precision (pelab/precision.h), oneDNN's bf16 matmul (gemm_bf16.c). */
 #ifndef PELAB_KERNELS_MATMUL_H
 #define PELAB_KERNELS_MATMUL_H
 
@@ -11,8 +11,8 @@
 /* C (M,N) = alpha · op(A) · op(B) + beta · C, row-major; op(X) = X or X^T per trans flag.
  * op(A) is (M,K), op(B) is (K,N). lda/ldb/ldc are the row strides of A, B, C as stored.
  * Every matrix product of the library goes through here, in its context's precision
- * (ctx->precision): fp32, or bf16 operands with float32 accumulation. A bf16 product that fails
- * (out of memory, a oneDNN error) fills C with NaN, so that nothing downstream reads stale
+ * (ctx->precision): fp32, or bf16 operands with float32 accumulation. A product that fails (out
+ * of memory, a oneDNN error) fills C with NaN, so that nothing downstream reads stale
  * numbers, and is kept as the context's failure (the first one: ctx->gemm), which the model's
  * passes collect with pelab_gemm_take_failure and report as such (not as a non-finite loss). */
 void pelab_gemm(struct pelab_ctx *ctx, int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
@@ -21,6 +21,8 @@ void pelab_gemm(struct pelab_ctx *ctx, int trans_a, int trans_b, int M, int N, i
 /* PELAB_OK, or the status of ctx's first product that failed since the last call, with its
  * message as the last error; clears it. */
 int pelab_gemm_take_failure(struct pelab_ctx *ctx);
+/* The instructions oneDNN's kernels run here ("AVX-512 with AMX"; gemm_bf16.c, with oneDNN). */
+const char *pelab_dnnl_isa(void);
 
 /* The bf16 product alone: C = alpha · bf16(op(A)) · bf16(op(B)) + beta · C, float32 accumulation.
  * PELAB_OK, or PELAB_ERR_RUNTIME (no oneDNN in the build, out of memory, a oneDNN failure) with C

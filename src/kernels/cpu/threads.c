@@ -132,7 +132,9 @@ int pelab_threads_get(void) {
 #endif
 
 static const char *threads_info(void) {
-#if defined(PELAB_BLAS) && defined(_OPENMP)
+#if defined(PELAB_BLAS) && defined(PELAB_DNNL) && !defined(PELAB_DOUBLE) && defined(_OPENMP)
+    return "oneDNN sgemm, OpenBLAS, OpenMP"; /* kernels/cpu/matmul.c */
+#elif defined(PELAB_BLAS) && defined(_OPENMP)
     return "OpenBLAS, OpenMP";
 #elif defined(PELAB_BLAS)
     return "OpenBLAS, single-threaded loops (no OpenMP)";
