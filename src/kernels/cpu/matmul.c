@@ -35,8 +35,9 @@ static void blas_gemv(int trans_a, int trans_b, int N, int K, pelab_real alpha, 
 
 /* One row (M = 1) by blas_gemv, whatever the caller's split: its bits do not depend on it. Two
  * rows or more in float32: oneDNN's sgemm (row-major, as pelab's arrays), whose bits for a row do
- * not depend on how many rows its call holds from 16 rows on (the callers' row slices are multiples
- * of 16); below 16 it takes another kernel. 0, or oneDNN's status when it fails (out of memory). */
+ * not depend on how many rows its call holds from 16 rows on (gemm_fp32's slices hold 16 or more),
+ * nor on how many columns from 2 on; below 16 rows it takes another kernel. 0, or oneDNN's status
+ * when it fails (out of memory). */
 static int blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                      pelab_real *C, int ldc) {
@@ -61,12 +62,14 @@ static int blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real a
 }
 
 /* With OpenMP, BLAS runs single-threaded inside OpenMP's threads (threads.c): each takes a slice of
- * C's rows, a multiple of 16. One pool of threads then does all the work. Two pools (OpenBLAS's
- * own threads beside OpenMP's) fight over the cores: each spins waiting for work while the other
- * computes, and on 2 cores that made 2 threads slower than 1. A product of a few rows is split by
- * C's columns instead, a multiple of 64, so each thread reads its own part of B: there the cost is
- * B's bytes, and one core alone cannot read them at the memory's full rate. (Generation's steps
- * take pelab_matmul_rows_forward, which reads B in place.) */
+ * C's rows, a multiple of 16, the last one also the rows past them, so that no slice holds fewer
+ * than 16 (oneDNN gives the rows of a shorter call another kernel, and other bits). One pool of
+ * threads then does all the work. Two pools (OpenBLAS's own threads beside OpenMP's) fight over
+ * the cores: each spins waiting for work while the other computes, and on 2 cores that made 2
+ * threads slower than 1. A product of a few rows is split by C's columns instead, a multiple of 64
+ * (the last slice also the columns past them), so each thread reads its own part of B: there the
+ * cost is B's bytes, and one core alone cannot read them at the memory's full rate. (Generation's
+ * steps take pelab_matmul_rows_forward, which reads B in place.) */
 static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                      pelab_real *C, int ldc) {
@@ -77,8 +80,8 @@ static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real a
 #pragma omp parallel
         {
             long lo, hi;
-            pelab_thread_slice((M + ROWS - 1) / ROWS, &lo, &hi);
-            lo *= ROWS, hi = hi * ROWS < M ? hi * ROWS : M;
+            pelab_thread_slice(M / ROWS, &lo, &hi); /* the last slice takes the rows past them */
+            lo *= ROWS, hi = hi == M / ROWS ? M : hi * ROWS;
             /* rows lo.. of op(A): rows of A, or its columns when transposed */
             const int st = hi > lo ? blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha,
                                                trans_a ? A + lo : A + lo * lda, lda, B, ldb, beta,
@@ -95,8 +98,8 @@ static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real a
 #pragma omp parallel
         {
             long lo, hi;
-            pelab_thread_slice((N + COLS - 1) / COLS, &lo, &hi);
-            lo *= COLS, hi = hi * COLS < N ? hi * COLS : N;
+            pelab_thread_slice(N / COLS, &lo, &hi);
+            lo *= COLS, hi = hi == N / COLS ? N : hi * COLS;
             /* columns lo.. of op(B): columns of B, or its rows when transposed */
             const int st = hi > lo ? blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda,
                                                trans_b ? B + lo * ldb : B + lo, ldb, beta, C + lo, ldc)
