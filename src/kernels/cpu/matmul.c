@@ -34,10 +34,11 @@ static void blas_gemv(int trans_a, int trans_b, int N, int K, pelab_real alpha, 
 }
 
 /* One row (M = 1) by blas_gemv, whatever the caller's split: its bits do not depend on it. Two
- * rows or more in float32: oneDNN's sgemm (row-major, as pelab's arrays), whose bits for a row do
- * not depend on how many rows its call holds from 16 rows on (gemm_fp32's slices hold 16 or more),
- * nor on how many columns from 2 on; below 16 rows it takes another kernel. 0, or oneDNN's status
- * when it fails (out of memory). */
+ * rows or more in float32: oneDNN's sgemm (row-major, as pelab's arrays). With its AVX-512 kernels
+ * a row's bits do not depend on how many rows its call holds from 16 rows on (gemm_fp32's slices
+ * hold 16 or more), nor on how many columns from 2 on; below 16 rows it takes another kernel. Its
+ * AVX2 kernels give a row other bits in calls of other sizes, so there the bits of a threaded
+ * product depend on the thread count. 0, or oneDNN's status when it fails (out of memory). */
 static int blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                      pelab_real *C, int ldc) {
