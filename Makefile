@@ -179,13 +179,14 @@ libpelab.so: $(OBJ32)
 $(BUILD)/f64/libpelab.a: $(OBJ64)
 	rm -f $@ && ar rcs $@ $^
 
-# The commit the command is built from, for `pelab --version` and the records of results/ (with
-# "+changes" when tracked files differed from it; "unknown" outside a git checkout). A file that
-# changes only when the commit does rebuilds cli/program.o then, and only then.
+# The commit the library is built from, for `pelab --version`, each run's summary.json and the
+# records of results/ (with "+changes" when tracked files differed from it; "unknown" outside a
+# git checkout). A file that changes only when the commit does rebuilds src/kernels/cpu/commit.o
+# then, and only then.
 COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git rev-parse HEAD >/dev/null 2>&1 && ! git diff --quiet HEAD -- 2>/dev/null && echo +changes)
 $(shell mkdir -p $(BUILD) && [ "$$(cat $(BUILD)/commit 2>/dev/null)" = "$(COMMIT)" ] || echo "$(COMMIT)" >$(BUILD)/commit)
-$(BUILD)/f32/cli/program.o: $(BUILD)/commit
-$(BUILD)/f32/cli/program.o: CFLAGS += -DPELAB_COMMIT=\"$(COMMIT)\"
+$(BUILD)/f32/src/kernels/cpu/commit.o $(BUILD)/f64/src/kernels/cpu/commit.o: $(BUILD)/commit
+$(BUILD)/f32/src/kernels/cpu/commit.o $(BUILD)/f64/src/kernels/cpu/commit.o: CFLAGS += -DPELAB_COMMIT=\"$(COMMIT)\"
 
 $(LAB_OBJ): CFLAGS += -Icli
 

@@ -14,10 +14,6 @@
 #include "pelab/threads.h"
 #include "pelab/train.h"
 
-#ifndef PELAB_COMMIT
-#define PELAB_COMMIT "unknown" /* built without the Makefile */
-#endif
-
 static const struct pelab_command *find(const struct pelab_program *program, const char *name) {
     for (const struct pelab_command *c = program->commands; c->name; c++)
         if (strcmp(c->name, name) == 0) return c;
@@ -145,7 +141,7 @@ static int run(struct pelab_ctx *ctx, int argc, char **argv, const struct pelab_
     if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
         const int bf16 = pelab_precision_check(PELAB_PRECISION_BF16) == PELAB_OK; /* oneDNN and the CPU */
         pelab_clear_error();
-        printf("pelab %s (commit %s, %s, %s, %s, %s)\n", PELAB_VERSION, PELAB_COMMIT, pelab_build_info(),
+        printf("pelab %s (commit %s, %s, %s, %s, %s)\n", PELAB_VERSION, pelab_commit(), pelab_build_info(),
                !bf16 ? "no bf16" : pelab_bf16_emulated() ? "bf16 emulated" : "bf16",
                pelab_dist_built() ? "MPI" : "no MPI", program->figures() ? "cairo" : "no cairo");
         printf("BLAS: %s\n", pelab_blas_kernels());

@@ -15,6 +15,7 @@
 #include "pelab/io.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
+#include "pelab/threads.h"
 #include "pelab/train.h"
 
 #define MAX_PES COMPARE_MAX_PES
@@ -40,15 +41,50 @@ static void run_label(char *buf, size_t size, const struct compare_plan *pl, con
     snprintf(buf, size, "[%.50s%s s%" PRIu64 "]", r->pe, point, r->seed);
 }
 
-/* Whether r is not to be trained, said on stderr: it has its summary.json, or it shares the run
- * of an earlier entry (it differs only in evaluation-time options). */
+/* What a finished run's summary.json (path) says of the builds that trained it, where they are
+ * not this one alone or its float32 products were another library's: " (trained by commit A, B
+ * [with float32 products: P]; this build is C [with Q])", else "". Its numbers come from that
+ * arithmetic. */
+static void other_build(char *note, size_t size, const char *path) {
+    struct pelab_json *j = NULL;
+    note[0] = '\0';
+    if (pelab_json_load(path, &j)) { /* compare reads it again, and says what is wrong */
+        pelab_clear_error();
+        return;
+    }
+    const struct pelab_json *by = pelab_json_get(j, "trained-by");
+    const struct pelab_json *f32 = pelab_json_get(j, "float32-products");
+    const char *products = f32 && f32->type == PELAB_JSON_STRING ? f32->string : "not recorded";
+    int ours = by && by->type == PELAB_JSON_ARRAY && by->count == 1 && by->items[0]->type == PELAB_JSON_STRING &&
+               strcmp(by->items[0]->string, pelab_commit()) == 0;
+    const int same_products = strcmp(products, pelab_sgemm_kernels()) == 0;
+    struct pelab_sb sb = {0};
+    if (!ours || !same_products) {
+        if (!by || by->type != PELAB_JSON_ARRAY) pelab_sb_printf(&sb, "by a build that did not record its commit");
+        for (int i = 0; by && by->type == PELAB_JSON_ARRAY && i < by->count; i++)
+            pelab_sb_printf(&sb, "%s%s", i ? ", " : "by commit ",
+                            by->items[i]->type == PELAB_JSON_STRING ? by->items[i]->string : "?");
+        if (!same_products) pelab_sb_printf(&sb, " with float32 products: %s", products);
+        pelab_sb_printf(&sb, "; this build is %s", pelab_commit());
+        if (!same_products) pelab_sb_printf(&sb, " with %s", pelab_sgemm_kernels());
+        snprintf(note, size, " (trained %s)", sb.data);
+    }
+    pelab_sb_free(&sb);
+    pelab_json_free(j);
+}
+
+/* Whether r is not to be trained, said on stderr: it has its summary.json (and the builds that
+ * trained it, when not this one), or it shares the run of an earlier entry (it differs only in
+ * evaluation-time options). */
 static int finished_earlier(const struct compare_plan *pl, const struct compare_result *r) {
-    char path[sizeof r->dir + 16], label[160];
+    char path[sizeof r->dir + 16], label[160], note[512] = "";
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     const int done = pelab_file_exists(path);
     if (!done && r->shares < 0) return 0;
     run_label(label, sizeof label, pl, r);
-    fprintf(stderr, "%s  %s: %s\n", label, r->shares >= 0 ? "shares the run" : "finished earlier", r->dir);
+    if (r->shares < 0) other_build(note, sizeof note, path);
+    fprintf(stderr, "%s  %s: %s%s\n", label, r->shares >= 0 ? "shares the run" : "finished earlier", r->dir,
+            note);
     return 1;
 }
 

@@ -40,6 +40,9 @@ const char *pelab_subnormal_mode(void);
  * kernels run on this CPU, and whether pelab_threads_set flushes subnormals, e.g. "OpenBLAS,
  * OpenMP, portable x86-64 build, avx512 kernels, subnormals flushed". */
 const char *pelab_build_info(void);
+/* The commit the library was built from: 12 hex digits, with "+changes" when tracked files
+ * differed from it; "unknown" when built outside a git checkout or without the Makefile. */
+const char *pelab_commit(void);
 /* OpenBLAS's kernels that run, e.g. "OpenBLAS 0.3.21 SkylakeX kernels"; with OPENBLAS_CORETYPE
  * set, also that, and the better core this CPU allows if there is one. */
 const char *pelab_blas_kernels(void);

@@ -11,7 +11,10 @@
 #   record.json      the command, its pelab's `--version` and the commit that names (the one the
 #                    binary was built from, "+changes" when the tree differed from it), the environment's
 #                    PELAB_*, OPENBLAS_* and OMP_* settings, the CPU model, the cores, the date,
-#                    the command's wall time
+#                    the command's wall time, and trained_by: how many of the kept runs each
+#                    build trained (each run's summary.json "trained-by": a run resumed by another
+#                    build counts for each; "unrecorded" for a run older than the field), said on
+#                    stderr when a build other than the recording one trained any
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
 #   runs/RUN/        each run's config.json, summary.json, sweep files, the last 5 lines of its
 #                    log.jsonl (log-tail.jsonl) and its lines with a validation (log-val.jsonl: the
@@ -96,15 +99,23 @@ for src, under in dict.fromkeys(kept):
         f.writelines(l for l in lines if '"val_loss"' in l)
 PY
 /usr/bin/python3 - "$tmp/record.json" "$table" "$commit" "$wall" "$@" <<PY
-import json, os, sys, time
+import collections, glob, json, os, sys, time
 path, table, commit, wall, command = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "unknown")
 # the settings of the environment that change what runs (kernels, threads)
 env = {k: v for k, v in sorted(os.environ.items()) if k.startswith(("PELAB_", "OPENBLAS_", "OMP_"))}
-json.dump({"table": table, "command": command, "commit": commit, "environment": env,
-           "version": """$version""".splitlines(),
-           "cpu": cpu, "cores": $(nproc), "date": time.strftime("%Y-%m-%d"),
-           "wall_s": wall}, open(path, "w"), indent=2)
+record = {"table": table, "command": command, "commit": commit, "environment": env,
+          "version": """$version""".splitlines(),
+          "cpu": cpu, "cores": $(nproc), "date": time.strftime("%Y-%m-%d"), "wall_s": wall}
+summaries = sorted(glob.glob(os.path.join(os.path.dirname(path), "runs", "**", "summary.json"), recursive=True))
+if summaries:  # the builds that trained the kept runs
+    trained_by = collections.Counter(b for s in summaries for b in json.load(open(s)).get("trained-by", ["unrecorded"]))
+    record["trained_by"] = dict(sorted(trained_by.items()))
+    others = {b: n for b, n in trained_by.items() if b != commit}
+    if others:
+        print("record: %s: runs trained by other builds than commit %s: %s" % (table, commit, ", ".join(
+            "%s (%d of %d runs)" % (b, n, len(summaries)) for b, n in sorted(others.items()))), file=sys.stderr)
+json.dump(record, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY
 /usr/bin/python3 lab/scripts/recordpaths.py apply "$tmp" "$table" "$map" || exit 1

@@ -2,7 +2,8 @@
 # compare: every encoding × seed trained in OUT/<pe>-s<seed>/ with otherwise identical settings,
 # a Markdown table and OUT/compare.json; a second call reuses the finished runs; --jobs 2 trains
 # two runs at a time in child processes, with the results of --jobs 1; a line after each run says
-# how many are done and about how long the rest take.
+# how many are done and about how long the rest take. A run reused from another build (its
+# summary.json's trained-by and float32-products) is said to be so, with what trained it.
 set -u
 . "$(dirname "$0")/../../tests/lib/cli.sh"
 TINY="--d-model 32 --heads 2 --layers 1 --batch 4 --threads 1 --indirect-val-size 16 --indirect-test-size 16"
@@ -53,6 +54,27 @@ before=$(ls -l --time-style=+%s.%N "$W"/cmp/*/model.safetensors)
 after=$(ls -l --time-style=+%s.%N "$W"/cmp/*/model.safetensors)
 [ "$before" = "$after" ] || fail "second compare rewrote models"
 diff <(grep '^|' "$W/out") <(grep '^|' "$W/out2") >/dev/null || fail "second table differs"
+grep 'finished earlier' "$W/err" | grep -q '(' && fail "runs of this build said to be of another: $(cat "$W/err")"
+commit=$(build_commit)
+/usr/bin/python3 - "$W/cmp" <<'PY' || fail "editing summaries"
+import json, sys
+for run, edit in (("rope-s1", {"trained-by": ["0123456789ab", "ba9876543210"]}), ("rope-s2", {"trained-by": None}),
+                  ("nope-s1", {"float32-products": "OpenBLAS 0.3.21 Haswell kernels"})):
+    path = "%s/%s/summary.json" % (sys.argv[1], run)
+    s = json.load(open(path))
+    for k, v in edit.items():
+        if v is None: s.pop(k)
+        else: s[k] = v
+    json.dump(s, open(path, "w"))
+PY
+"$P" compare --task indirect --pe rope,nope --seeds 2 $TINY --steps 6 --rope-base 500 \
+    --out "$W/cmp" >"$W/out3" 2>"$W/err" || fail "third compare exited $?"
+for want in "rope-s1 (trained by commit 0123456789ab, ba9876543210; this build is $commit)" \
+    "rope-s2 (trained by a build that did not record its commit; this build is $commit)" \
+    "nope-s1 (trained by commit $commit with float32 products: OpenBLAS 0.3.21 Haswell kernels; this build is $commit with" \
+    "nope-s2"; do
+    grep -qF "finished earlier: $W/cmp/$want" "$W/err" || fail "reused runs of other builds: no '$want': $(cat "$W/err")"
+done
 
 # The statistics over seeds on an algorithmic task (copy of 1..2 symbols: 500 updates, where RoPE
 # fits its trained sizes in some seeds and NoPE in none): a run fits its trained sizes when its exact

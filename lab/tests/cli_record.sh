@@ -7,6 +7,8 @@
 # machine: the same bits), and refuses a name with a path, an output directory it did not make
 # and a record whose command has no --out, removing nothing. An algorithmic task's record makes a
 # table of exact matches per bucket; an analysis's record keeps its --json output, or its CSV.
+# The record counts the runs each build trained (their summary.json's trained-by), says so when
+# another build than the recording one trained any, and its tables' captions name them.
 # A record names no path of this machine: the binary as ./pelab, its --out as runs/record/NAME, the
 # runs of another record it reads as that record's (runs/record/OTHER/RUN); a command reading runs
 # no record keeps, or naming a path outside the repository, is refused before it runs. A chain (a
@@ -32,13 +34,15 @@ bash lab/scripts/record.sh tiny "$P" compare $TXT --pe rope,nope --seeds 2 --len
     >"$W/o" 2>"$W/e" || fail "record.sh: $(tail -3 "$W/e")"
 R=$W/results/tiny
 grep -q "^record: $R (" "$W/o" || fail "record.sh's last line: $(tail -1 "$W/o")"
-commit=$("$P" --version | sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p')
+commit=$(build_commit)
 [ "$(json "$R/record.json" 'j["commit"], j["command"][:2], j["command"][-1], j["cores"] > 0')" = \
   "('$commit', ['./pelab', 'compare'], '--out=runs/record/tiny', True)" ] || fail "record.json: $(cat "$R/record.json")"
 # what the command ran with instead, and the settings that name paths left out
 [ "$(json "$R/record.json" 'j["paths_rewritten"], "PELAB_DATA" in j["environment_left_out"], j["environment"].get("PELAB_DATA")')" = \
   "([{'from': '.../cmp', 'to': 'runs/record/tiny'}, {'from': '.../${P##*/}', 'to': './pelab'}], True, None)" ] ||
     fail "record.json's paths_rewritten: $(cat "$R/record.json")"
+[ "$(json "$R/record.json" 'j["trained_by"]')" = "{'$commit': 4}" ] && ! grep -q "other builds" "$W/e" ||
+    fail "record.json's trained_by: $(json "$R/record.json" 'j.get("trained_by")') $(cat "$W/e")"
 [ "$(json_text "$R/runs/rope-s1/config.json" 'j["training"]["out"]')" = runs/record/tiny/rope-s1 ] &&
     [ "$(json_text "$R/compare.json" 'sorted({r["dir"] for r in j["runs"]})[0]')" = runs/record/tiny/nope-s1 ] ||
     fail "a run of the record is not named runs/record/tiny/RUN: $(cat "$R/runs/rope-s1/config.json")"
@@ -236,4 +240,17 @@ replay grid-var
 grep -qx "reproduce: $W/chain/grid-var needs the runs of img: made again first" "$W/o" &&
     [ "$(grep -cE '^seqpe-s[12] [23] +(rows|columns|interaction) ' "$W/o")" = 12 ] &&
     [ "$(grep -c '^largest drift: 0.000 %$' "$W/o")" = 2 ] || fail "reproduce of a CSV analysis of a record's runs: $(cat "$W/o")"
+
+# a run reused from another build: the record says so, counts it, and the table's caption names it
+/usr/bin/python3 -c 'import json, sys; p = sys.argv[1]; s = json.load(open(p)); s["trained-by"] = ["0123456789ab", s["trained-by"][0]]; json.dump(s, open(p, "w"))' \
+    "$W/cmp/rope-s1/summary.json"
+bash lab/scripts/record.sh tiny "$P" compare $TXT --pe rope,nope --seeds 2 --lengths 1x,2x --out="$W/cmp" >"$W/o" 2>"$W/e" ||
+    fail "record.sh of reused runs: $(tail -3 "$W/e")"
+grep -qx "record: tiny: runs trained by other builds than commit $commit: 0123456789ab (1 of 4 runs)" "$W/e" ||
+    fail "record.sh does not say another build trained a run: $(cat "$W/e")"
+[ "$(json "$R/record.json" 'sorted(j["trained_by"].items())')" = "[('0123456789ab', 1), ('$commit', 4)]" ] ||
+    fail "record.json's trained_by of reused runs: $(json "$R/record.json" 'j.get("trained_by")')"
+/usr/bin/python3 lab/scripts/tables.py "$W/README.md" >/dev/null || fail "tables.py on reused runs"
+grep -qF "(runs trained by \`0123456\` (1 run), \`${commit:0:7}" "$W/README.md" ||
+    fail "the caption does not name the builds that trained the runs: $(grep '<sub>' "$W/README.md")"
 echo "cli_record: ok"

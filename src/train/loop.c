@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include "pelab/clock.h"
 #include "pelab/dist.h"
 #include "pelab/io.h"
@@ -90,9 +91,25 @@ static int write_summary(struct pelab_trainer *tr, const struct pelab_eval_resul
     pelab_sb_printf(&sb, ",\n  \"val_examples\": %" PRIu64 ",\n  \"test_examples\": %" PRIu64
                     ",\n  \"parameters\": %zu",
                     val->examples, test->examples, tr->model.params.total);
-    /* the kernels this process ran on (PELAB_SIMD and PELAB_SUBNORMALS change their bits) */
-    pelab_sb_printf(&sb, ",\n  \"simd\": \"%s\",\n  \"subnormals\": \"%s\"\n}\n", pelab_simd_used(),
-                    pelab_subnormal_mode());
+    /* the builds that trained the run, and the kernels this process ran on (another build,
+     * PELAB_SIMD, PELAB_SUBNORMALS or product library changes their bits) */
+    pelab_sb_printf(&sb, ",\n  \"trained-by\": [");
+    char build[sizeof tr->trained_by];
+    for (const char *b = tr->trained_by; *b;) {
+        const size_t n = strcspn(b, ",");
+        snprintf(build, sizeof build, "%.*s", (int)n, b);
+        if (b != tr->trained_by) pelab_sb_printf(&sb, ", ");
+        pelab_sb_json_string(&sb, build);
+        b += n + (b[n] == ',');
+    }
+    pelab_sb_printf(&sb, "],\n  \"simd\": \"%s\",\n  \"subnormals\": \"%s\",\n  \"float32-products\": ",
+                    pelab_simd_used(), pelab_subnormal_mode());
+    pelab_sb_json_string(&sb, pelab_sgemm_kernels());
+    if (tr->c.precision == PELAB_PRECISION_BF16) {
+        pelab_sb_printf(&sb, ",\n  \"bf16-products\": ");
+        pelab_sb_json_string(&sb, pelab_bf16_kernels());
+    }
+    pelab_sb_printf(&sb, "\n}\n");
     char path[PELAB_PATH_MAX];
     pelab_path(path, tr->dir, "summary.json");
     int rc = pelab_write_file_atomic(path, sb.data, sb.len);

@@ -63,6 +63,9 @@ struct pelab_trainer {
     int64_t nan_rollbacks;        /* rollbacks so far in the run */
     int64_t nan_skips;  /* updates skipped in a row, up to the current step */
     int64_t saved_step; /* step of the last checkpoint, -1: none */
+    /* The builds that trained the run: their commits (pelab_commit), oldest first, comma-separated;
+     * "unrecorded" first for a run begun before checkpoints recorded them (state.c). */
+    char trained_by[384];
 
     FILE *log;          /* log.jsonl, appending */
     int lock_fd;        /* the run directory, locked while training (-1: not held) */

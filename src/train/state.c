@@ -19,6 +19,7 @@
 #include "pelab/dist.h"
 #include "pelab/safetensors.h"
 #include "pelab/status.h"
+#include "pelab/threads.h"
 #include "train/run.h"
 
 #ifdef PELAB_DOUBLE
@@ -94,6 +95,7 @@ int pelab_state_save(const struct pelab_trainer *tr, const char *path) {
     if (!rc) rc = meta_printf(meta, "lr-scale", "%a", tr->lr_scale);
     if (!rc) rc = meta_printf(meta, "nan-rollbacks", "%" PRId64, tr->nan_rollbacks);
     if (!rc) rc = meta_printf(meta, "nan-skips", "%" PRId64, tr->nan_skips);
+    if (!rc) rc = pelab_opts_set(meta, "trained-by", tr->trained_by);
     if (!rc) rc = pelab_settings_metadata(&tr->settings, meta);
     if (!rc) rc = pelab_safetensors_write(path, ts, P->count * 3, meta);
     free(meta);
@@ -274,6 +276,21 @@ static int read_counters(const struct pelab_st_file *f, const char *path,
     return PELAB_OK;
 }
 
+/* The builds that trained a run continued from a checkpoint: the checkpoint's list ("unrecorded"
+ * when it has none), and this build's commit unless it is the list's last. A list too long to
+ * keep names its first build, "...", and this one. */
+static void continue_trained_by(char *out, size_t size, const char *recorded) {
+    const char *now = pelab_commit();
+    const char *last = strrchr(recorded, ',');
+    last = last ? last + 1 : recorded;
+    const int n = strcmp(last, now) == 0 ? snprintf(out, size, "%s", recorded)
+                                         : snprintf(out, size, "%s,%s", recorded, now);
+    if (n < 0 || (size_t)n >= size) {
+        const size_t first = strcspn(recorded, ",");
+        snprintf(out, size, "%.*s,...,%s", (int)(first < 64 ? first : 64), recorded, now);
+    }
+}
+
 static int check_format(const struct pelab_st_file *f, const char *path) {
     const char *format = pelab_opts_get(&f->metadata, "format");
     if (!format || strcmp(format, STATE_FORMAT) != 0)
@@ -333,6 +350,8 @@ int pelab_state_from_file(struct pelab_trainer *tr, const struct pelab_st_file *
     tr->lr_scale = c.lr_scale;
     tr->nan_rollbacks = c.rollbacks;
     tr->nan_skips = c.skips;
+    const char *by = pelab_opts_get(&f->metadata, "trained-by");
+    continue_trained_by(tr->trained_by, sizeof tr->trained_by, by && by[0] ? by : "unrecorded");
     return PELAB_OK;
 }
 
@@ -362,6 +381,7 @@ void pelab_trainer_fresh_start(struct pelab_trainer *tr) {
     tr->last_loss = tr->last_acc = 0;
     tr->lr_scale = 1;
     tr->nan_rollbacks = tr->nan_skips = 0;
+    snprintf(tr->trained_by, sizeof tr->trained_by, "%s", pelab_commit());
 }
 
 /* What a restored checkpoint sets beyond the weights and moments (the counters above, and what a

@@ -8,7 +8,8 @@
 # ARGS, every script's check of a refusal, runs pelab ARGS and wants exit status CODE and one line
 # on stderr containing PATTERN (its output in $W/o, $W/e; its options below); json FILE EXPR
 # prints a field of a JSON file (j), full precision, and json_text the same as text; train ARGS runs pelab train quietly (stderr in $W/err); losses RUN
-# prints each row of RUN's log.jsonl but its wall-clock fields.
+# prints each row of RUN's log.jsonl but its wall-clock fields; build_commit prints the commit
+# `pelab --version` names (summary.json's trained-by, a record's commit).
 # (Not itself named cli_*.sh: tests/run.sh runs each of those as a test.)
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 P=$(realpath "${PELAB_BIN:-pelab}")
@@ -20,6 +21,7 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 export XDG_CACHE_HOME=$W/cache # pelab's caches (the bf16 probe's) here, not in the user's home
 fail() { echo "FAIL: $*"; exit 1; }
+build_commit() { "$P" --version 2>/dev/null | sed -n 's/^pelab [^ ]* (commit \([^,]*\),.*/\1/p'; }
 same_weights() { /usr/bin/python3 -c '
 import json, struct, sys
 def load(p):

@@ -363,18 +363,12 @@ static int ready(struct thread_state **out, size_t na, size_t nb, int M, int N, 
     return PELAB_OK;
 }
 
-/* C = beta·C where K = 0 (no products), as BLAS defines it (beta 0 does not read C). */
-static void scale_only(pelab_real *C, int M, int N, int ldc, pelab_real beta) {
-    for (long i = 0; i < M; i++)
-        for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
-}
-
 int pelab_gemm_bf16(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                     const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                     pelab_real *C, int ldc) {
     if (M <= 0 || N <= 0) return PELAB_OK;
     if (K <= 0) {
-        scale_only(C, M, N, ldc, beta);
+        pelab_gemm_scale_only(C, M, N, ldc, beta);
         return PELAB_OK;
     }
     struct thread_state *x;

@@ -53,8 +53,7 @@ static int blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real a
     if (K > 0)
         return (int)dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb,
                                beta, C, ldc);
-    for (long i = 0; i < M; i++) /* K = 0: C = beta C, as BLAS defines it (beta 0 reads no C) */
-        for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+    pelab_gemm_scale_only(C, M, N, ldc, beta);
 #else
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -71,47 +70,45 @@ static int blas_gemm(int trans_a, int trans_b, int M, int N, int K, pelab_real a
  * (the last slice also the columns past them), so each thread reads its own part of B: there the
  * cost is B's bytes, and one core alone cannot read them at the memory's full rate. (Generation's
  * steps take pelab_matmul_rows_forward, which reads B in place.) */
+#ifdef _OPENMP
+/* The product in one slice a thread of C's rows (by_rows) or of its columns: whole blocks of
+ * `block`, the last slice also the rest. The status of a failed slice (any one's). */
+static int gemm_sliced(int by_rows, int block, int trans_a, int trans_b, int M, int N, int K,
+                       pelab_real alpha, const pelab_real *A, int lda, const pelab_real *B, int ldb,
+                       pelab_real beta, pelab_real *C, int ldc) {
+    const int n = by_rows ? M : N;
+    int status = 0;
+#pragma omp parallel
+    {
+        long lo, hi;
+        pelab_thread_slice(n / block, &lo, &hi);
+        lo *= block, hi = hi == n / block ? n : hi * block;
+        int st = 0;
+        if (hi > lo && by_rows) /* rows lo.. of op(A): rows of A, or its columns when transposed */
+            st = blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha, trans_a ? A + lo : A + lo * lda, lda,
+                           B, ldb, beta, C + lo * ldc, ldc);
+        else if (hi > lo) /* columns lo.. of op(B): columns of B, or its rows when transposed */
+            st = blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda,
+                           trans_b ? B + lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+        if (st) {
+#pragma omp atomic write
+            status = st;
+        }
+    }
+    return status;
+}
+#endif
+
 static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real alpha,
                      const pelab_real *A, int lda, const pelab_real *B, int ldb, pelab_real beta,
                      pelab_real *C, int ldc) {
     enum { ROWS = 16, COLS = 64 };
-    int status = 0; /* a failed slice's (any one's) */
 #ifdef _OPENMP
-    if (M >= 2 * ROWS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
-#pragma omp parallel
-        {
-            long lo, hi;
-            pelab_thread_slice(M / ROWS, &lo, &hi); /* the last slice takes the rows past them */
-            lo *= ROWS, hi = hi == M / ROWS ? M : hi * ROWS;
-            /* rows lo.. of op(A): rows of A, or its columns when transposed */
-            const int st = hi > lo ? blas_gemm(trans_a, trans_b, (int)(hi - lo), N, K, alpha,
-                                               trans_a ? A + lo : A + lo * lda, lda, B, ldb, beta,
-                                               C + lo * ldc, ldc)
-                                   : 0;
-            if (st) {
-#pragma omp atomic write
-                status = st;
-            }
-        }
-        return status;
-    }
-    if (N >= 2 * COLS && omp_get_max_threads() > 1 && !omp_in_parallel()) {
-#pragma omp parallel
-        {
-            long lo, hi;
-            pelab_thread_slice(N / COLS, &lo, &hi);
-            lo *= COLS, hi = hi == N / COLS ? N : hi * COLS;
-            /* columns lo.. of op(B): columns of B, or its rows when transposed */
-            const int st = hi > lo ? blas_gemm(trans_a, trans_b, M, (int)(hi - lo), K, alpha, A, lda,
-                                               trans_b ? B + lo * ldb : B + lo, ldb, beta, C + lo, ldc)
-                                   : 0;
-            if (st) {
-#pragma omp atomic write
-                status = st;
-            }
-        }
-        return status;
-    }
+    const int threaded = omp_get_max_threads() > 1 && !omp_in_parallel();
+    if (threaded && M >= 2 * ROWS)
+        return gemm_sliced(1, ROWS, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (threaded && N >= 2 * COLS)
+        return gemm_sliced(0, COLS, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
     return blas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -146,6 +143,11 @@ static int gemm_fp32(int trans_a, int trans_b, int M, int N, int K, pelab_real a
 }
 
 #endif
+
+void pelab_gemm_scale_only(pelab_real *C, int M, int N, int ldc, pelab_real beta) {
+    for (long i = 0; i < M; i++)
+        for (long j = 0; j < N; j++) C[i * ldc + j] = beta == 0 ? 0 : beta * C[i * ldc + j];
+}
 
 const char *pelab_sgemm_kernels(void) {
 #ifdef SGEMM_DNNL

@@ -23,6 +23,9 @@ void pelab_gemm(struct pelab_ctx *ctx, int trans_a, int trans_b, int M, int N, i
 int pelab_gemm_take_failure(struct pelab_ctx *ctx);
 /* The instructions oneDNN's kernels run here ("AVX-512 with AMX"; gemm_bf16.c, with oneDNN). */
 const char *pelab_dnnl_isa(void);
+/* C (M,N) = beta·C, row stride ldc: a product with K = 0, as BLAS defines it (beta 0 reads no C),
+ * for the products whose library refuses K = 0 (oneDNN's). */
+void pelab_gemm_scale_only(pelab_real *C, int M, int N, int ldc, pelab_real beta);
 
 /* The bf16 product alone: C = alpha · bf16(op(A)) · bf16(op(B)) + beta · C, float32 accumulation.
  * PELAB_OK, or PELAB_ERR_RUNTIME (no oneDNN in the build, out of memory, a oneDNN failure) with C
