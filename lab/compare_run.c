@@ -13,6 +13,7 @@
 #include "jobs.h"
 #include "pelab/clock.h"
 #include "pelab/io.h"
+#include "pelab/precision.h"
 #include "pelab/status.h"
 #include "pelab/sweep.h"
 #include "pelab/threads.h"
@@ -42,9 +43,9 @@ static void run_label(char *buf, size_t size, const struct compare_plan *pl, con
 }
 
 /* What a finished run's summary.json (path) says of the builds that trained it, where they are
- * not this one alone or its float32 products were another library's: " (trained by commit A, B
- * [with float32 products: P]; this build is C [with Q])", else "". Its numbers come from that
- * arithmetic. */
+ * not this one alone or its products (bf16 ones for a bf16 run, else float32) were another
+ * library's: " (trained by commit A, B [with float32 products: P]; this build is C [with Q])",
+ * else "". Its numbers come from that arithmetic. */
 static void other_build(char *note, size_t size, const char *path) {
     struct pelab_json *j = NULL;
     note[0] = '\0';
@@ -53,20 +54,23 @@ static void other_build(char *note, size_t size, const char *path) {
         return;
     }
     const struct pelab_json *by = pelab_json_get(j, "trained-by");
-    const struct pelab_json *f32 = pelab_json_get(j, "float32-products");
-    const char *products = f32 && f32->type == PELAB_JSON_STRING ? f32->string : "not recorded";
-    int ours = by && by->type == PELAB_JSON_ARRAY && by->count == 1 && by->items[0]->type == PELAB_JSON_STRING &&
-               strcmp(by->items[0]->string, pelab_commit()) == 0;
-    const int same_products = strcmp(products, pelab_sgemm_kernels()) == 0;
+    if (by && (by->type != PELAB_JSON_ARRAY || by->count == 0)) by = NULL;
+    const struct pelab_json *bf16 = pelab_json_get(j, "bf16-products");
+    const struct pelab_json *theirs = bf16 ? bf16 : pelab_json_get(j, "float32-products");
+    const char *kind = bf16 ? "bf16" : "float32", *mine = bf16 ? pelab_bf16_kernels() : pelab_sgemm_kernels();
+    const char *products = theirs && theirs->type == PELAB_JSON_STRING ? theirs->string : "not recorded";
+    const int ours = by && by->count == 1 && by->items[0]->type == PELAB_JSON_STRING &&
+                     strcmp(by->items[0]->string, pelab_commit()) == 0;
+    const int same_products = strcmp(products, mine) == 0;
     struct pelab_sb sb = {0};
     if (!ours || !same_products) {
-        if (!by || by->type != PELAB_JSON_ARRAY) pelab_sb_printf(&sb, "by a build that did not record its commit");
-        for (int i = 0; by && by->type == PELAB_JSON_ARRAY && i < by->count; i++)
+        if (!by) pelab_sb_printf(&sb, "by a build that did not record its commit");
+        for (int i = 0; by && i < by->count; i++)
             pelab_sb_printf(&sb, "%s%s", i ? ", " : "by commit ",
                             by->items[i]->type == PELAB_JSON_STRING ? by->items[i]->string : "?");
-        if (!same_products) pelab_sb_printf(&sb, " with float32 products: %s", products);
+        if (!same_products) pelab_sb_printf(&sb, " with %s products: %s", kind, products);
         pelab_sb_printf(&sb, "; this build is %s", pelab_commit());
-        if (!same_products) pelab_sb_printf(&sb, " with %s", pelab_sgemm_kernels());
+        if (!same_products) pelab_sb_printf(&sb, " with %s", mine);
         snprintf(note, size, " (trained %s)", sb.data);
     }
     pelab_sb_free(&sb);
@@ -77,7 +81,7 @@ static void other_build(char *note, size_t size, const char *path) {
  * trained it, when not this one), or it shares the run of an earlier entry (it differs only in
  * evaluation-time options). */
 static int finished_earlier(const struct compare_plan *pl, const struct compare_result *r) {
-    char path[sizeof r->dir + 16], label[160], note[512] = "";
+    char path[sizeof r->dir + 16], label[160], note[1024] = "";
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     const int done = pelab_file_exists(path);
     if (!done && r->shares < 0) return 0;

@@ -28,7 +28,7 @@ struct pelab_optdef {
 /* Tables end with an entry whose name is NULL. */
 
 /* Entries of one list: every setting of a run fits, and so does a checkpoint's metadata, which
- * holds them all plus its own counters (a SeqPE run's state file on the indirect task: 83). */
+ * holds them all plus its own counters (a SeqPE run's state file on the indirect task: 97). */
 #define PELAB_OPTS_MAX 128
 #define PELAB_OPT_KEY_MAX 40
 /* A value holds a compare's --pe list of several variants (an ablation's is 300-odd characters). */

@@ -11,10 +11,10 @@
 #   record.json      the command, its pelab's `--version` and the commit that names (the one the
 #                    binary was built from, "+changes" when the tree differed from it), the environment's
 #                    PELAB_*, OPENBLAS_* and OMP_* settings, the CPU model, the cores, the date,
-#                    the command's wall time, and trained_by: how many of the kept runs each
-#                    build trained (each run's summary.json "trained-by": a run resumed by another
-#                    build counts for each; "unrecorded" for a run older than the field), said on
-#                    stderr when a build other than the recording one trained any
+#                    the command's wall time, and trained_by: how many of the kept runs that
+#                    finished (a summary.json) each build trained (its "trained-by": a run resumed
+#                    by another build counts for each; "unrecorded" for a run older than the
+#                    field), said on stderr when a build other than the recording one trained any
 #   compare.json     compare's own summary of the runs (each run's metrics and sweep)
 #   runs/RUN/        each run's config.json, summary.json, sweep files, the last 5 lines of its
 #                    log.jsonl (log-tail.jsonl) and its lines with a validation (log-val.jsonl: the
@@ -108,13 +108,16 @@ record = {"table": table, "command": command, "commit": commit, "environment": e
           "version": """$version""".splitlines(),
           "cpu": cpu, "cores": $(nproc), "date": time.strftime("%Y-%m-%d"), "wall_s": wall}
 summaries = sorted(glob.glob(os.path.join(os.path.dirname(path), "runs", "**", "summary.json"), recursive=True))
-if summaries:  # the builds that trained the kept runs
-    trained_by = collections.Counter(b for s in summaries for b in json.load(open(s)).get("trained-by", ["unrecorded"]))
+def builds(summary):
+    by = json.load(open(summary)).get("trained-by")
+    return [b for b in by if isinstance(b, str) and b != "..."] if isinstance(by, list) and by else ["unrecorded"]
+if summaries:  # the builds that trained the kept runs that finished
+    trained_by = collections.Counter(b for s in summaries for b in builds(s))
     record["trained_by"] = dict(sorted(trained_by.items()))
     others = {b: n for b, n in trained_by.items() if b != commit}
     if others:
         print("record: %s: runs trained by other builds than commit %s: %s" % (table, commit, ", ".join(
-            "%s (%d of %d runs)" % (b, n, len(summaries)) for b, n in sorted(others.items()))), file=sys.stderr)
+            "%s (%d of %d finished runs)" % (b, n, len(summaries)) for b, n in sorted(others.items()))), file=sys.stderr)
 json.dump(record, open(path, "w"), indent=2)
 open(path, "a").write("\n")
 PY

@@ -83,6 +83,7 @@ accuracy; or, from an analysis's record, the runs' attention similarity or the s
 grid embeddings' variation (analyze seqpe --variance). With several seeds a cell is mean ±
 sample standard deviation over them; the caption line names the seeds, the commit and the CPU.
 """
+import collections
 import csv
 import difflib
 import json
@@ -637,6 +638,11 @@ def merged(names):
     one_commit("+".join(names), [record for record, _ in loaded])
     kind = lambda compare: {k: v for k, v in compare.items() if k not in ("runs", "encodings")}  # task, sweep
     record, compare = loaded[0]
+    trained_by = collections.Counter()  # every record's runs, by the build that trained them
+    for r, _ in loaded:
+        trained_by.update(r.get("trained_by", {}))
+    if trained_by:
+        record = dict(record, trained_by=dict(sorted(trained_by.items())))
     compare = dict(compare, runs=[])
     for (_, comp), label, n in zip(loaded, labels, names):
         if kind(comp) != kind(loaded[0][1]):

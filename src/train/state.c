@@ -277,17 +277,29 @@ static int read_counters(const struct pelab_st_file *f, const char *path,
 }
 
 /* The builds that trained a run continued from a checkpoint: the checkpoint's list ("unrecorded"
- * when it has none), and this build's commit unless it is the list's last. A list too long to
- * keep names its first build, "...", and this one. */
+ * when it has none), and this build's commit unless it is the list's last (a resume that only
+ * evaluates the run again counts: its summary's numbers are this build's). A list too long to
+ * keep names its first build, "...", and this one. A commit is hex digits, letters and "+": any
+ * other byte of the file's list is written as '?', so a damaged list cannot put a broken
+ * character into the next checkpoint's header or the summary. */
 static void continue_trained_by(char *out, size_t size, const char *recorded) {
+    char list[PELAB_OPT_VAL_MAX];
+    size_t len = 0;
+    for (; recorded[len] && len + 1 < sizeof list; len++) {
+        const char c = recorded[len];
+        list[len] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            c == '+' || c == ',' || c == '.'
+                        ? c
+                        : '?';
+    }
+    list[len] = '\0';
     const char *now = pelab_commit();
-    const char *last = strrchr(recorded, ',');
-    last = last ? last + 1 : recorded;
-    const int n = strcmp(last, now) == 0 ? snprintf(out, size, "%s", recorded)
-                                         : snprintf(out, size, "%s,%s", recorded, now);
+    const char *last = strrchr(list, ',');
+    last = last ? last + 1 : list;
+    const int n = strcmp(last, now) == 0 ? snprintf(out, size, "%s", list) : snprintf(out, size, "%s,%s", list, now);
     if (n < 0 || (size_t)n >= size) {
-        const size_t first = strcspn(recorded, ",");
-        snprintf(out, size, "%.*s,...,%s", (int)(first < 64 ? first : 64), recorded, now);
+        const size_t first = strcspn(list, ",");
+        snprintf(out, size, "%.*s,...,%s", (int)(first < 64 ? first : 64), list, now);
     }
 }
 

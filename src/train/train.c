@@ -26,7 +26,6 @@ struct pelab_trainer *pelab_trainer_new(struct pelab_ctx *ctx, const struct pela
     tr->hooks = tr->ctx->dist.rank == 0 ? hooks : NULL; /* rank 0 alone reports */
     tr->lr_scale = 1;
     tr->prev_precision = -1;
-    snprintf(tr->trained_by, sizeof tr->trained_by, "%s", pelab_commit());
     return tr;
 }
 
