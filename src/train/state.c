@@ -9,6 +9,7 @@
  *
  * Also the state at step 0 (pelab_trainer_fresh_start) and, across MPI ranks, rank 0's restored
  * state sent to the others (pelab_trainer_sync). */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -279,18 +280,15 @@ static int read_counters(const struct pelab_st_file *f, const char *path,
 /* The builds that trained a run continued from a checkpoint: the checkpoint's list ("unrecorded"
  * when it has none), and this build's commit unless it is the list's last (a resume that only
  * evaluates the run again counts: its summary's numbers are this build's). A list too long to
- * keep names its first build, "...", and this one. A commit is hex digits, letters and "+": any
- * other byte of the file's list is written as '?', so a damaged list cannot put a broken
- * character into the next checkpoint's header or the summary. */
+ * keep names its first build, "...", and this one. A list holds letters, digits, '+' (a commit's
+ * "+changes"), '.' ("...") and ','; any other byte of the file's list is written as '?', so a
+ * damaged list cannot put a broken character into the next checkpoint's header or the summary. */
 static void continue_trained_by(char *out, size_t size, const char *recorded) {
     char list[PELAB_OPT_VAL_MAX];
     size_t len = 0;
     for (; recorded[len] && len + 1 < sizeof list; len++) {
-        const char c = recorded[len];
-        list[len] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            c == '+' || c == ',' || c == '.'
-                        ? c
-                        : '?';
+        const unsigned char c = (unsigned char)recorded[len];
+        list[len] = isalnum(c) || strchr("+.,", c) ? (char)c : '?';
     }
     list[len] = '\0';
     const char *now = pelab_commit();
