@@ -1,9 +1,9 @@
 /* The vectorised kernels against plain references written here in double precision, at every
  * SIMD level this CPU runs (simd.h: portable, AVX2, AVX-512): RMSNorm, GELU and cross-entropy
  * forward and backward, the cross-entropy's evaluation variant, PoPE's and RoPE's transforms and
- * their gradients, AdamW, the product with bf16 weights, float products of few rows (one token's,
- * split across threads by columns), and the tiled attention kernel (forward and backward) against the
- * reference one. Odd sizes, so vector remainders run too. Built twice: in double
+ * their gradients, AdamW and the scan for non-finite weights after it, the product with bf16
+ * weights, float products of few rows (one token's, split across threads by columns), and the
+ * tiled attention kernel (forward and backward) against the reference one. Odd sizes, so vector remainders run too. Built twice: in double
  * (build/tests/test_kernels, tolerance 1e-12) and in float, what users run
  * (build/tests/test_kernels_f32, tolerance about 100 float ulps, the error of vmath.h's exp and
  * log1p and of float sums). */
@@ -21,6 +21,7 @@
 #include "pelab/posenc.h"
 #include "pelab/status.h"
 #include "pelab/threads.h"
+#include "train/run.h"
 
 #ifdef PELAB_DOUBLE
 #define RTOL 1e-12
@@ -546,6 +547,46 @@ static void check_subnormals(void) {
 #endif
 }
 
+/* The check after each update (pelab_describe_params): nothing said while every weight and AdamW
+ * moment is finite, however large; the first ±∞ or NaN named wherever it sits, in either
+ * parameter, in each of the three arrays, in the first, a middle and the last of the parallel
+ * blocks the scan splits them into. */
+static void check_finite_scan(void) {
+    struct pelab_params p = {0};
+    const int64_t s1[1] = {37}, s2[1] = {200003};
+    pelab_params_declare(&p, "gain", 1, s1, 0);
+    pelab_params_declare(&p, "w", 1, s2, 1);
+    PELAB_ASSERT(pelab_params_alloc(&p) == PELAB_OK);
+    const long n = (long)p.total;
+    pelab_real *arrays[3] = {p.data, p.m, p.v};
+    static const char *const what[3] = {"weight", "AdamW first moment", "AdamW second moment"};
+    for (int k = 0; k < 3; k++)
+        for (long i = 0; i < n; i++)
+            arrays[k][i] = i % 3 == 1 ? (pelab_real)-0.0
+                         : i % 3 == 2 ? (pelab_real)uniform(-1, 1)
+                                      : (pelab_real)(i % 2 ? -1 : 1) * (sizeof(pelab_real) == 8 ? 1e300 : 3e38);
+    char buf[256] = "";
+    CHECK(pelab_describe_params(&p, buf, sizeof buf) == 0 && buf[0] == '\0',
+          "%s finite scan: finite weights and moments reported as '%s'", level_name, buf);
+    const long at[] = {0, 36, 37, 37 + 5000, n / 2, n - 1};
+    const double bad[] = {INFINITY, -INFINITY, NAN};
+    for (int k = 0; k < 3; k++)
+        for (size_t a = 0; a < sizeof at / sizeof at[0]; a++)
+            for (int b = 0; b < 3; b++) {
+                const pelab_real keep = arrays[k][at[a]];
+                arrays[k][at[a]] = (pelab_real)bad[b];
+                char want[256];
+                snprintf(want, sizeof want, "first non-finite %s: %s[%ld] = %s", what[k], at[a] < 37 ? "gain" : "w",
+                         at[a] < 37 ? at[a] : at[a] - 37, b == 0 ? "inf" : b == 1 ? "-inf" : "nan");
+                buf[0] = '\0';
+                const int found = pelab_describe_params(&p, buf, sizeof buf);
+                CHECK(found == 1 && strcmp(buf, want) == 0, "%s finite scan: %g at %s[%ld]: %d, '%s', want '%s'",
+                      level_name, bad[b], what[k], at[a], found, buf, want);
+                arrays[k][at[a]] = keep;
+            }
+    pelab_params_free(&p);
+}
+
 int main(void) {
     check_subnormals();
     int levels = 0;
@@ -565,6 +606,7 @@ int main(void) {
         check_rope(0);
         check_rope(1);
         check_adamw();
+        check_finite_scan();
         check_generation_products(1);
         check_generation_products(0);
         check_attention(); /* the tiled kernel's tile loops at this level */
