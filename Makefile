@@ -22,7 +22,8 @@
 #   make qa-table2  records the long-context QA (the SeqPE paper's Table II), 3 seeds (hours)
 #   make cpu-tables [TASKS="music text"]  records RoPE, PoPE, NoPE at the cpu presets, 3 seeds (hours)
 #   make indirect-mid [ARMS="mechanism full"]  records RoPE vs PoPE on indirect indexing with heads
-#                   64 wide, 2 seeds (days of both cores; interrupted runs continue)
+#                   64 wide, 2 seeds (days of both cores; interrupted runs continue); ARMS=lr-probe:
+#                   the mechanism arm at lr 1e-3 for 10k updates, seed 1 (about 1.5 h)
 #   make bench      pelab against the PyTorch twin, tokens/s and ratios
 #   make profile    build/prof/bench/bench_train, bench_generate: the benchmarks with a per-phase time table
 #   make data       installs every dataset into data/ (docs/DATA.md); DATASETS="sotu jsb" for some
