@@ -8,7 +8,9 @@
 #   results/indirect-mid-lr-probe   (arm lr-probe, not run by default) the mechanism arm at 5× the
 #                                   paper's learning rate, 1e-3 cosine to 1e-4 after 400 warm-up
 #                                   updates, 10k updates, seed 1 only: whether this model can leave
-#                                   chance at all on a shorter budget (about 1.5 h of both cores)
+#                                   chance at all on a shorter budget (about 1.5 h of both cores);
+#                                   its runs keep every checkpoint, so that `analyze probe` reads
+#                                   the heads at each 1,000 updates
 # The products run in bf16 (--precision bf16: float32 accumulation, weights and optimiser in
 # float32), measured twice as fast as float32 at this shape on an Intel Xeon with AMX (bench_train
 # --config M, one thread: 6.3-6.8k against 3.1-3.2k tokens/s); PELAB_MID_PRECISION=fp32 chooses
@@ -27,15 +29,15 @@ cd "$(dirname "$0")/../.."
 runs=${PELAB_MID_RUNS:-runs/indirect-mid}
 precision=${PELAB_MID_PRECISION:-bf16}
 for arm in ${*:-mechanism full}; do
-    seeds=2 optimiser=()
+    seeds=2 keep=1 optimiser=()
     case $arm in
         mechanism) table=indirect-mid-mechanism preset=mid-mechanism ;;
         full) table=indirect-mid preset=mid ;;
-        lr-probe) table=indirect-mid-lr-probe preset=mid-mechanism seeds=1
+        lr-probe) table=indirect-mid-lr-probe preset=mid-mechanism seeds=1 keep=10
                   optimiser=(--lr 1e-3 --min-lr 1e-4 --warmup 400 --steps 10000) ;;
         *) echo "indirect_mid: no arm '$arm' (mechanism, full, lr-probe)" >&2; exit 2 ;;
     esac
-    cmp=(./pelab compare --task indirect --preset "$preset" --pe rope,pope --precision "$precision" --jobs 2 --threads 2 --keep 1
+    cmp=(./pelab compare --task indirect --preset "$preset" --pe rope,pope --precision "$precision" --jobs 2 --threads 2 --keep "$keep"
          "${optimiser[@]}" --out "$runs/$arm")
     # seed 1 of both encodings first, so that a comparison stands as soon as two runs finish;
     # the record's call then reuses them
