@@ -21,7 +21,7 @@
 # Where an encoding's two seeds split between solved and not, a third is trained and the record
 # made again. Each run's final weights are read by `pelab analyze freq` and `analyze probe`, each
 # recorded as results/TABLE-freq-RUN and TABLE-probe-RUN; each arm's learning curves are drawn as
-# docs/figures/TABLE-curves.png.
+# docs/figures/TABLE-curves.png (validation accuracy) and TABLE-loss.png (validation loss).
 # The runs live in $PELAB_MID_RUNS (runs/indirect-mid) and checkpoint every 1,000 updates:
 # an interrupted call continues them from their last checkpoint (finished ones are reused).
 set -euo pipefail
@@ -68,4 +68,7 @@ PY
     ./pelab plot lines --csv "$runs/$arm/curves.csv" --x step --y val_acc --group run \
         --title "indirect indexing, $preset preset: validation accuracy" --ylabel "validation accuracy" \
         --png "docs/figures/$table-curves.png"
+    ./pelab plot lines --csv "$runs/$arm/curves.csv" --x step --y val_loss --group run \
+        --title "indirect indexing, $preset preset: validation loss" --ylabel "validation loss" \
+        --png "docs/figures/$table-loss.png"
 done
