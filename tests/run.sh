@@ -57,9 +57,14 @@ done
 tests=() names=()
 while read -r i; do tests+=("${all[$i]}"); names+=("${all_names[$i]}"); done < <(
     for i in "${!all[@]}"; do
-        s=$(awk -v n="${all_names[$i]}" '$1 == n { print $2 }' "$times" 2>/dev/null)
-        echo "${s:-0} $i"
+        # the first line of its name only, and only a number: each test once in the order, whatever
+        # the file holds (a duplicated line once ran tests twice, and the next file kept both)
+        s=$(awk -v n="${all_names[$i]}" '$1 == n { print $2; exit }' "$times" 2>/dev/null)
+        [[ $s =~ ^[0-9]+$ ]] || s=0
+        echo "$s $i"
     done | sort -k1,1nr -k2,2n | cut -d' ' -f2)
+[ ${#tests[@]} -eq ${#all[@]} ] ||
+    { echo "tests/run.sh: the order holds ${#tests[@]} tests where there are ${#all[@]}" >&2; exit 2; }
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 started=$SECONDS
