@@ -3,10 +3,10 @@
  * forward and backward, the cross-entropy's evaluation variant, PoPE's and RoPE's transforms and
  * their gradients, AdamW and the scan for non-finite weights after it, the product with bf16
  * weights, float products of few rows (one token's, split across threads by columns), and the
- * tiled attention kernel (forward and backward) against the reference one. Odd sizes, so vector remainders run too. Built twice: in double
- * (build/tests/test_kernels, tolerance 1e-12) and in float, what users run
- * (build/tests/test_kernels_f32, tolerance about 100 float ulps, the error of vmath.h's exp and
- * log1p and of float sums). */
+ * tiled attention kernel (forward and backward) against the reference one. Odd sizes, so vector
+ * remainders run too. Built twice: in double (build/tests/test_kernels, tolerance 1e-12) and in
+ * float, what users run (build/tests/test_kernels_f32, tolerance about 100 float ulps, the error
+ * of vmath.h's exp and log1p and of float sums). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

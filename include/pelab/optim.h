@@ -29,6 +29,9 @@ double pelab_schedule_lr(const struct pelab_schedule *s, int64_t step);
 
 /* Global L2 norm of all gradients (in double). */
 double pelab_grad_norm(const struct pelab_params *p);
+/* Whether every x[i] (n,) is finite: one vector pass split among the threads as the norm's is
+ * (training checks the weights and AdamW moments with it after each update). */
+int pelab_all_finite(const pelab_real *x, long n);
 /* The factor torch's clip_grad_norm_ scales the gradients by: max_norm / (norm + 1e-6) (rounded
  * to pelab_real) when that is below 1, else 1; max_norm <= 0 disables clipping. Clipping is
  *   pelab_adamw_step(opt, p, lr, pelab_clip_scale(pelab_grad_norm(p), max_norm)). */

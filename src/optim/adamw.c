@@ -59,7 +59,7 @@ void pelab_adamw_step(struct pelab_adamw *opt, struct pelab_params *p, double lr
     PELAB_PROF_STOP(PELAB_PROF_OPTIM, 0);
 }
 
-enum { NORM_BLOCKS = 64 }; /* the norm's fixed partial sums: enough for any thread count here */
+enum { SUM_BLOCKS = 64 }; /* fixed partial sums, so a sum's bits do not depend on the thread count */
 
 /* out = Σ g[i]², in double */
 static PELAB_ALWAYS_INLINE void sum_squares_body(double *out, const pelab_real *g, long n) {
@@ -70,20 +70,38 @@ static PELAB_ALWAYS_INLINE void sum_squares_body(double *out, const pelab_real *
 }
 PELAB_SIMD_KERNEL(sum_squares, (double *out, const pelab_real *g, long n), (out, g, n))
 
-double pelab_grad_norm(const struct pelab_params *p) {
-    PELAB_PROF_START();
-    double part[NORM_BLOCKS];
-    const long n = (long)p->total;
-    void (*const f)(double *, const pelab_real *, long) = pelab_simd_fn(sum_squares);
+/* out = Σ (x[i] − x[i]): 0 when every x[i] is finite, NaN when one is ±∞ or NaN */
+static PELAB_ALWAYS_INLINE void sum_zeros_body(double *out, const pelab_real *x, long n) {
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (long i = 0; i < n; i++) s += (double)(x[i] - x[i]);
+    *out = s;
+}
+PELAB_SIMD_KERNEL(sum_zeros, (double *out, const pelab_real *x, long n), (out, x, n))
+
+/* Σ over SUM_BLOCKS blocks of x (n,) of f's sums, the blocks split among the threads and added in
+ * block order. */
+static double blocked_sum(void (*f)(double *, const pelab_real *, long), const pelab_real *x, long n) {
+    double part[SUM_BLOCKS];
 #pragma omp parallel for schedule(static) if (n >= (1L << 16))
-    for (int b = 0; b < NORM_BLOCKS; b++) {
-        const long lo = n * b / NORM_BLOCKS, hi = n * (b + 1) / NORM_BLOCKS;
-        f(&part[b], p->grad + lo, hi - lo);
+    for (int b = 0; b < SUM_BLOCKS; b++) {
+        const long lo = n * b / SUM_BLOCKS, hi = n * (b + 1) / SUM_BLOCKS;
+        f(&part[b], x + lo, hi - lo);
     }
     double s = 0;
-    for (int b = 0; b < NORM_BLOCKS; b++) s += part[b];
+    for (int b = 0; b < SUM_BLOCKS; b++) s += part[b];
+    return s;
+}
+
+double pelab_grad_norm(const struct pelab_params *p) {
+    PELAB_PROF_START();
+    const double s = blocked_sum(pelab_simd_fn(sum_squares), p->grad, (long)p->total);
     PELAB_PROF_STOP(PELAB_PROF_OPTIM, 0);
     return sqrt(s);
+}
+
+int pelab_all_finite(const pelab_real *x, long n) {
+    return blocked_sum(pelab_simd_fn(sum_zeros), x, n) == 0;
 }
 
 double pelab_clip_scale(double norm, double max_norm) {

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/cpu/simd.h"
 #include "pelab/dist.h"
 #include "pelab/status.h"
 #include "train/run.h"
@@ -68,36 +67,12 @@ void pelab_describe_grads(const struct pelab_params *p, char *buf, size_t size) 
     }
 }
 
-/* *out = Σ (x[i] − x[i]): 0 when every x[i] is finite, NaN when one is ±∞ or NaN. One pass of
- * vector subtractions, where isfinite element by element was 2 % of a small model's step. */
-static PELAB_ALWAYS_INLINE void finite_sum_body(pelab_real *out, const pelab_real *x, long n) {
-    pelab_real s = 0;
-#pragma omp simd reduction(+ : s)
-    for (long i = 0; i < n; i++) s += x[i] - x[i];
-    *out = s;
-}
-PELAB_SIMD_KERNEL(finite_sum, (pelab_real *out, const pelab_real *x, long n), (out, x, n))
-
-enum { FINITE_BLOCKS = 64 }; /* fixed blocks, as the gradient norm's: enough for the threads */
-
-static int all_finite(const pelab_real *x, long n) {
-    void (*const f)(pelab_real *, const pelab_real *, long) = pelab_simd_fn(finite_sum);
-    pelab_real part[FINITE_BLOCKS];
-#pragma omp parallel for schedule(static) if (n >= (1L << 16))
-    for (int b = 0; b < FINITE_BLOCKS; b++) {
-        const long lo = n * b / FINITE_BLOCKS, hi = n * (b + 1) / FINITE_BLOCKS;
-        f(&part[b], x + lo, hi - lo);
-    }
-    for (int b = 0; b < FINITE_BLOCKS; b++)
-        if (part[b] != 0) return 0;
-    return 1;
-}
-
 int pelab_describe_params(const struct pelab_params *p, char *buf, size_t size) {
     static const char *const what[3] = {"weight", "AdamW first moment", "AdamW second moment"};
     const pelab_real *base[3] = {p->data, p->m, p->v};
     const long n = (long)p->total;
-    if (all_finite(p->data, n) && all_finite(p->m, n) && all_finite(p->v, n)) return 0;
+    /* one vector pass each; the named scan below only when one holds a non-finite value */
+    if (pelab_all_finite(p->data, n) && pelab_all_finite(p->m, n) && pelab_all_finite(p->v, n)) return 0;
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < p->count; i++) {
             const pelab_real *x = base[k] + p->list[i].offset;
